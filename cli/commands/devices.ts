@@ -1,0 +1,48 @@
+// rc devices: every device (or the matching ones), its state and holder.
+import { formatSize } from '../../core/size';
+import { EXIT } from '../../core/exit-codes';
+import type { Client } from '../client';
+import { parseFlags, stringFlag } from '../flags';
+import { table, usage } from '../output';
+
+export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--json]
+
+Lists every device with its state (free, busy, offline, unhealthy) and holder.
+  -s, --select <selector>   only devices whose labels match
+      --json                the API's JSON: { "devices": [ ... ] } (docs/api.md)
+`;
+
+interface Device {
+  name: string; state: string; holder: { jobId: string; submitter: string } | null; labels: Record<string, string>;
+}
+
+export async function devices(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('devices', args, [
+    { name: 'select', short: 's', type: 'string' }, { name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' },
+  ], false);
+  if (parsed.flags.has('help')) { process.stdout.write(DEVICES_HELP); return EXIT.ok; }
+  if (parsed.rest.length) usage(`rc devices takes no arguments (got ${parsed.rest[0]})`);
+  const select = stringFlag(parsed, 'select');
+  const query = select === undefined ? '' : `?select=${encodeURIComponent(select)}`;
+  const body = await client.json<{ devices: Device[] }>('GET', `/api/devices${query}`);
+  if (parsed.flags.has('json')) {
+    process.stdout.write(JSON.stringify(body, null, 2) + '\n');
+    return EXIT.ok;
+  }
+  const rows = body.devices.map((d) => [
+    d.name,
+    d.state,
+    d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : '-',
+    summary(d.labels),
+  ]);
+  process.stdout.write(table(['DEVICE', 'STATE', 'HOLDER', 'LABELS'], rows));
+  return EXIT.ok;
+}
+
+function summary(labels: Record<string, string>): string {
+  const parts: string[] = [];
+  if (labels.gpu_model) parts.push(`gpu_model=${labels.gpu_model}`);
+  if (labels.vram) parts.push(`vram=${/^\d+$/.test(labels.vram) ? formatSize(Number(labels.vram)) : labels.vram}`);
+  if (labels.kind) parts.push(`kind=${labels.kind}`);
+  return parts.join(' ') || '-';
+}

@@ -1,0 +1,21 @@
+// rc kill: stop a job you submitted (an admin token may stop any).
+import { EXIT } from '../../core/exit-codes';
+import type { Client } from '../client';
+import { parseFlags } from '../flags';
+import { usage } from '../output';
+
+export const KILL_HELP = `usage: rc kill <job-id>
+
+Stops a queued or running job whose submitter matches yours (RC_SUBMITTER);
+its whole process group dies with it.
+`;
+
+export async function kill(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('kill', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(KILL_HELP); return EXIT.ok; }
+  if (parsed.rest.length !== 1) usage('rc kill takes one job id: rc kill <job-id>');
+  const id = parsed.rest[0]!;
+  const { job } = await client.json<{ job: { id: string; state: string } }>('POST', `/api/jobs/${encodeURIComponent(id)}/kill`, { submitter: client.submitter });
+  process.stdout.write(job.state === 'running' ? `stopping ${job.id}\n` : `${job.id} is ${job.state}\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,139 @@
+// rc run: claim a device, run the command on its host, stream the output,
+// exit with the command's exit code.
+import { EXIT } from '../../core/exit-codes';
+import { FRAME_EVENT, FRAME_STDERR, FRAME_STDOUT, FrameDecoder, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import type { Client } from '../client';
+import { intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
+import { usage } from '../output';
+
+export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
+
+Claims a free matching device, runs the command on the host that owns it,
+streams its output and exits with its exit code. Waits in the queue when every
+matching device is busy.
+
+  -s, --select <selector>   labels the device must have, e.g. 'vram>=40G,vendor=nvidia'
+  -d, --device <host:gpuN>  this device and no other
+      --cwd <dir>           working directory on the device host
+      --gpus <n>            devices on one host (1-8, default 1)
+      --priority <n>        -10..10, higher goes first (default 0)
+      --no-wait             fail with busy instead of queueing
+`;
+
+const SPECS: FlagSpec[] = [
+  { name: 'select', short: 's', type: 'string' },
+  { name: 'device', short: 'd', type: 'string' },
+  { name: 'cwd', type: 'string' },
+  { name: 'gpus', type: 'string' },
+  { name: 'priority', type: 'string' },
+  { name: 'no-wait', type: 'boolean' },
+  { name: 'help', short: 'h', type: 'boolean' },
+];
+
+/** Resolves to the exit code. */
+export async function run(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('run', args, SPECS, true);
+  if (parsed.flags.has('help')) { process.stdout.write(RUN_HELP); return EXIT.ok; }
+  if (parsed.rest.length === 0) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
+  const cwd = stringFlag(parsed, 'cwd');
+  if (cwd !== undefined && !cwd.startsWith('/')) usage(`--cwd must be an absolute path on the device host, not ${cwd}`);
+  const body = {
+    argv: parsed.rest,
+    selector: stringFlag(parsed, 'select') ?? '',
+    device: stringFlag(parsed, 'device') ?? null,
+    cwd: cwd ?? null,
+    gpus: intFlag(parsed, 'gpus', 1, 8) ?? 1,
+    priority: intFlag(parsed, 'priority', -10, 10) ?? 0,
+    wait: !parsed.flags.has('no-wait'),
+    submitter: client.submitter,
+  };
+  const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);
+  return follow(client, res);
+}
+
+/** Copies a job's frame stream to stdout/stderr until its exit event; Ctrl-C kills the job. */
+export function follow(client: Client, res: NodeJS.ReadableStream): Promise<number> {
+  return new Promise((resolve) => {
+    let jobId: string | null = null;
+    let interrupted = false;
+    let queuedNotice: NodeJS.Timeout | null = null;
+    let result: number | null = null;
+
+    const kill = () => {
+      if (!jobId) return;
+      client.json('POST', `/api/jobs/${jobId}/kill`, { submitter: client.submitter }).catch(() => {});
+    };
+    const onSigint = () => {
+      if (interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
+      interrupted = true;
+      process.stderr.write(`\nrc: stopping job ${jobId ?? ''} (Ctrl-C again to leave without waiting)\n`);
+      kill();
+    };
+    process.on('SIGINT', onSigint);
+
+    const onEvent = (event: JobEvent) => {
+      switch (event.type) {
+        case 'queued':
+          jobId = event.jobId;
+          if (interrupted) kill();
+          queuedNotice = setTimeout(() => {
+            process.stderr.write(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
+          }, 1000);
+          break;
+        case 'started':
+          if (queuedNotice) clearTimeout(queuedNotice);
+          break;
+        case 'exit':
+          if (queuedNotice) clearTimeout(queuedNotice);
+          result = exitCodeOf(event, interrupted);
+          break;
+        case 'error':
+          process.stderr.write(`rc: ${event.code}: ${event.message}\n`);
+          result = event.code === 'busy' ? EXIT.busy : EXIT.error;
+          break;
+      }
+    };
+    const decoder = new FrameDecoder((type, payload) => {
+      if (type === FRAME_STDOUT) process.stdout.write(payload);
+      else if (type === FRAME_STDERR) process.stderr.write(payload);
+      else if (type === FRAME_EVENT) onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
+    });
+    res.on('data', (chunk: Buffer) => decoder.push(chunk));
+    const done = () => {
+      if (queuedNotice) clearTimeout(queuedNotice);
+      process.off('SIGINT', onSigint);
+      if (result === null) {
+        process.stderr.write(`rc: unreachable: lost the connection to the controller${jobId ? `; job ${jobId} may still be running` : ''}\n`);
+        result = EXIT.unreachable;
+      }
+      resolve(result);
+    };
+    res.on('end', done);
+    res.on('error', done);
+  });
+}
+
+function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boolean): number {
+  switch (event.state) {
+    case 'succeeded':
+    case 'failed':
+      return event.exitCode ?? EXIT.error;
+    case 'killed':
+      if (interrupted) return EXIT.interrupted;
+      process.stderr.write(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
+      return /max_runtime|idle/.test(event.reason ?? '') ? EXIT.watchdog : event.exitCode ?? EXIT.error;
+    case 'lost':
+      process.stderr.write(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
+      return EXIT.lost;
+    case 'cancelled':
+      if (interrupted) return EXIT.interrupted;
+      if (/could not be queued/.test(event.reason ?? '')) {
+        process.stderr.write(`rc: busy: ${event.reason}\n`);
+        return EXIT.busy;
+      }
+      process.stderr.write(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
+      return EXIT.wait_timeout;
+    default:
+      return EXIT.error;
+  }
+}

@@ -1,0 +1,49 @@
+// Where the controller is and who we are. RC_CONTROLLER and RC_TOKEN win;
+// without them the CLI uses the credentials `npm start` wrote in this checkout.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EXIT } from '../core/exit-codes';
+import { fail } from './output';
+
+export interface CliConfig {
+  controller: string;
+  token: string;
+  submitter: string;
+}
+
+interface LocalFile { controller?: string; clientToken?: string; adminToken?: string }
+
+export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
+  let local: LocalFile | null = null;
+  const readLocal = (): LocalFile => {
+    if (local) return local;
+    // The bundle lives in <checkout>/dist; npm start keeps credentials in <checkout>/.rc.
+    const file = join(env.RC_DATA_DIR ?? join(__dirname, '..', '.rc'), 'local.json');
+    try {
+      local = JSON.parse(readFileSync(file, 'utf8')) as LocalFile;
+    } catch {
+      local = {};
+    }
+    return local;
+  };
+  const controller = (env.RC_CONTROLLER || readLocal().controller || '').replace(/\/+$/, '');
+  const token = env.RC_TOKEN || (env.RC_ADMIN === '1' ? readLocal().adminToken : readLocal().clientToken) || '';
+  if (!controller || !token) {
+    fail('not_configured', 'set RC_CONTROLLER and RC_TOKEN (ask the operator), or run `npm start` in this checkout first', EXIT.unauthorized);
+  }
+  return { controller, token, submitter: env.RC_SUBMITTER || defaultSubmitter() };
+}
+
+/** user@host/s<session id>: distinct per terminal session, stable within one. */
+function defaultSubmitter(): string {
+  let session = String(process.ppid);
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    session = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3] ?? session;
+  } catch { /* not Linux: the parent's pid will do */ }
+  // os is loaded only here: most agents set RC_SUBMITTER, and every import costs start-up time.
+  const os = require('node:os') as typeof import('node:os');
+  let user = process.env.USER ?? 'user';
+  try { user = os.userInfo().username; } catch { /* no passwd entry */ }
+  return `${user}@${os.hostname()}/s${session}`;
+}

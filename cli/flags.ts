@@ -1,0 +1,59 @@
+// Flag parsing shared by every command: declared flags only, clear errors.
+import { usage } from './output';
+
+export interface FlagSpec {
+  name: string;
+  short?: string;
+  type: 'string' | 'boolean';
+}
+
+export interface Parsed {
+  flags: Map<string, string | true>;
+  rest: string[];
+}
+
+/**
+ * Parses flags up to `--` or, when `stopAtPositional`, up to the first
+ * positional argument: everything from there on is passed through untouched.
+ */
+export function parseFlags(command: string, args: readonly string[], specs: readonly FlagSpec[], stopAtPositional: boolean): Parsed {
+  const flags = new Map<string, string | true>();
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') { rest.push(...args.slice(i + 1)); break; }
+    if (!arg.startsWith('-') || arg === '-') {
+      if (stopAtPositional) { rest.push(...args.slice(i)); break; }
+      rest.push(arg);
+      continue;
+    }
+    const eq = arg.indexOf('=');
+    const nameText = arg.startsWith('--') ? arg.slice(2, eq > 0 ? eq : undefined) : arg.slice(1, 2);
+    const spec = specs.find((s) => (arg.startsWith('--') ? s.name === nameText : s.short === nameText));
+    if (!spec) usage(`unknown flag ${arg.startsWith('--') ? '--' + nameText : arg} for rc ${command}; see rc ${command} --help`);
+    if (spec.type === 'boolean') {
+      if (eq > 0) usage(`--${spec.name} takes no value`);
+      flags.set(spec.name, true);
+      continue;
+    }
+    let value: string | undefined;
+    if (arg.startsWith('--') && eq > 0) value = arg.slice(eq + 1);
+    else if (!arg.startsWith('--') && arg.length > 2) value = arg.slice(2);
+    else value = args[++i];
+    if (value === undefined) usage(`--${spec.name} needs a value`);
+    flags.set(spec.name, value);
+  }
+  return { flags, rest };
+}
+
+export function intFlag(parsed: Parsed, name: string, min: number, max: number): number | undefined {
+  const v = parsed.flags.get(name);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v) || Number(v) < min || Number(v) > max) usage(`--${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
+  return Number(v);
+}
+
+export function stringFlag(parsed: Parsed, name: string): string | undefined {
+  const v = parsed.flags.get(name);
+  return typeof v === 'string' ? v : undefined;
+}

@@ -1,0 +1,62 @@
+// The rc command. Kept lean on purpose: agents call it in loops, so it loads
+// nothing but Node's own modules and this one bundled file.
+import { EXIT } from '../core/exit-codes';
+import { Client } from './client';
+import { loadCliConfig } from './config';
+import { CliExit } from './output';
+import { ADMIN_HELP, admin } from './commands/admin';
+import { DEVICES_HELP, devices } from './commands/devices';
+import { KILL_HELP, kill } from './commands/kill';
+import { RUN_HELP, run } from './commands/run';
+
+declare const RC_VERSION: string;
+
+const HELP = `rc: share GPUs through leases
+
+usage: rc <command> [flags]
+
+  run      run a command on a matching device:  rc run --select 'vram>=40G' -- python train.py
+  devices  list devices, their state and holder
+  kill     stop a job you submitted
+  admin    operator commands (hosts, tokens)
+
+  rc <command> --help     flags of one command
+  rc --version            this CLI's version
+
+Environment: RC_CONTROLLER (controller URL), RC_TOKEN (client token),
+RC_SUBMITTER (your name on jobs; default user@host/session).
+`;
+
+type Command = (client: Client, args: readonly string[]) => Promise<number>;
+const COMMANDS: Record<string, { fn: Command; help: string }> = {
+  run: { fn: run, help: RUN_HELP },
+  devices: { fn: devices, help: DEVICES_HELP },
+  kill: { fn: kill, help: KILL_HELP },
+  admin: { fn: admin, help: ADMIN_HELP },
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === '--version' || name === '-V') { process.stdout.write(`rc ${RC_VERSION}\n`); return EXIT.ok; }
+  if (!name || name === '--help' || name === '-h' || name === 'help') { process.stdout.write(HELP); return EXIT.ok; }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`rc: usage: unknown command ${name}; rc --help lists the commands\n`);
+    return EXIT.usage;
+  }
+  if (args[0] === '--help' || args[0] === '-h') { process.stdout.write(command.help); return EXIT.ok; }
+  return command.fn(new Client(loadCliConfig()), args);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (err: unknown) => {
+    if (err instanceof CliExit) {
+      if (err.message) process.stderr.write(err.message + '\n');
+      process.exitCode = err.exitCode;
+      return;
+    }
+    process.stderr.write(`rc: internal: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = EXIT.error;
+  },
+);

@@ -1,0 +1,23 @@
+// How the CLI speaks: `rc: <code>: <sentence>` on stderr, and a fixed exit code.
+import { EXIT } from '../core/exit-codes';
+
+export class CliExit extends Error {
+  constructor(readonly exitCode: number, message: string | null) {
+    super(message ?? '');
+  }
+}
+
+/** Stops the command: prints `rc: code: message` and exits with `exitCode`. */
+export function fail(code: string, message: string, exitCode: number = EXIT.error): never {
+  throw new CliExit(exitCode, `rc: ${code}: ${message}`);
+}
+
+export function usage(message: string): never {
+  throw new CliExit(EXIT.usage, `rc: usage: ${message}`);
+}
+
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}

@@ -1,0 +1,36 @@
+// Error codes are part of rc's API: the CLI prints `rc: <code>: <sentence>`
+// and every REST error has the body { error: { code, message } }.
+
+export const ERROR_STATUS = {
+  bad_request: 400,
+  bad_selector: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_job_owner: 403,
+  not_found: 404,
+  no_matching_device: 409,
+  busy: 409,
+  conflict: 409,
+  payload_too_large: 413,
+  unavailable: 503,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ApiErrorBody {
+  error: { code: ErrorCode; message: string };
+}
+
+/** An error that is meant for the user: a stable code and a sentence they can act on. */
+export class RcError extends Error {
+  constructor(readonly code: ErrorCode, message: string) {
+    super(message);
+  }
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+  toBody(): ApiErrorBody {
+    return { error: { code: this.code, message: this.message } };
+  }
+}

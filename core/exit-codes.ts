@@ -1,0 +1,40 @@
+// How `rc` exits. When the command ran, rc exits with the command's own code
+// (128+N when a signal ended it). rc's own outcomes use codes from 200 up, so a
+// script can tell "my command failed" from "rc could not run it".
+export const EXIT = {
+  ok: 0,
+  /** Bad flags or arguments: nothing was submitted. */
+  usage: 2,
+  /** Ctrl-C on the CLI killed the job (the shell convention). */
+  interrupted: 130,
+  no_matching_device: 201,
+  busy: 202,
+  wait_timeout: 203,
+  watchdog: 204,
+  lost: 205,
+  unauthorized: 206,
+  unreachable: 207,
+  not_found: 208,
+  not_job_owner: 209,
+  killed: 210,
+  /** Any other error reported by the controller. */
+  error: 211,
+  bad_selector: 212,
+} as const;
+
+export type ExitName = keyof typeof EXIT;
+
+/** The exit code for an error code the controller returned. */
+export function exitCodeForError(code: string): number {
+  switch (code) {
+    case 'no_matching_device': return EXIT.no_matching_device;
+    case 'busy': return EXIT.busy;
+    case 'bad_selector': return EXIT.bad_selector;
+    case 'bad_request': return EXIT.usage;
+    case 'unauthorized':
+    case 'forbidden': return EXIT.unauthorized;
+    case 'not_found': return EXIT.not_found;
+    case 'not_job_owner': return EXIT.not_job_owner;
+    default: return EXIT.error;
+  }
+}

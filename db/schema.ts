@@ -1,0 +1,119 @@
+// The whole of rc's state. Postgres is the single source of truth: nothing a
+// controller holds in memory survives a restart, and nothing needs to.
+import { sql } from 'drizzle-orm';
+import {
+  bigint, bigserial, boolean, customType, index, integer, jsonb, pgSequence, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+
+/** Credentials. Only the SHA-256 of a secret is stored; the secret is shown once. */
+export const tokens = pgTable('tokens', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  kind: text('kind', { enum: ['client', 'admin', 'host'] }).notNull(),
+  name: text('name').notNull(),
+  hash: text('hash').notNull(),
+  hostName: text('host_name'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  revokedAt: ts('revoked_at'),
+}, (t) => [uniqueIndex('tokens_hash_key').on(t.hash)]);
+
+export const hosts = pgTable('hosts', {
+  name: text('name').primaryKey(),
+  /** online: a worker is connected; away: its connection dropped, jobs keep running
+   *  until the offline timeout; offline: gone, its jobs were marked lost. */
+  status: text('status', { enum: ['online', 'away', 'offline'] }).notNull().default('offline'),
+  lastSeenAt: ts('last_seen_at'),
+  workerVersion: text('worker_version'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
+export const devices = pgTable('devices', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  hostName: text('host_name').notNull().references(() => hosts.name, { onDelete: 'cascade' }),
+  /** Index as the host numbers it (gpuN); the device's name is host:gpuN. */
+  index: integer('index').notNull(),
+  uuid: text('uuid'),
+  /** false when the host stopped reporting it. */
+  present: boolean('present').notNull().default(true),
+  createdAt: ts('created_at').notNull().defaultNow(),
+}, (t) => [uniqueIndex('devices_host_index_key').on(t.hostName, t.index)]);
+
+/** Labels per host (deviceIndex -1) or per device, with where they came from. */
+export const labels = pgTable('labels', {
+  hostName: text('host_name').notNull().references(() => hosts.name, { onDelete: 'cascade' }),
+  deviceIndex: integer('device_index').notNull(),
+  key: text('key').notNull(),
+  value: text('value').notNull(),
+  source: text('source', { enum: ['declared', 'detected'] }).notNull(),
+  probe: text('probe'),
+  seenAt: ts('seen_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex, t.key, t.source] })]);
+
+/** Fencing numbers: every assignment of a job to a worker takes the next one. */
+export const fenceSeq = pgSequence('fence_seq');
+
+export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const jobs = pgTable('jobs', {
+  id: text('id').primaryKey(),
+  /** Submission order; ties on priority are broken by it. */
+  seq: bigserial('seq', { mode: 'number' }).notNull(),
+  submitter: text('submitter').notNull(),
+  tokenId: bigint('token_id', { mode: 'number' }),
+  argv: jsonb('argv').$type<string[]>().notNull(),
+  cwd: text('cwd'),
+  selector: text('selector').notNull().default(''),
+  deviceName: text('device_name'),
+  gpus: integer('gpus').notNull().default(1),
+  priority: integer('priority').notNull().default(0),
+  state: text('state', { enum: JOB_STATES }).notNull().default('queued'),
+  hostName: text('host_name'),
+  /** Device names the job runs on, fixed when it starts. */
+  devices: jsonb('devices').$type<string[]>(),
+  /** Fencing number of the current assignment; a worker report carrying another is refused. */
+  fence: bigint('fence', { mode: 'number' }),
+  exitCode: integer('exit_code'),
+  reason: text('reason'),
+  killRequestedBy: text('kill_requested_by'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+  startedAt: ts('started_at'),
+  endedAt: ts('ended_at'),
+}, (t) => [
+  index('jobs_queued_idx').on(t.priority, t.seq).where(sql`state = 'queued'`),
+  index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
+  index('jobs_created_idx').on(t.createdAt),
+]);
+
+/** A lease is the only way to a device. The job's fence (from fence_seq) names its current assignment. */
+export const leases = pgTable('leases', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  deviceId: bigint('device_id', { mode: 'number' }).notNull().references(() => devices.id, { onDelete: 'cascade' }),
+  jobId: text('job_id').notNull().references(() => jobs.id, { onDelete: 'cascade' }),
+  acquiredAt: ts('acquired_at').notNull().defaultNow(),
+  releasedAt: ts('released_at'),
+}, (t) => [
+  // The database, not only the code, guarantees one active lease per device.
+  uniqueIndex('leases_one_active_per_device').on(t.deviceId).where(sql`released_at IS NULL`),
+  index('leases_job_idx').on(t.jobId),
+]);
+
+export const jobOutput = pgTable('job_output', {
+  jobId: text('job_id').notNull().references(() => jobs.id, { onDelete: 'cascade' }),
+  seq: integer('seq').notNull(),
+  /** 1 stdout, 2 stderr */
+  stream: smallint('stream').notNull(),
+  data: bytea('data').notNull(),
+  at: ts('at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.jobId, t.seq] })]);
+
+export const audit = pgTable('audit', {
+  id: bigserial('id', { mode: 'number' }).primaryKey(),
+  at: ts('at').notNull().defaultNow(),
+  actor: text('actor').notNull(),
+  action: text('action').notNull(),
+  target: text('target'),
+  detail: jsonb('detail').$type<Record<string, unknown>>(),
+});

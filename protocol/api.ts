@@ -1,0 +1,36 @@
+// REST bodies, validated by the controller. A schema and its type share a name.
+import { z } from 'zod';
+
+const printable = /^[^\x00-\x1f\x7f]*$/;
+
+export const SubmitJob = z.object({
+  argv: z.array(z.string().max(128 * 1024)).min(1, 'a command is required').max(4096),
+  selector: z.string().max(4096).default(''),
+  device: z.string().max(300).nullish(),
+  cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
+  submitter: z.string().trim().min(1).max(200).regex(printable, 'submitter must be printable text'),
+  gpus: z.number().int().min(1).max(8).default(1),
+  priority: z.number().int().min(-10).max(10).default(0),
+  /** false: fail with `busy` instead of queueing. */
+  wait: z.boolean().default(true),
+}).strict();
+export type SubmitJob = z.infer<typeof SubmitJob>;
+
+export const KillJob = z.object({
+  submitter: z.string().trim().min(1).max(200),
+  reason: z.string().max(500).optional(),
+}).strict();
+export type KillJob = z.infer<typeof KillJob>;
+
+const hostNameRule = z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'host names are letters, digits, . _ - and start with a letter or digit');
+
+export const RegisterHost = z.object({ name: hostNameRule }).strict();
+export type RegisterHost = z.infer<typeof RegisterHost>;
+
+export const CreateToken = z.object({
+  name: z.string().trim().min(1).max(200).regex(printable),
+  kind: z.enum(['client', 'admin']).default('client'),
+}).strict();
+export type CreateToken = z.infer<typeof CreateToken>;
+
+export const HostName = hostNameRule;

@@ -1,0 +1,60 @@
+// Messages between the controller and a worker over socket.io (namespace /worker).
+import { z } from 'zod';
+
+export const WORKER_NAMESPACE = '/worker';
+
+const labelKey = z.string().min(1).max(100).regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/);
+export const ReportedLabel = z.object({
+  key: labelKey,
+  value: z.string().max(1000),
+  source: z.enum(['declared', 'detected']),
+  probe: z.string().max(100).nullish(),
+});
+export type ReportedLabel = z.infer<typeof ReportedLabel>;
+
+export const Hello = z.object({
+  version: z.string().max(50),
+  hostLabels: z.array(ReportedLabel).max(1000),
+  devices: z.array(z.object({
+    index: z.number().int().min(0).max(999),
+    uuid: z.string().max(200).nullish(),
+    labels: z.array(ReportedLabel).max(1000),
+  })).max(64),
+  /** Jobs the worker is still running (or has finished but not yet reported). */
+  running: z.array(z.object({ jobId: z.string().max(64), fence: z.number().int() })).max(1000),
+});
+export type Hello = z.infer<typeof Hello>;
+
+export const JobOutput = z.object({
+  jobId: z.string().max(64),
+  fence: z.number().int(),
+  seq: z.number().int().min(1),
+  stream: z.union([z.literal(1), z.literal(2)]),
+  data: z.instanceof(Buffer),
+});
+export type JobOutput = z.infer<typeof JobOutput>;
+
+export const JobExit = z.object({
+  jobId: z.string().max(64),
+  fence: z.number().int(),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().max(20).nullable(),
+  /** Last output sequence number sent, so the controller knows when it has all of it. */
+  lastSeq: z.number().int().min(0),
+});
+export type JobExit = z.infer<typeof JobExit>;
+
+/** Controller → worker. */
+export interface StartJob {
+  jobId: string;
+  fence: number;
+  argv: string[];
+  cwd: string | null;
+  devices: { index: number; name: string; uuid: string | null }[];
+}
+
+export interface KillJobOrder {
+  jobId: string;
+  fence: number;
+  reason: string;
+}

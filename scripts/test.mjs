@@ -1,0 +1,56 @@
+// npm test: type-check, build, start a throw-away embedded Postgres with a
+// migrated template database, then run every test with Node's test runner.
+// Tests clone the template (CREATE DATABASE ... TEMPLATE), so each starts clean.
+import { spawnSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+
+const root = new URL('..', import.meta.url).pathname;
+const step = (name, cmd, args) => {
+  const t = Date.now();
+  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) { console.error(`npm test: ${name} failed`); process.exit(r.status ?? 1); }
+  console.log(`npm test: ${name} ok (${((Date.now() - t) / 1000).toFixed(1)}s)`);
+};
+
+step('typecheck', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', '.']);
+step('build', process.execPath, [join(root, 'scripts/build.mjs')]);
+
+const { startEmbeddedPostgres } = await import('../dist/test-support.js');
+const { connect, runMigrations } = await import('../dist/test-support.js');
+const dir = mkdtempSync(join(tmpdir(), 'rc-test-pg-'));
+const port = await freePort();
+const pg = await startEmbeddedPostgres(dir, port);
+const admin = connect(pg.url, 1);
+await admin.client.unsafe('create database rc_template');
+const templateUrl = pg.url.replace(/\/postgres$/, '/rc_template');
+const template = connect(templateUrl, 2);
+await runMigrations(template);
+await template.close();
+await admin.close();
+
+// Node 20's runner takes files, not folders or globs: collect them here.
+const files = (process.argv.length > 2 ? process.argv.slice(2) : ['test']).flatMap((p) => testFiles(join(root, p)));
+const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files];
+const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, RC_TEST_PG_URL: pg.url } });
+const code = await new Promise((resolve) => child.on('close', (c) => resolve(c ?? 1)));
+await pg.stop();
+rmSync(dir, { recursive: true, force: true });
+process.exit(code);
+
+function testFiles(path) {
+  if (!statSync(path).isDirectory()) return [path];
+  return readdirSync(path).sort().flatMap((f) => {
+    const full = join(path, f);
+    return statSync(full).isDirectory() ? testFiles(full) : f.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}

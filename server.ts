@@ -1,0 +1,125 @@
+// rc's controller: one process that serves the REST API, the socket.io
+// endpoints for workers and browsers, and the Next.js dashboard on one port.
+// With no DATABASE_URL it runs an embedded Postgres; by default it also
+// starts one local worker, so a fresh checkout can run a job at once.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import { hostname } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Server } from 'socket.io';
+import { loadConfig } from './server/config';
+import { Controller } from './server/controller';
+import { Dashboard } from './server/dashboard';
+import { connect, runMigrations } from './server/db';
+import { startEmbeddedPostgres, type EmbeddedDb } from './server/embedded-pg';
+import { ensureLocalCredentials, ensureLocalWorker } from './server/local-credentials';
+import { identify } from './server/auth';
+import { takeOverSignals } from './server/signals';
+import { sessionCookie } from './server/http/router';
+
+const log = (msg: string) => console.log(`[rc] ${msg}`);
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  let embedded: EmbeddedDb | null = null;
+  if (!config.DATABASE_URL) {
+    embedded = await startEmbeddedPostgres(config.RC_DATA_DIR, config.RC_PG_PORT);
+    log(`embedded Postgres on port ${config.RC_PG_PORT}, data in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'pgdata')) || '.'}`);
+  }
+  // The dashboard's pages (bundled apart by Next) read the URL from the environment.
+  process.env.DATABASE_URL = config.DATABASE_URL ?? embedded!.url;
+  const database = connect(process.env.DATABASE_URL);
+  await runMigrations(database);
+
+  const controller = new Controller({ database, hostTimeoutS: config.RC_HOST_TIMEOUT_S, log });
+  const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;
+  const http = createServer((req, res) => {
+    controller.handle(req, res).then((handled) => {
+      if (handled) return;
+      if (dashboard) dashboard.handle(req, res);
+      else { res.writeHead(404, { 'content-type': 'text/plain' }); res.end('the dashboard is disabled (RC_DASHBOARD=0)\n'); }
+    }, () => { if (!res.headersSent) { res.writeHead(500); res.end(); } });
+  });
+  const io = new Server(http, { serveClient: false, maxHttpBufferSize: 4 * 1024 * 1024 });
+  // Browser sockets (the live view) need a client or admin token, like the API.
+  io.use((socket, next) => {
+    const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : sessionCookie(socket.handshake.headers.cookie);
+    identify(database.db, token).then((id) => next(id && id.kind !== 'host' ? undefined : new Error('unauthorized: a client or admin token is required')), () => next(new Error('unavailable')));
+  });
+  await controller.start(io);
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(config.PORT, config.RC_BIND, resolve);
+  });
+  const address = http.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const url = `http://${config.RC_BIND === '0.0.0.0' ? '127.0.0.1' : config.RC_BIND}:${port}`;
+  await ensureLocalCredentials(database.db, config.RC_DATA_DIR, url);
+  log(`controller on ${url}; tokens for this checkout in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'local.json'))}`);
+
+  let worker: LocalWorker | null = null;
+  if (config.RC_LOCAL_WORKER) {
+    const host = process.env.RC_HOST_NAME ?? hostname();
+    const workerCreds = await ensureLocalWorker(database.db, config.RC_DATA_DIR, host);
+    worker = new LocalWorker(url, workerCreds.credential, host, join(config.RC_DATA_DIR, 'workspace'));
+    worker.start();
+  }
+  if (dashboard) void dashboard.start().then(() => log(`dashboard on ${url}/ (sign in with the adminToken or clientToken from local.json)`));
+  log(`try: npx rc devices    npx rc run -- echo hello`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    await worker?.stop();
+    await controller.stop();
+    io.close();
+    http.closeAllConnections();
+    await database.close();
+    await embedded?.stop();
+    process.exit(0);
+  };
+  takeOverSignals();
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** The worker for this host, supervised: restarted if it dies. */
+class LocalWorker {
+  private child: ChildProcess | null = null;
+  private stopping = false;
+
+  constructor(private readonly controller: string, private readonly credential: string, private readonly host: string, private readonly workspace: string) {}
+
+  start(): void {
+    const entry = join(dirname(fileURLToPath(import.meta.url)), 'worker.js');
+    this.child = spawn(process.execPath, [entry], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, RC_CONTROLLER: this.controller, RC_HOST_TOKEN: this.credential, RC_HOST_NAME: this.host, RC_WORKSPACE: process.env.RC_WORKSPACE ?? this.workspace },
+    });
+    this.child.on('exit', (code, signal) => {
+      if (this.stopping) return;
+      log(`local worker exited (${signal ?? code}); restarting in 1s`);
+      setTimeout(() => this.start(), 1000);
+    });
+  }
+
+  stop(): Promise<void> {
+    this.stopping = true;
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.once('exit', () => { clearTimeout(t); resolve(); });
+      child.kill('SIGTERM');
+    });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`[rc] could not start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});
+

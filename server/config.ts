@@ -1,0 +1,29 @@
+// The controller's environment, parsed once at start-up.
+import { join } from 'node:path';
+import { z } from 'zod';
+import { ROOT } from './paths';
+
+const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
+
+const Env = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** Address to listen on; 0.0.0.0 to accept workers from other hosts. */
+  RC_BIND: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().url().optional(),
+  RC_DATA_DIR: z.string().min(1).default(join(ROOT, '.rc')),
+  RC_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
+  RC_LOCAL_WORKER: flag.default(true),
+  RC_DASHBOARD: flag.default(true),
+  /** Seconds a worker may be silent before its host is offline and its jobs lost. */
+  RC_HOST_TIMEOUT_S: z.coerce.number().positive().max(3600).default(15),
+});
+export type ControllerConfig = z.infer<typeof Env>;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControllerConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`bad environment variable ${issue.path.join('.')}: ${issue.message}`);
+  }
+  return parsed.data;
+}

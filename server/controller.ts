@@ -1,0 +1,76 @@
+// The controller's parts, wired once: database, scheduler, worker hub, API.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server } from 'socket.io';
+import type { Database, Db, Sql } from './db';
+import { JobEvents } from './job-events';
+import { finishJob } from './jobs/finish';
+import { OutputWriter } from './output-writer';
+import { markHostsAway, reapSilentHosts } from './reaper';
+import { Scheduler } from './scheduler';
+import { WorkerHub } from './worker-hub';
+import { Router } from './http/router';
+import { registerApi } from './http/api';
+
+export interface ControllerOptions {
+  database: Database;
+  hostTimeoutS: number;
+  log?: (msg: string) => void;
+}
+
+export class Controller {
+  readonly db: Db;
+  readonly sql: Sql;
+  readonly events = new JobEvents();
+  readonly writer: OutputWriter;
+  readonly hub: WorkerHub;
+  readonly scheduler: Scheduler;
+  readonly router: Router;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly opts: ControllerOptions) {
+    const log = opts.log ?? ((m: string) => console.error(`[rc] ${m}`));
+    this.db = opts.database.db;
+    this.sql = opts.database.client;
+    this.writer = new OutputWriter(this.db, (err) => log(`storing output failed: ${String(err)}`));
+    this.hub = new WorkerHub({
+      db: this.db, sql: this.sql, events: this.events, writer: this.writer, log,
+      poke: () => { void this.scheduler.poke(); },
+      heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
+    });
+    this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`));
+    this.router = new Router(this.db, log);
+    registerApi(this.router, this);
+  }
+
+  async start(io: Server): Promise<void> {
+    await markHostsAway(this.db);
+    this.hub.attach(io);
+    const log = this.opts.log ?? console.error;
+    const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
+    this.timers.push(setInterval(() => {
+      reapSilentHosts(this.db, this.sql, this.events, this.opts.hostTimeoutS)
+        .then((lost) => { if (lost) void this.scheduler.poke(); })
+        .catch((err: unknown) => log(`reaper failed: ${String(err)}`));
+    }, reapEvery));
+    // A safety net only: every change that can start a job pokes the scheduler at once.
+    this.timers.push(setInterval(() => { void this.scheduler.poke(); }, 5000));
+    void this.scheduler.poke();
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    return this.router.handle(req, res);
+  }
+
+  /** Cancels a queued job (used by --no-wait). */
+  async cancel(jobId: string, reason: string): Promise<void> {
+    const ended = await finishJob(this.sql, jobId, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
+    if (ended) this.events.event(jobId, { type: 'exit', jobId, state: 'cancelled', exitCode: null, reason });
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    this.hub.close();
+    await this.writer.drain();
+  }
+}

@@ -1,0 +1,37 @@
+// One way to reach Postgres: drizzle over postgres.js.
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+import * as schema from '../db/schema';
+import { MIGRATIONS_DIR } from './paths';
+
+export type Db = PostgresJsDatabase<typeof schema>;
+/** A transaction or the database itself: use cases accept either. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+export type DbOrTx = Db | Tx;
+/** The raw client, for hot-path SQL: tagged templates are prepared once per connection. */
+export type Sql = postgres.Sql;
+
+export interface Database {
+  db: Db;
+  client: postgres.Sql;
+  close(): Promise<void>;
+}
+
+export function connect(url: string, max = 10): Database {
+  const client = postgres(url, { max, onnotice: () => {}, connection: { application_name: 'rc' } });
+  const db = drizzle(client, { schema });
+  return { db, client, close: () => client.end({ timeout: 2 }) };
+}
+
+/** Applies the generated SQL migrations; an advisory lock keeps two controllers from racing. Needs a pool of 2 or more. */
+export async function runMigrations(database: Database): Promise<void> {
+  const lock = await database.client.reserve();
+  try {
+    await lock`select pg_advisory_lock(7431001)`;
+    await migrate(database.db, { migrationsFolder: MIGRATIONS_DIR });
+  } finally {
+    await lock`select pg_advisory_unlock(7431001)`.catch(() => {});
+    lock.release();
+  }
+}

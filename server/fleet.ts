@@ -1,0 +1,103 @@
+// The fleet as people and the scheduler see it: devices, their labels and holders.
+import type { Labels } from '../core/selector';
+import { deviceName } from '../core/schedule';
+import type { Sql } from './db';
+
+export type DeviceState = 'free' | 'busy' | 'offline' | 'unhealthy';
+
+export interface LabelView {
+  key: string;
+  value: string;
+  source: 'declared' | 'detected';
+  probe: string | null;
+  seenAt: string;
+  /** true when it is set on the host and applies to all its devices. */
+  hostWide: boolean;
+}
+
+export interface DeviceRow {
+  id: number;
+  name: string;
+  hostName: string;
+  index: number;
+  uuid: string | null;
+  hostStatus: 'online' | 'away' | 'offline';
+  state: DeviceState;
+  holder: { jobId: string; submitter: string; since: string } | null;
+  /** The merged view selectors match against. */
+  labels: Labels;
+  labelDetails: LabelView[];
+}
+
+interface RawDevice extends Record<string, unknown> {
+  id: string | number; host_name: string; index: number; uuid: string | null; host_status: DeviceRow['hostStatus'];
+  job_id: string | null; submitter: string | null; acquired_at: Date | null;
+}
+interface RawLabel extends Record<string, unknown> {
+  host_name: string; device_index: number; key: string; value: string; source: 'declared' | 'detected'; probe: string | null; seen_at: Date;
+}
+
+export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
+  const [devices, labels] = await Promise.all([
+    sql<RawDevice[]>`
+      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.submitter, l.acquired_at
+      from devices d
+      join hosts h on h.name = d.host_name
+      left join leases l on l.device_id = d.id and l.released_at is null
+      left join jobs j on j.id = l.job_id
+      where d.present
+      order by d.host_name, d.index`,
+    sql<RawLabel[]>`select host_name, device_index, key, value, source, probe, seen_at from labels`,
+  ]);
+  const byHost = new Map<string, RawLabel[]>();
+  for (const l of labels) {
+    const list = byHost.get(l.host_name) ?? [];
+    list.push(l);
+    byHost.set(l.host_name, list);
+  }
+  return devices.map((d) => {
+    const own = (byHost.get(d.host_name) ?? []).filter((l) => l.device_index === -1 || l.device_index === d.index);
+    const details = own.map((l): LabelView => ({
+      key: l.key, value: l.value, source: l.source, probe: l.probe, seenAt: new Date(l.seen_at).toISOString(), hostWide: l.device_index === -1,
+    }));
+    return {
+      id: Number(d.id),
+      name: deviceName(d.host_name, d.index),
+      hostName: d.host_name,
+      index: d.index,
+      uuid: d.uuid,
+      hostStatus: d.host_status,
+      state: d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
+      holder: d.job_id ? { jobId: d.job_id, submitter: d.submitter ?? '', since: new Date(d.acquired_at!).toISOString() } : null,
+      labels: mergeLabels(details),
+      labelDetails: details,
+    };
+  });
+}
+
+/**
+ * One value per key. A device's own label beats its host's; a declared label
+ * (the operator's word) beats a detected one.
+ */
+export function mergeLabels(details: readonly LabelView[]): Labels {
+  const rank = (l: LabelView) => (l.hostWide ? 0 : 2) + (l.source === 'declared' ? 1 : 0);
+  const best = new Map<string, LabelView>();
+  for (const l of details) {
+    const cur = best.get(l.key);
+    if (!cur || rank(l) > rank(cur)) best.set(l.key, l);
+  }
+  return Object.fromEntries([...best].map(([k, l]) => [k, l.value]));
+}
+
+export interface HostRow {
+  name: string;
+  status: 'online' | 'away' | 'offline';
+  lastSeenAt: string | null;
+  workerVersion: string | null;
+}
+
+export async function loadHosts(sql: Sql): Promise<HostRow[]> {
+  const rows = await sql<{ name: string; status: HostRow['status']; last_seen_at: Date | null; worker_version: string | null }[]>`
+    select name, status, last_seen_at, worker_version from hosts order by name`;
+  return rows.map((h) => ({ name: h.name, status: h.status, lastSeenAt: h.last_seen_at ? new Date(h.last_seen_at).toISOString() : null, workerVersion: h.worker_version }));
+}

@@ -1,0 +1,112 @@
+// Every REST route, each a few lines over one use case. docs/api.md documents them.
+import { eq } from 'drizzle-orm';
+import { z } from 'zod';
+import { RcError } from '../../core/errors';
+import { audit, hosts, jobs } from '../../db/schema';
+import { CreateToken, KillJob, RegisterHost, SubmitJob } from '../../protocol/api';
+import { createToken, identify } from '../auth';
+import type { Controller } from '../controller';
+import { loadDevices, loadHosts } from '../fleet';
+import { killJob } from '../jobs/kill';
+import { jobView } from '../jobs/job-view';
+import { submitJob } from '../jobs/submit';
+import { openStream, pipeJob, writeEvent } from './job-stream';
+import { readBody, SESSION_COOKIE, sendJson, type Router } from './router';
+import { STREAM_CONTENT_TYPE } from '../../core/frames';
+import { matchTerms, parseSelector } from '../../core/selector';
+
+const JOB_ID = /^j[0-9a-v]{10}$/;
+
+export function registerApi(router: Router, c: Controller): void {
+  const { db, sql } = c;
+
+  router.add('GET', '/api/whoami', 'client', async ({ identity }) => ({ kind: identity.kind, name: identity.name }));
+
+  router.add('GET', '/api/devices', 'client', async ({ query }) => {
+    const parsed = parseSelector(query.get('select') ?? '');
+    if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
+    return { devices: (await loadDevices(sql)).filter((d) => matchTerms(parsed.terms, d.labels)) };
+  });
+
+  router.add('GET', '/api/hosts', 'client', async () => ({ hosts: await loadHosts(sql) }));
+
+  router.add('POST', '/api/jobs', 'client', async ({ req, res, identity }) => {
+    const body = await readBody(req, SubmitJob);
+    const { job, position } = await submitJob(sql, identity, body);
+    const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
+    // Subscribe before the scheduler can start the job, so the stream misses nothing.
+    if (streaming) {
+      openStream(res);
+      pipeJob(c.events, job.id, res);
+      writeEvent(res, { type: 'queued', jobId: job.id, position });
+    }
+    await c.scheduler.poke();
+    if (!body.wait) {
+      const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
+      if (now?.state === 'queued') {
+        const what = body.device ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
+        const message = `${what} is busy and could not be queued (--no-wait)`;
+        // The stream (if any) ends with this cancellation's exit event.
+        await c.cancel(job.id, message);
+        if (!streaming) throw new RcError('busy', message);
+        return;
+      }
+    }
+    if (streaming) return;
+    const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
+    sendJson(res, 201, { job: jobView(now!) });
+  });
+
+  router.add('GET', '/api/jobs/:id', 'client', async ({ params }) => {
+    const [job] = JOB_ID.test(params.id!) ? await db.select().from(jobs).where(eq(jobs.id, params.id!)) : [];
+    if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
+    return { job: jobView(job) };
+  });
+
+  router.add('POST', '/api/jobs/:id/kill', 'client', async ({ req, params, identity }) => {
+    const body = await readBody(req, KillJob);
+    if (!JOB_ID.test(params.id!)) throw new RcError('not_found', `no job ${params.id}; check the job id`);
+    const job = await killJob(c, identity, params.id!, body.submitter);
+    return { job: jobView(job) };
+  });
+
+  router.add('POST', '/api/admin/hosts', 'admin', async ({ req, res, identity }) => {
+    const { name } = await readBody(req, RegisterHost);
+    const credential = await db.transaction(async (tx) => {
+      await tx.insert(hosts).values({ name }).onConflictDoNothing();
+      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name });
+      return createToken(tx, 'host', `worker on ${name}`, name);
+    });
+    sendJson(res, 201, { host: name, credential, note: 'shown once; only its hash is kept' });
+  });
+
+  router.add('POST', '/api/admin/tokens', 'admin', async ({ req, res, identity }) => {
+    const { name, kind } = await readBody(req, CreateToken);
+    const token = await db.transaction(async (tx) => {
+      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'token.create', target: name, detail: { kind } });
+      return createToken(tx, kind, name);
+    });
+    sendJson(res, 201, { name, kind, token, note: 'shown once; only its hash is kept' });
+  });
+
+  // The browser signs in by pasting a token; it is kept in an HttpOnly cookie.
+  router.addPublic('POST', '/api/session', async ({ req, res }) => {
+    // A form post from another site must not sign this browser in (login CSRF).
+    const origin = req.headers.origin;
+    if (origin && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) throw new RcError('forbidden', 'sign in from the dashboard itself');
+    const { token } = await readBody(req, z.object({ token: z.string().trim().min(1).max(200) }));
+    const identity = await identify(db, token);
+    if (!identity || identity.kind === 'host') throw new RcError('unauthorized', 'that token is not a valid client or admin token');
+    const cookie = `${SESSION_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${30 * 86400}`;
+    if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
+      res.writeHead(303, { location: '/', 'set-cookie': cookie });
+      res.end();
+      return;
+    }
+    sendJson(res, 200, { kind: identity.kind, name: identity.name }, { 'set-cookie': cookie });
+  });
+
+  router.addPublic('DELETE', '/api/session', async ({ res }) => {
+    sendJson(res, 200, { ok: true }, { 'set-cookie': `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0` });
+  });
+}

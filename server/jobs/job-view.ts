@@ -1,0 +1,34 @@
+// The shape of a job in API responses.
+import type { jobs } from '../../db/schema';
+
+export type JobRow = typeof jobs.$inferSelect;
+
+export interface JobView {
+  id: string;
+  state: JobRow['state'];
+  submitter: string;
+  argv: string[];
+  cwd: string | null;
+  selector: string;
+  device: string | null;
+  gpus: number;
+  priority: number;
+  host: string | null;
+  devices: string[] | null;
+  exitCode: number | null;
+  reason: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+}
+
+export function jobView(j: JobRow): JobView {
+  return {
+    id: j.id, state: j.state, submitter: j.submitter, argv: j.argv, cwd: j.cwd, selector: j.selector,
+    device: j.deviceName, gpus: j.gpus, priority: j.priority, host: j.hostName, devices: j.devices,
+    exitCode: j.exitCode, reason: j.reason, createdAt: j.createdAt.toISOString(),
+    startedAt: j.startedAt?.toISOString() ?? null, endedAt: j.endedAt?.toISOString() ?? null,
+  };
+}
+
+export const FINAL_STATES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'killed', 'lost', 'cancelled']);

@@ -1,0 +1,103 @@
+// Runs the scheduling decision whenever something changes (a submit, a freed
+// device, a worker arriving): no fixed polling delay stands between a freed
+// device and the next job. Passes from several
+// controller replicas may plan at once: the claim re-checks at commit, and the
+// database's one-active-lease index is the last word.
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { decide, type QueuedJob } from '../core/schedule';
+import { parseSelector, type SelectorTerm } from '../core/selector';
+import { jobs, leases } from '../db/schema';
+import type { Db, Sql } from './db';
+import { loadDevices } from './fleet';
+import type { JobEvents } from './job-events';
+import { claimDevices } from './jobs/claim';
+import { rowToJob } from './jobs/job-row';
+import type { JobRow } from './jobs/job-view';
+
+export interface Dispatcher {
+  /** Sends a started job to its worker; false when that worker is not connected here. */
+  startJob(job: JobRow, devices: { index: number; name: string; uuid: string | null }[]): boolean;
+}
+
+export class Scheduler {
+  private current: Promise<void> | null = null;
+  private again = false;
+  private readonly termsCache = new Map<string, readonly SelectorTerm[]>();
+  private raced = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly sql: Sql,
+    private readonly events: JobEvents,
+    private readonly dispatcher: Dispatcher,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** Runs a pass now, or right after the one in progress. Resolves when it is done. */
+  poke(): Promise<void> {
+    if (this.current) {
+      this.again = true;
+      return this.current;
+    }
+    this.current = this.loop().finally(() => { this.current = null; });
+    return this.current;
+  }
+
+  private async loop(): Promise<void> {
+    do {
+      this.again = false;
+      try {
+        await this.pass();
+      } catch (err) {
+        this.onError(err);
+      }
+    } while (this.again);
+  }
+
+  private async pass(): Promise<void> {
+    const [queued, devices] = await Promise.all([
+      this.sql<Record<string, unknown>[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`.then((rows) => rows.map(rowToJob)),
+      loadDevices(this.sql),
+    ]);
+    if (!queued.length) return;
+    const plan = decide(queued.map((j) => this.toQueued(j)), devices.map((d) => ({ ...d, free: d.state === 'free' })));
+    const uuids = new Map(devices.map((d) => [d.id, d.uuid]));
+    for (const a of plan) {
+      const job = await claimDevices(this.sql, a.jobId, a.devices[0]!.hostName, a.devices);
+      if (!job) {
+        // Another controller (or a kill) got there first: decide again on fresh state.
+        this.raced += 1;
+        if (this.raced < 5) this.again = true;
+        continue;
+      }
+      this.raced = 0;
+      const targets = a.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null }));
+      if (this.dispatcher.startJob(job, targets)) {
+        this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] });
+      } else {
+        await this.requeue(job);
+      }
+    }
+  }
+
+  /** The worker vanished between the decision and the dispatch: put the job back. */
+  private async requeue(job: JobRow): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.update(leases).set({ releasedAt: sql`now()` }).where(and(eq(leases.jobId, job.id), isNull(leases.releasedAt)));
+      await tx.update(jobs).set({ state: 'queued', startedAt: null, hostName: null, devices: null, fence: null })
+        .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running'), eq(jobs.fence, job.fence!)));
+    });
+  }
+
+  private toQueued(j: JobRow): QueuedJob {
+    let terms = this.termsCache.get(j.selector);
+    if (!terms) {
+      const parsed = parseSelector(j.selector);
+      // Stored selectors were validated at submit; an unparsable one matches nothing.
+      terms = parsed.ok ? parsed.terms : [{ key: '\0', op: '=', value: '\0', column: 1, text: '' }];
+      if (this.termsCache.size > 1000) this.termsCache.clear();
+      this.termsCache.set(j.selector, terms);
+    }
+    return { id: j.id, priority: j.priority, seq: j.seq, terms, deviceName: j.deviceName, gpus: j.gpus };
+  }
+}

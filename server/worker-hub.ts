@@ -1,0 +1,188 @@
+// The controller's side of the worker connection: workers dial in on the
+// /worker namespace with their host credential, say hello, heartbeat, stream
+// output and report exits. Every report carries the job's fencing number.
+import { and, eq, notInArray, sql } from 'drizzle-orm';
+import type { Namespace, Server, Socket } from 'socket.io';
+import { devices as devicesT, hosts, jobs, labels } from '../db/schema';
+import { Hello, JobExit, JobOutput, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
+import { identify } from './auth';
+import type { Db, Sql } from './db';
+import type { JobEvents } from './job-events';
+import { finishFromExit, finishJob } from './jobs/finish';
+import type { JobRow } from './jobs/job-view';
+import type { OutputWriter } from './output-writer';
+import type { Dispatcher } from './scheduler';
+
+export interface HubDeps {
+  db: Db;
+  sql: Sql;
+  events: JobEvents;
+  writer: OutputWriter;
+  /** Called when devices may have freed up or appeared. */
+  poke: () => void;
+  log: (msg: string) => void;
+  heartbeatMs: number;
+}
+
+type Ack = (reply: { ok: boolean; code?: string; heartbeatMs?: number }) => void;
+
+export class WorkerHub implements Dispatcher {
+  private readonly sockets = new Map<string, Socket>();
+  /** Fence of each running job reported through this controller, to refuse stale reports cheaply. */
+  private readonly fences = new Map<string, number>();
+  private ns: Namespace | null = null;
+
+  constructor(private readonly deps: HubDeps) {}
+
+  attach(io: Server): void {
+    const ns = io.of(WORKER_NAMESPACE);
+    this.ns = ns;
+    ns.use((socket, next) => {
+      const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : null;
+      identify(this.deps.db, token).then((id) => {
+        if (!id || id.kind !== 'host' || !id.hostName) return next(new Error('unauthorized: a host credential is required'));
+        socket.data.hostName = id.hostName;
+        next();
+      }, () => next(new Error('unavailable')));
+    });
+    ns.on('connection', (socket) => this.onConnection(socket));
+  }
+
+  connectedHosts(): string[] {
+    return [...this.sockets.keys()];
+  }
+
+  startJob(job: JobRow, devices: StartJob['devices']): boolean {
+    const socket = this.sockets.get(job.hostName!);
+    if (!socket) return false;
+    this.fences.set(job.id, job.fence!);
+    const order: StartJob = { jobId: job.id, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices };
+    socket.emit('job:start', order);
+    return true;
+  }
+
+  killJob(hostName: string, order: KillJobOrder): boolean {
+    const socket = this.sockets.get(hostName);
+    if (!socket) return false;
+    socket.emit('job:kill', order);
+    return true;
+  }
+
+  close(): void {
+    this.ns?.disconnectSockets(true);
+  }
+
+  private onConnection(socket: Socket): void {
+    const hostName = socket.data.hostName as string;
+    const { db, log } = this.deps;
+    const old = this.sockets.get(hostName);
+    if (old && old !== socket) old.disconnect(true);
+    this.sockets.set(hostName, socket);
+
+    socket.on('hello', (raw: unknown, ack: Ack) => {
+      const hello = Hello.safeParse(raw);
+      if (!hello.success) return reply(ack, false, 'bad_hello');
+      this.onHello(hostName, hello.data).then(
+        (kill) => {
+          if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs });
+          for (const order of kill) socket.emit('job:kill', order);
+          this.deps.poke();
+        },
+        (err) => { log(`hello from ${hostName} failed: ${String(err)}`); reply(ack, false, 'internal'); },
+      );
+    });
+
+    socket.on('heartbeat', () => {
+      db.update(hosts).set({ lastSeenAt: sql`now()`, status: 'online' }).where(eq(hosts.name, hostName))
+        .catch((err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`));
+    });
+
+    socket.on('job:output', (raw: unknown) => {
+      const out = JobOutput.safeParse(raw);
+      if (!out.success || !this.fenceOk(out.data.jobId, out.data.fence)) return;
+      const { jobId, seq, stream, data } = out.data;
+      this.deps.writer.add({ jobId, seq, stream, data });
+      this.deps.events.output(jobId, seq, stream, data);
+    });
+
+    socket.on('job:exit', (raw: unknown, ack: Ack) => {
+      const exit = JobExit.safeParse(raw);
+      if (!exit.success) return reply(ack, false, 'bad_exit');
+      this.onExit(exit.data).then(
+        (ok) => reply(ack, ok, ok ? undefined : 'stale_lease'),
+        (err) => { log(`exit report for ${exit.data.jobId} failed: ${String(err)}`); reply(ack, false, 'internal'); },
+      );
+    });
+
+    socket.on('disconnect', () => {
+      if (this.sockets.get(hostName) !== socket) return;
+      this.sockets.delete(hostName);
+      // Away, not offline: running jobs keep running until the host timeout.
+      db.update(hosts).set({ status: 'away' }).where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
+        .catch((err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`));
+    });
+  }
+
+  private fenceOk(jobId: string, fence: number): boolean {
+    return this.fences.get(jobId) === fence;
+  }
+
+  /** Records the host's devices and labels, and reconciles its jobs. Returns jobs the worker must stop. */
+  private async onHello(hostName: string, hello: Hello): Promise<KillJobOrder[]> {
+    return this.deps.db.transaction(async (tx) => {
+      await tx.insert(hosts).values({ name: hostName, status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version })
+        .onConflictDoUpdate({ target: hosts.name, set: { status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version } });
+      const indexes = hello.devices.map((d) => d.index);
+      for (const d of hello.devices) {
+        await tx.insert(devicesT).values({ hostName, index: d.index, uuid: d.uuid ?? null, present: true })
+          .onConflictDoUpdate({ target: [devicesT.hostName, devicesT.index], set: { uuid: d.uuid ?? null, present: true } });
+      }
+      await tx.update(devicesT).set({ present: false })
+        .where(and(eq(devicesT.hostName, hostName), indexes.length ? notInArray(devicesT.index, indexes) : undefined));
+      await tx.delete(labels).where(eq(labels.hostName, hostName));
+      const rows = [
+        ...hello.hostLabels.map((l) => ({ ...l, deviceIndex: -1 })),
+        ...hello.devices.flatMap((d) => d.labels.map((l) => ({ ...l, deviceIndex: d.index }))),
+      ].map((l) => ({ hostName, deviceIndex: l.deviceIndex, key: l.key, value: l.value, source: l.source, probe: l.probe ?? null }));
+      if (rows.length) await tx.insert(labels).values(rows).onConflictDoNothing();
+
+      return tx.select().from(jobs).where(and(eq(jobs.hostName, hostName), eq(jobs.state, 'running')));
+    }).then((running) => this.reconcile(hello, running));
+  }
+
+  /** Jobs the database runs there but the worker does not know are lost; jobs the worker runs without a lease are stopped. */
+  private async reconcile(hello: Hello, running: JobRow[]): Promise<KillJobOrder[]> {
+    const reported = new Map(hello.running.map((r) => [r.jobId, r.fence]));
+    const known = new Set<string>();
+    for (const job of running) {
+      if (reported.get(job.id) === job.fence) {
+        known.add(job.id);
+        this.fences.set(job.id, job.fence!);
+        continue;
+      }
+      const ended = await finishJob(this.deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: 'the worker restarted and no longer had the job' });
+      if (ended) this.deps.events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
+    }
+    return hello.running.filter((r) => !known.has(r.jobId))
+      .map((r) => ({ jobId: r.jobId, fence: r.fence, reason: 'the controller no longer holds a lease for this job' }));
+  }
+
+  private async onExit(exit: JobExit): Promise<boolean> {
+    const { events, writer } = this.deps;
+    // Every chunk before the exit is stored before the job is final, so `rc logs` is whole.
+    await writer.drain();
+    this.fences.delete(exit.jobId);
+    const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal);
+    if (ended) {
+      events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason });
+      this.deps.poke();
+    }
+    // Nothing ended: the job was already over (lost, then the worker came back) or the
+    // report was stale. Either way there is nothing for the worker to retry.
+    return true;
+  }
+}
+
+function reply(ack: unknown, ok: boolean, code?: string): void {
+  if (typeof ack === 'function') (ack as Ack)(code ? { ok, code } : { ok });
+}

@@ -1,0 +1,172 @@
+// rc run end to end: a real controller and worker as processes, the built CLI
+// as a subprocess, a real Postgres underneath.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { io } from 'socket.io-client';
+import { processesMatching, Stack } from '../helpers/stack';
+
+let stack: Stack;
+before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] }); });
+after(async () => stack.stop());
+
+const allFree = () => stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'every device to be free');
+
+test('stdout and stderr come back in order on their own streams, and rc exits with the command\'s code', async () => {
+  const r = await stack.cli(['run', '--', 'sh', '-c', 'echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2; exit 7']);
+  assert.equal(r.stdout, 'out\nout2\n');
+  assert.equal(r.stderr, 'err\n');
+  assert.equal(r.code, 7);
+  const ok = await stack.cli(['run', '--', 'true']);
+  assert.equal(ok.code, 0);
+});
+
+test('arguments after -- reach the command exactly: spaces, quotes, $, empty strings', async () => {
+  const args = ['a b', '', '$HOME', '"q"', "it's", '--select', '*', '\\n'];
+  const r = await stack.cli(['run', '--', 'printf', '[%s]\\n', ...args]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, args.map((a) => `[${a}]\n`).join(''));
+});
+
+test('the job gets CUDA_VISIBLE_DEVICES and a process group of its own', async () => {
+  const r = await stack.cli(['run', '--', 'sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES $RC_DEVICES"; read pid comm state ppid pgrp rest < /proc/$$/stat; echo "$pid $pgrp"']);
+  const [cuda, group] = r.stdout.trim().split('\n');
+  assert.match(cuda!, /^[01] alpha:gpu[01]$/);
+  const [pid, pgrp] = group!.split(' ');
+  assert.equal(pid, pgrp, 'the command leads its own process group');
+});
+
+test('a selector nothing carries is refused at once with the manual\'s message', async () => {
+  const r = await stack.cli(['run', '--select', 'vram>=200G', '--', 'true']);
+  assert.equal(r.stderr, 'rc: no_matching_device: no device matches the selector: vram>=200G\n');
+  assert.equal(r.code, 201);
+  const d = await stack.cli(['run', '-d', 'alpha:gpu9', '--', 'true']);
+  assert.match(d.stderr, /^rc: no_matching_device: .*alpha:gpu9 does not exist/);
+  assert.equal(d.code, 201);
+  const bad = await stack.cli(['run', '--select', 'vram~40G', '--', 'true']);
+  assert.match(bad.stderr, /^rc: bad_selector: .*column 1/);
+  assert.equal(bad.code, 212);
+});
+
+test('a command that does not exist exits 127 with a clear message', async () => {
+  const r = await stack.cli(['run', '--', 'no-such-command-rc']);
+  assert.equal(r.code, 127);
+  assert.match(r.stderr, /no-such-command-rc: command not found/);
+});
+
+test('a busy fleet queues the job, which starts as soon as a device frees', async () => {
+  await allFree();
+  const hogs = [stack.cli(['run', '--', 'sleep', '1']), stack.cli(['run', '--', 'sleep', '1.2'])];
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'busy'), 'both devices busy');
+  const queued = await stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"']);
+  assert.equal(queued.code, 0);
+  const done = await Promise.all(hogs);
+  assert.deepEqual(done.map((h) => h.code), [0, 0]);
+  const job = await stack.api('GET', `/api/jobs/${queued.stdout.trim()}`);
+  const j = (job.body as { job: { startedAt: string; createdAt: string } }).job;
+  const firstFree = (await stack.api('GET', '/api/jobs/' + queued.stdout.trim())).status;
+  assert.equal(firstFree, 200);
+  assert.ok(Date.parse(j.startedAt) - Date.parse(j.createdAt) >= 800, 'it waited for a device');
+});
+
+test('--no-wait fails at once with busy when nothing is free', async () => {
+  await allFree();
+  const hogs = [stack.cli(['run', '--', 'sleep', '1']), stack.cli(['run', '--', 'sleep', '1'])];
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'busy'), 'both devices busy');
+  const r = await stack.cli(['run', '--no-wait', '--', 'true']);
+  assert.equal(r.code, 202);
+  assert.match(r.stderr, /is busy and could not be queued/);
+  await Promise.all(hogs);
+});
+
+test('Ctrl-C kills the whole process group, grandchildren included, and frees the device', async () => {
+  await allFree();
+  let cli: import('node:child_process').ChildProcess | null = null;
+  const result = stack.cli(['run', '--', 'sh', '-c', 'sleep 313 & sleep 314 & wait'], { onSpawn: (c) => { cli = c; } });
+  await stack.waitFor(() => processesMatching('sleep 313').length === 1 && processesMatching('sleep 314').length === 1, 'the job and its grandchildren to run');
+  cli!.kill('SIGINT');
+  const r = await result;
+  assert.equal(r.code, 130, r.stderr);
+  await stack.waitFor(() => processesMatching('sleep 313').length === 0 && processesMatching('sleep 314').length === 0, 'no process left behind', 5000);
+  await allFree();
+  const jobs = await stack.api('GET', '/api/devices');
+  assert.equal(jobs.status, 200);
+});
+
+test('nobody unauthenticated gets in: API routes and sockets', async () => {
+  for (const [method, path] of [['GET', '/api/devices'], ['GET', '/api/hosts'], ['POST', '/api/jobs'], ['GET', '/api/whoami'], ['POST', '/api/admin/hosts']] as const) {
+    const none = await stack.api(method, path, method === 'POST' ? {} : undefined, null);
+    assert.equal(none.status, 401, `${method} ${path}`);
+    assert.equal((none.body as { error: { code: string } }).error.code, 'unauthorized');
+    const wrong = await stack.api(method, path, method === 'POST' ? {} : undefined, 'rc_c_not-a-real-token');
+    assert.equal(wrong.status, 401);
+  }
+  const asClient = await stack.api('POST', '/api/admin/hosts', { name: 'x' });
+  assert.equal(asClient.status, 403, 'a client token is not an admin token');
+  const r = await stack.cli(['devices'], { env: { RC_TOKEN: 'rc_c_wrong' } });
+  assert.equal(r.code, 206);
+  assert.match(r.stderr, /^rc: unauthorized: /);
+  for (const [ns, token] of [['/worker', undefined], ['/worker', stack.clientToken], ['/worker', 'rc_h_nope']] as const) {
+    const socket = io(stack.controllerUrl + ns, { auth: token ? { token } : {}, transports: ['websocket'], reconnection: false });
+    const outcome = await new Promise<string>((resolve) => {
+      socket.on('connect', () => resolve('connected'));
+      socket.on('connect_error', (e) => resolve(e.message));
+    });
+    socket.close();
+    assert.match(outcome, /unauthorized/, `${ns} with ${token ?? 'no token'}`);
+  }
+});
+
+test('bad input gets a clear error with a stable code, never a 500', async () => {
+  const cases: [unknown, RegExp][] = [
+    ['{not json', /not valid JSON/],
+    [{ submitter: 's', argv: [] }, /argv: a command is required/],
+    [{ submitter: 's' }, /argv/],
+    [{ submitter: 's', argv: ['true'], gpus: 0 }, /gpus/],
+    [{ submitter: 's', argv: ['true'], priority: 11 }, /priority/],
+    [{ submitter: 's', argv: ['true'], cwd: 'relative' }, /absolute path/],
+    [{ submitter: 's', argv: ['true'], surprise: 1 }, /surprise|unrecognized/i],
+    [{ submitter: '', argv: ['true'] }, /submitter/],
+  ];
+  for (const [body, message] of cases) {
+    const r = await stack.api('POST', '/api/jobs', body);
+    assert.equal(r.status, 400, JSON.stringify(body));
+    const err = (r.body as { error: { code: string; message: string } }).error;
+    assert.equal(err.code, 'bad_request');
+    assert.match(err.message, message);
+    assert.doesNotMatch(err.message, /at .*\.ts:\d+/, 'no stack trace');
+  }
+  const sel = await stack.api('POST', '/api/jobs', { submitter: 's', argv: ['true'], selector: 'a=1,' });
+  assert.equal(sel.status, 400);
+  assert.equal((sel.body as { error: { code: string } }).error.code, 'bad_selector');
+  const missing = await stack.api('GET', '/api/jobs/jnope');
+  assert.equal(missing.status, 404);
+  const route = await stack.api('GET', '/api/nothing-here');
+  assert.equal(route.status, 404);
+  const usage = await stack.cli(['run']);
+  assert.equal(usage.code, 2);
+  assert.match(usage.stderr, /^rc: usage: /);
+});
+
+test('rc kill refuses someone else\'s job with not_job_owner, and kills your own', async () => {
+  await allFree();
+  let id = '';
+  const running = stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 30'], { onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { id ||= d.toString().trim(); }) });
+  await stack.waitFor(() => id !== '', 'the job to print its id');
+  const other = await stack.cli(['kill', id], { env: { RC_SUBMITTER: 'someone-else' } });
+  assert.equal(other.code, 209);
+  assert.match(other.stderr, /^rc: not_job_owner: /);
+  const mine = await stack.cli(['kill', id]);
+  assert.equal(mine.code, 0, mine.stderr);
+  const r = await running;
+  assert.equal((await stack.job(id)).state, 'killed');
+  assert.match(r.stderr, /killed by tester/);
+});
+
+test('the CLI finds the checkout\'s credentials with no environment', async () => {
+  const r = await stack.cli(['devices'], { env: { RC_CONTROLLER: '', RC_TOKEN: '', RC_DATA_DIR: stack.dataDir } });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /alpha:gpu0\s+free/);
+  const none = await stack.cli(['devices'], { env: { RC_CONTROLLER: '', RC_TOKEN: '', RC_DATA_DIR: '/nonexistent' } });
+  assert.equal(none.code, 206);
+  assert.match(none.stderr, /^rc: not_configured: set RC_CONTROLLER and RC_TOKEN/);
+});

@@ -1,0 +1,167 @@
+// A real rc stack for end-to-end tests: the built controller and worker as
+// separate processes on a fresh database, driven through the built CLI.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freshDatabase } from './db';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+export interface CliResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+
+export class Stack {
+  controllerUrl = '';
+  clientToken = '';
+  adminToken = '';
+  private controller: ChildProcess | null = null;
+  readonly workers = new Map<string, ChildProcess>();
+  readonly dataDir = mkdtempSync(join(tmpdir(), 'rc-stack-'));
+  private dropDb: (() => Promise<void>) | null = null;
+  dbUrl = '';
+  controllerLog = '';
+
+  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[] } = {}): Promise<Stack> {
+    const stack = new Stack();
+    const db = await freshDatabase();
+    await db.database.close();
+    stack.dropDb = db.drop;
+    stack.dbUrl = db.url;
+    await stack.startController(opts.hostTimeoutS ?? 15);
+    for (const w of opts.workers ?? [{ name: 'alpha', devices: 2 }]) await stack.startWorker(w.name, w.devices ?? 2);
+    return stack;
+  }
+
+  async startController(hostTimeoutS = 15): Promise<void> {
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], {
+      env: { ...process.env, DATABASE_URL: this.dbUrl, RC_DATA_DIR: this.dataDir, PORT: this.controllerUrl ? new URL(this.controllerUrl).port : '0', RC_LOCAL_WORKER: '0', RC_DASHBOARD: '0', RC_HOST_TIMEOUT_S: String(hostTimeoutS) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.controller = child;
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = (c: Buffer) => {
+        this.controllerLog += c.toString();
+        const m = /controller on (http:\/\/[^;\s]+)/.exec(this.controllerLog);
+        if (m) resolve(m[1]!);
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', (c: Buffer) => { this.controllerLog += c.toString(); });
+      child.on('exit', (code) => reject(new Error(`controller exited ${code}:\n${this.controllerLog}`)));
+    });
+    this.controllerUrl = url;
+    const creds = JSON.parse(readFileSync(join(this.dataDir, 'local.json'), 'utf8')) as { clientToken: string; adminToken: string };
+    this.clientToken = creds.clientToken;
+    this.adminToken = creds.adminToken;
+  }
+
+  async stopController(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await stopProcess(this.controller, signal);
+    this.controller = null;
+  }
+
+  async startWorker(name: string, devices = 2, extraEnv: Record<string, string> = {}): Promise<void> {
+    let credential = this.hostCredentials.get(name);
+    if (!credential) {
+      const r = await this.api('POST', '/api/admin/hosts', { name }, this.adminToken);
+      credential = (r.body as { credential: string }).credential;
+      this.hostCredentials.set(name, credential);
+    }
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'worker.js')], {
+      env: { ...process.env, RC_CONTROLLER: this.controllerUrl, RC_HOST_TOKEN: credential, RC_HOST_NAME: name, RC_FAKE_DEVICES: String(devices), RC_WORKSPACE: join(this.dataDir, `ws-${name}`), RC_KILL_GRACE_S: '2', ...extraEnv },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', () => {});
+    child.stderr!.on('data', () => {});
+    this.workers.set(name, child);
+    await this.waitFor(async () => {
+      const r = await this.api('GET', '/api/devices');
+      const mine = (r.body as { devices: { hostName: string; state: string }[] }).devices.filter((d) => d.hostName === name);
+      return mine.length === devices && mine.every((d) => d.state !== 'offline');
+    }, `worker ${name} to come online`);
+  }
+
+  private readonly hostCredentials = new Map<string, string>();
+
+  async stopWorker(name: string, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await stopProcess(this.workers.get(name) ?? null, signal);
+    this.workers.delete(name);
+  }
+
+  async api(method: string, path: string, body?: unknown, token: string | null = this.clientToken): Promise<{ status: number; body: unknown }> {
+    const res = await fetch(this.controllerUrl + path, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+    return { status: res.status, body: parsed };
+  }
+
+  /** Runs the built CLI as a subprocess. */
+  cli(args: string[], opts: { env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; timeoutMs?: number } = {}): Promise<CliResult> {
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, RC_CONTROLLER: this.controllerUrl, RC_TOKEN: this.clientToken, RC_SUBMITTER: 'tester', ...opts.env } as unknown as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => { stdout += c.toString(); });
+    child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
+    opts.onSpawn?.(child);
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    return new Promise((resolve) => child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); }));
+  }
+
+  async job(id: string): Promise<{ state: string; exitCode: number | null; reason: string | null; devices: string[] | null }> {
+    const r = await this.api('GET', `/api/jobs/${id}`);
+    return (r.body as { job: { state: string; exitCode: number | null; reason: string | null; devices: string[] | null } }).job;
+  }
+
+  async devices(): Promise<{ name: string; state: string; holder: { jobId: string } | null }[]> {
+    return ((await this.api('GET', '/api/devices')).body as { devices: { name: string; state: string; holder: { jobId: string } | null }[] }).devices;
+  }
+
+  async waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 15_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while (Date.now() < end) {
+      if (await check()) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  async stop(): Promise<void> {
+    for (const name of [...this.workers.keys()]) await this.stopWorker(name);
+    await this.stopController();
+    await this.dropDb?.();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+function stopProcess(child: ChildProcess | null, signal: NodeJS.Signals): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill('SIGKILL'), 8000);
+    child.once('exit', () => { clearTimeout(t); resolve(); });
+    child.kill(signal);
+  });
+}
+
+/** Processes whose command line starts with `marker` (so the shell that started them does not count). */
+export function processesMatching(marker: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSafe('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (cmd.startsWith(marker) && Number(pid) !== process.pid) out.push(Number(pid));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+function readdirSafe(dir: string): string[] {
+  try { return readdirSync(dir); } catch { return []; }
+}

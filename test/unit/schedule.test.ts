@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decide, parseDeviceName, type DeviceView, type QueuedJob } from '../../core/schedule';
+import { parseSelector } from '../../core/selector';
+
+const dev = (hostName: string, index: number, labels: Record<string, string> = {}, free = true): DeviceView =>
+  ({ id: hostName.charCodeAt(0) * 100 + index, name: `${hostName}:gpu${index}`, hostName, index, labels, free });
+const job = (id: string, over: Partial<QueuedJob> = {}): QueuedJob =>
+  ({ id, priority: 0, seq: Number(id.slice(1)), terms: [], deviceName: null, gpus: 1, ...over });
+const terms = (s: string) => { const p = parseSelector(s); assert.ok(p.ok); return p.terms; };
+
+test('jobs start in priority order, then submission order', () => {
+  const plan = decide([job('j1'), job('j2', { priority: 5 }), job('j3')], [dev('a', 0)]);
+  assert.deepEqual(plan.map((a) => a.jobId), ['j2']);
+  const two = decide([job('j1'), job('j2'), job('j3')], [dev('a', 0), dev('a', 1)]);
+  assert.deepEqual(two.map((a) => a.jobId), ['j1', 'j2']);
+});
+
+test('a job that cannot start does not block one behind it that can (backfill)', () => {
+  const plan = decide([job('j1', { terms: terms('vram>=80G') }), job('j2')], [dev('a', 0, { vram: String(24 * 2 ** 30) })]);
+  assert.deepEqual(plan.map((a) => a.jobId), ['j2']);
+});
+
+test('busy devices are never handed out, and no device goes to two jobs', () => {
+  const plan = decide([job('j1'), job('j2'), job('j3')], [dev('a', 0, {}, false), dev('a', 1)]);
+  assert.deepEqual(plan.map((a) => [a.jobId, a.devices.map((d) => d.name)]), [['j1', ['a:gpu1']]]);
+});
+
+test('-d waits for exactly that device', () => {
+  const plan = decide([job('j1', { deviceName: 'a:gpu0' })], [dev('a', 0, {}, false), dev('a', 1)]);
+  assert.deepEqual(plan, []);
+});
+
+test('multi-GPU jobs get all their devices on one host or none', () => {
+  const devices = [dev('a', 0), dev('b', 0), dev('b', 1)];
+  const plan = decide([job('j1', { gpus: 2 })], devices);
+  assert.deepEqual(plan[0]!.devices.map((d) => d.name), ['b:gpu0', 'b:gpu1']);
+  assert.deepEqual(decide([job('j1', { gpus: 3 })], devices), []);
+});
+
+test('device names parse strictly', () => {
+  assert.deepEqual(parseDeviceName('gpubox-a:gpu0'), { hostName: 'gpubox-a', index: 0 });
+  for (const bad of ['gpubox', 'gpubox:0', ':gpu0', 'a:gpu', 'a:gpu-1', 'a b:gpu0', 'a:gpu0:x']) assert.equal(parseDeviceName(bad), null, bad);
+});

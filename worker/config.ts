@@ -1,0 +1,26 @@
+// The worker's environment, parsed once at start-up.
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+const Env = z.object({
+  RC_CONTROLLER: z.string().url('RC_CONTROLLER must be the controller URL, e.g. http://rc.internal:8080'),
+  RC_HOST_TOKEN: z.string().min(10, 'RC_HOST_TOKEN must be the host credential from `rc admin host add`'),
+  RC_HOST_NAME: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/).default(hostname()),
+  /** Default working directory of jobs. */
+  RC_WORKSPACE: z.string().min(1).default(join(process.cwd(), 'rc-workspace')),
+  /** CPU slots declared when the host has no nvidia-smi, so rc is usable at once. */
+  RC_FAKE_DEVICES: z.coerce.number().int().min(0).max(64).default(2),
+  /** Seconds between SIGTERM and SIGKILL when a job is killed. */
+  RC_KILL_GRACE_S: z.coerce.number().min(0).max(600).default(10),
+});
+export type WorkerConfig = z.infer<typeof Env>;
+
+export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`${issue.path.join('.')}: ${issue.message}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,135 @@
+// rc-worker: the daemon on each GPU host. It dials out to the controller
+// (no inbound port), reports its devices, runs what it is assigned and
+// streams output back with sequence numbers.
+import { mkdirSync } from 'node:fs';
+import { io, type Socket } from 'socket.io-client';
+import type { JobExit, KillJobOrder, StartJob } from '../protocol/worker';
+import { WORKER_NAMESPACE } from '../protocol/worker';
+import { loadWorkerConfig, type WorkerConfig } from './config';
+import { runOnHost, type RunningJob } from './host-runtime';
+import { takeInventory } from './inventory';
+
+declare const RC_VERSION: string;
+const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
+
+interface Job { order: StartJob; seq: number; run: RunningJob }
+
+class Worker {
+  private readonly jobs = new Map<string, Job>();
+  /** Exit reports not yet acknowledged by the controller; resent after a reconnect. */
+  private readonly unreported = new Map<string, JobExit>();
+  /** Messages held while not connected, sent in order once the controller has our hello. */
+  private held: [string, unknown][] = [];
+  private ready = false;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private readonly socket: Socket;
+
+  constructor(private readonly config: WorkerConfig) {
+    mkdirSync(config.RC_WORKSPACE, { recursive: true });
+    this.socket = io(config.RC_CONTROLLER + WORKER_NAMESPACE, {
+      auth: { token: config.RC_HOST_TOKEN },
+      transports: ['websocket'],
+      reconnectionDelay: 200,
+      reconnectionDelayMax: 2000,
+    });
+    this.socket.on('connect', () => void this.hello());
+    this.socket.on('disconnect', () => { this.ready = false; this.stopHeartbeat(); });
+    this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${config.RC_CONTROLLER}: ${err.message}; retrying`));
+    this.socket.on('job:start', (order: StartJob) => this.start(order));
+    this.socket.on('job:kill', (order: KillJobOrder) => this.kill(order));
+  }
+
+  private async hello(): Promise<void> {
+    const inventory = await takeInventory(this.config.RC_FAKE_DEVICES);
+    const running = [...this.jobs.values()].map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
+      .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
+    const reply = await this.socket.timeout(10_000).emitWithAck('hello', { version: RC_VERSION, ...inventory, running })
+      .catch(() => null) as { ok: boolean; heartbeatMs?: number; code?: string } | null;
+    if (!reply?.ok) {
+      log(`the controller refused our hello (${reply?.code ?? 'no answer'}); reconnecting`);
+      this.socket.disconnect().connect();
+      return;
+    }
+    log(`connected to ${this.config.RC_CONTROLLER} as ${this.config.RC_HOST_NAME} with ${inventory.devices.length} device(s)`);
+    this.ready = true;
+    const held = this.held;
+    this.held = [];
+    for (const [event, payload] of held) this.socket.emit(event, payload);
+    for (const exit of this.unreported.values()) this.sendExit(exit);
+    this.stopHeartbeat();
+    this.heartbeat = setInterval(() => this.socket.emit('heartbeat'), reply.heartbeatMs ?? 5000);
+  }
+
+  private send(event: string, payload: unknown): void {
+    if (this.ready) this.socket.emit(event, payload);
+    else this.held.push([event, payload]);
+  }
+
+  private start(order: StartJob): void {
+    if (this.jobs.has(order.jobId)) return;
+    const job: Job = { order, seq: 0, run: { kill() {} } };
+    this.jobs.set(order.jobId, job);
+    job.run = runOnHost(order, this.config.RC_WORKSPACE, {
+      output: (stream, data) => {
+        job.seq += 1;
+        this.send('job:output', { jobId: order.jobId, fence: order.fence, seq: job.seq, stream, data });
+      },
+      exit: (exitCode, signal) => {
+        this.jobs.delete(order.jobId);
+        const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq };
+        this.unreported.set(order.jobId, exit);
+        if (this.ready) this.sendExit(exit);
+      },
+    });
+  }
+
+  private sendExit(exit: JobExit): void {
+    this.socket.timeout(10_000).emitWithAck('job:exit', exit).then(
+      (reply: { ok: boolean; code?: string }) => {
+        // Acknowledged, or refused as stale: either way there is nothing left to report.
+        if (reply.ok || reply.code === 'stale_lease') this.unreported.delete(exit.jobId);
+      },
+      () => { /* no answer: resent after the next hello */ },
+    );
+  }
+
+  private kill(order: KillJobOrder): void {
+    const job = this.jobs.get(order.jobId);
+    if (job && job.order.fence === order.fence) job.run.kill(this.config.RC_KILL_GRACE_S);
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+
+  /** Stops every job (nothing is left behind on the host), reports what it can, then disconnects. */
+  async shutdown(): Promise<void> {
+    for (const job of this.jobs.values()) job.run.kill(2);
+    const deadline = Date.now() + 4000;
+    while ((this.jobs.size || this.unreported.size) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    this.stopHeartbeat();
+    this.socket.disconnect();
+  }
+}
+
+function main(): void {
+  let config: WorkerConfig;
+  try {
+    config = loadWorkerConfig();
+  } catch (err) {
+    console.error(`rc-worker: ${(err as Error).message}`);
+    process.exit(2);
+  }
+  const worker = new Worker(config);
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void worker.shutdown().then(() => process.exit(0));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main();
