@@ -1,6 +1,6 @@
 // The typed API client every command uses: plain node:http, no dependencies,
 // so the CLI starts fast. Errors come back as `rc: <code>: <sentence>`.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
@@ -32,8 +32,8 @@ export class Client {
   private send(method: string, path: string, body: unknown, accept: string): Promise<IncomingMessage> {
     const url = new URL(this.config.controller + path);
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    // https (and TLS with it) is loaded only when used: it costs milliseconds at start-up.
-    const request: typeof httpRequest = url.protocol === 'https:' ? (require('node:https') as typeof import('node:https')).request : httpRequest;
+    // Loaded on first use: each of these costs milliseconds at start-up, and https pulls in TLS.
+    const { request } = (url.protocol === 'https:' ? require('node:https') : require('node:http')) as typeof import('node:http');
     return new Promise<IncomingMessage>((resolve, reject) => {
       const req = request(url, {
         method,
