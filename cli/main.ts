@@ -5,6 +5,7 @@ import { Client } from './client';
 import { loadCliConfig } from './config';
 import { CliExit } from './output';
 import { ADMIN_HELP, admin } from './commands/admin';
+import { DESCRIBE_HELP, describe } from './commands/describe';
 import { DEVICES_HELP, devices } from './commands/devices';
 import { KILL_HELP, kill } from './commands/kill';
 import { RUN_HELP, run } from './commands/run';
@@ -16,7 +17,9 @@ const HELP = `rc: share GPUs through leases
 usage: rc <command> [flags]
 
   run      run a command on a matching device:  rc run --select 'vram>=40G' -- python train.py
+           (rc run --select ... --explain shows what would match, without submitting)
   devices  list devices, their state and holder
+  describe one device in full: labels with source and age, the host's usage sheet, recent jobs
   kill     stop a job you submitted
   admin    operator commands (hosts, tokens)
 
@@ -31,6 +34,7 @@ type Command = (client: Client, args: readonly string[]) => Promise<number>;
 const COMMANDS: Record<string, { fn: Command; help: string }> = {
   run: { fn: run, help: RUN_HELP },
   devices: { fn: devices, help: DEVICES_HELP },
+  describe: { fn: describe, help: DESCRIBE_HELP },
   kill: { fn: kill, help: KILL_HELP },
   admin: { fn: admin, help: ADMIN_HELP },
 };

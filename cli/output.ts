@@ -21,3 +21,16 @@ export function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
+
+/** "12s", "3m", "2h", "4d": how long ago an ISO time was. */
+export function age(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+export function indent(text: string, by = '  '): string {
+  return text.replace(/\n+$/, '').split('\n').map((l) => (l ? by + l : l)).join('\n') + '\n';
+}

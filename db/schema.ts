@@ -49,7 +49,18 @@ export const labels = pgTable('labels', {
   source: text('source', { enum: ['declared', 'detected'] }).notNull(),
   probe: text('probe'),
   seenAt: ts('seen_at').notNull().defaultNow(),
+  /** Why the value could not be refreshed; null while its probe works. */
+  stale: text('stale'),
 }, (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex, t.key, t.source] })]);
+
+/** A host's Markdown usage sheet (deviceIndex -1) or a device's note, with who changed it and when. */
+export const sheets = pgTable('sheets', {
+  hostName: text('host_name').notNull().references(() => hosts.name, { onDelete: 'cascade' }),
+  deviceIndex: integer('device_index').notNull(),
+  body: text('body').notNull(),
+  updatedBy: text('updated_by').notNull(),
+  updatedAt: ts('updated_at').notNull().defaultNow(),
+}, (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex] })]);
 
 /** Fencing numbers: every assignment of a job to a worker takes the next one. */
 export const fenceSeq = pgSequence('fence_seq');

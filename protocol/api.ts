@@ -34,3 +34,15 @@ export const CreateToken = z.object({
 export type CreateToken = z.infer<typeof CreateToken>;
 
 export const HostName = hostNameRule;
+
+export const WriteSheet = z.object({
+  /** Markdown; an empty string removes the sheet. */
+  body: z.string().max(64 * 1024, 'a sheet is at most 64 KiB of Markdown'),
+}).strict();
+export type WriteSheet = z.infer<typeof WriteSheet>;
+
+export const Explain = z.object({
+  selector: z.string().max(4096).default(''),
+  device: z.string().max(300).nullish(),
+}).strict();
+export type Explain = z.infer<typeof Explain>;

@@ -8,18 +8,28 @@ export const ReportedLabel = z.object({
   key: labelKey,
   value: z.string().max(1000),
   source: z.enum(['declared', 'detected']),
+  /** Which probe found it (detected labels): nvidia-smi, host, or a site probe's file name. */
   probe: z.string().max(100).nullish(),
+  /** When the value was last confirmed (ISO 8601); a stale label keeps its old time. */
+  seenAt: z.string().datetime().nullish(),
+  /** Why the value could not be refreshed (its probe failed or printed garbage); null when fresh. */
+  stale: z.string().max(500).nullish(),
 });
 export type ReportedLabel = z.infer<typeof ReportedLabel>;
 
-export const Hello = z.object({
-  version: z.string().max(50),
+/** A host's whole inventory: sent in hello, and again after every probe run. */
+export const Inventory = z.object({
   hostLabels: z.array(ReportedLabel).max(1000),
   devices: z.array(z.object({
     index: z.number().int().min(0).max(999),
     uuid: z.string().max(200).nullish(),
     labels: z.array(ReportedLabel).max(1000),
   })).max(64),
+});
+export type Inventory = z.infer<typeof Inventory>;
+
+export const Hello = Inventory.extend({
+  version: z.string().max(50),
   /** Jobs the worker is still running (or has finished but not yet reported). */
   running: z.array(z.object({ jobId: z.string().max(64), fence: z.number().int() })).max(1000),
 });
@@ -58,3 +68,6 @@ export interface KillJobOrder {
   fence: number;
   reason: string;
 }
+
+/** Controller → worker: run every probe now and send the inventory ('inventory' message). */
+export const PROBE_NOW = 'probe:run';

@@ -11,8 +11,12 @@ export interface LabelView {
   source: 'declared' | 'detected';
   probe: string | null;
   seenAt: string;
+  /** Why its probe could not refresh it; null when fresh. */
+  stale: string | null;
   /** true when it is set on the host and applies to all its devices. */
   hostWide: boolean;
+  /** true when this entry is the value selectors see (see markEffective for the rule). */
+  effective: boolean;
 }
 
 export interface DeviceRow {
@@ -34,7 +38,7 @@ interface RawDevice extends Record<string, unknown> {
   job_id: string | null; submitter: string | null; acquired_at: Date | null;
 }
 interface RawLabel extends Record<string, unknown> {
-  host_name: string; device_index: number; key: string; value: string; source: 'declared' | 'detected'; probe: string | null; seen_at: Date;
+  host_name: string; device_index: number; key: string; value: string; source: 'declared' | 'detected'; probe: string | null; seen_at: Date; stale: string | null;
 }
 
 export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
@@ -47,7 +51,7 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       left join jobs j on j.id = l.job_id
       where d.present
       order by d.host_name, d.index`,
-    sql<RawLabel[]>`select host_name, device_index, key, value, source, probe, seen_at from labels`,
+    sql<RawLabel[]>`select host_name, device_index, key, value, source, probe, seen_at, stale from labels order by key, device_index desc, source`,
   ]);
   const byHost = new Map<string, RawLabel[]>();
   for (const l of labels) {
@@ -57,9 +61,10 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
   }
   return devices.map((d) => {
     const own = (byHost.get(d.host_name) ?? []).filter((l) => l.device_index === -1 || l.device_index === d.index);
-    const details = own.map((l): LabelView => ({
-      key: l.key, value: l.value, source: l.source, probe: l.probe, seenAt: new Date(l.seen_at).toISOString(), hostWide: l.device_index === -1,
-    }));
+    const details = markEffective(own.map((l): LabelView => ({
+      key: l.key, value: l.value, source: l.source, probe: l.probe, seenAt: new Date(l.seen_at).toISOString(), stale: l.stale,
+      hostWide: l.device_index === -1, effective: false,
+    })));
     return {
       id: Number(d.id),
       name: deviceName(d.host_name, d.index),
@@ -69,24 +74,26 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       hostStatus: d.host_status,
       state: d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
       holder: d.job_id ? { jobId: d.job_id, submitter: d.submitter ?? '', since: new Date(d.acquired_at!).toISOString() } : null,
-      labels: mergeLabels(details),
+      labels: Object.fromEntries(details.filter((l) => l.effective).map((l) => [l.key, l.value])),
       labelDetails: details,
     };
   });
 }
 
 /**
- * One value per key. A device's own label beats its host's; a declared label
- * (the operator's word) beats a detected one.
+ * One value per key, the rule documented in install.md: a device's own label
+ * beats its host's, and a declared label (the operator's word) beats a
+ * detected one, so an operator can correct a probe. The losers stay visible
+ * in `rc describe`, marked as overridden.
  */
-export function mergeLabels(details: readonly LabelView[]): Labels {
+export function markEffective(details: LabelView[]): LabelView[] {
   const rank = (l: LabelView) => (l.hostWide ? 0 : 2) + (l.source === 'declared' ? 1 : 0);
   const best = new Map<string, LabelView>();
   for (const l of details) {
     const cur = best.get(l.key);
     if (!cur || rank(l) > rank(cur)) best.set(l.key, l);
   }
-  return Object.fromEntries([...best].map(([k, l]) => [k, l.value]));
+  return details.map((l) => ({ ...l, effective: best.get(l.key) === l }));
 }
 
 export interface HostRow {

@@ -4,9 +4,9 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { devices as devicesT, hosts, jobs, labels } from '../db/schema';
-import { Hello, JobExit, JobOutput, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
+import { Hello, Inventory, JobExit, JobOutput, PROBE_NOW, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
 import { identify } from './auth';
-import type { Db, Sql } from './db';
+import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
 import { finishFromExit, finishJob } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
@@ -68,6 +68,14 @@ export class WorkerHub implements Dispatcher {
     return true;
   }
 
+  /** Asks a host's worker to run its probes now; false when it is not connected here. */
+  probeNow(hostName: string): boolean {
+    const socket = this.sockets.get(hostName);
+    if (!socket) return false;
+    socket.emit(PROBE_NOW);
+    return true;
+  }
+
   close(): void {
     this.ns?.disconnectSockets(true);
   }
@@ -90,6 +98,13 @@ export class WorkerHub implements Dispatcher {
         },
         (err) => { log(`hello from ${hostName} failed: ${String(err)}`); reply(ack, false, 'internal'); },
       );
+    });
+
+    socket.on('inventory', (raw: unknown) => {
+      const inv = Inventory.safeParse(raw);
+      if (!inv.success) return log(`bad inventory from ${hostName}: ${inv.error.issues[0]?.message}`);
+      db.transaction((tx) => storeInventory(tx, hostName, inv.data))
+        .then(() => this.deps.poke(), (err: unknown) => log(`inventory from ${hostName}: ${String(err)}`));
     });
 
     socket.on('heartbeat', () => {
@@ -132,20 +147,7 @@ export class WorkerHub implements Dispatcher {
     return this.deps.db.transaction(async (tx) => {
       await tx.insert(hosts).values({ name: hostName, status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version })
         .onConflictDoUpdate({ target: hosts.name, set: { status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version } });
-      const indexes = hello.devices.map((d) => d.index);
-      for (const d of hello.devices) {
-        await tx.insert(devicesT).values({ hostName, index: d.index, uuid: d.uuid ?? null, present: true })
-          .onConflictDoUpdate({ target: [devicesT.hostName, devicesT.index], set: { uuid: d.uuid ?? null, present: true } });
-      }
-      await tx.update(devicesT).set({ present: false })
-        .where(and(eq(devicesT.hostName, hostName), indexes.length ? notInArray(devicesT.index, indexes) : undefined));
-      await tx.delete(labels).where(eq(labels.hostName, hostName));
-      const rows = [
-        ...hello.hostLabels.map((l) => ({ ...l, deviceIndex: -1 })),
-        ...hello.devices.flatMap((d) => d.labels.map((l) => ({ ...l, deviceIndex: d.index }))),
-      ].map((l) => ({ hostName, deviceIndex: l.deviceIndex, key: l.key, value: l.value, source: l.source, probe: l.probe ?? null }));
-      if (rows.length) await tx.insert(labels).values(rows).onConflictDoNothing();
-
+      await storeInventory(tx, hostName, hello);
       return tx.select().from(jobs).where(and(eq(jobs.hostName, hostName), eq(jobs.state, 'running')));
     }).then((running) => this.reconcile(hello, running));
   }
@@ -181,6 +183,26 @@ export class WorkerHub implements Dispatcher {
     // report was stale. Either way there is nothing for the worker to retry.
     return true;
   }
+}
+
+/** Replaces a host's devices and labels with what its worker reports. */
+async function storeInventory(tx: Tx, hostName: string, inv: Inventory): Promise<void> {
+  const indexes = inv.devices.map((d) => d.index);
+  for (const d of inv.devices) {
+    await tx.insert(devicesT).values({ hostName, index: d.index, uuid: d.uuid ?? null, present: true })
+      .onConflictDoUpdate({ target: [devicesT.hostName, devicesT.index], set: { uuid: d.uuid ?? null, present: true } });
+  }
+  await tx.update(devicesT).set({ present: false })
+    .where(and(eq(devicesT.hostName, hostName), indexes.length ? notInArray(devicesT.index, indexes) : undefined));
+  await tx.delete(labels).where(eq(labels.hostName, hostName));
+  const rows = [
+    ...inv.hostLabels.map((l) => ({ ...l, deviceIndex: -1 })),
+    ...inv.devices.flatMap((d) => d.labels.map((l) => ({ ...l, deviceIndex: d.index }))),
+  ].map((l) => ({
+    hostName, deviceIndex: l.deviceIndex, key: l.key, value: l.value, source: l.source, probe: l.probe ?? null,
+    seenAt: l.seenAt ? new Date(l.seenAt) : new Date(), stale: l.stale ?? null,
+  }));
+  if (rows.length) await tx.insert(labels).values(rows).onConflictDoNothing();
 }
 
 function reply(ack: unknown, ok: boolean, code?: string): void {

@@ -3,6 +3,9 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 
+/** A path, where an empty value means unset. */
+const optionalPath = z.string().optional().transform((v) => v || undefined);
+
 const Env = z.object({
   RC_CONTROLLER: z.string().url('RC_CONTROLLER must be the controller URL, e.g. http://rc.internal:8080'),
   RC_HOST_TOKEN: z.string().min(10, 'RC_HOST_TOKEN must be the host credential from `rc admin host add`'),
@@ -13,6 +16,12 @@ const Env = z.object({
   RC_FAKE_DEVICES: z.coerce.number().int().min(0).max(64).default(2),
   /** Seconds between SIGTERM and SIGKILL when a job is killed. */
   RC_KILL_GRACE_S: z.coerce.number().min(0).max(600).default(10),
+  /** The worker's config file (declared labels, probes folder); unset for none. */
+  RC_WORKER_CONFIG: optionalPath,
+  /** Folder of site probes; wins over the config file's probesDir. */
+  RC_PROBES_DIR: optionalPath,
+  /** Seconds between probe runs. */
+  RC_PROBE_INTERVAL_S: z.coerce.number().min(5, 'RC_PROBE_INTERVAL_S is at least 5 (seconds)').max(86_400, 'RC_PROBE_INTERVAL_S is at most 86400 (a day)').default(300),
 });
 export type WorkerConfig = z.infer<typeof Env>;
 

@@ -1,9 +1,17 @@
-// What this host offers: its GPUs from nvidia-smi, or, with no nvidia-smi,
-// CPU slots that say plainly they are not GPUs.
-import { execFile } from 'node:child_process';
-import { cpus, hostname, totalmem } from 'node:os';
-import { canonicalGpuModel } from '../core/gpu-names';
-import type { ReportedLabel } from '../protocol/worker';
+// What this host offers and what it is like: runs every probe (nvidia-smi,
+// host, the site probes), keeps the last good labels of a probe that fails
+// (marked stale), adds the declared labels of the config file, and builds the
+// Inventory sent in hello and in 'inventory' messages.
+import type { Inventory, ReportedLabel } from '../protocol/worker';
+import {
+  applyProbeResult, buildInventory, declaredLabels, markStale, unknownDevices,
+  type ProbeLabels, type ProbeResult, type ProbeState,
+} from './labels';
+import { parseNvidiaSmiCsv } from './probes/parse';
+import {
+  hostProbe, listSiteProbes, nvidiaSmiProbe, runSiteProbe, PROBE_MAX_OUTPUT, PROBE_TIMEOUT_MS,
+} from './probes/run';
+import { readWorkerConfigFile, type WorkerFileConfig } from './worker-config';
 
 export interface InventoryDevice {
   index: number;
@@ -11,61 +19,166 @@ export interface InventoryDevice {
   labels: ReportedLabel[];
 }
 
-export interface Inventory {
-  hostLabels: ReportedLabel[];
-  devices: InventoryDevice[];
-}
+/** Probes that decide which devices exist; other probes only label them. */
+const DEVICE_PROBES = ['nvidia-smi', 'host'] as const;
 
-const detected = (key: string, value: string, probe: string): ReportedLabel => ({ key, value, source: 'detected', probe });
-
-export async function takeInventory(fakeDevices: number): Promise<Inventory> {
-  const hostLabels = [
-    detected('hostname', hostname(), 'host'),
-    detected('cpus', String(cpus().length), 'host'),
-    detected('mem_total_bytes', String(totalmem()), 'host'),
-  ];
-  const gpus = await queryGpus();
-  if (gpus) return { hostLabels, devices: gpus };
-  const devices = Array.from({ length: fakeDevices }, (_, index): InventoryDevice => ({
-    index,
-    uuid: null,
-    labels: [
-      detected('kind', 'cpu-slot', 'host'),
-      detected('gpu_model', 'none', 'host'),
-      detected('note', 'not a GPU: this host has no nvidia-smi, so rc offers CPU slots', 'host'),
-    ],
-  }));
-  return { hostLabels, devices };
-}
-
-/** Parses `nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version --format=csv,noheader,nounits`. */
+/** Parses nvidia-smi's GPU query into devices with detected labels (no times). */
 export function parseGpuCsv(csv: string): InventoryDevice[] {
-  const out: InventoryDevice[] = [];
-  for (const line of csv.split('\n')) {
-    const cells = line.split(',').map((c) => c.trim());
-    if (cells.length < 5 || !/^\d+$/.test(cells[0]!)) continue;
-    const [index, uuid, name, memMiB, driver] = cells as [string, string, string, string, string];
-    const labels = [
-      detected('kind', 'gpu', 'nvidia-smi'),
-      detected('vendor', 'nvidia', 'nvidia-smi'),
-      detected('gpu_model', canonicalGpuModel(name), 'nvidia-smi'),
-      detected('gpu_name', name, 'nvidia-smi'),
-      detected('gpu_uuid', uuid, 'nvidia-smi'),
-      detected('gpu_index', index, 'nvidia-smi'),
-      detected('driver_version', driver, 'nvidia-smi'),
-    ];
-    if (/^\d+$/.test(memMiB)) labels.push(detected('vram', String(Number(memMiB) * 1024 * 1024), 'nvidia-smi'));
-    out.push({ index: Number(index), uuid: uuid.startsWith('GPU-') ? uuid : null, labels });
-  }
-  return out;
+  return parseNvidiaSmiCsv(csv).map((row) => ({
+    index: row.index,
+    uuid: row.uuid,
+    labels: row.labels.map((p) => ({ key: p.key, value: p.value, source: 'detected' as const, probe: 'nvidia-smi' })),
+  }));
 }
 
-function queryGpus(): Promise<InventoryDevice[] | null> {
-  return new Promise((resolve) => {
-    execFile('nvidia-smi', ['--query-gpu=index,uuid,name,memory.total,driver_version', '--format=csv,noheader,nounits'], { timeout: 10_000 }, (err, stdout) => {
-      // No nvidia-smi at all: a CPU host. One that fails: a GPU host in trouble, which offers nothing.
-      if (err) return resolve((err as NodeJS.ErrnoException).code === 'ENOENT' ? null : []);
-      resolve(parseGpuCsv(stdout));
-    });
-  });
+export interface ProberOptions {
+  /** RC_WORKSPACE: disk_free_bytes is its free space. */
+  workspace: string;
+  /** RC_FAKE_DEVICES: CPU slots offered when there is no nvidia-smi. */
+  fakeDevices: number;
+  /** RC_WORKER_CONFIG, read again before every run; null for none. */
+  configFile: string | null;
+  /** RC_PROBES_DIR: wins over the config file's probesDir. */
+  probesDir?: string | null;
+  /** Environment of the probes; nvidia-smi is looked up on its PATH. Default: process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Default `nvidia-smi`. */
+  nvidiaSmi?: string;
+  /** Per probe call; default 10 s. */
+  timeoutMs?: number;
+  /** A site probe's stdout limit; default 64 KiB. */
+  maxOutputBytes?: number;
+  log?: (message: string) => void;
+  now?: () => Date;
+}
+
+/**
+ * Runs the probes and keeps their labels between runs. Runs never overlap:
+ * asking during a run gets one more run after it (requests coalesce).
+ * A run never throws.
+ */
+export class Prober {
+  /** The inventory of the last run; null before the first. */
+  latest: Inventory | null = null;
+  /** Called after every run with its inventory. */
+  onInventory: ((inventory: Inventory) => void) | null = null;
+
+  private state: ProbeState = new Map();
+  private config: WorkerFileConfig | null = null;
+  private declared: ProbeLabels | null = null;
+  private running: Promise<Inventory> | null = null;
+  private queued: Promise<Inventory> | null = null;
+  /** What was last logged per subject, so a lasting problem is logged once. */
+  private readonly said = new Map<string, string>();
+  private readonly log: (message: string) => void;
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: ProberOptions) {
+    this.log = opts.log ?? (() => {});
+    this.now = opts.now ?? (() => new Date());
+  }
+
+  run(): Promise<Inventory> {
+    if (!this.running) {
+      this.running = this.runSafely().finally(() => { this.running = null; });
+      return this.running;
+    }
+    this.queued ??= this.running.then(() => { this.queued = null; return this.run(); });
+    return this.queued;
+  }
+
+  private async runSafely(): Promise<Inventory> {
+    let inventory: Inventory;
+    try {
+      inventory = await this.runOnce();
+    } catch (err) {
+      this.log(`probe run failed: ${String(err)}`);
+      inventory = this.latest ?? { hostLabels: [], devices: [] };
+    }
+    this.latest = inventory;
+    try { this.onInventory?.(inventory); } catch (err) { this.log(`sending the inventory failed: ${String(err)}`); }
+    return inventory;
+  }
+
+  private async runOnce(): Promise<Inventory> {
+    const now = this.now();
+    this.readConfig(now);
+    const env = this.opts.env ?? process.env;
+    const timeoutMs = this.opts.timeoutMs ?? PROBE_TIMEOUT_MS;
+    const results: ProbeResult[] = [];
+
+    const nvidia = await nvidiaSmiProbe({ command: this.opts.nvidiaSmi ?? 'nvidia-smi', env, timeoutMs });
+    if (nvidia !== 'absent') results.push(nvidia);
+    results.push(hostProbe({ workspace: this.opts.workspace, cpuSlots: nvidia === 'absent' ? this.opts.fakeDevices : null }));
+
+    const dir = this.opts.probesDir || this.config?.probesDir || null;
+    if (dir) {
+      const listing = listSiteProbes(dir, DEVICE_PROBES);
+      this.say('probes folder', listing.ok ? null : `${listing.reason}; no site probes run`);
+      if (!listing.ok) {
+        // Perhaps a mount that went away: the site probes' last labels stay, stale.
+        for (const name of this.state.keys()) {
+          if (!(DEVICE_PROBES as readonly string[]).includes(name)) results.push({ probe: name, ok: false, reason: listing.reason });
+        }
+      } else {
+        for (const { name, why } of listing.skipped) this.say(`skipped ${name}`, `${dir}/${name} is not run as a probe: ${why}`);
+        for (const name of listing.names) {
+          this.said.delete(`skipped ${name}`);
+          results.push(await runSiteProbe(dir, name, { env, timeoutMs, maxBytes: this.opts.maxOutputBytes ?? PROBE_MAX_OUTPUT }));
+        }
+      }
+    }
+
+    const next: ProbeState = new Map();
+    for (const result of results) {
+      const prev = this.state.get(result.probe);
+      next.set(result.probe, applyProbeResult(prev, result, now));
+      this.reportProbe(result, prev);
+    }
+    this.state = next;
+    const inventory = buildInventory(next, this.declared, DEVICE_PROBES);
+    for (const [name, labels] of [...next, ['config file', this.declared] as const]) {
+      const missing = labels ? unknownDevices(labels, inventory) : [];
+      this.say(`devices of ${name}`, missing.length
+        ? `${name} labels device(s) ${missing.join(', ')}, which this host does not offer; those labels are ignored`
+        : null);
+    }
+    return inventory;
+  }
+
+  /** Reads the config file again; one that became unreadable keeps its last labels, stale. */
+  private readConfig(now: Date): void {
+    const file = this.opts.configFile;
+    if (!file) return;
+    try {
+      this.config = readWorkerConfigFile(file);
+      this.declared = declaredLabels(this.config.declared, now);
+      this.say('config file', null);
+    } catch (err) {
+      const reason = (err as Error).message;
+      this.say('config file', `config file ${reason}; keeping its last labels, marked stale`);
+      if (this.declared) this.declared = markStale(this.declared, `config file ${reason}`);
+    }
+  }
+
+  private reportProbe(result: ProbeResult, prev: ProbeLabels | undefined): void {
+    if (result.ok) {
+      if (this.said.get(`probe ${result.probe}`)) this.log(`probe ${result.probe} works again`);
+      this.said.delete(`probe ${result.probe}`);
+      for (const { key, reason } of result.unrefreshed ?? []) this.say(`probe ${result.probe} ${key}`, reason);
+      return;
+    }
+    const hadLabels = !!prev && (prev.host.length > 0 || prev.devices.size > 0);
+    const what = hadLabels ? 'its last labels are kept, marked stale'
+      : result.probe === 'nvidia-smi' ? 'this host offers no GPUs until it works' : 'it has no labels yet';
+    this.say(`probe ${result.probe}`, `probe ${result.probe} failed: ${result.reason}; ${what}`, result.reason);
+  }
+
+  /** Logs a problem about a subject when it changes; null means the subject is fine now. */
+  private say(subject: string, message: string | null, key: string | null = message): void {
+    if (key === null) { this.said.delete(subject); return; }
+    if (this.said.get(subject) === key) return;
+    this.said.set(subject, key);
+    this.log(message!);
+  }
 }

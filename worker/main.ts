@@ -1,13 +1,17 @@
 // rc-worker: the daemon on each GPU host. It dials out to the controller
-// (no inbound port), reports its devices, runs what it is assigned and
-// streams output back with sequence numbers.
+// (no inbound port), reports its devices and their labels, runs what it is
+// assigned and streams output back with sequence numbers.
+//
+// Probes run at start (before hello), every RC_PROBE_INTERVAL_S and when the
+// controller sends PROBE_NOW; after each run the worker sends 'inventory'.
 import { mkdirSync } from 'node:fs';
 import { io, type Socket } from 'socket.io-client';
-import type { JobExit, KillJobOrder, StartJob } from '../protocol/worker';
-import { WORKER_NAMESPACE } from '../protocol/worker';
+import type { Inventory, JobExit, KillJobOrder, StartJob } from '../protocol/worker';
+import { PROBE_NOW, WORKER_NAMESPACE } from '../protocol/worker';
 import { loadWorkerConfig, type WorkerConfig } from './config';
 import { runOnHost, type RunningJob } from './host-runtime';
-import { takeInventory } from './inventory';
+import { Prober } from './inventory';
+import { readWorkerConfigFile } from './worker-config';
 
 declare const RC_VERSION: string;
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
@@ -22,10 +26,14 @@ class Worker {
   private held: [string, unknown][] = [];
   private ready = false;
   private heartbeat: NodeJS.Timeout | null = null;
+  private readonly probeTimer: NodeJS.Timeout;
+  /** The inventory the controller last got from us. */
+  private sent: Inventory | null = null;
   private readonly socket: Socket;
 
-  constructor(private readonly config: WorkerConfig) {
-    mkdirSync(config.RC_WORKSPACE, { recursive: true });
+  constructor(private readonly config: WorkerConfig, private readonly prober: Prober) {
+    prober.onInventory = (inventory) => { if (this.ready) this.sendInventory(inventory); };
+    this.probeTimer = setInterval(() => void prober.run(), config.RC_PROBE_INTERVAL_S * 1000);
     this.socket = io(config.RC_CONTROLLER + WORKER_NAMESPACE, {
       auth: { token: config.RC_HOST_TOKEN },
       transports: ['websocket'],
@@ -37,10 +45,16 @@ class Worker {
     this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${config.RC_CONTROLLER}: ${err.message}; retrying`));
     this.socket.on('job:start', (order: StartJob) => this.start(order));
     this.socket.on('job:kill', (order: KillJobOrder) => this.kill(order));
+    this.socket.on(PROBE_NOW, () => void prober.run());
+  }
+
+  private sendInventory(inventory: Inventory): void {
+    this.sent = inventory;
+    this.socket.emit('inventory', inventory);
   }
 
   private async hello(): Promise<void> {
-    const inventory = await takeInventory(this.config.RC_FAKE_DEVICES);
+    const inventory = this.prober.latest ?? await this.prober.run();
     const running = [...this.jobs.values()].map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
       .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
     const reply = await this.socket.timeout(10_000).emitWithAck('hello', { version: RC_VERSION, ...inventory, running })
@@ -52,6 +66,9 @@ class Worker {
     }
     log(`connected to ${this.config.RC_CONTROLLER} as ${this.config.RC_HOST_NAME} with ${inventory.devices.length} device(s)`);
     this.ready = true;
+    this.sent = inventory;
+    // A probe run that ended while the hello was on its way.
+    if (this.prober.latest && this.prober.latest !== this.sent) this.sendInventory(this.prober.latest);
     const held = this.held;
     this.held = [];
     for (const [event, payload] of held) this.socket.emit(event, payload);
@@ -109,19 +126,33 @@ class Worker {
     const deadline = Date.now() + 4000;
     while ((this.jobs.size || this.unreported.size) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     this.stopHeartbeat();
+    clearInterval(this.probeTimer);
     this.socket.disconnect();
   }
 }
 
-function main(): void {
+async function main(): Promise<void> {
   let config: WorkerConfig;
   try {
     config = loadWorkerConfig();
+    // A config file that cannot be used stops the worker here, with a plain message.
+    if (config.RC_WORKER_CONFIG) readWorkerConfigFile(config.RC_WORKER_CONFIG);
+    mkdirSync(config.RC_WORKSPACE, { recursive: true });
   } catch (err) {
-    console.error(`rc-worker: ${(err as Error).message}`);
+    // Environment and config file problems, or a workspace that cannot be made: one line, no stack.
+    console.error(`rc-worker: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(2);
   }
-  const worker = new Worker(config);
+  const prober = new Prober({
+    workspace: config.RC_WORKSPACE,
+    fakeDevices: config.RC_FAKE_DEVICES,
+    configFile: config.RC_WORKER_CONFIG ?? null,
+    probesDir: config.RC_PROBES_DIR ?? null,
+    log,
+  });
+  const first = await prober.run();
+  log(`probed: ${first.devices.length} device(s), ${first.hostLabels.length} host label(s)`);
+  const worker = new Worker(config, prober);
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -132,4 +163,4 @@ function main(): void {
   process.on('SIGTERM', stop);
 }
 
-main();
+void main();

@@ -1,4 +1,5 @@
 // rc admin: operator commands. They need an admin token (RC_TOKEN, or RC_ADMIN=1 in a checkout).
+import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
@@ -8,6 +9,10 @@ export const ADMIN_HELP = `usage: rc admin <command>
 
   rc admin host add <name>               register a host; prints its worker credential once
   rc admin token create <name> [--admin] create a client (or admin) token; printed once
+  rc admin sheet set <host> <file|->     replace the host's Markdown usage sheet (- reads stdin)
+  rc admin sheet clear <host>            remove it
+  rc admin note set <host:gpuN> <text>   a note on one device ('' removes it)
+  rc admin probe <host>                  ask the host's worker to re-run its probes now
 
 These need an admin token: RC_TOKEN=<admin token>, or RC_ADMIN=1 inside a checkout
 where npm start wrote .rc/local.json.
@@ -31,5 +36,34 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     process.stdout.write(`${r.kind} token for ${name} (shown once, only its hash is kept):\n${r.token}\n`);
     return EXIT.ok;
   }
+  if (group === 'sheet' && (verb === 'set' || verb === 'clear')) {
+    const [host, file, ...extra] = rest;
+    if (!host || extra.length || (verb === 'set' ? !file : file)) usage(verb === 'set' ? 'rc admin sheet set <host> <file|->' : 'rc admin sheet clear <host>');
+    const body = verb === 'clear' ? '' : readSheetFile(file!);
+    await client.json('PUT', `/api/hosts/${encodeURIComponent(host)}/sheet`, { body });
+    process.stdout.write(verb === 'clear' ? `usage sheet of ${host} removed\n` : `usage sheet of ${host} replaced (${Buffer.byteLength(body)} bytes)\n`);
+    return EXIT.ok;
+  }
+  if (group === 'note' && verb === 'set') {
+    const [device, text, ...extra] = rest;
+    if (!device || text === undefined || extra.length) usage("rc admin note set <host:gpuN> <text>");
+    await client.json('PUT', `/api/devices/${encodeURIComponent(device)}/note`, { body: text });
+    process.stdout.write(text ? `note on ${device} set\n` : `note on ${device} removed\n`);
+    return EXIT.ok;
+  }
+  if (group === 'probe') {
+    if (!verb || rest.length) usage('rc admin probe <host>');
+    await client.json('POST', `/api/admin/hosts/${encodeURIComponent(verb)}/probe`, {});
+    process.stdout.write(`asked ${verb} to re-run its probes; rc describe shows the new labels in a moment\n`);
+    return EXIT.ok;
+  }
   usage(`unknown admin command: ${[group, verb].filter(Boolean).join(' ')}; see rc admin --help`);
+}
+
+function readSheetFile(file: string): string {
+  try {
+    return readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    usage(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
 }

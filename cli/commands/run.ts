@@ -18,6 +18,9 @@ matching device is busy.
       --gpus <n>            devices on one host (1-8, default 1)
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
+      --explain             print which devices match, how many are free and how
+                            deep their queue is, and why the others do not match;
+                            then exit without submitting
 `;
 
 const SPECS: FlagSpec[] = [
@@ -27,6 +30,7 @@ const SPECS: FlagSpec[] = [
   { name: 'gpus', type: 'string' },
   { name: 'priority', type: 'string' },
   { name: 'no-wait', type: 'boolean' },
+  { name: 'explain', type: 'boolean' },
   { name: 'help', short: 'h', type: 'boolean' },
 ];
 
@@ -34,6 +38,7 @@ const SPECS: FlagSpec[] = [
 export async function run(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('run', args, SPECS, true);
   if (parsed.flags.has('help')) { process.stdout.write(RUN_HELP); return EXIT.ok; }
+  if (parsed.flags.has('explain')) return explain(client, stringFlag(parsed, 'select') ?? '', stringFlag(parsed, 'device') ?? null);
   if (parsed.rest.length === 0) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
   const cwd = stringFlag(parsed, 'cwd');
   if (cwd !== undefined && !cwd.startsWith('/')) usage(`--cwd must be an absolute path on the device host, not ${cwd}`);
@@ -136,4 +141,22 @@ function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boo
     default:
       return EXIT.error;
   }
+}
+
+interface Explanation {
+  selector: string; device: string | null; free: number; queued: number;
+  matching: { name: string; state: string; holder: { jobId: string; submitter: string } | null }[];
+  notMatching: { name: string; reasons: string[] }[];
+}
+
+/** --explain: what the selector would match, and why the rest does not. Submits nothing. */
+async function explain(client: Client, selector: string, device: string | null): Promise<number> {
+  const e = await client.json<Explanation>('POST', '/api/explain', { selector, device });
+  const what = [e.selector && `selector ${e.selector}`, e.device && `device ${e.device}`].filter(Boolean).join(' and ') || 'no selector (any device)';
+  let out = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
+  for (const m of e.matching) out += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
+  for (const n of e.notMatching) out += `  no     ${n.name}  ${n.reasons.join('; ')}\n`;
+  if (e.matching.length === 0) out += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;
+  process.stdout.write(out);
+  return EXIT.ok;
 }

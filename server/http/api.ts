@@ -3,7 +3,9 @@ import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { RcError } from '../../core/errors';
 import { audit, hosts, jobs } from '../../db/schema';
-import { CreateToken, KillJob, RegisterHost, SubmitJob } from '../../protocol/api';
+import { CreateToken, Explain, KillJob, RegisterHost, SubmitJob, WriteSheet } from '../../protocol/api';
+import { describeDevice, explain, readSheet, writeSheet } from '../describe';
+import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify } from '../auth';
 import type { Controller } from '../controller';
 import { loadDevices, loadHosts } from '../fleet';
@@ -29,6 +31,32 @@ export function registerApi(router: Router, c: Controller): void {
   });
 
   router.add('GET', '/api/hosts', 'client', async () => ({ hosts: await loadHosts(sql) }));
+
+  router.add('GET', '/api/devices/:name', 'client', async ({ params }) => describeDevice(sql, params.name!));
+
+  router.add('PUT', '/api/devices/:name/note', 'admin', async ({ req, params, identity }) => {
+    const { body } = await readBody(req, WriteSheet);
+    const name = parseDeviceName(params.name!);
+    if (!name) throw new RcError('not_found', `no device is named ${params.name}; device names look like host:gpu0`);
+    return { note: await writeSheet(sql, name.hostName, name.index, body, `admin:${identity.name}`) };
+  });
+
+  router.add('GET', '/api/hosts/:name/sheet', 'client', async ({ params }) => ({ sheet: await readSheet(sql, params.name!) }));
+
+  router.add('PUT', '/api/hosts/:name/sheet', 'admin', async ({ req, params, identity }) => {
+    const { body } = await readBody(req, WriteSheet);
+    return { sheet: await writeSheet(sql, params.name!, -1, body, `admin:${identity.name}`) };
+  });
+
+  router.add('POST', '/api/explain', 'client', async ({ req }) => {
+    const body = await readBody(req, Explain);
+    return explain(sql, body.selector, body.device ?? null);
+  });
+
+  router.add('POST', '/api/admin/hosts/:name/probe', 'admin', async ({ params }) => {
+    if (!c.hub.probeNow(params.name!)) throw new RcError('unavailable', `the worker of ${params.name} is not connected; it probes again when it reconnects`);
+    return { requested: true };
+  });
 
   router.add('POST', '/api/jobs', 'client', async ({ req, res, identity }) => {
     const body = await readBody(req, SubmitJob);

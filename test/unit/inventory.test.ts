@@ -17,3 +17,10 @@ test('nvidia-smi CSV becomes devices with canonical models and byte sizes', () =
 test('garbage lines are skipped, not fatal', () => {
   assert.deepEqual(parseGpuCsv('No devices were found\n\n,,,\n'), []);
 });
+
+test('a UUID that is not GPU-… is kept as a label but not used as the device UUID', () => {
+  const [d] = parseGpuCsv('0, [N/A], NVIDIA GeForce RTX 4090, 24564, 550.54.15\n');
+  assert.equal(d!.uuid, null);
+  assert.equal(d!.labels.find((l) => l.key === 'gpu_uuid')?.value, '[N/A]');
+  assert.equal(d!.labels.find((l) => l.key === 'gpu_model')?.value, 'RTX4090');
+});

@@ -1,0 +1,69 @@
+// rc describe host:gpuN: state, holder, every label with its source and age,
+// the host's usage sheet, and the device's recent jobs.
+import { EXIT } from '../../core/exit-codes';
+import { formatSize } from '../../core/size';
+import type { Client } from '../client';
+import { parseFlags } from '../flags';
+import { age, indent, table, usage } from '../output';
+
+export const DESCRIBE_HELP = `usage: rc describe <host:gpuN> [--json]
+
+Prints the device's state and holder, every label with where it came from and
+how old it is, the host's usage sheet, and its recent jobs. Read the sheet
+before you use the host: it is the operator talking to you.
+      --json   the API's JSON (docs/api.md, GET /api/devices/:name)
+`;
+
+interface Label { key: string; value: string; source: string; probe: string | null; seenAt: string; stale: string | null; hostWide: boolean; effective: boolean }
+interface Sheet { body: string; updatedBy: string; updatedAt: string }
+interface Description {
+  device: { name: string; state: string; hostStatus: string; uuid: string | null; holder: { jobId: string; submitter: string; since: string } | null; labelDetails: Label[] };
+  sheet: Sheet | null;
+  note: Sheet | null;
+  recentJobs: { id: string; state: string; exitCode: number | null; submitter: string; endedAt: string | null; createdAt: string; argv: string[] }[];
+}
+
+export async function describe(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('describe', args, [{ name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(DESCRIBE_HELP); return EXIT.ok; }
+  if (parsed.rest.length !== 1) usage('rc describe takes one device: rc describe host:gpu0');
+  const d = await client.json<Description>('GET', `/api/devices/${encodeURIComponent(parsed.rest[0]!)}`);
+  if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(d, null, 2) + '\n'); return EXIT.ok; }
+  process.stdout.write(renderDescription(d));
+  return EXIT.ok;
+}
+
+export function renderDescription(d: Description, now = Date.now()): string {
+  const dev = d.device;
+  let out = `${dev.name}  ${dev.state}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
+  out += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;
+  if (dev.uuid) out += `uuid:   ${dev.uuid}\n`;
+  out += '\nLABELS\n';
+  const rows = dev.labelDetails.map((l) => [
+    l.key,
+    showValue(l.key, l.value),
+    l.source === 'detected' ? `detected (${l.probe ?? '?'})` : 'declared',
+    age(l.seenAt, now),
+    [l.hostWide ? 'host-wide' : '', l.effective ? '' : 'overridden', l.stale ? `STALE: ${l.stale}` : ''].filter(Boolean).join(', '),
+  ]);
+  out += indent(table(['KEY', 'VALUE', 'SOURCE', 'AGE', ''], rows));
+  out += '\nUSAGE SHEET\n';
+  out += d.sheet ? `  host-wide note, updated ${age(d.sheet.updatedAt, now)} ago by ${d.sheet.updatedBy}\n${indent(d.sheet.body)}` : '  (none: the operator has not written one for this host)\n';
+  if (d.note) out += `\nDEVICE NOTE\n  updated ${age(d.note.updatedAt, now)} ago by ${d.note.updatedBy}\n${indent(d.note.body)}`;
+  out += '\nRECENT JOBS\n';
+  out += d.recentJobs.length
+    ? indent(table(['JOB', 'STATE', 'EXIT', 'SUBMITTER', 'WHEN', 'COMMAND'], d.recentJobs.map((j) => [
+      j.id, j.state, j.exitCode === null ? '-' : String(j.exitCode), j.submitter, `${age(j.endedAt ?? j.createdAt, now)} ago`, shortCommand(j.argv),
+    ])))
+    : '  (none)\n';
+  return out;
+}
+
+function showValue(key: string, value: string): string {
+  return /(^vram$|_bytes$)/.test(key) && /^\d+$/.test(value) ? `${formatSize(Number(value))} (${value})` : value;
+}
+
+function shortCommand(argv: string[]): string {
+  const s = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+  return s.length > 60 ? s.slice(0, 57) + '...' : s;
+}
