@@ -1,4 +1,5 @@
 // Flag parsing shared by every command: declared flags only, clear errors.
+import { parseDuration } from '../core/duration';
 import { usage } from './output';
 
 export interface FlagSpec {
@@ -56,4 +57,13 @@ export function intFlag(parsed: Parsed, name: string, min: number, max: number):
 export function stringFlag(parsed: Parsed, name: string): string | undefined {
   const v = parsed.flags.get(name);
   return typeof v === 'string' ? v : undefined;
+}
+
+/** A duration flag in seconds (90s, 10m, 2h, 1h30m, 7d), at least `min`, at most 30 days. */
+export function durationFlag(parsed: Parsed, name: string, min: number): number | undefined {
+  const v = stringFlag(parsed, name);
+  if (v === undefined) return undefined;
+  const s = parseDuration(v);
+  if (s === null || s < min || s > 30 * 86400) usage(`--${name} takes a duration such as 90s, 10m, 2h or 1h30m${min === 0 ? ' (0 disables it)' : ''}, at most 30d; not ${v}`);
+  return s;
 }

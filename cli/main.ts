@@ -8,6 +8,7 @@ import { ADMIN_HELP, admin } from './commands/admin';
 import { DESCRIBE_HELP, describe } from './commands/describe';
 import { DEVICES_HELP, devices } from './commands/devices';
 import { KILL_HELP, kill } from './commands/kill';
+import { ATTACH_HELP, attach, JOBS_HELP, jobs, LOGS_HELP, logs, PS_HELP, ps } from './commands/jobs';
 import { RUN_HELP, run } from './commands/run';
 
 declare const RC_VERSION: string;
@@ -20,6 +21,10 @@ usage: rc <command> [flags]
            (rc run --select ... --explain shows what would match, without submitting)
   devices  list devices, their state and holder
   describe one device in full: labels with source and age, the host's usage sheet, recent jobs
+  ps       what is running and queued now, whose it is, queue positions
+  jobs     current and past jobs (--state, --device, --submitter, --json)
+  logs     a job's stored output (-f follows it)
+  attach   re-stream a running job's output from the beginning
   kill     stop a job you submitted
   admin    operator commands (hosts, tokens)
 
@@ -36,6 +41,10 @@ const COMMANDS: Record<string, { fn: Command; help: string }> = {
   devices: { fn: devices, help: DEVICES_HELP },
   describe: { fn: describe, help: DESCRIBE_HELP },
   kill: { fn: kill, help: KILL_HELP },
+  ps: { fn: ps, help: PS_HELP },
+  jobs: { fn: jobs, help: JOBS_HELP },
+  logs: { fn: logs, help: LOGS_HELP },
+  attach: { fn: attach, help: ATTACH_HELP },
   admin: { fn: admin, help: ADMIN_HELP },
 };
 

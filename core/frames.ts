@@ -1,5 +1,7 @@
 // The byte stream a job's output travels in, from controller to CLI.
 // Each frame: 1 byte type, 4 bytes big-endian payload length, payload.
+// Output frames' payload starts with the chunk's 4-byte sequence number, so a
+// client that loses the stream can resume after the last chunk it has.
 // Binary framing keeps output byte-exact and costs no base64 or JSON per chunk.
 
 export const FRAME_STDOUT = 1;
@@ -11,6 +13,10 @@ export type JobEvent =
   | { type: 'queued'; jobId: string; position: number }
   | { type: 'started'; jobId: string; host: string; devices: string[] }
   | { type: 'exit'; jobId: string; state: string; exitCode: number | null; reason: string | null }
+  /** End of a snapshot (rc logs without -f) of a job that is still queued or running. */
+  | { type: 'end'; jobId: string; state: string }
+  /** Something the reader should know, printed on stderr (e.g. that stored output was truncated). */
+  | { type: 'notice'; message: string }
   | { type: 'error'; code: string; message: string };
 
 export function encodeFrame(type: number, payload: Uint8Array): Buffer {
@@ -19,6 +25,20 @@ export function encodeFrame(type: number, payload: Uint8Array): Buffer {
   out.writeUInt32BE(payload.length, 1);
   out.set(payload, 5);
   return out;
+}
+
+export function encodeOutput(stream: 1 | 2, seq: number, data: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(9 + data.length);
+  out[0] = stream === 1 ? FRAME_STDOUT : FRAME_STDERR;
+  out.writeUInt32BE(4 + data.length, 1);
+  out.writeUInt32BE(seq, 5);
+  out.set(data, 9);
+  return out;
+}
+
+/** An output frame's payload → its sequence number and bytes. */
+export function splitOutput(payload: Buffer): { seq: number; data: Buffer } {
+  return { seq: payload.readUInt32BE(0), data: payload.subarray(4) };
 }
 
 export function encodeEvent(event: JobEvent): Buffer {

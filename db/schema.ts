@@ -89,6 +89,13 @@ export const jobs = pgTable('jobs', {
   exitCode: integer('exit_code'),
   reason: text('reason'),
   killRequestedBy: text('kill_requested_by'),
+  /** Watchdogs, in seconds; null means none. */
+  maxRuntimeS: integer('max_runtime_s'),
+  idleTimeoutS: integer('idle_timeout_s'),
+  /** How long it may wait in the queue before it ends `cancelled`. */
+  waitTimeoutS: integer('wait_timeout_s'),
+  /** Set once its stored output reached the bound; later output was streamed, not kept. */
+  outputTruncated: boolean('output_truncated').notNull().default(false),
   createdAt: ts('created_at').notNull().defaultNow(),
   startedAt: ts('started_at'),
   endedAt: ts('ended_at'),

@@ -13,6 +13,11 @@ export const SubmitJob = z.object({
   priority: z.number().int().min(-10).max(10).default(0),
   /** false: fail with `busy` instead of queueing. */
   wait: z.boolean().default(true),
+  /** Seconds in the queue before giving up (`cancelled`); null waits for ever. */
+  waitTimeoutS: z.number().int().min(1).max(30 * 86400).nullish(),
+  /** Watchdogs in seconds: the job is killed past them. idleTimeoutS 0 or null disables it. */
+  maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
+  idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
 }).strict();
 export type SubmitJob = z.infer<typeof SubmitJob>;
 

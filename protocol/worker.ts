@@ -51,6 +51,8 @@ export const JobExit = z.object({
   signal: z.string().max(20).nullable(),
   /** Last output sequence number sent, so the controller knows when it has all of it. */
   lastSeq: z.number().int().min(0),
+  /** Set when the worker's own watchdog killed it: `max_runtime exceeded`, `idle: no output for 10m`. */
+  killedFor: z.string().max(200).nullish(),
 });
 export type JobExit = z.infer<typeof JobExit>;
 
@@ -61,6 +63,9 @@ export interface StartJob {
   argv: string[];
   cwd: string | null;
   devices: { index: number; name: string; uuid: string | null }[];
+  /** Watchdogs in seconds, enforced by the worker (and, as a backstop, the controller). */
+  maxRuntimeS: number | null;
+  idleTimeoutS: number | null;
 }
 
 export interface KillJobOrder {

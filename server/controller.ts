@@ -7,6 +7,7 @@ import { finishJob } from './jobs/finish';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
 import { Scheduler } from './scheduler';
+import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
 import { Router } from './http/router';
 import { registerApi } from './http/api';
@@ -14,6 +15,9 @@ import { registerApi } from './http/api';
 export interface ControllerOptions {
   database: Database;
   hostTimeoutS: number;
+  /** Seconds past a time limit before the controller ends a job its worker did not kill. */
+  watchdogGraceS?: number;
+  outputLimitBytes?: number;
   log?: (msg: string) => void;
 }
 
@@ -25,17 +29,20 @@ export class Controller {
   readonly hub: WorkerHub;
   readonly scheduler: Scheduler;
   readonly router: Router;
+  readonly outputLimitBytes: number;
   private timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly opts: ControllerOptions) {
     const log = opts.log ?? ((m: string) => console.error(`[rc] ${m}`));
     this.db = opts.database.db;
+    this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
     this.sql = opts.database.client;
     this.writer = new OutputWriter(this.db, (err) => log(`storing output failed: ${String(err)}`));
     this.hub = new WorkerHub({
       db: this.db, sql: this.sql, events: this.events, writer: this.writer, log,
       poke: () => { void this.scheduler.poke(); },
       heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
+      outputLimitBytes: this.outputLimitBytes,
     });
     this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`));
     this.router = new Router(this.db, log);
@@ -52,6 +59,11 @@ export class Controller {
         .then((lost) => { if (lost) void this.scheduler.poke(); })
         .catch((err: unknown) => log(`reaper failed: ${String(err)}`));
     }, reapEvery));
+    this.timers.push(setInterval(() => {
+      enforceLimits({ sql: this.sql, events: this.events, hub: this.hub, graceS: this.opts.watchdogGraceS ?? 30 })
+        .then((ended) => { if (ended) void this.scheduler.poke(); })
+        .catch((err: unknown) => log(`watchdogs failed: ${String(err)}`));
+    }, 1000));
     // A safety net only: every change that can start a job pokes the scheduler at once.
     this.timers.push(setInterval(() => { void this.scheduler.poke(); }, 5000));
     void this.scheduler.poke();

@@ -22,14 +22,22 @@ export interface HubDeps {
   poke: () => void;
   log: (msg: string) => void;
   heartbeatMs: number;
+  /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
+  outputLimitBytes: number;
 }
 
-type Ack = (reply: { ok: boolean; code?: string; heartbeatMs?: number }) => void;
+type Ack = (reply: { ok: boolean; code?: string; heartbeatMs?: number; resume?: Record<string, number> }) => void;
 
 export class WorkerHub implements Dispatcher {
   private readonly sockets = new Map<string, Socket>();
   /** Fence of each running job reported through this controller, to refuse stale reports cheaply. */
   private readonly fences = new Map<string, number>();
+  /** When each running job last printed (or started, or was re-adopted): the controller's idle clock. */
+  private readonly lastOutput = new Map<string, number>();
+  /** Output bytes stored per running job (counted from this controller's start). */
+  private readonly storedBytes = new Map<string, number>();
+  /** Highest sequence number handled (stored, or dropped past the bound) per running job, and its host. */
+  private readonly handledSeq = new Map<string, { seq: number; host: string }>();
   private ns: Namespace | null = null;
 
   constructor(private readonly deps: HubDeps) {}
@@ -56,7 +64,8 @@ export class WorkerHub implements Dispatcher {
     const socket = this.sockets.get(job.hostName!);
     if (!socket) return false;
     this.fences.set(job.id, job.fence!);
-    const order: StartJob = { jobId: job.id, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices };
+    this.lastOutput.set(job.id, Date.now());
+    const order: StartJob = { jobId: job.id, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices, maxRuntimeS: job.maxRuntimeS, idleTimeoutS: job.idleTimeoutS };
     socket.emit('job:start', order);
     return true;
   }
@@ -76,6 +85,31 @@ export class WorkerHub implements Dispatcher {
     return true;
   }
 
+  /** Stores a chunk unless the job's output is past the bound; the first chunk past it becomes a visible marker. */
+  private store(jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer): void {
+    const handled = this.handledSeq.get(jobId);
+    if (handled && seq <= handled.seq) return;
+    this.handledSeq.set(jobId, { seq, host });
+    const before = this.storedBytes.get(jobId) ?? 0;
+    if (before === Infinity) return;
+    const limit = this.deps.outputLimitBytes;
+    if (before + data.length <= limit) {
+      this.storedBytes.set(jobId, before + data.length);
+      this.deps.writer.add({ jobId, seq, stream, data });
+      return;
+    }
+    this.storedBytes.set(jobId, Infinity);
+    // Keep what fits; replays then say that the rest was not stored.
+    if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
+    this.deps.sql`update jobs set output_truncated = true where id = ${jobId}`.catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+  }
+
+  /** Seconds since the job last printed, as far as this controller saw; 0 when unknown. */
+  idleSeconds(jobId: string): number {
+    const at = this.lastOutput.get(jobId);
+    return at === undefined ? 0 : (Date.now() - at) / 1000;
+  }
+
   close(): void {
     this.ns?.disconnectSockets(true);
   }
@@ -91,8 +125,8 @@ export class WorkerHub implements Dispatcher {
       const hello = Hello.safeParse(raw);
       if (!hello.success) return reply(ack, false, 'bad_hello');
       this.onHello(hostName, hello.data).then(
-        (kill) => {
-          if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs });
+        async (kill) => {
+          if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
           for (const order of kill) socket.emit('job:kill', order);
           this.deps.poke();
         },
@@ -108,6 +142,7 @@ export class WorkerHub implements Dispatcher {
     });
 
     socket.on('heartbeat', () => {
+      void this.ackStored(socket, hostName);
       db.update(hosts).set({ lastSeenAt: sql`now()`, status: 'online' }).where(eq(hosts.name, hostName))
         .catch((err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`));
     });
@@ -116,7 +151,8 @@ export class WorkerHub implements Dispatcher {
       const out = JobOutput.safeParse(raw);
       if (!out.success || !this.fenceOk(out.data.jobId, out.data.fence)) return;
       const { jobId, seq, stream, data } = out.data;
-      this.deps.writer.add({ jobId, seq, stream, data });
+      this.lastOutput.set(jobId, Date.now());
+      this.store(jobId, hostName, seq, stream, data);
       this.deps.events.output(jobId, seq, stream, data);
     });
 
@@ -136,6 +172,29 @@ export class WorkerHub implements Dispatcher {
       db.update(hosts).set({ status: 'away' }).where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
         .catch((err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`));
     });
+  }
+
+  /** Tells the worker which output is stored, so it can let go of it. */
+  private async ackStored(socket: Socket, hostName: string): Promise<void> {
+    await this.deps.writer.drain();
+    for (const [jobId, h] of this.handledSeq) if (h.host === hostName) socket.emit('job:ack', { jobId, seq: h.seq });
+  }
+
+  /** For each job the worker still has: the last chunk stored, so it resends only what comes after. */
+  private async resumePoints(hostName: string, hello: Hello): Promise<Record<string, number>> {
+    await this.deps.writer.drain();
+    const ids = hello.running.map((r) => r.jobId);
+    if (!ids.length) return {};
+    const rows = await this.deps.sql<{ job_id: string; seq: number }[]>`
+      select job_id, max(seq)::int as seq from job_output where job_id = any(${ids}::text[]) group by job_id`;
+    const out: Record<string, number> = Object.fromEntries(ids.map((id) => [id, 0]));
+    for (const r of rows) out[r.job_id] = r.seq;
+    for (const [jobId, seq] of Object.entries(out)) {
+      const known = this.handledSeq.get(jobId)?.seq ?? 0;
+      out[jobId] = Math.max(seq, known);
+      this.handledSeq.set(jobId, { seq: out[jobId]!, host: hostName });
+    }
+    return out;
   }
 
   private fenceOk(jobId: string, fence: number): boolean {
@@ -160,6 +219,7 @@ export class WorkerHub implements Dispatcher {
       if (reported.get(job.id) === job.fence) {
         known.add(job.id);
         this.fences.set(job.id, job.fence!);
+        if (!this.lastOutput.has(job.id)) this.lastOutput.set(job.id, Date.now());
         continue;
       }
       const ended = await finishJob(this.deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: 'the worker restarted and no longer had the job' });
@@ -174,7 +234,10 @@ export class WorkerHub implements Dispatcher {
     // Every chunk before the exit is stored before the job is final, so `rc logs` is whole.
     await writer.drain();
     this.fences.delete(exit.jobId);
-    const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal);
+    this.lastOutput.delete(exit.jobId);
+    this.storedBytes.delete(exit.jobId);
+    this.handledSeq.delete(exit.jobId);
+    const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal, exit.killedFor ?? null);
     if (ended) {
       events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason });
       this.deps.poke();

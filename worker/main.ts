@@ -10,13 +10,15 @@ import type { Inventory, JobExit, KillJobOrder, StartJob } from '../protocol/wor
 import { PROBE_NOW, WORKER_NAMESPACE } from '../protocol/worker';
 import { loadWorkerConfig, type WorkerConfig } from './config';
 import { runOnHost, type RunningJob } from './host-runtime';
+import { Watchdog } from './watchdog';
+import { OutputOutbox } from './outbox';
 import { Prober } from './inventory';
 import { readWorkerConfigFile } from './worker-config';
 
 declare const RC_VERSION: string;
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
 
-interface Job { order: StartJob; seq: number; run: RunningJob }
+interface Job { order: StartJob; seq: number; run: RunningJob; watchdog: Watchdog | null; killedFor: string | null }
 
 class Worker {
   private readonly jobs = new Map<string, Job>();
@@ -24,6 +26,8 @@ class Worker {
   private readonly unreported = new Map<string, JobExit>();
   /** Messages held while not connected, sent in order once the controller has our hello. */
   private held: [string, unknown][] = [];
+  private readonly outbox = new OutputOutbox();
+  private stopping = false;
   private ready = false;
   private heartbeat: NodeJS.Timeout | null = null;
   private readonly probeTimer: NodeJS.Timeout;
@@ -41,9 +45,15 @@ class Worker {
       reconnectionDelayMax: 2000,
     });
     this.socket.on('connect', () => void this.hello());
-    this.socket.on('disconnect', () => { this.ready = false; this.stopHeartbeat(); });
+    this.socket.on('disconnect', (reason) => {
+      this.ready = false;
+      this.stopHeartbeat();
+      // socket.io does not retry after a server-side disconnect (a controller shutting down): we do.
+      if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
+    });
     this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${config.RC_CONTROLLER}: ${err.message}; retrying`));
     this.socket.on('job:start', (order: StartJob) => this.start(order));
+    this.socket.on('job:ack', (a: { jobId: string; seq: number }) => this.outbox.ack(a.jobId, a.seq));
     this.socket.on('job:kill', (order: KillJobOrder) => this.kill(order));
     this.socket.on(PROBE_NOW, () => void prober.run());
   }
@@ -58,7 +68,7 @@ class Worker {
     const running = [...this.jobs.values()].map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
       .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
     const reply = await this.socket.timeout(10_000).emitWithAck('hello', { version: RC_VERSION, ...inventory, running })
-      .catch(() => null) as { ok: boolean; heartbeatMs?: number; code?: string } | null;
+      .catch(() => null) as { ok: boolean; heartbeatMs?: number; code?: string; resume?: Record<string, number> } | null;
     if (!reply?.ok) {
       log(`the controller refused our hello (${reply?.code ?? 'no answer'}); reconnecting`);
       this.socket.disconnect().connect();
@@ -72,6 +82,10 @@ class Worker {
     const held = this.held;
     this.held = [];
     for (const [event, payload] of held) this.socket.emit(event, payload);
+    // Output the controller does not have yet, then the exits that follow it.
+    for (const jobId of this.outbox.jobIds()) {
+      for (const chunk of this.outbox.after(jobId, reply.resume?.[jobId] ?? 0)) this.socket.emit('job:output', chunk);
+    }
     for (const exit of this.unreported.values()) this.sendExit(exit);
     this.stopHeartbeat();
     this.heartbeat = setInterval(() => this.socket.emit('heartbeat'), reply.heartbeatMs ?? 5000);
@@ -84,16 +98,25 @@ class Worker {
 
   private start(order: StartJob): void {
     if (this.jobs.has(order.jobId)) return;
-    const job: Job = { order, seq: 0, run: { kill() {} } };
+    const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null };
     this.jobs.set(order.jobId, job);
+    job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason) => {
+      log(`job ${order.jobId}: ${reason}; killing it`);
+      job.killedFor = reason;
+      job.run.kill(this.config.RC_KILL_GRACE_S);
+    });
     job.run = runOnHost(order, this.config.RC_WORKSPACE, {
       output: (stream, data) => {
+        job.watchdog?.activity();
         job.seq += 1;
-        this.send('job:output', { jobId: order.jobId, fence: order.fence, seq: job.seq, stream, data });
+        const chunk = { jobId: order.jobId, fence: order.fence, seq: job.seq, stream, data };
+        this.outbox.add(chunk);
+        if (this.ready) this.socket.emit('job:output', chunk);
       },
       exit: (exitCode, signal) => {
         this.jobs.delete(order.jobId);
-        const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq };
+        job.watchdog?.stop();
+        const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor };
         this.unreported.set(order.jobId, exit);
         if (this.ready) this.sendExit(exit);
       },
@@ -104,7 +127,7 @@ class Worker {
     this.socket.timeout(10_000).emitWithAck('job:exit', exit).then(
       (reply: { ok: boolean; code?: string }) => {
         // Acknowledged, or refused as stale: either way there is nothing left to report.
-        if (reply.ok || reply.code === 'stale_lease') this.unreported.delete(exit.jobId);
+        if (reply.ok || reply.code === 'stale_lease') { this.unreported.delete(exit.jobId); this.outbox.forget(exit.jobId); }
       },
       () => { /* no answer: resent after the next hello */ },
     );
@@ -122,6 +145,7 @@ class Worker {
 
   /** Stops every job (nothing is left behind on the host), reports what it can, then disconnects. */
   async shutdown(): Promise<void> {
+    this.stopping = true;
     for (const job of this.jobs.values()) job.run.kill(2);
     const deadline = Date.now() + 4000;
     while ((this.jobs.size || this.unreported.size) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

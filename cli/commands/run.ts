@@ -1,9 +1,9 @@
 // rc run: claim a device, run the command on its host, stream the output,
 // exit with the command's exit code.
 import { EXIT } from '../../core/exit-codes';
-import { FRAME_EVENT, FRAME_STDERR, FRAME_STDOUT, FrameDecoder, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import type { Client } from '../client';
-import { intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
+import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
 import { usage } from '../output';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
@@ -18,6 +18,9 @@ matching device is busy.
       --gpus <n>            devices on one host (1-8, default 1)
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
+      --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
+      --max-runtime <dur>   kill the job if it runs longer (e.g. 2h)
+      --idle-timeout <dur>  kill the job after this long with no output; 0 disables
       --explain             print which devices match, how many are free and how
                             deep their queue is, and why the others do not match;
                             then exit without submitting
@@ -31,6 +34,9 @@ const SPECS: FlagSpec[] = [
   { name: 'priority', type: 'string' },
   { name: 'no-wait', type: 'boolean' },
   { name: 'explain', type: 'boolean' },
+  { name: 'timeout', type: 'string' },
+  { name: 'max-runtime', type: 'string' },
+  { name: 'idle-timeout', type: 'string' },
   { name: 'help', short: 'h', type: 'boolean' },
 ];
 
@@ -50,37 +56,63 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     gpus: intFlag(parsed, 'gpus', 1, 8) ?? 1,
     priority: intFlag(parsed, 'priority', -10, 10) ?? 0,
     wait: !parsed.flags.has('no-wait'),
+    waitTimeoutS: durationFlag(parsed, 'timeout', 1),
+    maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
+    idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
     submitter: client.submitter,
   };
   const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);
   return follow(client, res);
 }
 
-/** Copies a job's frame stream to stdout/stderr until its exit event; Ctrl-C kills the job. */
-export function follow(client: Client, res: NodeJS.ReadableStream): Promise<number> {
+/**
+ * Copies a job's frame stream to stdout/stderr until its exit event and
+ * resolves to rc's exit code. If the stream breaks (a controller restart), it
+ * reconnects and resumes after the last chunk it printed. Ctrl-C kills the job
+ * (rc run) or, with `detachOnInterrupt`, only stops following (rc attach, rc logs -f).
+ */
+export async function follow(client: Client, first: NodeJS.ReadableStream, opts: { detachOnInterrupt?: boolean; knownJobId?: string } = {}): Promise<number> {
+  const state: FollowState = { jobId: opts.knownJobId ?? null, interrupted: false, lastSeq: 0, result: null };
+  const kill = () => {
+    if (state.jobId) client.json('POST', `/api/jobs/${state.jobId}/kill`, { submitter: client.submitter }).catch(() => {});
+  };
+  const onSigint = () => {
+    if (opts.detachOnInterrupt || state.interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
+    state.interrupted = true;
+    process.stderr.write(`\nrc: stopping job ${state.jobId ?? ''} (Ctrl-C again to leave without waiting)\n`);
+    kill();
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    await readStream(first, state, kill);
+    const deadline = Date.now() + 120_000;
+    let told = false;
+    while (state.result === null && state.jobId && Date.now() < deadline) {
+      if (!told) { process.stderr.write(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`); told = true; }
+      await new Promise((r) => setTimeout(r, 500));
+      const res = await client.stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE).catch(() => null);
+      if (res) await readStream(res, state, kill);
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  if (state.result === null) {
+    process.stderr.write(`rc: unreachable: lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}\n`);
+    return EXIT.unreachable;
+  }
+  return state.result;
+}
+
+interface FollowState { jobId: string | null; interrupted: boolean; lastSeq: number; result: number | null }
+
+function readStream(res: NodeJS.ReadableStream, state: FollowState, kill: () => void): Promise<void> {
   return new Promise((resolve) => {
-    let jobId: string | null = null;
-    let interrupted = false;
     let queuedNotice: NodeJS.Timeout | null = null;
-    let result: number | null = null;
-
-    const kill = () => {
-      if (!jobId) return;
-      client.json('POST', `/api/jobs/${jobId}/kill`, { submitter: client.submitter }).catch(() => {});
-    };
-    const onSigint = () => {
-      if (interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
-      interrupted = true;
-      process.stderr.write(`\nrc: stopping job ${jobId ?? ''} (Ctrl-C again to leave without waiting)\n`);
-      kill();
-    };
-    process.on('SIGINT', onSigint);
-
     const onEvent = (event: JobEvent) => {
       switch (event.type) {
         case 'queued':
-          jobId = event.jobId;
-          if (interrupted) kill();
+          state.jobId = event.jobId;
+          if (state.interrupted) kill();
           queuedNotice = setTimeout(() => {
             process.stderr.write(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
           }, 1000);
@@ -89,32 +121,32 @@ export function follow(client: Client, res: NodeJS.ReadableStream): Promise<numb
           if (queuedNotice) clearTimeout(queuedNotice);
           break;
         case 'exit':
-          if (queuedNotice) clearTimeout(queuedNotice);
-          result = exitCodeOf(event, interrupted);
+          state.result = exitCodeOf(event, state.interrupted);
+          break;
+        case 'end':
+          state.result = EXIT.ok;
+          break;
+        case 'notice':
+          process.stderr.write(`rc: ${event.message}\n`);
           break;
         case 'error':
           process.stderr.write(`rc: ${event.code}: ${event.message}\n`);
-          result = event.code === 'busy' ? EXIT.busy : EXIT.error;
+          state.result = event.code === 'busy' ? EXIT.busy : EXIT.error;
           break;
       }
     };
     const decoder = new FrameDecoder((type, payload) => {
-      if (type === FRAME_STDOUT) process.stdout.write(payload);
-      else if (type === FRAME_STDERR) process.stderr.write(payload);
-      else if (type === FRAME_EVENT) onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
+      if (type === FRAME_EVENT) return onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
+      const { seq, data } = splitOutput(payload);
+      if (seq <= state.lastSeq) return;
+      state.lastSeq = seq;
+      (type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);
     });
     res.on('data', (chunk: Buffer) => decoder.push(chunk));
-    const done = () => {
-      if (queuedNotice) clearTimeout(queuedNotice);
-      process.off('SIGINT', onSigint);
-      if (result === null) {
-        process.stderr.write(`rc: unreachable: lost the connection to the controller${jobId ? `; job ${jobId} may still be running` : ''}\n`);
-        result = EXIT.unreachable;
-      }
-      resolve(result);
-    };
+    const done = () => { if (queuedNotice) clearTimeout(queuedNotice); resolve(); };
     res.on('end', done);
     res.on('error', done);
+    res.on('close', done);
   });
 }
 

@@ -12,7 +12,8 @@ import { loadDevices, loadHosts } from '../fleet';
 import { killJob } from '../jobs/kill';
 import { jobView } from '../jobs/job-view';
 import { submitJob } from '../jobs/submit';
-import { openStream, pipeJob, writeEvent } from './job-stream';
+import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
+import { listActive, listJobs, parseJobFilter } from '../jobs/list';
 import { readBody, SESSION_COOKIE, sendJson, type Router } from './router';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
@@ -83,6 +84,20 @@ export function registerApi(router: Router, c: Controller): void {
     if (streaming) return;
     const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
     sendJson(res, 201, { job: jobView(now!) });
+  });
+
+  router.add('GET', '/api/jobs', 'client', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));
+
+  router.add('GET', '/api/ps', 'client', async () => ({ jobs: await listActive(sql) }));
+
+  // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
+  router.add('GET', '/api/jobs/:id/stream', 'client', async ({ params, query, res }) => {
+    const [job] = JOB_ID.test(params.id!) ? await db.select({ id: jobs.id }).from(jobs).where(eq(jobs.id, params.id!)) : [];
+    if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
+    openStream(res);
+    const after = Number(query.get('after') ?? '0');
+    if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
+    await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after);
   });
 
   router.add('GET', '/api/jobs/:id', 'client', async ({ params }) => {

@@ -27,8 +27,9 @@ export function finishJob(
  * turns the outcome into `killed`, decided in the same statement so no race
  * between the kill and the exit can lose it.
  */
-export function finishFromExit(sql: Sql, jobId: string, fence: number, exitCode: number | null, signal: string | null): Promise<JobRow | null> {
+export function finishFromExit(sql: Sql, jobId: string, fence: number, exitCode: number | null, signal: string | null, killedFor: string | null = null): Promise<JobRow | null> {
   const code = exitCode ?? (signal ? 128 + signalNumber(signal) : null);
+  if (killedFor) return endJob(sql, jobId, fence, ['running'], 'killed', code, killedFor);
   const reason = signal ? `terminated by ${signal}` : null;
   return endJob(sql, jobId, fence, ['running'], code === 0 ? 'succeeded' : 'failed', code, reason);
 }

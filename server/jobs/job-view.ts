@@ -17,6 +17,10 @@ export interface JobView {
   devices: string[] | null;
   exitCode: number | null;
   reason: string | null;
+  maxRuntimeS: number | null;
+  idleTimeoutS: number | null;
+  waitTimeoutS: number | null;
+  outputTruncated: boolean;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
@@ -26,9 +30,12 @@ export function jobView(j: JobRow): JobView {
   return {
     id: j.id, state: j.state, submitter: j.submitter, argv: j.argv, cwd: j.cwd, selector: j.selector,
     device: j.deviceName, gpus: j.gpus, priority: j.priority, host: j.hostName, devices: j.devices,
-    exitCode: j.exitCode, reason: j.reason, createdAt: j.createdAt.toISOString(),
+    exitCode: j.exitCode, reason: j.reason, maxRuntimeS: j.maxRuntimeS, idleTimeoutS: j.idleTimeoutS, waitTimeoutS: j.waitTimeoutS,
+    outputTruncated: j.outputTruncated, createdAt: j.createdAt.toISOString(),
     startedAt: j.startedAt?.toISOString() ?? null, endedAt: j.endedAt?.toISOString() ?? null,
   };
 }
+
+export const JOB_STATE_NAMES: readonly string[] = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled'];
 
 export const FINAL_STATES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'killed', 'lost', 'cancelled']);

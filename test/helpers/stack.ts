@@ -21,12 +21,15 @@ export class Stack {
   dbUrl = '';
   controllerLog = '';
 
-  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[] } = {}): Promise<Stack> {
+  private controllerEnv: Record<string, string> = {};
+
+  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[]; controllerEnv?: Record<string, string> } = {}): Promise<Stack> {
     const stack = new Stack();
     const db = await freshDatabase();
     await db.database.close();
     stack.dropDb = db.drop;
     stack.dbUrl = db.url;
+    stack.controllerEnv = opts.controllerEnv ?? {};
     await stack.startController(opts.hostTimeoutS ?? 15);
     for (const w of opts.workers ?? [{ name: 'alpha', devices: 2 }]) await stack.startWorker(w.name, w.devices ?? 2);
     return stack;
@@ -34,7 +37,7 @@ export class Stack {
 
   async startController(hostTimeoutS = 15): Promise<void> {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], {
-      env: { ...process.env, DATABASE_URL: this.dbUrl, RC_DATA_DIR: this.dataDir, PORT: this.controllerUrl ? new URL(this.controllerUrl).port : '0', RC_LOCAL_WORKER: '0', RC_DASHBOARD: '0', RC_HOST_TIMEOUT_S: String(hostTimeoutS) },
+      env: { ...process.env, DATABASE_URL: this.dbUrl, RC_DATA_DIR: this.dataDir, PORT: this.controllerUrl ? new URL(this.controllerUrl).port : '0', RC_LOCAL_WORKER: '0', RC_DASHBOARD: '0', RC_HOST_TIMEOUT_S: String(hostTimeoutS), ...this.controllerEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.controller = child;

@@ -1,0 +1,100 @@
+// rc jobs, rc ps, rc logs, rc attach: finding jobs and reading their output.
+import { formatDuration } from '../../core/duration';
+import { EXIT } from '../../core/exit-codes';
+import { STREAM_CONTENT_TYPE } from '../../core/frames';
+import type { Client } from '../client';
+import { parseFlags, stringFlag } from '../flags';
+import { age, table, usage } from '../output';
+import { follow } from './run';
+
+interface Job {
+  id: string; state: string; submitter: string; argv: string[]; devices: string[] | null; device: string | null; selector: string;
+  exitCode: number | null; reason: string | null; createdAt: string; startedAt: string | null; endedAt: string | null;
+  maxRuntimeS: number | null; position?: number | null; outputTruncated: boolean;
+}
+
+export const JOBS_HELP = `usage: rc jobs [--state s1,s2] [--device host:gpuN] [--submitter name] [--limit n] [--json]
+
+Current and past jobs across the fleet, newest first (50 by default).
+States: queued, running, succeeded, failed, killed, lost, cancelled.
+`;
+
+export async function jobs(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('jobs', args, [
+    { name: 'state', type: 'string' }, { name: 'device', short: 'd', type: 'string' }, { name: 'submitter', type: 'string' },
+    { name: 'limit', type: 'string' }, { name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' },
+  ], false);
+  if (parsed.flags.has('help')) { process.stdout.write(JOBS_HELP); return EXIT.ok; }
+  if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter`);
+  const q = new URLSearchParams();
+  for (const k of ['state', 'device', 'submitter', 'limit']) { const v = stringFlag(parsed, k); if (v !== undefined) q.set(k, v); }
+  const body = await client.json<{ jobs: Job[] }>('GET', `/api/jobs${q.size ? `?${q}` : ''}`);
+  if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(body, null, 2) + '\n'); return EXIT.ok; }
+  process.stdout.write(table(['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'], body.jobs.map((j) => [
+    j.id, j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''), j.exitCode === null ? '-' : String(j.exitCode),
+    (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, command(j.argv),
+  ])));
+  return EXIT.ok;
+}
+
+export const PS_HELP = `usage: rc ps [--json]
+
+What is running and queued now, whose it is, and each queued job's position
+(0 is next). Queued jobs are listed in the order they will be considered.
+`;
+
+export async function ps(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('ps', args, [{ name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(PS_HELP); return EXIT.ok; }
+  if (parsed.rest.length) usage('rc ps takes no arguments');
+  const body = await client.json<{ jobs: Job[] }>('GET', '/api/ps');
+  if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(body, null, 2) + '\n'); return EXIT.ok; }
+  process.stdout.write(table(['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'], body.jobs.map((j) => [
+    j.id,
+    j.state === 'queued' ? `queued #${j.position}` : j.state,
+    j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
+    j.submitter,
+    age(j.startedAt ?? j.createdAt),
+    j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-',
+    command(j.argv),
+  ])));
+  return EXIT.ok;
+}
+
+export const LOGS_HELP = `usage: rc logs [-f|--follow] <job-id>
+
+Prints the job's stored output (stdout to stdout, stderr to stderr) and exits.
+With -f, replays it and then follows new output until the job ends; Ctrl-C
+stops following without touching the job.
+`;
+
+export async function logs(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('logs', args, [{ name: 'follow', short: 'f', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(LOGS_HELP); return EXIT.ok; }
+  if (parsed.rest.length !== 1) usage('rc logs takes one job id: rc logs [-f] <job-id>');
+  const id = parsed.rest[0]!;
+  const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream${parsed.flags.has('follow') ? '?follow=1' : ''}`, undefined, STREAM_CONTENT_TYPE);
+  await follow(client, res, { detachOnInterrupt: true, knownJobId: id });
+  return EXIT.ok;
+}
+
+export const ATTACH_HELP = `usage: rc attach <job-id>
+
+Re-streams a job's output from the beginning and follows it until it ends,
+then exits as rc run would (the command's exit code). Ctrl-C detaches; the
+job keeps running.
+`;
+
+export async function attach(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('attach', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(ATTACH_HELP); return EXIT.ok; }
+  if (parsed.rest.length !== 1) usage('rc attach takes one job id: rc attach <job-id>');
+  const id = parsed.rest[0]!;
+  const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream?follow=1`, undefined, STREAM_CONTENT_TYPE);
+  return follow(client, res, { detachOnInterrupt: true, knownJobId: id });
+}
+
+function command(argv: string[]): string {
+  const s = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+  return s.length > 50 ? s.slice(0, 47) + '...' : s;
+}

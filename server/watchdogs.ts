@@ -1,0 +1,43 @@
+// The controller's side of the time limits. Queued jobs past --timeout end
+// `cancelled`. Running jobs past --max-runtime or --idle-timeout are killed by
+// their worker; if the worker has not reported the kill a grace period later
+// (it may be dead), the controller ends the job `killed` itself and frees the
+// device, so no runaway job stays counted as running.
+import { formatDuration } from '../core/duration';
+import type { Sql } from './db';
+import type { JobEvents } from './job-events';
+import { finishJob } from './jobs/finish';
+import type { WorkerHub } from './worker-hub';
+
+export interface WatchdogDeps { sql: Sql; events: JobEvents; hub: WorkerHub; graceS: number }
+
+export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
+  const { sql, events, hub, graceS } = deps;
+  let ended = 0;
+  const expired = await sql<{ id: string; wait_timeout_s: number }[]>`
+    select id, wait_timeout_s from jobs
+    where state = 'queued' and wait_timeout_s is not null and created_at + make_interval(secs => wait_timeout_s) < now()`;
+  for (const j of expired) {
+    const reason = `wait timeout: no device within ${formatDuration(j.wait_timeout_s)}`;
+    const done = await finishJob(sql, j.id, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
+    if (done) { ended++; events.event(j.id, { type: 'exit', jobId: j.id, state: 'cancelled', exitCode: null, reason }); }
+  }
+
+  const running = await sql<{ id: string; fence: string; host_name: string; max_runtime_s: number | null; idle_timeout_s: number | null; run_s: number }[]>`
+    select id, fence, host_name, max_runtime_s, idle_timeout_s, extract(epoch from now() - started_at)::float8 as run_s from jobs
+    where state = 'running' and (max_runtime_s is not null or idle_timeout_s is not null)`;
+  for (const j of running) {
+    const idleS = hub.idleSeconds(j.id);
+    const reason = j.max_runtime_s !== null && j.run_s > j.max_runtime_s ? 'max_runtime exceeded'
+      : j.idle_timeout_s !== null && idleS > j.idle_timeout_s ? `idle: no output for ${formatDuration(j.idle_timeout_s)}`
+        : null;
+    if (!reason) continue;
+    const over = reason === 'max_runtime exceeded' ? j.run_s - j.max_runtime_s! : idleS - j.idle_timeout_s!;
+    // The worker enforces the limit itself; this is the backstop for a worker that cannot.
+    hub.killJob(j.host_name, { jobId: j.id, fence: Number(j.fence), reason });
+    if (over < graceS) continue;
+    const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: `${reason} (ended by the controller: the worker did not report the kill)` }, ['running']);
+    if (done) { ended++; events.event(j.id, { type: 'exit', jobId: j.id, state: 'killed', exitCode: null, reason: done.reason }); }
+  }
+  return ended;
+}

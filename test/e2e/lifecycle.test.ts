@@ -1,0 +1,178 @@
+// A job's whole life: watchdogs, wait timeouts, logs, attach, jobs, ps, the
+// output bound, and what happens when a worker or the controller goes away.
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { processesMatching, Stack } from '../helpers/stack';
+
+let stack: Stack;
+const HOST_TIMEOUT_S = 5;
+before(async () => {
+  stack = await Stack.start({ hostTimeoutS: HOST_TIMEOUT_S, workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_OUTPUT_LIMIT_BYTES: '4096', RC_WATCHDOG_GRACE_S: '1' } });
+});
+after(async () => stack.stop());
+
+const allFree = () => stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'every device to be free', 20_000);
+/** Starts `rc run` and resolves its job id once the job has printed it. */
+function started(args: string[], script: string): { id: Promise<string>; done: ReturnType<Stack['cli']>; child: () => ChildProcess } {
+  let child: ChildProcess | null = null;
+  let resolveId: (id: string) => void = () => {};
+  const id = new Promise<string>((r) => { resolveId = r; });
+  let buf = '';
+  const done = stack.cli(['run', ...args, '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
+    onSpawn: (c) => { child = c; c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i)); }); },
+    timeoutMs: 60_000,
+  });
+  return { id, done, child: () => child! };
+}
+
+test('--max-runtime kills the whole group with reason max_runtime exceeded, and rc exits 204', async () => {
+  await allFree();
+  const r = await stack.cli(['run', '--max-runtime', '1s', '--', 'sh', '-c', 'echo hi; sleep 321 & sleep 322; wait']);
+  assert.equal(r.code, 204, r.stderr);
+  assert.equal(r.stdout, 'hi\n');
+  assert.match(r.stderr, /was killed: max_runtime exceeded/);
+  await stack.waitFor(() => processesMatching('sleep 321').length + processesMatching('sleep 322').length === 0, 'no process left');
+  const [job] = ((await stack.api('GET', '/api/jobs?state=killed&limit=1')).body as { jobs: { reason: string; state: string }[] }).jobs;
+  assert.deepEqual([job!.state, job!.reason], ['killed', 'max_runtime exceeded']);
+});
+
+test('--idle-timeout kills a silent job; a chatty one lives; 0 disables it', async () => {
+  const quiet = await stack.cli(['run', '--idle-timeout', '1s', '--', 'sh', '-c', 'echo start; sleep 30']);
+  assert.equal(quiet.code, 204);
+  assert.match(quiet.stderr, /idle: no output for 1s/);
+  const chatty = await stack.cli(['run', '--idle-timeout', '1s', '--', 'sh', '-c', 'for i in 1 2 3 4 5; do echo $i; sleep 0.4; done']);
+  assert.equal(chatty.code, 0, chatty.stderr);
+  const off = await stack.cli(['run', '--idle-timeout', '0', '--', 'sh', '-c', 'sleep 1.2']);
+  assert.equal(off.code, 0);
+  const bad = await stack.cli(['run', '--max-runtime', 'soon', '--', 'true']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /^rc: usage: --max-runtime takes a duration such as 90s/);
+});
+
+test('--timeout gives up waiting: the job ends cancelled and rc exits 203', async () => {
+  await allFree();
+  const hogs = [stack.cli(['run', '--', 'sleep', '2.5']), stack.cli(['run', '--', 'sleep', '2.5'])];
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'busy'), 'both devices busy');
+  const r = await stack.cli(['run', '--timeout', '1s', '--', 'true']);
+  assert.equal(r.code, 203, r.stderr);
+  assert.match(r.stderr, /cancelled: wait timeout: no device within 1s/);
+  await Promise.all(hogs);
+});
+
+test('rc ps shows running and queued jobs with positions; rc jobs filters; rc logs and rc attach replay output', async () => {
+  await allFree();
+  const a = started([], 'echo out1; echo err1 >&2; sleep 2; echo out2');
+  const b = started([], 'sleep 2');
+  const aId = await a.id;
+  await b.id;
+  const queued = stack.cli(['run', '--priority', '3', '--', 'true']);
+  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the queued job in rc ps');
+  const ps = (await stack.cli(['ps'])).stdout;
+  assert.match(ps, new RegExp(`${aId} +running +alpha:gpu\\d +tester`));
+  assert.match(ps, /queued #0 +any device +tester/);
+
+  const snap = await stack.cli(['logs', aId]);
+  assert.equal(snap.code, 0);
+  assert.equal(snap.stdout, `${aId}\nout1\n`);
+  assert.equal(snap.stderr, 'err1\n');
+  const attached = await stack.cli(['attach', aId]);
+  assert.equal(attached.code, 0);
+  assert.equal(attached.stdout, `${aId}\nout1\nout2\n`, 'attach re-streams from the beginning and follows to the end');
+  const followed = await stack.cli(['logs', '-f', aId]);
+  assert.equal(followed.stdout, `${aId}\nout1\nout2\n`);
+  await Promise.all([a.done, b.done, queued]);
+
+  await stack.cli(['run', '--', 'sh', '-c', 'exit 4'], { env: { RC_SUBMITTER: 'filter-me' } });
+  const failed = JSON.parse((await stack.cli(['jobs', '--state', 'failed', '--submitter', 'filter-me', '--json'])).stdout) as { jobs: { state: string; exitCode: number; submitter: string }[] };
+  assert.equal(failed.jobs.length, 1);
+  assert.deepEqual([failed.jobs[0]!.state, failed.jobs[0]!.exitCode], ['failed', 4]);
+  const onDevice = JSON.parse((await stack.cli(['jobs', '--device', 'alpha:gpu0', '--json', '--limit', '500'])).stdout) as { jobs: { devices: string[] }[] };
+  assert.ok(onDevice.jobs.length > 0 && onDevice.jobs.every((j) => j.devices.includes('alpha:gpu0')));
+  const table = (await stack.cli(['jobs', '--limit', '3'])).stdout;
+  assert.match(table, /^JOB +STATE +EXIT +DEVICE +SUBMITTER +CREATED +COMMAND\n/);
+  const bad = await stack.cli(['jobs', '--state', 'sleeping']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /unknown state sleeping/);
+  const missing = await stack.cli(['logs', 'jzzzzzzzzzz']);
+  assert.equal(missing.code, 208);
+});
+
+test('stored output is bounded with a visible marker; the live stream still gets everything', async () => {
+  const r = await stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; i=0; while [ $i -lt 300 ]; do printf "%063d\\n" $i; i=$((i+1)); done']);
+  assert.equal(r.code, 0);
+  const id = r.stdout.split('\n')[0]!;
+  assert.equal(r.stdout.length, id.length + 1 + 300 * 64, 'rc run printed all of it');
+  const logs = await stack.cli(['logs', id]);
+  assert.equal(logs.stdout, r.stdout.slice(0, 4096), 'the first 4 KiB are kept, byte for byte');
+  assert.match(logs.stderr, /^rc: output truncated: only the first 4K of job j\w+'s output was kept; the rest was streamed live but not stored\n$/);
+  assert.equal((await stack.job(id) as unknown as { outputTruncated: boolean }).outputTruncated, true);
+});
+
+test('a worker killed with SIGKILL mid-job: the job ends lost after the host timeout, rc exits 205, the device frees', async () => {
+  await allFree();
+  const job = started([], 'sleep 60');
+  const id = await job.id;
+  const killedAt = Date.now();
+  await stack.stopWorker('alpha', 'SIGKILL');
+  const r = await job.done;
+  const lostAfter = Date.now() - killedAt;
+  assert.equal(r.code, 205, r.stderr);
+  assert.match(r.stderr, /rc: lost: job .* was lost: host alpha stopped answering/);
+  assert.ok(lostAfter >= HOST_TIMEOUT_S * 1000 - 500 && lostAfter < HOST_TIMEOUT_S * 1000 + 4000, `lost after ${lostAfter} ms`);
+  assert.equal((await stack.job(id)).state, 'lost');
+  assert.ok((await stack.devices()).every((d) => d.state === 'offline'), 'an offline host is not scheduled');
+  // Its orphaned process is no longer rc's business, but leave nothing behind in the test.
+  for (const pid of processesMatching('sleep 60')) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  await stack.startWorker('alpha', 2);
+  await allFree();
+});
+
+test('the controller restarted mid-job: the job keeps running, rc run reconnects, no output is lost or repeated', async () => {
+  await allFree();
+  const job = started([], 'for i in 1 2 3 4 5 6 7 8; do echo line$i; sleep 0.4; done; exit 3');
+  const id = await job.id;
+  await new Promise((r) => setTimeout(r, 700));
+  await stack.stopController('SIGTERM');
+  await new Promise((r) => setTimeout(r, 800));
+  await stack.startController(HOST_TIMEOUT_S);
+  const r = await job.done;
+  assert.equal(r.code, 3, r.stderr);
+  assert.equal(r.stdout, `${id}\n` + [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `line${i}\n`).join(''));
+  const logs = await stack.cli(['logs', id]);
+  assert.equal(logs.stdout, r.stdout, 'the stored output is whole, each chunk once');
+  assert.equal((await stack.job(id)).state, 'failed');
+});
+
+test('a queued job survives a controller restart and runs afterwards', async () => {
+  await allFree();
+  const hogs = [started([], 'sleep 2'), started([], 'sleep 2')];
+  await Promise.all(hogs.map((h) => h.id));
+  const waiting = started([], 'echo ran');
+  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the job to queue');
+  await stack.stopController('SIGTERM');
+  await stack.startController(HOST_TIMEOUT_S);
+  const r = await waiting.done;
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /\nran\n$/);
+  await Promise.all(hogs.map((h) => h.done));
+});
+
+test('a worker that stops answering cannot leave a runaway job counted as running (controller-side watchdog)', async () => {
+  await allFree();
+  const job = started(['--max-runtime', '1s'], 'sleep 30');
+  const id = await job.id;
+  const worker = stack.workers.get('alpha')!;
+  worker.kill('SIGSTOP');
+  try {
+    await stack.waitFor(async () => (await stack.job(id)).state !== 'running', 'the controller to end the job', 8000);
+    assert.equal((await stack.job(id)).state, 'killed', JSON.stringify(await stack.job(id)) + stack.controllerLog.slice(-1500));
+    const j = await stack.job(id);
+    assert.match(j.reason ?? '', /^max_runtime exceeded \(ended by the controller/);
+  } finally {
+    worker.kill('SIGCONT');
+  }
+  const r = await job.done;
+  assert.equal(r.code, 204);
+  await stack.waitFor(() => processesMatching('sleep 30').length === 0, 'the worker to kill the process once it runs again', 10_000);
+});
