@@ -11,7 +11,12 @@ export interface QueuedJob {
   /** A device asked for by name (`-d host:gpuN`). */
   deviceName: string | null;
   gpus: number;
+  /** Seconds it has waited in the queue. */
+  waitedS: number;
 }
+
+/** How long a multi-GPU job waits before devices are held back for it (see decide). */
+export const DEFAULT_RESERVE_AFTER_S = 30;
 
 export interface DeviceView {
   id: number;
@@ -39,21 +44,41 @@ export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName'>, devi
 }
 
 /**
- * Walk the queue in order and give each job the first devices that fit. A job
- * that cannot start does not hold up the jobs behind it (backfill).
+ * Walk the queue in order (priority, then submission) and give each job the
+ * first devices that fit. A job that cannot start does not hold up the jobs
+ * behind it (backfill). But a multi-GPU job would starve behind a stream of
+ * one-GPU jobs that keep taking devices as they free, so once it has waited
+ * `reserveAfterS`, the matching devices of the host with the most of them are
+ * held back for it: jobs behind it in the queue may not take them, and it
+ * starts when enough of them are free.
  */
-export function decide(queued: readonly QueuedJob[], devices: readonly DeviceView[]): Assignment[] {
+export function decide(queued: readonly QueuedJob[], devices: readonly DeviceView[], reserveAfterS = DEFAULT_RESERVE_AFTER_S): Assignment[] {
   const free = devices.filter((d) => d.free).sort(byHostThenIndex);
   const taken = new Set<number>();
   const out: Assignment[] = [];
   for (const job of [...queued].sort(queueOrder)) {
     const fits = free.filter((d) => !taken.has(d.id) && deviceMatches(job, d));
     const pick = pickOnOneHost(fits, job.gpus);
-    if (!pick) continue;
-    for (const d of pick) taken.add(d.id);
-    out.push({ jobId: job.id, devices: pick });
+    if (pick) {
+      for (const d of pick) taken.add(d.id);
+      out.push({ jobId: job.id, devices: pick });
+    } else if (job.gpus > 1 && job.waitedS >= reserveAfterS) {
+      for (const d of reservationFor(job, devices)) taken.add(d.id);
+    }
   }
   return out;
+}
+
+/** The matching devices (free or busy) of the host that has the most of them, if it has enough. */
+export function reservationFor(job: QueuedJob, devices: readonly DeviceView[]): DeviceView[] {
+  const byHost = new Map<string, DeviceView[]>();
+  for (const d of devices) {
+    if (!deviceMatches(job, d)) continue;
+    byHost.set(d.hostName, [...(byHost.get(d.hostName) ?? []), d]);
+  }
+  let best: DeviceView[] = [];
+  for (const [, list] of [...byHost].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) if (list.length > best.length) best = list;
+  return best.length >= job.gpus ? best : [];
 }
 
 /** The first host (in name order) with enough fitting devices; all on one host. */

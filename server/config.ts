@@ -16,9 +16,11 @@ const Env = z.object({
   RC_DASHBOARD: flag.default(true),
   /** Seconds a worker may be silent before its host is offline and its jobs lost. */
   RC_HOST_TIMEOUT_S: z.coerce.number().positive().max(3600).default(15),
-  /** Seconds past --max-runtime/--idle-timeout before the controller ends a job its worker did not kill. */
   /** Output kept per job (bytes); the rest is streamed live but not stored. */
   RC_OUTPUT_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(16 * 1024 * 1024),
+  /** Seconds a multi-GPU job waits before devices are held back for it (no starvation by one-GPU jobs). */
+  RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
+  /** Seconds past --max-runtime/--idle-timeout before the controller ends a job its worker did not kill. */
   RC_WATCHDOG_GRACE_S: z.coerce.number().min(0).max(3600).default(30),
 });
 export type ControllerConfig = z.infer<typeof Env>;

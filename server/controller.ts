@@ -18,6 +18,8 @@ export interface ControllerOptions {
   /** Seconds past a time limit before the controller ends a job its worker did not kill. */
   watchdogGraceS?: number;
   outputLimitBytes?: number;
+  /** Seconds a multi-GPU job waits before devices are held back for it. */
+  reserveAfterS?: number;
   log?: (msg: string) => void;
 }
 
@@ -44,7 +46,7 @@ export class Controller {
       heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
       outputLimitBytes: this.outputLimitBytes,
     });
-    this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`));
+    this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`), opts.reserveAfterS);
     this.router = new Router(this.db, log);
     registerApi(this.router, this);
   }

@@ -4,7 +4,7 @@
 // controller replicas may plan at once: the claim re-checks at commit, and the
 // database's one-active-lease index is the last word.
 import { and, eq, isNull, sql } from 'drizzle-orm';
-import { decide, type QueuedJob } from '../core/schedule';
+import { decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
 import { jobs, leases } from '../db/schema';
 import type { Db, Sql } from './db';
@@ -31,6 +31,7 @@ export class Scheduler {
     private readonly events: JobEvents,
     private readonly dispatcher: Dispatcher,
     private readonly onError: (err: unknown) => void,
+    private readonly reserveAfterS = DEFAULT_RESERVE_AFTER_S,
   ) {}
 
   /** Runs a pass now, or right after the one in progress. Resolves when it is done. */
@@ -60,7 +61,7 @@ export class Scheduler {
       loadDevices(this.sql),
     ]);
     if (!queued.length) return;
-    const plan = decide(queued.map((j) => this.toQueued(j)), devices.map((d) => ({ ...d, free: d.state === 'free' })));
+    const plan = decide(queued.map((j) => this.toQueued(j)), devices.map((d) => ({ ...d, free: d.state === 'free' })), this.reserveAfterS);
     const uuids = new Map(devices.map((d) => [d.id, d.uuid]));
     for (const a of plan) {
       const job = await claimDevices(this.sql, a.jobId, a.devices[0]!.hostName, a.devices);
@@ -98,6 +99,6 @@ export class Scheduler {
       if (this.termsCache.size > 1000) this.termsCache.clear();
       this.termsCache.set(j.selector, terms);
     }
-    return { id: j.id, priority: j.priority, seq: j.seq, terms, deviceName: j.deviceName, gpus: j.gpus };
+    return { id: j.id, priority: j.priority, seq: j.seq, terms, deviceName: j.deviceName, gpus: j.gpus, waitedS: (Date.now() - j.createdAt.getTime()) / 1000 };
   }
 }

@@ -33,10 +33,14 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
         : null;
     if (!reason) continue;
     const over = reason === 'max_runtime exceeded' ? j.run_s - j.max_runtime_s! : idleS - j.idle_timeout_s!;
-    // The worker enforces the limit itself; this is the backstop for a worker that cannot.
+    // The worker enforces the limit itself and gets the first second; this is the backstop for a worker that cannot.
+    if (over < 1) continue;
+    await sql`update jobs set kill_requested_by = coalesce(kill_requested_by, ${reason}) where id = ${j.id} and state = 'running'`;
     hub.killJob(j.host_name, { jobId: j.id, fence: Number(j.fence), reason });
-    if (over < graceS) continue;
-    const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: `${reason} (ended by the controller: the worker did not report the kill)` }, ['running']);
+    if (over < Math.max(graceS, 1)) continue;
+    const final = `${reason} (ended by the controller: the worker did not report the kill)`;
+    await sql`update jobs set kill_requested_by = ${final} where id = ${j.id} and state = 'running'`;
+    const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: final }, ['running']);
     if (done) { ended++; events.event(j.id, { type: 'exit', jobId: j.id, state: 'killed', exitCode: null, reason: done.reason }); }
   }
   return ended;

@@ -85,7 +85,7 @@ export class WorkerHub implements Dispatcher {
     return true;
   }
 
-  /** Stores a chunk unless the job's output is past the bound; the first chunk past it becomes a visible marker. */
+  /** Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so). */
   private store(jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer): void {
     const handled = this.handledSeq.get(jobId);
     if (handled && seq <= handled.seq) return;
@@ -176,8 +176,10 @@ export class WorkerHub implements Dispatcher {
 
   /** Tells the worker which output is stored, so it can let go of it. */
   private async ackStored(socket: Socket, hostName: string): Promise<void> {
+    // What was handled before the drain is stored after it; later chunks wait for the next heartbeat.
+    const handled = [...this.handledSeq].filter(([, h]) => h.host === hostName).map(([jobId, h]) => ({ jobId, seq: h.seq }));
     await this.deps.writer.drain();
-    for (const [jobId, h] of this.handledSeq) if (h.host === hostName) socket.emit('job:ack', { jobId, seq: h.seq });
+    for (const a of handled) socket.emit('job:ack', a);
   }
 
   /** For each job the worker still has: the last chunk stored, so it resends only what comes after. */

@@ -74,8 +74,8 @@ export async function logs(client: Client, args: readonly string[]): Promise<num
   if (parsed.rest.length !== 1) usage('rc logs takes one job id: rc logs [-f] <job-id>');
   const id = parsed.rest[0]!;
   const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream${parsed.flags.has('follow') ? '?follow=1' : ''}`, undefined, STREAM_CONTENT_TYPE);
-  await follow(client, res, { detachOnInterrupt: true, knownJobId: id });
-  return EXIT.ok;
+  const code = await follow(client, res, { detachOnInterrupt: true, knownJobId: id, reconnect: parsed.flags.has('follow') });
+  return code === EXIT.unreachable ? code : EXIT.ok;
 }
 
 export const ATTACH_HELP = `usage: rc attach <job-id>

@@ -71,7 +71,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
  * reconnects and resumes after the last chunk it printed. Ctrl-C kills the job
  * (rc run) or, with `detachOnInterrupt`, only stops following (rc attach, rc logs -f).
  */
-export async function follow(client: Client, first: NodeJS.ReadableStream, opts: { detachOnInterrupt?: boolean; knownJobId?: string } = {}): Promise<number> {
+export async function follow(client: Client, first: NodeJS.ReadableStream, opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean } = {}): Promise<number> {
   const state: FollowState = { jobId: opts.knownJobId ?? null, interrupted: false, lastSeq: 0, result: null };
   const kill = () => {
     if (state.jobId) client.json('POST', `/api/jobs/${state.jobId}/kill`, { submitter: client.submitter }).catch(() => {});
@@ -87,7 +87,7 @@ export async function follow(client: Client, first: NodeJS.ReadableStream, opts:
     await readStream(first, state, kill);
     const deadline = Date.now() + 120_000;
     let told = false;
-    while (state.result === null && state.jobId && Date.now() < deadline) {
+    while (state.result === null && state.jobId && opts.reconnect !== false && Date.now() < deadline) {
       if (!told) { process.stderr.write(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`); told = true; }
       await new Promise((r) => setTimeout(r, 500));
       const res = await client.stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE).catch(() => null);
@@ -158,7 +158,7 @@ function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boo
     case 'killed':
       if (interrupted) return EXIT.interrupted;
       process.stderr.write(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
-      return /max_runtime|idle/.test(event.reason ?? '') ? EXIT.watchdog : event.exitCode ?? EXIT.error;
+      return /^(max_runtime exceeded|idle: no output for)/.test(event.reason ?? '') ? EXIT.watchdog : event.exitCode ?? EXIT.error;
     case 'lost':
       process.stderr.write(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
       return EXIT.lost;

@@ -94,9 +94,9 @@ export function registerApi(router: Router, c: Controller): void {
   router.add('GET', '/api/jobs/:id/stream', 'client', async ({ params, query, res }) => {
     const [job] = JOB_ID.test(params.id!) ? await db.select({ id: jobs.id }).from(jobs).where(eq(jobs.id, params.id!)) : [];
     if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
-    openStream(res);
     const after = Number(query.get('after') ?? '0');
     if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
+    openStream(res);
     await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after);
   });
 

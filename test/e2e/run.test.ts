@@ -170,3 +170,26 @@ test('the CLI finds the checkout\'s credentials with no environment', async () =
   assert.equal(none.code, 206);
   assert.match(none.stderr, /^rc: not_configured: set RC_CONTROLLER and RC_TOKEN/);
 });
+
+test('--gpus 2 claims two devices on one host, all or nothing, and lists both in CUDA_VISIBLE_DEVICES', async () => {
+  await allFree();
+  const r = await stack.cli(['run', '--gpus', '2', '--', 'sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES|$RC_DEVICES"']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, '0,1|alpha:gpu0,alpha:gpu1\n');
+  const three = await stack.cli(['run', '--gpus', '3', '--', 'true']);
+  assert.equal(three.code, 201);
+  assert.match(three.stderr, /no host has 3 devices matching/);
+  const nine = await stack.cli(['run', '--gpus', '9', '--', 'true']);
+  assert.equal(nine.code, 2);
+});
+
+test('two submitters racing for one device with --no-wait: exactly one wins, every round', async () => {
+  await allFree();
+  for (let round = 0; round < 10; round++) {
+    const [a, b] = await Promise.all([
+      stack.cli(['run', '--no-wait', '-d', 'alpha:gpu0', '--', 'sleep', '0.3'], { env: { RC_SUBMITTER: 'a' } }),
+      stack.cli(['run', '--no-wait', '-d', 'alpha:gpu0', '--', 'sleep', '0.3'], { env: { RC_SUBMITTER: 'b' } }),
+    ]);
+    assert.deepEqual([a.code, b.code].sort(), [0, 202], `round ${round}: ${a.stderr} ${b.stderr}`);
+  }
+});
