@@ -193,3 +193,28 @@ test('two submitters racing for one device with --no-wait: exactly one wins, eve
     assert.deepEqual([a.code, b.code].sort(), [0, 202], `round ${round}: ${a.stderr} ${b.stderr}`);
   }
 });
+
+test('a job that forks a grandchild and exits: the grandchild dies with it and the device frees', async () => {
+  await allFree();
+  const r = await stack.cli(['run', '--', 'sh', '-c', 'sleep 331 & echo forked']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'forked\n');
+  await stack.waitFor(() => processesMatching('sleep 331').length === 0, 'the grandchild to be gone', 5000);
+  await allFree();
+});
+
+test('an admin token may kill anyone\'s job, and the kill is audited', async () => {
+  await allFree();
+  let id = '';
+  const running = stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 30'], { env: { RC_SUBMITTER: 'alice' }, onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { id ||= d.toString().trim(); }) });
+  await stack.waitFor(() => id !== '', 'the job to start');
+  const r = await stack.cli(['kill', id], { env: { RC_TOKEN: stack.adminToken, RC_SUBMITTER: 'operator' } });
+  assert.equal(r.code, 0, r.stderr);
+  const done = await running;
+  assert.match(done.stderr, /killed by admin local admin \(npm start\) \(as operator\)/);
+  const { default: postgres } = await import('postgres');
+  const sql = postgres(stack.dbUrl, { max: 1 });
+  const rows = await sql<{ actor: string; action: string; target: string }[]>`select actor, action, target from audit where action = 'job.kill'`;
+  await sql.end();
+  assert.deepEqual(rows.map((x) => [x.actor, x.target]), [['admin:local admin (npm start)', id]]);
+});
