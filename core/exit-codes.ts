@@ -16,7 +16,6 @@ export const EXIT = {
   unreachable: 207,
   not_found: 208,
   not_job_owner: 209,
-  killed: 210,
   /** Any other error reported by the controller. */
   error: 211,
   bad_selector: 212,
