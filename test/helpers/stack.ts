@@ -152,14 +152,18 @@ function stopProcess(child: ChildProcess | null, signal: NodeJS.Signals): Promis
   });
 }
 
-/** Processes whose command line starts with `marker` (so the shell that started them does not count). */
-export function processesMatching(marker: string): number[] {
+/**
+ * Processes whose command line is `marker` or starts with `marker ` (so the shell
+ * that started them does not count), or, with `anywhere`, contains it.
+ */
+export function processesMatching(marker: string, anywhere = false): number[] {
   const out: number[] = [];
   for (const pid of readdirSafe('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmd.startsWith(marker) && Number(pid) !== process.pid) out.push(Number(pid));
+      const hit = anywhere ? cmd.includes(marker) : cmd.trimEnd() === marker || cmd.startsWith(marker + ' ');
+      if (hit && Number(pid) !== process.pid) out.push(Number(pid));
     } catch { /* gone */ }
   }
   return out;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { encodeEvent, encodeFrame, FRAME_EVENT, FRAME_STDERR, FRAME_STDOUT, FrameDecoder } from '../../core/frames';
+import { encodeEvent, encodeFrame, encodeOutput, FRAME_EVENT, FRAME_STDERR, FRAME_STDOUT, FrameDecoder, splitOutput } from '../../core/frames';
 
 test('frames survive any split of the byte stream', () => {
   fc.assert(fc.property(
@@ -34,4 +34,12 @@ test('a cut frame is reported as leftover', () => {
   const d = new FrameDecoder(() => assert.fail('no whole frame'));
   d.push(encodeFrame(FRAME_STDOUT, Buffer.from('hello')).subarray(0, 7));
   assert.equal(d.leftover, 7);
+});
+
+test('output frames carry their sequence number and bytes exactly', () => {
+  fc.assert(fc.property(fc.constantFrom(1 as const, 2 as const), fc.nat(2 ** 32 - 1), fc.uint8Array({ maxLength: 200 }), (stream, seq, data) => {
+    const got: [number, number, number[]][] = [];
+    new FrameDecoder((t, p) => { const o = splitOutput(p); got.push([t, o.seq, [...o.data]]); }).push(encodeOutput(stream, seq, data));
+    assert.deepEqual(got, [[stream === 1 ? FRAME_STDOUT : FRAME_STDERR, seq, [...data]]]);
+  }));
 });
