@@ -61,8 +61,16 @@ async function main(argv: string[]): Promise<number> {
   return command.fn(new Client(loadCliConfig()), args);
 }
 
+/** Exits as soon as what was written has reached stdout and stderr: no waiting for sockets to wind down. */
+function exitWhenFlushed(code: number): void {
+  let pending = 2;
+  const done = () => { if (--pending === 0) process.exit(code); };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
+  (code) => exitWhenFlushed(code),
   (err: unknown) => {
     if (err instanceof CliExit) {
       if (err.message) process.stderr.write(err.message + '\n');

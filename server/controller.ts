@@ -43,6 +43,7 @@ export class Controller {
     this.hub = new WorkerHub({
       db: this.db, sql: this.sql, events: this.events, writer: this.writer, log,
       poke: () => { void this.scheduler.poke(); },
+      freed: () => this.scheduler.pokeIfQueued(),
       heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
       outputLimitBytes: this.outputLimitBytes,
     });

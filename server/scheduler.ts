@@ -34,8 +34,17 @@ export class Scheduler {
     private readonly reserveAfterS = DEFAULT_RESERVE_AFTER_S,
   ) {}
 
+  /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
+  private maybeQueued = true;
+
+  /** A device was freed: run a pass only if something may be waiting for it (the 5 s safety pass covers other replicas). */
+  pokeIfQueued(): void {
+    if (this.maybeQueued) void this.poke();
+  }
+
   /** Runs a pass now, or right after the one in progress. Resolves when it is done. */
   poke(): Promise<void> {
+    this.maybeQueued = true;
     if (this.current) {
       this.again = true;
       return this.current;
@@ -60,9 +69,11 @@ export class Scheduler {
       this.sql<Record<string, unknown>[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`.then((rows) => rows.map(rowToJob)),
       loadDevices(this.sql),
     ]);
-    if (!queued.length) return;
+    if (!queued.length) { this.maybeQueued = false; return; }
     const plan = decide(queued.map((j) => this.toQueued(j)), devices.map((d) => ({ ...d, free: d.state === 'free' })), this.reserveAfterS);
     const uuids = new Map(devices.map((d) => [d.id, d.uuid]));
+    // Jobs stay queued when the plan cannot start them all.
+    this.maybeQueued = plan.length < queued.length;
     for (const a of plan) {
       const job = await claimDevices(this.sql, a.jobId, a.devices[0]!.hostName, a.devices);
       if (!job) {

@@ -18,8 +18,10 @@ export interface HubDeps {
   sql: Sql;
   events: JobEvents;
   writer: OutputWriter;
-  /** Called when devices may have freed up or appeared. */
+  /** Called when devices may have appeared (a worker said hello or re-probed). */
   poke: () => void;
+  /** Called when a job ended and freed its devices. */
+  freed: () => void;
   log: (msg: string) => void;
   heartbeatMs: number;
   /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
@@ -242,7 +244,7 @@ export class WorkerHub implements Dispatcher {
     const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal, exit.killedFor ?? null);
     if (ended) {
       events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason });
-      this.deps.poke();
+      this.deps.freed();
     }
     // Nothing ended: the job was already over (lost, then the worker came back) or the
     // report was stale. Either way there is nothing for the worker to retry.
