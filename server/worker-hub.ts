@@ -229,8 +229,12 @@ export class WorkerHub implements Dispatcher {
       const ended = await finishJob(this.deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: 'the worker restarted and no longer had the job' });
       if (ended) this.deps.events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
     }
+    // A kill asked for while the worker was away is sent again now.
+    const pendingKills = running.filter((j) => known.has(j.id) && j.killRequestedBy)
+      .map((j) => ({ jobId: j.id, fence: j.fence!, reason: j.killRequestedBy! }));
     return hello.running.filter((r) => !known.has(r.jobId))
-      .map((r) => ({ jobId: r.jobId, fence: r.fence, reason: 'the controller no longer holds a lease for this job' }));
+      .map((r) => ({ jobId: r.jobId, fence: r.fence, reason: 'the controller no longer holds a lease for this job' }))
+      .concat(pendingKills);
   }
 
   private async onExit(exit: JobExit): Promise<boolean> {

@@ -177,3 +177,24 @@ test('a worker that stops answering cannot leave a runaway job counted as runnin
   assert.equal(r.code, 204);
   await stack.waitFor(() => processesMatching('sleep 629').length === 0, 'the worker to kill the process once it runs again', 10_000);
 });
+
+test('a kill asked for while the worker is away reaches it when it comes back', async () => {
+  await allFree();
+  const job = started([], 'sleep 641');
+  const id = await job.id;
+  const worker = stack.workers.get('alpha')!;
+  worker.kill('SIGSTOP');
+  try {
+    await stack.stopController('SIGTERM');
+    await stack.startController(HOST_TIMEOUT_S);
+    const k = await stack.cli(['kill', id]);
+    assert.equal(k.code, 0, k.stderr);
+    assert.equal((await stack.job(id)).state, 'running', 'the worker is away: nobody has killed it yet');
+  } finally {
+    worker.kill('SIGCONT');
+  }
+  await stack.waitFor(async () => (await stack.job(id)).state === 'killed', 'the worker to get the kill after its hello', 10_000);
+  await stack.waitFor(() => processesMatching('sleep 641').length === 0, 'the process to be gone');
+  const r = await job.done;
+  assert.match(r.stderr, /was killed: killed by tester/);
+});

@@ -105,7 +105,7 @@ test('nobody unauthenticated gets in: API routes and sockets', async () => {
   const r = await stack.cli(['devices'], { env: { RC_TOKEN: 'rc_c_wrong' } });
   assert.equal(r.code, 206);
   assert.match(r.stderr, /^rc: unauthorized: /);
-  for (const [ns, token] of [['/worker', undefined], ['/worker', stack.clientToken], ['/worker', 'rc_h_nope']] as const) {
+  for (const [ns, token] of [['/worker', undefined], ['/worker', stack.clientToken], ['/worker', 'rc_h_nope'], ['/', undefined], ['/', 'rc_c_nope']] as const) {
     const socket = io(stack.controllerUrl + ns, { auth: token ? { token } : {}, transports: ['websocket'], reconnection: false });
     const outcome = await new Promise<string>((resolve) => {
       socket.on('connect', () => resolve('connected'));
