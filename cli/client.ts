@@ -1,6 +1,9 @@
 // The typed API client every command uses: plain node:http, no dependencies,
 // so the CLI starts fast. Errors come back as `rc: <code>: <sentence>`.
-import type { IncomingMessage } from 'node:http';
+import { http1Request } from './http1';
+
+/** What both transports give back: a status, and the body as a stream. */
+export interface Response extends NodeJS.ReadableStream { statusCode?: number }
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
@@ -23,35 +26,32 @@ export class Client {
   }
 
   /** Sends a request whose answer is a frame stream; a non-200 answer is turned into a CLI error. */
-  async stream(method: string, path: string, body: unknown, accept: string): Promise<IncomingMessage> {
+  async stream(method: string, path: string, body: unknown, accept: string): Promise<Response> {
     const res = await this.send(method, path, body, accept);
     if (res.statusCode !== 200) failFromBody(res.statusCode ?? 500, parseJson(await readAll(res)));
     return res;
   }
 
-  private send(method: string, path: string, body: unknown, accept: string): Promise<IncomingMessage> {
+  private send(method: string, path: string, body: unknown, accept: string): Promise<Response> {
     const url = new URL(this.config.controller + path);
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    // Loaded on first use: each of these costs milliseconds at start-up, and https pulls in TLS.
-    const { request } = (url.protocol === 'https:' ? require('node:https') : require('node:http')) as typeof import('node:http');
-    return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = request(url, {
-        method,
-        headers: {
-          authorization: `Bearer ${this.config.token}`,
-          accept,
-          ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
-        },
-      }, resolve);
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        reject(new Error(err.code ?? err.message));
-      });
-      req.end(payload);
-    }).catch((err: Error) => fail('unreachable', `cannot reach the controller at ${this.config.controller} (${err.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable));
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.config.token}`,
+      accept,
+      ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+    };
+    const sent: Promise<Response> = url.protocol === 'https:'
+      // https (and TLS with it) is loaded only when used.
+      ? new Promise((resolve, reject) => {
+        const { request } = require('node:https') as typeof import('node:https');
+        request(url, { method, headers }, resolve).on('error', reject).end(payload);
+      })
+      : http1Request(url, method, headers, payload);
+    return sent.catch((err: NodeJS.ErrnoException) => { throw new Error(err.code ?? err.message); }).catch((err: Error) => fail('unreachable', `cannot reach the controller at ${this.config.controller} (${err.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable));
   }
 }
 
-function readAll(res: IncomingMessage): Promise<string> {
+function readAll(res: Response): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
