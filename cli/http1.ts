@@ -48,7 +48,7 @@ export function http1Request(url: URL, method: string, headers: Record<string, s
 }
 
 /** Decodes a chunked body as it arrives, writing the data to `out` and ending it at the last chunk. */
-function chunkedFeed(out: PassThrough): (data: Buffer) => void {
+export function chunkedFeed(out: PassThrough): (data: Buffer) => void {
   let pending: Buffer = Buffer.alloc(0);
   let remaining = -1; // bytes left in the current chunk, -1 while reading a size line
   return (data) => {
