@@ -6,28 +6,12 @@
 //     at the default host timeout, with no worker restart.
 // Usage: npm run bench:queue
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { report, root, startFleet, until } from './bench-fleet.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
-spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
-const { startEmbeddedPostgres } = await import('../dist/test-support.js');
-
-const dir = mkdtempSync(join(tmpdir(), 'rc-benchq-'));
-chmodSync(dir, 0o711); // Postgres runs as its own user and must pass through
-const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort());
-const server = spawn(process.execPath, [join(root, 'dist/server.js')], {
-  env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0' },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-let log = '';
-server.stdout.on('data', (c) => { log += c; });
-await until(() => /controller on (http:\/\/\S+);/.test(log), 'the controller');
-const controller = /controller on (http:\/\/\S+);/.exec(log)[1];
-const { clientToken, adminToken } = JSON.parse(readFileSync(join(dir, 'data', 'local.json'), 'utf8'));
+const fleet = await startFleet({ localWorker: false });
+const { dir, controller, clientToken, adminToken } = fleet;
 const { credential } = await api('POST', '/api/admin/hosts', { name: 'bench' }, adminToken);
 let worker = startWorker();
 await until(async () => (await api('GET', '/api/devices')).devices.filter((d) => d.state === 'free').length === 2, 'the worker');
@@ -65,10 +49,7 @@ try {
   report('SIGKILLed worker → job lost (host timeout 15 s)', lost);
 } finally {
   worker.kill('SIGTERM');
-  server.kill('SIGTERM');
-  await new Promise((r) => server.once('exit', r));
-  await pg.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await fleet.stop();
 }
 
 function startWorker() {
@@ -103,20 +84,4 @@ function runJob(argv, onId = () => {}) {
 async function api(method, path, body, token = clientToken) {
   const r = await fetch(controller + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
   return r.json();
-}
-
-function report(name, xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  console.log(`${name.padEnd(44)} n=${s.length}  p50 ${q(0.5).toFixed(1)} ms  p90 ${q(0.9).toFixed(1)} ms  p99 ${q(0.99).toFixed(1)} ms  max ${s[s.length - 1].toFixed(1)} ms`);
-}
-
-async function until(check, what, ms = 20_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) { if (await check()) return; await new Promise((r) => setTimeout(r, 20)); }
-  throw new Error(`timed out waiting for ${what}\n${log}`);
-}
-
-function freePort() {
-  return new Promise((resolve) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); }); });
 }

@@ -5,27 +5,12 @@
 //     (from the database's own timestamps: the holder's ended_at to the next job's started_at).
 // Usage: npm run bench [-- runs]   (default 30 runs each)
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { report, root, startFleet } from './bench-fleet.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
 const runs = Number(process.argv[2] ?? 30);
-spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
-const { startEmbeddedPostgres } = await import('../dist/test-support.js');
-
-const dir = mkdtempSync(join(tmpdir(), 'rc-bench-'));
-chmodSync(dir, 0o711); // Postgres runs as its own user and must pass through
-const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort());
-const server = spawn(process.execPath, [join(root, 'dist/server.js')], {
-  env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data'), PORT: '0', RC_DASHBOARD: '0', RC_HOST_NAME: 'bench' },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-let log = '';
-server.stdout.on('data', (c) => { log += c; });
-await until(() => /connected to .* as bench/.test(log));
-const { controller, clientToken } = JSON.parse(readFileSync(join(dir, 'data', 'local.json'), 'utf8'));
+const fleet = await startFleet({ localWorker: true });
+const { controller, clientToken } = fleet;
 const env = { ...process.env, RC_CONTROLLER: controller, RC_TOKEN: clientToken, RC_SUBMITTER: 'bench' };
 const rc = join(root, 'node_modules/.bin/rc');
 
@@ -52,10 +37,7 @@ try {
   }
   report('queued job starts after the device frees', gaps);
 } finally {
-  server.kill('SIGTERM');
-  await new Promise((r) => server.once('exit', r));
-  await pg.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await fleet.stop();
 }
 
 function timeRuns(fn) {
@@ -67,12 +49,6 @@ function timeRuns(fn) {
     out.push(performance.now() - t);
   }
   return out;
-}
-
-function report(name, xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  console.log(`${name.padEnd(42)} n=${s.length}  p50 ${q(0.5).toFixed(1)} ms  p90 ${q(0.9).toFixed(1)} ms  max ${s[s.length - 1].toFixed(1)} ms`);
 }
 
 function spawnRc(args) {
@@ -87,11 +63,4 @@ function exited(child) {
 async function job(id) {
   const r = await fetch(`${controller}/api/jobs/${id}`, { headers: { authorization: `Bearer ${clientToken}` } });
   return (await r.json()).job;
-}
-async function until(check) {
-  for (let i = 0; i < 300 && !check(); i++) await new Promise((r) => setTimeout(r, 50));
-  if (!check()) throw new Error(`the controller did not come up:\n${log}`);
-}
-function freePort() {
-  return new Promise((resolve) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); }); });
 }
