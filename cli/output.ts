@@ -34,3 +34,9 @@ export function age(iso: string, now = Date.now()): string {
 export function indent(text: string, by = '  '): string {
   return text.replace(/\n+$/, '').split('\n').map((l) => (l ? by + l : l)).join('\n') + '\n';
 }
+
+/** A command line for a table cell: shell-safe words as they are, others quoted, cut at `max` characters. */
+export function shortCommand(argv: readonly string[], max: number): string {
+  const s = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+  return s.length > max ? s.slice(0, max - 3) + '...' : s;
+}

@@ -4,7 +4,7 @@ import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
-import { age, indent, table, usage } from '../output';
+import { age, indent, shortCommand, table, usage } from '../output';
 
 export const DESCRIBE_HELP = `usage: rc describe <host:gpuN> [--json]
 
@@ -53,7 +53,7 @@ export function renderDescription(d: Description, now = Date.now()): string {
   out += '\nRECENT JOBS\n';
   out += d.recentJobs.length
     ? indent(table(['JOB', 'STATE', 'EXIT', 'SUBMITTER', 'WHEN', 'COMMAND'], d.recentJobs.map((j) => [
-      j.id, j.state, j.exitCode === null ? '-' : String(j.exitCode), j.submitter, `${age(j.endedAt ?? j.createdAt, now)} ago`, shortCommand(j.argv),
+      j.id, j.state, j.exitCode === null ? '-' : String(j.exitCode), j.submitter, `${age(j.endedAt ?? j.createdAt, now)} ago`, shortCommand(j.argv, 60),
     ])))
     : '  (none)\n';
   return out;
@@ -61,9 +61,4 @@ export function renderDescription(d: Description, now = Date.now()): string {
 
 function showValue(key: string, value: string): string {
   return /(^vram$|_bytes$)/.test(key) && /^\d+$/.test(value) ? `${formatSize(Number(value))} (${value})` : value;
-}
-
-function shortCommand(argv: string[]): string {
-  const s = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
-  return s.length > 60 ? s.slice(0, 57) + '...' : s;
 }

@@ -4,7 +4,7 @@ import { EXIT } from '../../core/exit-codes';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, table, usage } from '../output';
+import { age, shortCommand, table, usage } from '../output';
 import { follow } from './run';
 
 interface Job {
@@ -32,7 +32,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
   if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(body, null, 2) + '\n'); return EXIT.ok; }
   process.stdout.write(table(['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'], body.jobs.map((j) => [
     j.id, j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''), j.exitCode === null ? '-' : String(j.exitCode),
-    (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, command(j.argv),
+    (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, shortCommand(j.argv, 50),
   ])));
   return EXIT.ok;
 }
@@ -56,7 +56,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
     j.submitter,
     age(j.startedAt ?? j.createdAt),
     j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-',
-    command(j.argv),
+    shortCommand(j.argv, 50),
   ])));
   return EXIT.ok;
 }
@@ -92,9 +92,4 @@ export async function attach(client: Client, args: readonly string[]): Promise<n
   const id = parsed.rest[0]!;
   const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream?follow=1`, undefined, STREAM_CONTENT_TYPE);
   return follow(client, res, { detachOnInterrupt: true, knownJobId: id });
-}
-
-function command(argv: string[]): string {
-  const s = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
-  return s.length > 50 ? s.slice(0, 47) + '...' : s;
 }
