@@ -151,3 +151,24 @@ test('declared labels, site probes and stale labels reach describe, and a re-pro
   assert.deepEqual(await names('ib=true'), ['declbox:gpu0'], 'a stale label keeps its last value');
   await stack.stopWorker('declbox');
 });
+
+test('bad input to describe, --explain, sheets, notes and probes: clear errors', async () => {
+  const bad = await stack.api('POST', '/api/explain', { selector: 'vram>>1' });
+  assert.equal(bad.status, 400);
+  assert.equal((bad.body as { error: { code: string } }).error.code, 'bad_selector');
+  assert.equal((await stack.api('POST', '/api/explain', { selector: '', surprise: 1 })).status, 400);
+  assert.equal((await stack.api('POST', '/api/explain', { device: 'nonsense' })).status, 409);
+  const explainBad = await stack.cli(['run', '--select', 'a=1,', '--explain']);
+  assert.equal(explainBad.code, 212);
+  assert.equal((await stack.api('PUT', '/api/devices/not-a-device/note', { body: 'x' }, stack.adminToken)).status, 404);
+  assert.equal((await stack.api('PUT', '/api/devices/nohost:gpu0/note', { body: 'x' }, stack.adminToken)).status, 404);
+  assert.equal((await stack.api('PUT', '/api/hosts/gpubox/sheet', { text: 'wrong field' }, stack.adminToken)).status, 400);
+  assert.equal((await stack.api('GET', '/api/hosts/nohost/sheet')).status, 404);
+  for (const args of [['describe'], ['describe', 'a:gpu0', 'b:gpu1'], ['admin', 'probe'], ['admin', 'sheet', 'set', 'gpubox'], ['admin', 'note', 'set', 'gpubox:gpu0'], ['admin', 'sheet', 'set', 'gpubox', '/nonexistent/sheet.md']]) {
+    const r = await stack.cli(args, { env: { RC_TOKEN: stack.adminToken } });
+    assert.equal(r.code, 2, args.join(' '));
+    assert.match(r.stderr, /^rc: usage: /, args.join(' '));
+  }
+  const noFile = await stack.cli(['admin', 'sheet', 'set', 'gpubox', '/nonexistent/sheet.md'], { env: { RC_TOKEN: stack.adminToken } });
+  assert.match(noFile.stderr, /cannot read \/nonexistent\/sheet\.md: ENOENT/);
+});

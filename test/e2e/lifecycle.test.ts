@@ -198,3 +198,36 @@ test('a kill asked for while the worker is away reaches it when it comes back', 
   const r = await job.done;
   assert.match(r.stderr, /was killed: killed by tester/);
 });
+
+test('bad input to the job commands and routes: clear errors, nothing submitted', async () => {
+  const before = ((await stack.api('GET', '/api/jobs?limit=1000')).body as { jobs: unknown[] }).jobs.length;
+  for (const args of [['--timeout', '0'], ['--timeout', '31d'], ['--idle-timeout', '-1'], ['--idle-timeout', '5x'], ['--max-runtime', '']]) {
+    const r = await stack.cli(['run', ...args, '--', 'true']);
+    assert.equal(r.code, 2, args.join(' '));
+    assert.match(r.stderr, /^rc: usage: --(timeout|idle-timeout|max-runtime) takes a duration/, args.join(' '));
+  }
+  for (const body of [{ argv: ['true'], submitter: 's', maxRuntimeS: 0 }, { argv: ['true'], submitter: 's', waitTimeoutS: 1.5 }, { argv: ['true'], submitter: 's', idleTimeoutS: -1 }]) {
+    const r = await stack.api('POST', '/api/jobs', body);
+    assert.equal(r.status, 400, JSON.stringify(body));
+    assert.equal((r.body as { error: { code: string } }).error.code, 'bad_request');
+  }
+  for (const q of ['limit=0', 'limit=abc', 'limit=1001', 'state=running,nope']) {
+    const r = await stack.api('GET', `/api/jobs?${q}`);
+    assert.equal(r.status, 400, q);
+  }
+  const limit = await stack.cli(['jobs', '--limit', '0']);
+  assert.equal(limit.code, 2);
+  assert.match(limit.stderr, /limit must be a whole number from 1 to 1000/);
+  const anyJob = ((await stack.api('GET', '/api/jobs?limit=1')).body as { jobs: { id: string }[] }).jobs[0]!.id;
+  const after = await stack.api('GET', `/api/jobs/${anyJob}/stream?after=-1`);
+  assert.equal(after.status, 400);
+  assert.match((after.body as { error: { message: string } }).error.message, /after must be a sequence number/);
+  assert.equal((await stack.api('GET', '/api/jobs/not-a-job/stream')).status, 404);
+  for (const args of [['logs'], ['logs', 'a', 'b'], ['attach'], ['ps', 'extra'], ['jobs', 'extra'], ['kill']]) {
+    const r = await stack.cli(args);
+    assert.equal(r.code, 2, args.join(' '));
+    assert.match(r.stderr, /^rc: usage: /, args.join(' '));
+  }
+  const afterCount = ((await stack.api('GET', '/api/jobs?limit=1000')).body as { jobs: unknown[] }).jobs.length;
+  assert.equal(afterCount, before, 'no bad request created a job');
+});
