@@ -30,18 +30,35 @@ export default async function FleetPage() {
       </table>
       <h2>Devices</h2>
       <table style={{ borderCollapse: 'collapse' }}>
-        <thead><tr><th style={cell}>Device</th><th style={cell}>State</th><th style={cell}>Holder</th><th style={cell}>Labels</th></tr></thead>
+        <thead><tr><th style={cell}>Device</th><th style={cell}>State</th><th style={cell}>Holder</th><th style={cell}>GPU</th><th style={cell}>Labels</th></tr></thead>
         <tbody>
           {devices.map((d) => (
             <tr key={d.name} data-device={d.name}>
               <td style={cell}>{d.name}</td>
-              <td style={cell}>{d.state}</td>
+              <td style={cell}>{d.state}{d.unhealthy ? <div style={{ color: '#b00' }}>{d.unhealthy.reason}</div> : null}</td>
               <td style={cell}>{d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : '-'}</td>
+              <td style={cell}>{d.gpu ? <GpuBars gpu={d.gpu} /> : '-'}</td>
               <td style={cell}>{Object.entries(d.labels).map(([k, v]) => `${k}=${v}`).join(', ')}</td>
             </tr>
           ))}
         </tbody>
       </table>
     </main>
+  );
+}
+
+/** Utilisation and memory of the last heartbeat's sample, as two small bars. */
+function GpuBars({ gpu }: { gpu: { memTotalMiB: number; memUsedMiB: number; utilPct: number | null } }) {
+  const mem = gpu.memTotalMiB ? Math.round((100 * gpu.memUsedMiB) / gpu.memTotalMiB) : 0;
+  const bar = (pct: number, label: string) => (
+    <div title={label} style={{ width: 120, height: 8, background: '#eee', margin: '2px 0' }}>
+      <div style={{ width: `${Math.min(100, pct)}%`, height: 8, background: pct > 90 ? '#c33' : '#47a' }} />
+    </div>
+  );
+  return (
+    <div style={{ fontSize: 12 }}>
+      {bar(gpu.utilPct ?? 0, `utilisation ${gpu.utilPct ?? 'n/a'}%`)}util {gpu.utilPct ?? 'n/a'}%
+      {bar(mem, `memory ${gpu.memUsedMiB} of ${gpu.memTotalMiB} MiB`)}mem {gpu.memUsedMiB}/{gpu.memTotalMiB} MiB
+    </div>
   );
 }

@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   no_matching_device: 409,
   busy: 409,
+  quarantined: 409,
   conflict: 409,
   payload_too_large: 413,
   unavailable: 503,

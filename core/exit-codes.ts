@@ -19,6 +19,8 @@ export const EXIT = {
   /** Any other error reported by the controller. */
   error: 211,
   bad_selector: 212,
+  /** The device asked for (or every device that matches) is quarantined: pick another. */
+  quarantined: 213,
 } as const;
 
 export type ExitName = keyof typeof EXIT;
@@ -29,6 +31,7 @@ export function exitCodeForError(code: string): number {
     case 'no_matching_device': return EXIT.no_matching_device;
     case 'busy': return EXIT.busy;
     case 'bad_selector': return EXIT.bad_selector;
+    case 'quarantined': return EXIT.quarantined;
     case 'bad_request': return EXIT.usage;
     case 'unauthorized':
     case 'forbidden': return EXIT.unauthorized;

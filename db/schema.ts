@@ -38,7 +38,25 @@ export const devices = pgTable('devices', {
   /** false when the host stopped reporting it. */
   present: boolean('present').notNull().default(true),
   createdAt: ts('created_at').notNull().defaultNow(),
+  /** Quarantine: set when something went wrong on the device; never scheduled until an admin clears it. */
+  unhealthySince: ts('unhealthy_since'),
+  unhealthyReason: text('unhealthy_reason'),
+  /** What showed it: a memory figure, a process, a probe's value, docker's error. */
+  unhealthyEvidence: jsonb('unhealthy_evidence').$type<Record<string, unknown>>(),
+  /** The last GPU sample of its worker's heartbeat (name, memory, utilisation); null on a CPU slot. */
+  gpuSample: jsonb('gpu_sample').$type<{ name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null }>(),
+  sampledAt: ts('sampled_at'),
 }, (t) => [uniqueIndex('devices_host_index_key').on(t.hostName, t.index)]);
+
+/** GPU samples over time, for charts; pruned after a day. */
+export const gpuSamples = pgTable('gpu_samples', {
+  hostName: text('host_name').notNull(),
+  deviceIndex: integer('device_index').notNull(),
+  at: ts('at').notNull().defaultNow(),
+  memUsedMiB: integer('mem_used_mib').notNull(),
+  memTotalMiB: integer('mem_total_mib').notNull(),
+  utilPct: smallint('util_pct'),
+}, (t) => [index('gpu_samples_device_at_idx').on(t.hostName, t.deviceIndex, t.at)]);
 
 /** Labels per host (deviceIndex -1) or per device, with where they came from. */
 export const labels = pgTable('labels', {

@@ -44,6 +44,28 @@ export const JobOutput = z.object({
 });
 export type JobOutput = z.infer<typeof JobOutput>;
 
+/** Why a device must not be scheduled, and what showed it (a memory figure, a process). */
+export const Quarantine = z.object({
+  index: z.number().int().min(0).max(999),
+  reason: z.string().min(1).max(500),
+  evidence: z.record(z.string(), z.unknown()),
+});
+export type Quarantine = z.infer<typeof Quarantine>;
+
+/** One GPU as nvidia-smi saw it at a heartbeat. */
+export const GpuSample = z.object({
+  index: z.number().int().min(0).max(999),
+  name: z.string().max(200),
+  memTotalMiB: z.number().min(0),
+  memUsedMiB: z.number().min(0),
+  utilPct: z.number().min(0).max(100).nullable(),
+});
+export type GpuSample = z.infer<typeof GpuSample>;
+
+/** Worker → controller every heartbeat; `gpus` is empty on a host without nvidia-smi. */
+export const Heartbeat = z.object({ gpus: z.array(GpuSample).max(64) });
+export type Heartbeat = z.infer<typeof Heartbeat>;
+
 export const JobExit = z.object({
   jobId: z.string().max(64),
   fence: z.number().int(),
@@ -53,6 +75,8 @@ export const JobExit = z.object({
   lastSeq: z.number().int().min(0),
   /** Set when the worker's own watchdog killed it: `max_runtime exceeded`, `idle: no output for 10m`. */
   killedFor: z.string().max(200).nullish(),
+  /** Devices of the job found unusable as it ended (GPU memory still held): quarantined as the job ends. */
+  quarantine: z.array(Quarantine).max(64).nullish(),
 });
 export type JobExit = z.infer<typeof JobExit>;
 
@@ -73,6 +97,9 @@ export interface KillJobOrder {
   fence: number;
   reason: string;
 }
+
+/** Worker → controller: a device must not be scheduled (Quarantine payload). */
+export const DEVICE_UNHEALTHY = 'device:unhealthy';
 
 /** Controller → worker: run every probe now and send the inventory ('inventory' message). */
 export const PROBE_NOW = 'probe:run';

@@ -6,6 +6,7 @@ import { JobEvents } from './job-events';
 import { finishJob } from './jobs/finish';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
+import { pruneGpuSamples } from './heartbeat';
 import { Scheduler } from './scheduler';
 import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
@@ -67,6 +68,7 @@ export class Controller {
         .then((ended) => { if (ended) void this.scheduler.poke(); })
         .catch((err: unknown) => log(`watchdogs failed: ${String(err)}`));
     }, 1000));
+    this.timers.push(setInterval(() => { pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`)); }, 600_000));
     // A safety net only: every change that can start a job pokes the scheduler at once.
     this.timers.push(setInterval(() => { void this.scheduler.poke(); }, 5000));
     void this.scheduler.poke();

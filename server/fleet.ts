@@ -31,11 +31,17 @@ export interface DeviceRow {
   /** The merged view selectors match against. */
   labels: Labels;
   labelDetails: LabelView[];
+  /** Set while quarantined (state unhealthy): why, since when, and what showed it. */
+  unhealthy: { since: string; reason: string; evidence: Record<string, unknown> } | null;
+  /** The last GPU sample from its worker's heartbeat; null on a CPU slot or before the first. */
+  gpu: { name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null; at: string } | null;
 }
 
 interface RawDevice extends Record<string, unknown> {
   id: string | number; host_name: string; index: number; uuid: string | null; host_status: DeviceRow['hostStatus'];
   job_id: string | null; submitter: string | null; acquired_at: Date | null;
+  unhealthy_since: Date | null; unhealthy_reason: string | null; unhealthy_evidence: Record<string, unknown> | null;
+  gpu_sample: Omit<NonNullable<DeviceRow['gpu']>, 'at'> | null; sampled_at: Date | null;
 }
 interface RawLabel extends Record<string, unknown> {
   host_name: string; device_index: number; key: string; value: string; source: 'declared' | 'detected'; probe: string | null; seen_at: Date; stale: string | null;
@@ -44,7 +50,8 @@ interface RawLabel extends Record<string, unknown> {
 export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
   const [devices, labels] = await Promise.all([
     sql<RawDevice[]>`
-      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.submitter, l.acquired_at
+      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.submitter, l.acquired_at,
+        d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
       from devices d
       join hosts h on h.name = d.host_name
       left join leases l on l.device_id = d.id and l.released_at is null
@@ -72,10 +79,15 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       index: d.index,
       uuid: d.uuid,
       hostStatus: d.host_status,
-      state: d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
+      // Unhealthy wins: a quarantined device is never free, whatever else is true.
+      state: d.unhealthy_since ? 'unhealthy' : d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
       holder: d.job_id ? { jobId: d.job_id, submitter: d.submitter ?? '', since: new Date(d.acquired_at!).toISOString() } : null,
       labels: Object.fromEntries(details.filter((l) => l.effective).map((l) => [l.key, l.value])),
       labelDetails: details,
+      unhealthy: d.unhealthy_since
+        ? { since: new Date(d.unhealthy_since).toISOString(), reason: d.unhealthy_reason ?? '', evidence: d.unhealthy_evidence ?? {} }
+        : null,
+      gpu: d.gpu_sample && d.sampled_at ? { ...d.gpu_sample, at: new Date(d.sampled_at).toISOString() } : null,
     };
   });
 }

@@ -4,7 +4,10 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { devices as devicesT, hosts, jobs, labels } from '../db/schema';
-import { Hello, Inventory, JobExit, JobOutput, PROBE_NOW, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
+import { DEVICE_UNHEALTHY, Heartbeat, Hello, Inventory, JobExit, JobOutput, PROBE_NOW, Quarantine, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
+import { loadDevices } from './fleet';
+import { quarantineDevice, quarantinesFromLabels } from './quarantine';
+import { storeHeartbeat } from './heartbeat';
 import { identify } from './auth';
 import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
@@ -130,6 +133,7 @@ export class WorkerHub implements Dispatcher {
         async (kill) => {
           if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
           for (const order of kill) socket.emit('job:kill', order);
+          await this.quarantineFromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
           this.deps.poke();
         },
         (err) => { log(`hello from ${hostName} failed: ${String(err)}`); reply(ack, false, 'internal'); },
@@ -140,13 +144,25 @@ export class WorkerHub implements Dispatcher {
       const inv = Inventory.safeParse(raw);
       if (!inv.success) return log(`bad inventory from ${hostName}: ${inv.error.issues[0]?.message}`);
       db.transaction((tx) => storeInventory(tx, hostName, inv.data))
+        .then(() => this.quarantineFromProbes(hostName))
         .then(() => this.deps.poke(), (err: unknown) => log(`inventory from ${hostName}: ${String(err)}`));
     });
 
-    socket.on('heartbeat', () => {
+    socket.on('heartbeat', (raw: unknown) => {
       void this.ackStored(socket, hostName);
-      db.update(hosts).set({ lastSeenAt: sql`now()`, status: 'online' }).where(eq(hosts.name, hostName))
+      // Workers before GPU samples sent no payload.
+      const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
+      storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
         .catch((err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`));
+    });
+
+    socket.on(DEVICE_UNHEALTHY, (raw: unknown, ack: Ack) => {
+      const q = Quarantine.safeParse(raw);
+      if (!q.success) return reply(ack, false, 'bad_quarantine');
+      this.quarantine(hostName, q.data).then(() => reply(ack, true), (err: unknown) => {
+        log(`quarantine report from ${hostName}: ${String(err)}`);
+        reply(ack, false, 'internal');
+      });
     });
 
     socket.on('job:output', (raw: unknown) => {
@@ -174,6 +190,18 @@ export class WorkerHub implements Dispatcher {
       db.update(hosts).set({ status: 'away' }).where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
         .catch((err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`));
     });
+  }
+
+  private async quarantine(hostName: string, q: Quarantine): Promise<void> {
+    if (await quarantineDevice(this.deps.sql, hostName, q, `host:${hostName}`)) {
+      this.deps.log(`quarantined ${hostName}:gpu${q.index}: ${q.reason}`);
+    }
+  }
+
+  /** A probe saying a GPU is failing (a `health` label other than ok) quarantines it. */
+  private async quarantineFromProbes(hostName: string): Promise<void> {
+    const devices = (await loadDevices(this.deps.sql)).filter((d) => d.hostName === hostName);
+    for (const { q } of quarantinesFromLabels(devices)) await this.quarantine(hostName, q);
   }
 
   /** Tells the worker which output is stored, so it can let go of it. */
@@ -241,6 +269,11 @@ export class WorkerHub implements Dispatcher {
     const { events, writer } = this.deps;
     // Every chunk before the exit is stored before the job is final, so `rc logs` is whole.
     await writer.drain();
+    // Quarantined while the job still holds the device: no moment where another job could take it.
+    if (exit.quarantine?.length) {
+      const host = await this.deps.sql<{ host_name: string }[]>`select host_name from jobs where id = ${exit.jobId} and fence = ${exit.fence}`;
+      for (const q of exit.quarantine) if (host[0]) await this.quarantine(host[0].host_name, q);
+    }
     this.fences.delete(exit.jobId);
     this.lastOutput.delete(exit.jobId);
     this.storedBytes.delete(exit.jobId);

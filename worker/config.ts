@@ -22,6 +22,16 @@ const Env = z.object({
   RC_PROBES_DIR: optionalPath,
   /** Seconds between probe runs. */
   RC_PROBE_INTERVAL_S: z.coerce.number().min(5, 'RC_PROBE_INTERVAL_S is at least 5 (seconds)').max(86_400, 'RC_PROBE_INTERVAL_S is at most 86400 (a day)').default(300),
+  /** Where jobs run: directly on the host, or in one long-lived container per device. */
+  RC_RUNTIME: z.enum(['host', 'docker'], { message: 'RC_RUNTIME is host or docker' }).default('host'),
+  /** The image of the device containers (docker runtime); build it from docker/worker-image. */
+  RC_DOCKER_IMAGE: z.string().min(1).max(300).regex(/^[A-Za-z0-9][A-Za-z0-9._\/:@-]*$/, 'RC_DOCKER_IMAGE must be an image reference like rc-worker:ubuntu-24.04').default('rc-worker:ubuntu-24.04'),
+  /** The docker CLI. */
+  RC_DOCKER: z.string().min(1).default('docker'),
+  /** GPU memory (MiB) still used after a job above which the GPU is quarantined. */
+  RC_GPU_MEM_THRESHOLD_MIB: z.coerce.number().int().min(0).max(1_000_000).default(1024),
+  /** Seconds a GPU may take to let go of a finished job's memory before that counts. */
+  RC_GPU_SETTLE_S: z.coerce.number().min(0).max(300).default(5),
 });
 export type WorkerConfig = z.infer<typeof Env>;
 

@@ -5,15 +5,15 @@ import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { existsSync, statSync } from 'node:fs';
 import type { StartJob } from '../protocol/worker';
+import type { JobCallbacks, RunningJob, Runtime } from './runtime';
 
-export interface JobCallbacks {
-  output(stream: 1 | 2, data: Buffer): void;
-  exit(exitCode: number | null, signal: NodeJS.Signals | null): void;
-}
-
-export interface RunningJob {
-  /** SIGTERM to the process group, then SIGKILL after the grace period. */
-  kill(graceS: number): void;
+/** Jobs run directly on the host, for hosts without Docker (and `npm start`'s local worker). */
+export class HostRuntime implements Runtime {
+  readonly name = 'host' as const;
+  readonly labels = [{ key: 'runtime', value: 'host' }];
+  constructor(private readonly workspace: string) {}
+  prepare(): Promise<[]> { return Promise.resolve([]); }
+  run(order: StartJob, cb: JobCallbacks): RunningJob { return runOnHost(order, this.workspace, cb); }
 }
 
 const PASS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];

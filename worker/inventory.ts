@@ -50,6 +50,8 @@ export interface ProberOptions {
   maxOutputBytes?: number;
   log?: (message: string) => void;
   now?: () => Date;
+  /** Host labels from the worker itself: runtime=host|docker, image=... */
+  runtimeLabels?: { key: string; value: string }[];
 }
 
 /**
@@ -109,7 +111,7 @@ export class Prober {
 
     const nvidia = await nvidiaSmiProbe({ command: this.opts.nvidiaSmi ?? 'nvidia-smi', env, timeoutMs });
     if (nvidia !== 'absent') results.push(nvidia);
-    results.push(hostProbe({ workspace: this.opts.workspace, cpuSlots: nvidia === 'absent' ? this.opts.fakeDevices : null }));
+    results.push(hostProbe({ workspace: this.opts.workspace, cpuSlots: nvidia === 'absent' ? this.opts.fakeDevices : null, labels: this.opts.runtimeLabels }));
 
     const dir = this.opts.probesDir || this.config?.probesDir || null;
     if (dir) {

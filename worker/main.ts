@@ -6,10 +6,14 @@
 // controller sends PROBE_NOW; after each run the worker sends 'inventory'.
 import { mkdirSync } from 'node:fs';
 import { io, type Socket } from 'socket.io-client';
-import type { Inventory, JobExit, KillJobOrder, StartJob } from '../protocol/worker';
-import { PROBE_NOW, WORKER_NAMESPACE } from '../protocol/worker';
+import type { Inventory, JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
+import { DEVICE_UNHEALTHY, PROBE_NOW, WORKER_NAMESPACE } from '../protocol/worker';
 import { loadWorkerConfig, type WorkerConfig } from './config';
-import { runOnHost, type RunningJob } from './host-runtime';
+import { DockerRuntime } from './docker-runtime';
+import { doctor } from './doctor';
+import { GpuMonitor } from './gpu-monitor';
+import { HostRuntime } from './host-runtime';
+import type { RunningJob, Runtime } from './runtime';
 import { Watchdog } from './watchdog';
 import { OutputOutbox } from './outbox';
 import { Prober } from './inventory';
@@ -35,7 +39,10 @@ class Worker {
   private sent: Inventory | null = null;
   private readonly socket: Socket;
 
-  constructor(private readonly config: WorkerConfig, private readonly prober: Prober) {
+  /** Device index → the job that just ended there, until its GPU memory had time to settle. */
+  private readonly ending = new Map<number, { jobId: string; until: number }>();
+
+  constructor(private readonly config: WorkerConfig, private readonly prober: Prober, private readonly runtime: Runtime, private readonly gpus: GpuMonitor) {
     prober.onInventory = (inventory) => { if (this.ready) this.sendInventory(inventory); };
     this.probeTimer = setInterval(() => void prober.run(), config.RC_PROBE_INTERVAL_S * 1000);
     this.socket = io(config.RC_CONTROLLER + WORKER_NAMESPACE, {
@@ -88,7 +95,7 @@ class Worker {
     }
     for (const exit of this.unreported.values()) this.sendExit(exit);
     this.stopHeartbeat();
-    this.heartbeat = setInterval(() => this.socket.emit('heartbeat'), reply.heartbeatMs ?? 5000);
+    this.heartbeat = setInterval(() => this.beat(), reply.heartbeatMs ?? 5000);
   }
 
   private send(event: string, payload: unknown): void {
@@ -105,7 +112,7 @@ class Worker {
       job.killedFor = reason;
       job.run.kill(this.config.RC_KILL_GRACE_S);
     });
-    job.run = runOnHost(order, this.config.RC_WORKSPACE, {
+    job.run = this.runtime.run(order, {
       output: (stream, data) => {
         job.watchdog?.activity();
         job.seq += 1;
@@ -114,13 +121,41 @@ class Worker {
         if (this.ready) this.socket.emit('job:output', chunk);
       },
       exit: (exitCode, signal) => {
-        this.jobs.delete(order.jobId);
         job.watchdog?.stop();
-        const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor };
-        this.unreported.set(order.jobId, exit);
-        if (this.ready) this.sendExit(exit);
+        const until = Date.now() + this.config.RC_GPU_SETTLE_S * 1000 + 10_000;
+        for (const d of order.devices) this.ending.set(d.index, { jobId: order.jobId, until });
+        // A GPU still holding memory is quarantined in the same report that ends the job,
+        // so no other job can be given it in between.
+        void this.gpus.afterJob(order.jobId, order.devices).catch(() => [] as Quarantine[]).then((quarantine) => {
+          this.jobs.delete(order.jobId);
+          const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor, quarantine };
+          for (const q of quarantine) log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
+          this.unreported.set(order.jobId, exit);
+          if (this.ready) this.sendExit(exit);
+        });
       },
-    });
+    }, (problem) => this.unusable(problem));
+  }
+
+  /** The heartbeat carries the last GPU sample; the next is taken meanwhile, and with it the check for processes rc did not start. */
+  private beat(): void {
+    this.socket.emit('heartbeat', { gpus: this.gpus.latest });
+    const devices = (this.prober.latest?.devices ?? []).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));
+    const now = Date.now();
+    const jobOn = (index: number): string | null => {
+      for (const j of this.jobs.values()) if (j.order.devices.some((d) => d.index === index)) return j.order.jobId;
+      const e = this.ending.get(index);
+      return e && e.until > now ? e.jobId : null;
+    };
+    void this.gpus.tick(devices, jobOn).then((found) => {
+      for (const q of found) { log(`quarantining gpu${q.index}: ${q.reason}`); this.send(DEVICE_UNHEALTHY, q); }
+    }, (err: unknown) => log(`GPU check failed: ${String(err)}`));
+  }
+
+  /** A device the runtime cannot use: the controller quarantines it. */
+  unusable(problem: Quarantine): void {
+    log(`gpu${problem.index} is unusable: ${problem.reason}`);
+    this.send(DEVICE_UNHEALTHY, problem);
   }
 
   private sendExit(exit: JobExit): void {
@@ -156,6 +191,11 @@ class Worker {
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'doctor') process.exit(await doctor(process.env, (line) => process.stdout.write(line + '\n')));
+  if (process.argv[2] && process.argv[2] !== 'run') {
+    console.error(`rc-worker: unknown command ${process.argv[2]}; usage: rc-worker [doctor]`);
+    process.exit(2);
+  }
   let config: WorkerConfig;
   try {
     config = loadWorkerConfig();
@@ -167,7 +207,11 @@ async function main(): Promise<void> {
     console.error(`rc-worker: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(2);
   }
+  const runtime: Runtime = config.RC_RUNTIME === 'docker'
+    ? new DockerRuntime({ host: config.RC_HOST_NAME, image: config.RC_DOCKER_IMAGE, workspace: config.RC_WORKSPACE, docker: config.RC_DOCKER, log })
+    : new HostRuntime(config.RC_WORKSPACE);
   const prober = new Prober({
+    runtimeLabels: runtime.labels,
     workspace: config.RC_WORKSPACE,
     fakeDevices: config.RC_FAKE_DEVICES,
     configFile: config.RC_WORKER_CONFIG ?? null,
@@ -176,7 +220,13 @@ async function main(): Promise<void> {
   });
   const first = await prober.run();
   log(`probed: ${first.devices.length} device(s), ${first.hostLabels.length} host label(s)`);
-  const worker = new Worker(config, prober);
+  const gpus = new GpuMonitor({ command: 'nvidia-smi', env: process.env, thresholdMiB: config.RC_GPU_MEM_THRESHOLD_MIB, settleMs: config.RC_GPU_SETTLE_S * 1000, log });
+  const worker = new Worker(config, prober, runtime, gpus);
+  // Containers are made (or adopted) while the worker is already connected; a device whose
+  // container cannot be made is quarantined, with docker's words as the evidence.
+  void runtime.prepare(first.devices.map((d) => ({ index: d.index, uuid: d.uuid ?? null }))).then((problems) => {
+    for (const p of problems) worker.unusable(p);
+  }, (err: unknown) => log(`preparing the ${runtime.name} runtime failed: ${String(err)}`));
   let stopping = false;
   const stop = () => {
     if (stopping) return;

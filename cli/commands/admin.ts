@@ -13,6 +13,9 @@ export const ADMIN_HELP = `usage: rc admin <command>
   rc admin sheet clear <host>            remove it
   rc admin note set <host:gpuN> <text>   a note on one device ('' removes it)
   rc admin probe <host>                  ask the host's worker to re-run its probes now
+  rc admin clear <host:gpuN> --reason <text>
+                                         clear a quarantined (unhealthy) device after you
+                                         checked it; audited with your reason
 
 These need an admin token: RC_TOKEN=<admin token>, or RC_ADMIN=1 inside a checkout
 where npm start wrote .rc/local.json.
@@ -55,6 +58,15 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     if (!verb || rest.length) usage('rc admin probe <host>');
     await client.json('POST', `/api/admin/hosts/${encodeURIComponent(verb)}/probe`, {});
     process.stdout.write(`asked ${verb} to re-run its probes; rc describe shows the new labels in a moment\n`);
+    return EXIT.ok;
+  }
+  if (group === 'clear') {
+    const parsed = parseFlags('admin clear', [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''), [{ name: 'reason', type: 'string' }], false);
+    const device = parsed.rest[0];
+    const reason = stringFlag(parsed, 'reason');
+    if (!device || parsed.rest.length !== 1 || !reason) usage('rc admin clear <host:gpuN> --reason "what was checked and why it is fine"');
+    const r = await client.json<{ cleared: string; was: { reason: string; since: string } }>('POST', `/api/admin/devices/${encodeURIComponent(device)}/clear`, { reason });
+    process.stdout.write(`${r.cleared} cleared; it was quarantined since ${r.was.since}: ${r.was.reason}\n`);
     return EXIT.ok;
   }
   usage(`unknown admin command: ${[group, verb].filter(Boolean).join(' ')}; see rc admin --help`);

@@ -17,7 +17,11 @@ before you use the host: it is the operator talking to you.
 interface Label { key: string; value: string; source: string; probe: string | null; seenAt: string; stale: string | null; hostWide: boolean; effective: boolean }
 interface Sheet { body: string; updatedBy: string; updatedAt: string }
 interface Description {
-  device: { name: string; state: string; hostStatus: string; uuid: string | null; holder: { jobId: string; submitter: string; since: string } | null; labelDetails: Label[] };
+  device: {
+    name: string; state: string; hostStatus: string; uuid: string | null; holder: { jobId: string; submitter: string; since: string } | null; labelDetails: Label[];
+    unhealthy?: { since: string; reason: string; evidence: Record<string, unknown> } | null;
+    gpu?: { name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null; at: string } | null;
+  };
   sheet: Sheet | null;
   note: Sheet | null;
   recentJobs: { id: string; state: string; exitCode: number | null; submitter: string; endedAt: string | null; createdAt: string; argv: string[] }[];
@@ -38,6 +42,15 @@ export function renderDescription(d: Description, now = Date.now()): string {
   let out = `${dev.name}  ${dev.state}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
   out += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;
   if (dev.uuid) out += `uuid:   ${dev.uuid}\n`;
+  if (dev.gpu) {
+    const g = dev.gpu;
+    out += `gpu:    ${g.name}, memory ${g.memUsedMiB} / ${g.memTotalMiB} MiB used, utilisation ${g.utilPct === null ? 'n/a' : `${g.utilPct}%`} (sampled ${age(g.at, now)} ago)\n`;
+  }
+  if (dev.unhealthy) {
+    out += `\nQUARANTINED for ${age(dev.unhealthy.since, now)}: ${dev.unhealthy.reason}\n`;
+    out += `  evidence: ${JSON.stringify(dev.unhealthy.evidence)}\n`;
+    out += '  Not scheduled until an operator checks it and runs rc admin clear. Pick another device.\n';
+  }
   out += '\nLABELS\n';
   const rows = dev.labelDetails.map((l) => [
     l.key,

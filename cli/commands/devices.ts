@@ -14,6 +14,8 @@ Lists every device with its state (free, busy, offline, unhealthy) and holder.
 
 interface Device {
   name: string; state: string; holder: { jobId: string; submitter: string } | null; labels: Record<string, string>;
+  unhealthy?: { reason: string } | null;
+  gpu?: { memTotalMiB: number; memUsedMiB: number; utilPct: number | null } | null;
 }
 
 export async function devices(client: Client, args: readonly string[]): Promise<number> {
@@ -32,10 +34,11 @@ export async function devices(client: Client, args: readonly string[]): Promise<
   const rows = body.devices.map((d) => [
     d.name,
     d.state,
-    d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : '-',
+    d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : d.unhealthy ? `(${cut(d.unhealthy.reason, 50)})` : '-',
+    d.gpu ? `${d.gpu.utilPct ?? '?'}% ${Math.round(d.gpu.memUsedMiB / 1024)}/${Math.round(d.gpu.memTotalMiB / 1024)}G` : '-',
     summary(d.labels),
   ]);
-  process.stdout.write(table(['DEVICE', 'STATE', 'HOLDER', 'LABELS'], rows));
+  process.stdout.write(table(['DEVICE', 'STATE', 'HOLDER', 'GPU', 'LABELS'], rows));
   return EXIT.ok;
 }
 
@@ -45,4 +48,8 @@ function summary(labels: Record<string, string>): string {
   if (labels.vram) parts.push(`vram=${/^\d+$/.test(labels.vram) ? formatSize(Number(labels.vram)) : labels.vram}`);
   if (labels.kind) parts.push(`kind=${labels.kind}`);
   return parts.join(' ') || '-';
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }

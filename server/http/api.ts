@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { RcError } from '../../core/errors';
 import { audit, hosts, jobs } from '../../db/schema';
-import { CreateToken, Explain, KillJob, RegisterHost, SubmitJob, WriteSheet } from '../../protocol/api';
+import { ClearQuarantine, CreateToken, Explain, KillJob, RegisterHost, SubmitJob, WriteSheet } from '../../protocol/api';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify } from '../auth';
@@ -12,6 +12,7 @@ import { loadDevices, loadHosts } from '../fleet';
 import { killJob } from '../jobs/kill';
 import { jobView } from '../jobs/job-view';
 import { submitJob } from '../jobs/submit';
+import { clearQuarantine } from '../quarantine';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
 import { listActive, listJobs, parseJobFilter } from '../jobs/list';
 import { readBody, SESSION_COOKIE, sendJson, type Router } from './router';
@@ -121,6 +122,16 @@ export function registerApi(router: Router, c: Controller): void {
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
     sendJson(res, 201, { host: name, credential, note: 'shown once; only its hash is kept' });
+  });
+
+  // rc-worker doctor checks its credential here.
+  router.add('GET', '/api/worker/whoami', 'host', async ({ identity }) => ({ host: identity.hostName }));
+
+  router.add('POST', '/api/admin/devices/:name/clear', 'admin', async ({ req, params, identity }) => {
+    const { reason } = await readBody(req, ClearQuarantine);
+    const cleared = await clearQuarantine(sql, params.name!, reason, `admin:${identity.name}`);
+    void c.scheduler.poke();
+    return { cleared: cleared.device, was: cleared.was };
   });
 
   router.add('POST', '/api/admin/tokens', 'admin', async ({ req, res, identity }) => {

@@ -16,7 +16,7 @@ export interface RouteContext extends PublicContext {
   identity: Identity;
 }
 
-type Access = 'client' | 'admin' | 'public';
+type Access = 'client' | 'admin' | 'host' | 'public';
 type Handler = (ctx: RouteContext) => Promise<unknown>;
 
 interface Route { method: string; pattern: RegExp; keys: string[]; access: Access; handler: Handler }
@@ -28,7 +28,7 @@ export class Router {
 
   constructor(private readonly db: Db, private readonly log: (msg: string) => void) {}
 
-  add(method: string, path: string, access: 'client' | 'admin', handler: Handler): void {
+  add(method: string, path: string, access: 'client' | 'admin' | 'host', handler: Handler): void {
     this.addRoute(method, path, access, handler);
   }
 

@@ -13,6 +13,8 @@ export async function claimDevices(sql: Sql, jobId: string, hostName: string, de
         update jobs set state = 'running', started_at = now(), host_name = ${hostName},
           devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, fence = nextval('fence_seq')
         where id = ${jobId} and state = 'queued'
+          -- A device quarantined since the plan was made is not taken.
+          and not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)
         returning *
       ), l as (
         insert into leases (device_id, job_id) select d, j.id from j, unnest(${ids}::text::bigint[]) d

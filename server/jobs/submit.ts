@@ -31,9 +31,17 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): 
       ? `no device matches: ${wanted} does not exist${terms.length ? ` or does not satisfy ${selectorText}` : ''}`
       : `no device matches the selector: ${selectorText}`);
   }
+  // Quarantined devices are never scheduled: say so now rather than queue forever.
+  const healthy = candidates.filter((d) => d.state !== 'unhealthy');
+  if (healthy.length === 0) {
+    const [first] = candidates;
+    throw new RcError('quarantined', wanted !== null
+      ? `${wanted} is quarantined (unhealthy: ${first!.unhealthy?.reason ?? 'no reason recorded'}); pick another device (rc devices lists them) and tell an operator, who alone can clear it`
+      : `every device matching ${selectorText || 'the request'} is quarantined (${candidates.map((d) => d.name).join(', ')}); widen the selector or pick another device, and tell an operator, who alone can clear them`);
+  }
   if (body.gpus > 1) {
     const perHost = new Map<string, number>();
-    for (const d of candidates) perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
+    for (const d of healthy) perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
     if (Math.max(...perHost.values()) < body.gpus) {
       throw new RcError('no_matching_device', `no host has ${body.gpus} devices matching the selector: ${selectorText || '(any)'}`);
     }

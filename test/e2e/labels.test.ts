@@ -20,8 +20,8 @@ const names = async (sel: string) => (JSON.parse((await stack.cli(['devices', '-
 
 test('nvidia-smi names become canonical models, and every spelling selects the same device', async () => {
   const all = await stack.cli(['devices']);
-  assert.match(all.stdout, /gpubox:gpu0\s+free\s+-\s+gpu_model=H100 vram=79\.6G kind=gpu/);
-  assert.match(all.stdout, /gpubox:gpu1\s+free\s+-\s+gpu_model=RTX4090/);
+  assert.match(all.stdout, /gpubox:gpu0\s+free\s+-\s+(?:-|\d+% \d+\/\d+G)\s+gpu_model=H100 vram=79\.6G kind=gpu/);
+  assert.match(all.stdout, /gpubox:gpu1\s+free\s+-\s+(?:-|\d+% \d+\/\d+G)\s+gpu_model=RTX4090/);
   for (const sel of ['gpu_model=4090', 'gpu_model=RTX4090', "gpu_model='RTX 4090'", 'gpu_model=rtx4090']) {
     assert.deepEqual(await names(sel), ['gpubox:gpu1'], sel);
   }

@@ -1,6 +1,9 @@
 // The one stand-in rc allows: a fake nvidia-smi on PATH that prints the real
-// formats (the --query-gpu CSV and the plain call's header) for two different GPUs.
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+// formats (the --query-gpu CSVs, --query-compute-apps and the plain call's
+// header) for two different GPUs. Memory use, utilisation and the processes
+// on the GPUs come from files in its state folder, so a test (or a job) can
+// change what the "GPUs" report.
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -9,15 +12,20 @@ export const FAKE_GPUS = [
   { index: 1, uuid: 'GPU-6a1b2c3d-0000-4000-8000-000000000002', name: 'NVIDIA GeForce RTX 4090', memMiB: 24564 },
 ];
 
-/** Returns a folder to put first on PATH. */
+/** Returns a folder to put first on PATH; its `state` subfolder holds used.N, util.N and apps. */
 export function fakeNvidiaSmiDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'rc-fake-smi-'));
+  mkdirSync(join(dir, 'state'));
   const csv = FAKE_GPUS.map((g) => `${g.index}, ${g.uuid}, ${g.name}, ${g.memMiB}, 550.54.15`);
+  const sample = FAKE_GPUS.map((g) => `echo "${g.index}, ${g.memMiB}, $(cat "$state/used.${g.index}" 2>/dev/null || echo 0), $(cat "$state/util.${g.index}" 2>/dev/null || echo 0), ${g.name}"`);
   const script = [
     '#!/bin/sh',
+    'state="$(dirname "$0")/state"',
     'case "$*" in',
     `  *--query-gpu=index,uuid,name,memory.total,driver_version*) printf '%s\\n' ${csv.map((l) => `'${l}'`).join(' ')} ;;`,
+    `  *--query-gpu=index,memory.total,memory.used,utilization.gpu,name*) ${sample.join('; ')} ;;`,
     '  *--query-gpu=*) exit 6 ;;',
+    '  *--query-compute-apps=gpu_uuid,pid,used_memory,process_name*) cat "$state/apps" 2>/dev/null; true ;;',
     "  *) echo '+-----------------------------------------------------------------------------------------+'",
     "     echo '| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |'",
     '     ;;',
@@ -27,4 +35,18 @@ export function fakeNvidiaSmiDir(): string {
   writeFileSync(join(dir, 'nvidia-smi'), script);
   chmodSync(join(dir, 'nvidia-smi'), 0o755);
   return dir;
+}
+
+/** What the fake reports as used on one GPU, in MiB. */
+export function setGpuMemoryUsed(dir: string, index: number, mib: number): void {
+  writeFileSync(join(dir, 'state', `used.${index}`), `${mib}\n`);
+}
+
+export function setGpuUtilisation(dir: string, index: number, pct: number): void {
+  writeFileSync(join(dir, 'state', `util.${index}`), `${pct}\n`);
+}
+
+/** The processes the fake lists as using the GPUs (--query-compute-apps rows). */
+export function setGpuProcesses(dir: string, procs: { gpu: number; pid: number; usedMiB: number; name: string }[]): void {
+  writeFileSync(join(dir, 'state', 'apps'), procs.map((p) => `${FAKE_GPUS[p.gpu]!.uuid}, ${p.pid}, ${p.usedMiB}, ${p.name}\n`).join(''));
 }

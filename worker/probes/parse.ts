@@ -118,3 +118,49 @@ function quote(line: string): string {
 function toPairs(labels: Map<string, string>): Pair[] {
   return [...labels].map(([key, value]) => ({ key, value }));
 }
+
+/** nvidia-smi's value for a field it cannot read: "[N/A]", "[Not Supported]", "[Unknown Error]". */
+function numberOrNull(cell: string): number | null {
+  return /^\d+(\.\d+)?$/.test(cell) ? Number(cell) : null;
+}
+
+export const GPU_SAMPLE_QUERY = ['--query-gpu=index,memory.total,memory.used,utilization.gpu,name', '--format=csv,noheader,nounits'];
+
+export interface ParsedSample { index: number; name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null }
+
+/** Parses GPU_SAMPLE_QUERY's output. Rows it cannot read (a lost GPU prints "[GPU is lost]" or "ERR!") are skipped. */
+export function parseGpuSamples(csv: string): ParsedSample[] {
+  const out: ParsedSample[] = [];
+  for (const line of csv.split('\n')) {
+    const cells = line.split(',').map((c) => c.trim());
+    if (cells.length < 5 || !/^\d+$/.test(cells[0]!)) continue;
+    const total = numberOrNull(cells[1]!);
+    const used = numberOrNull(cells[2]!);
+    if (total === null || used === null || Number(cells[0]) > MAX_DEVICE_INDEX) continue;
+    const util = numberOrNull(cells[3]!);
+    out.push({ index: Number(cells[0]), name: restAfter(line, 4), memTotalMiB: total, memUsedMiB: used, utilPct: util === null ? null : Math.min(100, util) });
+  }
+  return out;
+}
+
+export const COMPUTE_APPS_QUERY = ['--query-compute-apps=gpu_uuid,pid,used_memory,process_name', '--format=csv,noheader,nounits'];
+
+export interface GpuProcess { gpuUuid: string; pid: number; usedMiB: number | null; name: string }
+
+/** Parses COMPUTE_APPS_QUERY's output: the processes using each GPU. "No running processes found" parses to none. */
+export function parseComputeApps(csv: string): GpuProcess[] {
+  const out: GpuProcess[] = [];
+  for (const line of csv.split('\n')) {
+    const cells = line.split(',').map((c) => c.trim());
+    if (cells.length < 4 || !cells[0]!.startsWith('GPU-') || !/^\d+$/.test(cells[1]!)) continue;
+    out.push({ gpuUuid: cells[0]!, pid: Number(cells[1]), usedMiB: numberOrNull(cells[2]!), name: restAfter(line, 3) });
+  }
+  return out;
+}
+
+/** The text after the n-th comma, trimmed: the last field, which may itself hold commas. */
+function restAfter(line: string, n: number): string {
+  let at = -1;
+  for (let i = 0; i < n; i++) at = line.indexOf(',', at + 1);
+  return line.slice(at + 1).trim();
+}

@@ -150,6 +150,8 @@ export interface HostProbeOptions {
   workspace: string;
   /** CPU slots to offer (a host with no nvidia-smi), or null for none. */
   cpuSlots: number | null;
+  /** Host labels the worker knows of itself (its runtime, the image). */
+  labels?: Pair[];
 }
 
 export const CPU_SLOT_NOTE = 'not a GPU: this host has no nvidia-smi, so rc offers CPU slots';
@@ -160,6 +162,7 @@ export function hostProbe(opts: HostProbeOptions): ProbeResult {
     { key: 'hostname', value: hostname() },
     { key: 'cpus', value: String(cpus().length) },
     { key: 'mem_total_bytes', value: String(totalmem()) },
+    ...(opts.labels ?? []),
   ];
   const unrefreshed: { key: string; reason: string }[] = [];
   try {

@@ -1,0 +1,96 @@
+// The Docker runtime through the whole stack: rc run → controller → a worker
+// with RC_RUNTIME=docker → docker exec in the device's container, on a real dockerd.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, test } from 'node:test';
+import { ensureTestImage } from '../helpers/docker';
+import { Stack } from '../helpers/stack';
+
+let stack: Stack;
+let image = '';
+const host = `dk${process.pid}`;
+const docker = (...args: string[]) => spawnSync('docker', args, { encoding: 'utf8' });
+const removeContainers = (h: string) => {
+  const ids = docker('ps', '-aq', '--filter', `label=rc.host=${h}`).stdout.split('\n').filter(Boolean);
+  if (ids.length) docker('rm', '-f', ...ids);
+};
+
+before(async () => {
+  image = await ensureTestImage();
+  stack = await Stack.start({ workers: [] });
+  await stack.startWorker(host, 2, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: image });
+});
+after(async () => {
+  await stack.stop();
+  removeContainers(host);
+  removeContainers(`${host}bad`);
+});
+
+test('a job runs in its device container: exit code, stdout and stderr, CUDA_VISIBLE_DEVICES, working directory, root', async () => {
+  const r = await stack.cli(['run', '-d', `${host}:gpu1`, '--', 'sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES $RC_DEVICES $(pwd) $(id -u)"; echo err >&2; exit 7']);
+  assert.equal(r.code, 7, r.stderr);
+  assert.equal(r.stdout, `1 ${host}:gpu1 /workspace 0\n`);
+  assert.equal(r.stderr, 'err\n');
+  assert.equal(docker('inspect', '-f', '{{.State.Running}}', `rc-${host}-gpu1`).stdout.trim(), 'true');
+  const cwd = await stack.cli(['run', '-d', `${host}:gpu1`, '--cwd', '/tmp', '--', 'pwd']);
+  assert.equal(cwd.stdout, '/tmp\n');
+  const missing = await stack.cli(['run', '-d', `${host}:gpu1`, '--cwd', '/no/such/dir', '--', 'pwd']);
+  assert.equal(missing.code, 126);
+  assert.match(missing.stderr, /working directory \/no\/such\/dir does not exist in the container/);
+});
+
+test('the runtime and the image are host labels', async () => {
+  const d = await stack.cli(['describe', `${host}:gpu0`]);
+  assert.match(d.stdout, /runtime +docker +detected \(host\)/);
+  assert.match(d.stdout, new RegExp(`image +${image.replace(/[.:]/g, '\\$&')} +detected \\(host\\)`));
+  assert.equal((await stack.cli(['devices', '--select', 'runtime=docker', '--json'])).code, 0);
+});
+
+test('an install stays for the next job in the same container; the shared workspace persists', async () => {
+  const a = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', 'mkdir -p /opt/tools && printf "#!/bin/sh\\necho tool ok\\n" > /opt/tools/mytool && chmod +x /opt/tools/mytool && echo dep > /workspace/dep.txt']);
+  assert.equal(a.code, 0, a.stderr);
+  const b = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', '/opt/tools/mytool; cat /workspace/dep.txt']);
+  assert.equal(b.stdout, 'tool ok\ndep\n');
+});
+
+test('rc kill ends the whole process tree inside the container, grandchildren included', async () => {
+  let out = '';
+  const job = stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', 'sh -c "sleep 4721" & sleep 4722 & echo started; wait'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }) });
+  await stack.waitFor(() => out.includes('started'), 'the job to start');
+  const inside = () => docker('exec', `rc-${host}-gpu0`, 'ps').stdout;
+  assert.match(inside(), /sleep 4721/);
+  const jobId = (await stack.devices()).find((d) => d.name === `${host}:gpu0`)!.holder!.jobId;
+  assert.equal((await stack.cli(['kill', jobId])).code, 0);
+  const r = await job;
+  assert.equal((await stack.job(jobId)).state, 'killed');
+  assert.notEqual(r.code, 0);
+  assert.doesNotMatch(inside(), /sleep 472[12]/, 'no process of the killed job survives in the container');
+});
+
+test('a dead container is recreated before the next job (and what was installed in it is gone)', async () => {
+  docker('rm', '-f', `rc-${host}-gpu0`);
+  const r = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', '[ -x /opt/tools/mytool ] || echo no tool; cat /workspace/dep.txt']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, 'no tool\ndep\n');
+});
+
+test('after a restart the worker adopts its containers instead of making new ones', async () => {
+  const id = () => docker('inspect', '-f', '{{.Id}}', `rc-${host}-gpu1`).stdout.trim();
+  const before = id();
+  assert.ok(before);
+  await stack.stopWorker(host);
+  await stack.startWorker(host, 2, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: image });
+  const r = await stack.cli(['run', '-d', `${host}:gpu1`, '--', 'echo', 'again']);
+  assert.equal(r.stdout, 'again\n');
+  assert.equal(id(), before);
+});
+
+test('a container that cannot be created quarantines its device, with docker’s error as evidence', async () => {
+  await stack.startWorker(`${host}bad`, 1, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:no-such-image' });
+  await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === `${host}bad:gpu0`)?.state === 'unhealthy', 'the device to be quarantined', 30_000);
+  const d = ((await stack.api('GET', `/api/devices/${host}bad:gpu0`)).body as { device: { unhealthy: { reason: string; evidence: { container: string } } } }).device;
+  assert.match(d.unhealthy.reason, /cannot create the container rc-\w+-gpu0 from the image rc-test:no-such-image/);
+  assert.equal(d.unhealthy.evidence.container, `rc-${host}bad-gpu0`);
+  const r = await stack.cli(['run', '-d', `${host}bad:gpu0`, '--', 'true']);
+  assert.equal(r.code, 213);
+});

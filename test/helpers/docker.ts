@@ -1,0 +1,44 @@
+// The Docker tests' image: busybox alone, imported from the host's
+// busybox-static (there may be no registry to pull from).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, copyFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const TEST_IMAGE = 'rc-test:busybox';
+const BUSYBOX = '/bin/busybox';
+const NEEDS = 'the Docker tests need dockerd running and busybox-static installed (.ci/run does both)';
+
+function docker(args: string[], input?: Buffer) {
+  return spawnSync('docker', args, { input, encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 });
+}
+
+/** Returns the test image's name, importing it first if dockerd does not have it. */
+export async function ensureTestImage(): Promise<string> {
+  const info = docker(['info', '--format', '{{.ServerVersion}}']);
+  if (info.error || info.status !== 0) {
+    const why = info.error ? info.error.message : info.stderr.toString().trim().split('\n')[0];
+    throw new Error(`${NEEDS}: docker info failed: ${why}`);
+  }
+  if (docker(['image', 'inspect', TEST_IMAGE]).status === 0) return TEST_IMAGE;
+  if (!existsSync(BUSYBOX)) throw new Error(`${NEEDS}: ${BUSYBOX} is missing`);
+  const root = mkdtempSync(join(tmpdir(), 'rc-busybox-'));
+  try {
+    for (const d of ['bin', 'tmp', 'workspace', 'etc', 'root', 'usr/local/bin', 'proc', 'sys', 'dev']) mkdirSync(join(root, d), { recursive: true });
+    copyFileSync(BUSYBOX, join(root, 'bin/busybox'));
+    const list = spawnSync(BUSYBOX, ['--list'], { encoding: 'utf8' });
+    if (list.status !== 0) throw new Error(`${NEEDS}: ${BUSYBOX} --list failed`);
+    const have = new Set(readdirSync(join(root, 'bin')));
+    for (const applet of list.stdout.split('\n').filter(Boolean)) {
+      if (!have.has(applet)) symlinkSync('busybox', join(root, 'bin', applet));
+    }
+    writeFileSync(join(root, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
+    const tar = spawnSync('tar', ['-C', root, '-c', '.'], { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 });
+    if (tar.status !== 0) throw new Error(`cannot pack the test image: ${tar.stderr.toString().trim()}`);
+    const imp = docker(['import', '-', TEST_IMAGE], tar.stdout);
+    if (imp.status !== 0) throw new Error(`cannot import the test image: ${imp.stderr.toString().trim()}`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  return TEST_IMAGE;
+}
