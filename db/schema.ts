@@ -86,8 +86,14 @@ export const fenceSeq = pgSequence('fence_seq');
 export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
+export const JOB_KINDS = ['run', 'tty', 'hold', 'cp'] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+
 export const jobs = pgTable('jobs', {
   id: text('id').primaryKey(),
+  /** run: a command with stored output; tty: an interactive terminal (output not stored);
+   *  hold: a lease with a TTL and no command; cp: the short lease of one file copy. */
+  kind: text('kind', { enum: JOB_KINDS }).notNull().default('run'),
   /** Submission order; ties on priority are broken by it. */
   seq: bigserial('seq', { mode: 'number' }).notNull(),
   submitter: text('submitter').notNull(),
@@ -112,6 +118,10 @@ export const jobs = pgTable('jobs', {
   idleTimeoutS: integer('idle_timeout_s'),
   /** How long it may wait in the queue before it ends `cancelled`. */
   waitTimeoutS: integer('wait_timeout_s'),
+  /** A hold's time to live, asked for at submit; its clock starts when it starts. */
+  holdTtlS: integer('hold_ttl_s'),
+  /** When a running hold ends by itself (start + TTL, moved by `rc hold extend`). */
+  expiresAt: ts('expires_at'),
   /** Set once its stored output reached the bound; later output was streamed, not kept. */
   outputTruncated: boolean('output_truncated').notNull().default(false),
   createdAt: ts('created_at').notNull().defaultNow(),

@@ -83,6 +83,10 @@ export type JobExit = z.infer<typeof JobExit>;
 /** Controller → worker. */
 export interface StartJob {
   jobId: string;
+  /** run and cp: a command; tty: a command under a pseudo-terminal; hold: no command, the worker only keeps the lease. */
+  kind: 'run' | 'tty' | 'hold' | 'cp';
+  /** The terminal size of a tty job at its start. */
+  tty?: { cols: number; rows: number } | null;
   fence: number;
   argv: string[];
   cwd: string | null;

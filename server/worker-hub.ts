@@ -70,7 +70,7 @@ export class WorkerHub implements Dispatcher {
     if (!socket) return false;
     this.fences.set(job.id, job.fence!);
     this.lastOutput.set(job.id, Date.now());
-    const order: StartJob = { jobId: job.id, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices, maxRuntimeS: job.maxRuntimeS, idleTimeoutS: job.idleTimeoutS };
+    const order: StartJob = { jobId: job.id, kind: job.kind, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices, maxRuntimeS: job.maxRuntimeS, idleTimeoutS: job.idleTimeoutS };
     socket.emit('job:start', order);
     return true;
   }

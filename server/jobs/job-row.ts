@@ -6,6 +6,7 @@ export function rowToJob(r: Record<string, unknown>): JobRow {
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
   return {
     id: r.id as string,
+    kind: (r.kind as JobRow['kind'] | undefined) ?? 'run',
     seq: Number(r.seq),
     submitter: r.submitter as string,
     tokenId: num(r.token_id),
@@ -25,6 +26,8 @@ export function rowToJob(r: Record<string, unknown>): JobRow {
     maxRuntimeS: num(r.max_runtime_s),
     idleTimeoutS: num(r.idle_timeout_s),
     waitTimeoutS: num(r.wait_timeout_s),
+    holdTtlS: num(r.hold_ttl_s),
+    expiresAt: date(r.expires_at),
     outputTruncated: Boolean(r.output_truncated),
     createdAt: new Date(r.created_at as string),
     startedAt: date(r.started_at),

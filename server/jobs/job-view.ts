@@ -5,6 +5,7 @@ export type JobRow = typeof jobs.$inferSelect;
 
 export interface JobView {
   id: string;
+  kind: JobRow['kind'];
   state: JobRow['state'];
   submitter: string;
   argv: string[];
@@ -21,6 +22,8 @@ export interface JobView {
   idleTimeoutS: number | null;
   waitTimeoutS: number | null;
   outputTruncated: boolean;
+  /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
+  expiresAt: string | null;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
@@ -28,10 +31,10 @@ export interface JobView {
 
 export function jobView(j: JobRow): JobView {
   return {
-    id: j.id, state: j.state, submitter: j.submitter, argv: j.argv, cwd: j.cwd, selector: j.selector,
+    id: j.id, kind: j.kind, state: j.state, submitter: j.submitter, argv: j.argv, cwd: j.cwd, selector: j.selector,
     device: j.deviceName, gpus: j.gpus, priority: j.priority, host: j.hostName, devices: j.devices,
     exitCode: j.exitCode, reason: j.reason, maxRuntimeS: j.maxRuntimeS, idleTimeoutS: j.idleTimeoutS, waitTimeoutS: j.waitTimeoutS,
-    outputTruncated: j.outputTruncated, createdAt: j.createdAt.toISOString(),
+    outputTruncated: j.outputTruncated, expiresAt: j.expiresAt?.toISOString() ?? null, createdAt: j.createdAt.toISOString(),
     startedAt: j.startedAt?.toISOString() ?? null, endedAt: j.endedAt?.toISOString() ?? null,
   };
 }

@@ -49,7 +49,7 @@ let jobSeq = 0;
 
 function order(argv: string[], extra: Partial<StartJob> = {}): StartJob {
   return {
-    jobId: `j${++jobSeq}-${randomBytes(3).toString('hex')}`, fence: 1, argv, cwd: null,
+    jobId: `j${++jobSeq}-${randomBytes(3).toString('hex')}`, kind: 'run', fence: 1, argv, cwd: null,
     devices: [{ index: 0, name: 'cpu0', uuid: null }], maxRuntimeS: null, idleTimeoutS: null, ...extra,
   };
 }
