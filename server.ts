@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const database = connect(process.env.DATABASE_URL);
   await runMigrations(database);
 
-  const controller = new Controller({ database, hostTimeoutS: config.RC_HOST_TIMEOUT_S, watchdogGraceS: config.RC_WATCHDOG_GRACE_S, outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES, reserveAfterS: config.RC_RESERVE_AFTER_S, log });
+  const controller = new Controller({ database, hostTimeoutS: config.RC_HOST_TIMEOUT_S, watchdogGraceS: config.RC_WATCHDOG_GRACE_S, outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES, reserveAfterS: config.RC_RESERVE_AFTER_S, ttyGraceS: config.RC_TTY_GRACE_S, ttyReplayBytes: config.RC_TTY_REPLAY_BYTES, log });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;
   const http = createServer((req, res) => {
     controller.handle(req, res).then((handled) => {

@@ -29,12 +29,17 @@ export default async function FleetPage() {
         </tbody>
       </table>
       <h2>Devices</h2>
+      <form method="get" action="/terminal" style={{ margin: '0.5rem 0 1rem' }}>
+        <label>Open a terminal on a device matching <input name="select" placeholder="vram>=40G (empty: any)" size={30} aria-label="selector" /></label>
+        <button type="submit">Open terminal</button>
+        <span style={{ marginLeft: '0.75rem', fontSize: 13, color: '#555' }}>or pick a device below</span>
+      </form>
       <table style={{ borderCollapse: 'collapse' }}>
         <thead><tr><th style={cell}>Device</th><th style={cell}>State</th><th style={cell}>Holder</th><th style={cell}>GPU</th><th style={cell}>Labels</th></tr></thead>
         <tbody>
           {devices.map((d) => (
             <tr key={d.name} data-device={d.name}>
-              <td style={cell}>{d.name}</td>
+              <td style={cell}><a href={`/devices/${encodeURIComponent(d.name)}`}>{d.name}</a></td>
               <td style={cell}>{d.state}{d.unhealthy ? <div style={{ color: '#b00' }}>{d.unhealthy.reason}</div> : null}</td>
               <td style={cell}>{d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : '-'}</td>
               <td style={cell}>{d.gpu ? <GpuBars gpu={d.gpu} /> : '-'}</td>

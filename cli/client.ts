@@ -17,6 +17,15 @@ export class Client {
     return this.config.submitter;
   }
 
+  /** For the terminal socket (rc run --tty). */
+  get controller(): string {
+    return this.config.controller;
+  }
+
+  get token(): string {
+    return this.config.token;
+  }
+
   async json<T>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await this.send(method, path, body, 'application/json');
     const text = await readAll(res);
@@ -32,13 +41,28 @@ export class Client {
     return res;
   }
 
+  /** Raw bytes up or down (rc cp); an error answer is turned into a CLI error. */
+  async bytes(method: string, path: string, body?: Buffer): Promise<Buffer> {
+    const res = await this.send(method, path, body, 'application/octet-stream');
+    const chunks: Buffer[] = [];
+    await new Promise<void>((resolve, reject) => {
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', resolve);
+      res.on('error', reject);
+    });
+    const data = Buffer.concat(chunks);
+    if ((res.statusCode ?? 500) >= 400) failFromBody(res.statusCode ?? 500, parseJson(data.toString('utf8')));
+    return data;
+  }
+
   private send(method: string, path: string, body: unknown, accept: string): Promise<Response> {
     const url = new URL(this.config.controller + path);
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const raw = Buffer.isBuffer(body);
+    const payload = body === undefined ? undefined : raw ? body : JSON.stringify(body);
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.config.token}`,
       accept,
-      ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+      ...(payload === undefined ? {} : { 'content-type': raw ? 'application/octet-stream' : 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
     };
     const sent: Promise<Response> = url.protocol === 'https:'
       // https (and TLS with it) is loaded only when used.

@@ -11,14 +11,15 @@ export interface Http1Response extends PassThrough {
   headers: Record<string, string>;
 }
 
-export function http1Request(url: URL, method: string, headers: Record<string, string>, body?: string): Promise<Http1Response> {
+export function http1Request(url: URL, method: string, headers: Record<string, string>, body?: string | Buffer): Promise<Http1Response> {
   return new Promise((resolve, reject) => {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const socket = connect(Number(url.port || 80), host);
     socket.setNoDelay(true);
     const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
     for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
-    socket.write(lines.join('\r\n') + '\r\n\r\n' + (body ?? ''));
+    if (typeof body === 'string' || body === undefined) socket.write(lines.join('\r\n') + '\r\n\r\n' + (body ?? ''));
+    else { socket.write(lines.join('\r\n') + '\r\n\r\n'); socket.write(body); }
     let head: Buffer | null = Buffer.alloc(0) as Buffer;
     let res: Http1Response | null = null;
     let feed: ((data: Buffer) => void) | null = null;

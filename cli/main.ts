@@ -10,6 +10,8 @@ import { DEVICES_HELP, devices } from './commands/devices';
 import { KILL_HELP, kill } from './commands/kill';
 import { ATTACH_HELP, attach, JOBS_HELP, jobs, LOGS_HELP, logs, PS_HELP, ps } from './commands/jobs';
 import { RUN_HELP, run } from './commands/run';
+import { HOLD_HELP, hold, RELEASE_HELP, release } from './commands/hold';
+import { CP_HELP, cp } from './commands/cp';
 
 declare const RC_VERSION: string;
 
@@ -19,6 +21,9 @@ usage: rc <command> [flags]
 
   run      run a command on a matching device:  rc run --select 'vram>=40G' -- python train.py
            (rc run --select ... --explain shows what would match, without submitting)
+  hold     keep a device for several commands, with a TTL:  rc hold --select 'vram>=40G' --ttl 2h
+  release  end a hold:  rc release <hold-id>
+  cp       copy one file to or from a device's workspace:  rc cp ./train.py host:gpu0:/workspace/
   devices  list devices, their state and holder
   describe one device in full: labels with source and age, the host's usage sheet, recent jobs
   ps       what is running and queued now, whose it is, queue positions
@@ -38,6 +43,9 @@ RC_SUBMITTER (your name on jobs; default user@host/session).
 type Command = (client: Client, args: readonly string[]) => Promise<number>;
 const COMMANDS: Record<string, { fn: Command; help: string }> = {
   run: { fn: run, help: RUN_HELP },
+  hold: { fn: hold, help: HOLD_HELP },
+  release: { fn: release, help: RELEASE_HELP },
+  cp: { fn: cp, help: CP_HELP },
   devices: { fn: devices, help: DEVICES_HELP },
   describe: { fn: describe, help: DESCRIBE_HELP },
   kill: { fn: kill, help: KILL_HELP },

@@ -3,8 +3,17 @@ import { z } from 'zod';
 
 const printable = /^[^\x00-\x1f\x7f]*$/;
 
+/** The longest a hold may last, from its start or from an extend (documented in the README). */
+export const HOLD_MAX_TTL_S = 24 * 3600;
+
+const holdTtl = z.number().int().min(1).max(HOLD_MAX_TTL_S, `a hold's TTL is at most ${HOLD_MAX_TTL_S / 3600}h; extend it later with rc hold extend`);
+
 export const SubmitJob = z.object({
-  argv: z.array(z.string().max(128 * 1024)).min(1, 'a command is required').max(4096),
+  /** run: a command; hold: a lease with a TTL and no command (tty: see the terminal socket). */
+  kind: z.enum(['run', 'tty', 'hold']).default('run'),
+  argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
+  /** Required for a hold, refused otherwise. */
+  ttlS: holdTtl.nullish(),
   selector: z.string().max(4096).default(''),
   device: z.string().max(300).nullish(),
   cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
@@ -18,8 +27,24 @@ export const SubmitJob = z.object({
   /** Watchdogs in seconds: the job is killed past them. idleTimeoutS 0 or null disables it. */
   maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
   idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
-}).strict();
+}).strict().superRefine((j, ctx) => {
+  const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (j.kind === 'hold') {
+    if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
+    if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
+    if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
+  } else {
+    if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');
+    if (j.ttlS != null) say('ttlS', 'only a hold has a TTL; bound a job with --max-runtime');
+  }
+});
 export type SubmitJob = z.infer<typeof SubmitJob>;
+
+/** Releasing a hold (its holder, or an admin). */
+export const ReleaseHold = z.object({ submitter: z.string().trim().min(1).max(200) }).strict();
+
+/** Extending a running hold: it then ends ttlS from now. */
+export const ExtendHold = z.object({ submitter: z.string().trim().min(1).max(200), ttlS: holdTtl }).strict();
 
 export const KillJob = z.object({
   submitter: z.string().trim().min(1).max(200),

@@ -107,3 +107,32 @@ export const DEVICE_UNHEALTHY = 'device:unhealthy';
 
 /** Controller → worker: run every probe now and send the inventory ('inventory' message). */
 export const PROBE_NOW = 'probe:run';
+
+/**
+ * rc cp, controller → worker, each with an ack: a file in the workspace read
+ * or written a piece at a time. Replies are FileReply.
+ *   file:read   { path, offset, length }        → { ok, data, size, mtimeMs }
+ *   file:begin  { path }                        → { ok, temp }
+ *   file:write  { path, temp, offset, data }    → { ok }
+ *   file:commit { path, temp, size }            → { ok }
+ *   file:abort  { path, temp }                  → { ok }
+ */
+export const FILE_READ = 'file:read';
+export const FILE_BEGIN = 'file:begin';
+export const FILE_WRITE = 'file:write';
+export const FILE_COMMIT = 'file:commit';
+export const FILE_ABORT = 'file:abort';
+
+export const FileOp = z.object({
+  path: z.string().max(4096),
+  temp: z.string().max(100).optional(),
+  offset: z.number().int().min(0).optional(),
+  length: z.number().int().min(0).max(4 * 1024 * 1024).optional(),
+  size: z.number().int().min(0).optional(),
+  data: z.instanceof(Buffer).optional(),
+});
+export type FileOp = z.infer<typeof FileOp>;
+
+export type FileReply =
+  | { ok: true; data?: Buffer; size?: number; mtimeMs?: number; temp?: string }
+  | { ok: false; code: 'not_found' | 'bad_request' | 'payload_too_large' | 'internal'; message: string };

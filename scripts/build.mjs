@@ -12,6 +12,8 @@ const common = { absWorkingDir: root, bundle: true, platform: 'node', target: 'n
 await Promise.all([
   // The CLI is one self-contained CommonJS file: no module resolution at start-up.
   build({ ...common, entryPoints: ['cli/main.ts'], outfile: 'dist/rc.cjs', format: 'cjs', minifySyntax: true }),
+  // rc run --tty's terminal client, with socket.io-client: loaded by rc.cjs only for --tty.
+  build({ ...common, entryPoints: ['cli/tty.ts'], outfile: 'dist/rc-tty.cjs', format: 'cjs', minifySyntax: true, external: ['bufferutil', 'utf-8-validate'] }),
   build({ ...common, entryPoints: ['server.ts'], outfile: 'dist/server.js', format: 'esm', packages: 'external', sourcemap: true }),
   build({ ...common, entryPoints: ['worker/main.ts'], outfile: 'dist/worker.js', format: 'esm', packages: 'external', sourcemap: true }),
   build({ ...common, entryPoints: ['test/support.ts'], outfile: 'dist/test-support.js', format: 'esm', packages: 'external' }),

@@ -22,6 +22,10 @@ const Env = z.object({
   RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
   /** Seconds past --max-runtime/--idle-timeout before the controller ends a job its worker did not kill. */
   RC_WATCHDOG_GRACE_S: z.coerce.number().min(0).max(3600).default(30),
+  /** Seconds a terminal (rc run --tty, the dashboard's) may have nobody attached before its job ends. */
+  RC_TTY_GRACE_S: z.coerce.number().min(1).max(86400).default(45),
+  /** Bytes of a terminal's recent output kept for a re-attach (reload, dropped connection). */
+  RC_TTY_REPLAY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(256 * 1024),
 });
 export type ControllerConfig = z.infer<typeof Env>;
 

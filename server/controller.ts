@@ -12,6 +12,7 @@ import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
 import { Router } from './http/router';
 import { registerApi } from './http/api';
+import { TtyHub } from './tty';
 
 export interface ControllerOptions {
   database: Database;
@@ -22,6 +23,10 @@ export interface ControllerOptions {
   /** Seconds a multi-GPU job waits before devices are held back for it. */
   reserveAfterS?: number;
   log?: (msg: string) => void;
+  /** Seconds a terminal may have nobody attached before its job ends (RC_TTY_GRACE_S). */
+  ttyGraceS?: number;
+  /** Bytes of recent output kept per terminal for a re-attach (RC_TTY_REPLAY_BYTES). */
+  ttyReplayBytes?: number;
 }
 
 export class Controller {
@@ -32,6 +37,7 @@ export class Controller {
   readonly hub: WorkerHub;
   readonly scheduler: Scheduler;
   readonly router: Router;
+  readonly tty: TtyHub;
   readonly outputLimitBytes: number;
   private timers: NodeJS.Timeout[] = [];
 
@@ -51,11 +57,13 @@ export class Controller {
     this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`), opts.reserveAfterS);
     this.router = new Router(this.db, log);
     registerApi(this.router, this);
+    this.tty = new TtyHub(this, { graceS: opts.ttyGraceS ?? 45, replayBytes: opts.ttyReplayBytes ?? 256 * 1024, log });
   }
 
   async start(io: Server): Promise<void> {
     await markHostsAway(this.db);
     this.hub.attach(io);
+    await this.tty.start(io);
     const log = this.opts.log ?? console.error;
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
     this.timers.push(setInterval(() => {
@@ -87,6 +95,7 @@ export class Controller {
   async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.tty.stop();
     this.hub.close();
     await this.writer.drain();
   }

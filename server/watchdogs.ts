@@ -23,10 +23,18 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
     if (done) { ended++; events.event(j.id, { type: 'exit', jobId: j.id, state: 'cancelled', exitCode: null, reason }); }
   }
 
-  const running = await sql<{ id: string; fence: string; host_name: string; max_runtime_s: number | null; idle_timeout_s: number | null; run_s: number }[]>`
-    select id, fence, host_name, max_runtime_s, idle_timeout_s, extract(epoch from now() - started_at)::float8 as run_s from jobs
-    where state = 'running' and (max_runtime_s is not null or idle_timeout_s is not null)`;
+  const running = await sql<{ id: string; fence: string; host_name: string; max_runtime_s: number | null; idle_timeout_s: number | null; run_s: number; hold_ttl_s: number | null; expired_s: number | null }[]>`
+    select id, fence, host_name, max_runtime_s, idle_timeout_s, hold_ttl_s, extract(epoch from now() - started_at)::float8 as run_s,
+      extract(epoch from now() - expires_at)::float8 as expired_s from jobs
+    where state = 'running' and (max_runtime_s is not null or idle_timeout_s is not null or expires_at is not null)`;
   for (const j of running) {
+    // A hold's TTL is the controller's alone (rc hold extend moves it), so it gets no worker head start.
+    if (j.expired_s !== null) {
+      if (j.expired_s < 0) continue;
+      const reason = `hold expired (TTL ${formatDuration(j.hold_ttl_s ?? 0)}${j.run_s - (j.hold_ttl_s ?? 0) > 1 ? ', extended' : ''})`;
+      ended += await stop(j, reason, j.expired_s + 1);
+      continue;
+    }
     const idleS = hub.idleSeconds(j.id);
     const reason = j.max_runtime_s !== null && j.run_s > j.max_runtime_s ? 'max_runtime exceeded'
       : j.idle_timeout_s !== null && idleS > j.idle_timeout_s ? `idle: no output for ${formatDuration(j.idle_timeout_s)}`
@@ -35,13 +43,20 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
     const over = reason === 'max_runtime exceeded' ? j.run_s - j.max_runtime_s! : idleS - j.idle_timeout_s!;
     // The worker enforces the limit itself and gets the first second; this is the backstop for a worker that cannot.
     if (over < 1) continue;
+    ended += await stop(j, reason, over);
+  }
+  return ended;
+
+  /** Asks the worker to kill the job; past the grace, ends it here. Resolves to 1 when it ended it. */
+  async function stop(j: { id: string; fence: string; host_name: string }, reason: string, over: number): Promise<number> {
     await sql`update jobs set kill_requested_by = coalesce(kill_requested_by, ${reason}) where id = ${j.id} and state = 'running'`;
     hub.killJob(j.host_name, { jobId: j.id, fence: Number(j.fence), reason });
-    if (over < Math.max(graceS, 1)) continue;
+    if (over < Math.max(graceS, 1)) return 0;
     const final = `${reason} (ended by the controller: the worker did not report the kill)`;
     await sql`update jobs set kill_requested_by = ${final} where id = ${j.id} and state = 'running'`;
     const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: final }, ['running']);
-    if (done) { ended++; events.event(j.id, { type: 'exit', jobId: j.id, state: 'killed', exitCode: null, reason: done.reason }); }
+    if (!done) return 0;
+    events.event(j.id, { type: 'exit', jobId: j.id, state: 'killed', exitCode: null, reason: done.reason });
+    return 1;
   }
-  return ended;
 }

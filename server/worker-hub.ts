@@ -4,7 +4,7 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { devices as devicesT, hosts, jobs, labels } from '../db/schema';
-import { DEVICE_UNHEALTHY, Heartbeat, Hello, Inventory, JobExit, JobOutput, PROBE_NOW, Quarantine, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
+import { DEVICE_UNHEALTHY, type FileReply, Heartbeat, Hello, Inventory, JobExit, JobOutput, PROBE_NOW, Quarantine, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
 import { loadDevices } from './fleet';
 import { quarantineDevice, quarantinesFromLabels } from './quarantine';
 import { storeHeartbeat } from './heartbeat';
@@ -15,6 +15,17 @@ import { finishFromExit, finishJob } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
 import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
+import { TTY_OUTPUT, TtyOutput } from '../protocol/tty';
+
+/** What the terminal side (server/tty.ts) needs from the hub's traffic. */
+export interface TtyHooks {
+  /** The terminal size a tty job starts with (null: 80x24). */
+  sizeOf(jobId: string): { cols: number; rows: number } | null;
+  /** A tty job was sent to its worker. */
+  started(job: JobRow): void;
+  /** Live terminal output from a worker (fence already checked). */
+  output(hostName: string, out: TtyOutput): void;
+}
 
 export interface HubDeps {
   db: Db;
@@ -44,6 +55,8 @@ export class WorkerHub implements Dispatcher {
   /** Highest sequence number handled (stored, or dropped past the bound) per running job, and its host. */
   private readonly handledSeq = new Map<string, { seq: number; host: string }>();
   private ns: Namespace | null = null;
+  /** Set by the terminal hub (server/tty.ts). */
+  tty: TtyHooks | null = null;
 
   constructor(private readonly deps: HubDeps) {}
 
@@ -71,7 +84,17 @@ export class WorkerHub implements Dispatcher {
     this.fences.set(job.id, job.fence!);
     this.lastOutput.set(job.id, Date.now());
     const order: StartJob = { jobId: job.id, kind: job.kind, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices, maxRuntimeS: job.maxRuntimeS, idleTimeoutS: job.idleTimeoutS };
+    if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };
     socket.emit('job:start', order);
+    if (job.kind === 'tty') this.tty?.started(job);
+    return true;
+  }
+
+  /** Sends a message to a host's worker; false when it is not connected here. */
+  emitTo(hostName: string, event: string, payload: unknown): boolean {
+    const socket = this.sockets.get(hostName);
+    if (!socket) return false;
+    socket.emit(event, payload);
     return true;
   }
 
@@ -80,6 +103,13 @@ export class WorkerHub implements Dispatcher {
     if (!socket) return false;
     socket.emit('job:kill', order);
     return true;
+  }
+
+  /** One rc cp step on a host's worker (FILE_* events); null when its worker is not connected here or does not answer. */
+  async fileCall(hostName: string, event: string, op: Record<string, unknown>, timeoutMs = 30_000): Promise<FileReply | null> {
+    const socket = this.sockets.get(hostName);
+    if (!socket) return null;
+    return socket.timeout(timeoutMs).emitWithAck(event, op).then((r: FileReply) => r, () => null);
   }
 
   /** Asks a host's worker to run its probes now; false when it is not connected here. */
@@ -172,6 +202,14 @@ export class WorkerHub implements Dispatcher {
       this.lastOutput.set(jobId, Date.now());
       this.store(jobId, hostName, seq, stream, data);
       this.deps.events.output(jobId, seq, stream, data);
+    });
+
+    // A terminal's output is live only: never stored, but it counts as activity for --idle-timeout.
+    socket.on(TTY_OUTPUT, (raw: unknown) => {
+      const out = TtyOutput.safeParse(raw);
+      if (!out.success || !this.fenceOk(out.data.jobId, out.data.fence)) return;
+      this.lastOutput.set(out.data.jobId, Date.now());
+      this.tty?.output(hostName, out.data);
     });
 
     socket.on('job:exit', (raw: unknown, ack: Ack) => {

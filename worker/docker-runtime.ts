@@ -16,7 +16,9 @@ import type { StartJob } from '../protocol/worker';
 import { dockerGpusValue, normalizeGpuSpec } from '../core/gpus';
 import { dockerCall, dockerError } from './docker-cli';
 import { jobEnv } from './host-runtime';
-import type { DeviceProblem, JobCallbacks, RunningJob, Runtime, RuntimeDevice } from './runtime';
+import type { DeviceProblem, JobCallbacks, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
+import { LOGIN_SHELL } from '../protocol/tty';
+import { PtyJob } from './tty';
 
 export interface DockerRuntimeOptions {
   /** The host's name in rc: part of container names and the rc.host label. */
@@ -124,6 +126,55 @@ export class DockerRuntime implements Runtime {
 
   run(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob {
     return order.devices.length > 1 ? this.runOneOff(order, cb) : this.runInDeviceContainer(order, cb, problem);
+  }
+
+  /**
+   * A terminal job: `docker exec -it` (or, on several GPUs, `docker run --rm -it`)
+   * under node-pty. Killing goes through the RC_JOB_ID tag, as for other jobs.
+   */
+  runTty(order: StartJob, cb: TtyCallbacks, problem: (p: DeviceProblem) => void): RunningTty {
+    const job = new PtyJob(cb);
+    const cwd = order.cwd ?? CONTAINER_WORKSPACE;
+    const argv = order.argv.length ? order.argv : LOGIN_SHELL;
+    const base = { file: this.docker, env: process.env as Record<string, string>, cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24 };
+    const envArgs = [...this.envArgs(order), '-e', 'TERM=xterm-256color'];
+    if (order.devices.length > 1) {
+      const name = jobContainerName(this.opts.host, order.jobId);
+      const gpus = this.gpusFor(order.devices);
+      if (!gpus.ok) { job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`); return job; }
+      job.start({
+        ...base,
+        args: [
+          'run', '--rm', '-it', '--pull', 'never', '--init', '--network', 'host', '--ipc', 'host', '--name', name,
+          '--label', `rc.host=${this.opts.host}`, '--label', `rc.job=${order.jobId}`,
+          '-v', `${this.workspace}:${CONTAINER_WORKSPACE}`,
+          ...(gpus.arg ? ['--gpus', dockerGpusValue(gpus.arg)] : []),
+          '-u', '0:0', '-w', cwd, ...envArgs, this.opts.image, ...argv,
+        ],
+        signal: async (sig) => { await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]); },
+        afterExit: () => {},
+      });
+      return job;
+    }
+    const device = order.devices[0];
+    const name = containerName(this.opts.host, device?.index ?? 0);
+    const start = async () => {
+      if (!device) return job.failAtOnce(DOCKER_FAILED, 'rc: the job has no device to run on\n');
+      const ensured = await this.ensure(device, false);
+      if (!ensured.ok) {
+        problem(ensured.problem);
+        return job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${ensured.problem.reason}\n`);
+      }
+      job.start({
+        ...base,
+        args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv],
+        signal: (sig) => this.signalTagged(name, sig, order.jobId).then(() => {}),
+        // Nothing of a finished job may stay in the container.
+        afterExit: () => this.signalTagged(name, 'KILL', order.jobId).then(() => {}),
+      });
+    };
+    void start();
+    return job;
   }
 
   // ---- containers --------------------------------------------------------

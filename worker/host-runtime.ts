@@ -3,9 +3,11 @@
 // exits, whatever it left behind in its group is killed.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import { existsSync, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs';
 import type { StartJob } from '../protocol/worker';
-import type { JobCallbacks, RunningJob, Runtime } from './runtime';
+import { LOGIN_SHELL } from '../protocol/tty';
+import type { JobCallbacks, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
+import { findOnPath, PtyJob, signalHostTty } from './tty';
 
 /** Jobs run directly on the host, for hosts without Docker (and `npm start`'s local worker). */
 export class HostRuntime implements Runtime {
@@ -14,6 +16,7 @@ export class HostRuntime implements Runtime {
   constructor(private readonly workspace: string) {}
   prepare(): Promise<[]> { return Promise.resolve([]); }
   run(order: StartJob, cb: JobCallbacks): RunningJob { return runOnHost(order, this.workspace, cb); }
+  runTty(order: StartJob, cb: TtyCallbacks): RunningTty { return runTtyOnHost(order, this.workspace, cb); }
 }
 
 const PASS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -81,4 +84,36 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 function failAtOnce(cb: JobCallbacks, code: number, message: string): RunningJob {
   setImmediate(() => { cb.output(2, Buffer.from(message)); cb.exit(code, null); });
   return { kill() {} };
+}
+
+/** A job under a pseudo-terminal on the host: same cwd and environment as runOnHost, TERM=xterm-256color. */
+export function runTtyOnHost(order: StartJob, workspace: string, cb: TtyCallbacks): RunningTty {
+  const job = new PtyJob(cb);
+  const cwd = order.cwd ?? workspace;
+  const argv = order.argv.length ? order.argv : LOGIN_SHELL;
+  const env = jobEnv(order);
+  if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
+    job.failAtOnce(126, `rc: the working directory ${cwd} does not exist on this host\n`);
+    return job;
+  }
+  const file = findOnPath(argv[0]!, env.PATH, isExecutableFile);
+  if (!file) {
+    job.failAtOnce(127, `rc: ${argv[0]}: command not found\n`);
+    return job;
+  }
+  job.start({
+    file, args: argv.slice(1), cwd, env, cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24,
+    signal: (sig, pid) => { signalHostTty(pid, order.jobId, sig === 'TERM' ? 'SIGTERM' : 'SIGKILL'); },
+    afterExit: (pid) => { signalHostTty(pid, order.jobId, 'SIGKILL'); },
+  });
+  return job;
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    accessSync(path, fsConstants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }

@@ -7,13 +7,16 @@
 import { mkdirSync } from 'node:fs';
 import { io, type Socket } from 'socket.io-client';
 import type { Inventory, JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
-import { DEVICE_UNHEALTHY, PROBE_NOW, WORKER_NAMESPACE } from '../protocol/worker';
+import { DEVICE_UNHEALTHY, FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, FileOp, PROBE_NOW, WORKER_NAMESPACE, type FileReply } from '../protocol/worker';
+import { abortWrite, beginWrite, commitWrite, FileError, readPiece, writePiece } from './files';
 import { loadWorkerConfig, type WorkerConfig } from './config';
 import { DockerRuntime } from './docker-runtime';
 import { doctor } from './doctor';
 import { GpuMonitor } from './gpu-monitor';
 import { HostRuntime } from './host-runtime';
-import type { RunningJob, Runtime } from './runtime';
+import { holdLease } from './hold';
+import type { JobCallbacks, RunningJob, RunningTty, Runtime } from './runtime';
+import { TTY_ACK, TTY_INPUT, TTY_OUTPUT, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TTY_WORKER_WINDOW, TtyAck, TtyInput, TtyJobRef, TtyResize } from '../protocol/tty';
 import { Watchdog } from './watchdog';
 import { OutputOutbox } from './outbox';
 import { Prober } from './inventory';
@@ -22,7 +25,10 @@ import { readWorkerConfigFile } from './worker-config';
 declare const RC_VERSION: string;
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
 
-interface Job { order: StartJob; seq: number; run: RunningJob; watchdog: Watchdog | null; killedFor: string | null }
+interface Job { order: StartJob; seq: number; run: RunningJob; watchdog: Watchdog | null; killedFor: string | null; tty?: TtyState }
+
+/** A terminal job's flow control: paused while disconnected, while the controller says so, or with a full send window. */
+interface TtyState { run: RunningTty; inflight: number; held: boolean }
 
 class Worker {
   private readonly jobs = new Map<string, Job>();
@@ -54,6 +60,7 @@ class Worker {
     this.socket.on('connect', () => void this.hello());
     this.socket.on('disconnect', (reason) => {
       this.ready = false;
+      this.ttyFlowAll(false);
       this.stopHeartbeat();
       // socket.io does not retry after a server-side disconnect (a controller shutting down): we do.
       if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
@@ -63,6 +70,39 @@ class Worker {
     this.socket.on('job:ack', (a: { jobId: string; seq: number }) => this.outbox.ack(a.jobId, a.seq));
     this.socket.on('job:kill', (order: KillJobOrder) => this.kill(order));
     this.socket.on(PROBE_NOW, () => void prober.run());
+    this.socket.on(FILE_READ, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => readPiece(this.config.RC_WORKSPACE, op.path, op.offset ?? 0, op.length ?? 0)));
+    this.socket.on(FILE_BEGIN, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => ({ temp: beginWrite(this.config.RC_WORKSPACE, op.path) })));
+    this.socket.on(FILE_WRITE, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => writePiece(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.offset ?? 0, op.data ?? Buffer.alloc(0))));
+    this.socket.on(FILE_COMMIT, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => commitWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.size ?? -1)));
+    this.socket.on(FILE_ABORT, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => abortWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '')));
+    this.socket.on(TTY_INPUT, (raw: unknown) => { const m = TtyInput.safeParse(raw); if (m.success) this.ttyJob(m.data)?.tty!.run.write(m.data.data); });
+    this.socket.on(TTY_RESIZE, (raw: unknown) => { const m = TtyResize.safeParse(raw); if (m.success) this.ttyJob(m.data)?.tty!.run.resize(m.data.cols, m.data.rows); });
+    this.socket.on(TTY_PAUSE, (raw: unknown) => this.ttyHold(raw, true));
+    this.socket.on(TTY_RESUME, (raw: unknown) => this.ttyHold(raw, false));
+    this.socket.on(TTY_ACK, (raw: unknown) => {
+      const m = TtyAck.safeParse(raw);
+      const job = m.success ? this.ttyJob(m.data) : null;
+      if (!job || !m.success) return;
+      job.tty!.inflight = Math.max(0, job.tty!.inflight - m.data.bytes);
+      this.ttyFlow(job);
+    });
+  }
+
+/** Runs one rc cp step and answers with a FileReply; refusals carry a code and a sentence, never a stack. */
+  private file(raw: unknown, ack: unknown, fn: (op: FileOp) => object | void): void {
+    if (typeof ack !== 'function') return;
+    const op = FileOp.safeParse(raw);
+    let reply: FileReply;
+    if (!op.success) reply = { ok: false, code: 'bad_request', message: `bad file request: ${op.error.issues[0]?.message}` };
+    else {
+      try {
+        reply = { ok: true, ...(fn(op.data) ?? {}) };
+      } catch (err) {
+        reply = err instanceof FileError ? { ok: false, code: err.code, message: err.message }
+          : { ok: false, code: 'internal', message: `${(err as NodeJS.ErrnoException).code ?? 'error'}: ${(err as Error).message}` };
+      }
+    }
+    (ack as (r: FileReply) => void)(reply);
   }
 
   private sendInventory(inventory: Inventory): void {
@@ -83,6 +123,8 @@ class Worker {
     }
     log(`connected to ${this.config.RC_CONTROLLER} as ${this.config.RC_HOST_NAME} with ${inventory.devices.length} device(s)`);
     this.ready = true;
+    // Output sent before the reconnect will never be acknowledged: the window starts again.
+    this.ttyFlowAll(true);
     this.sent = inventory;
     // A probe run that ended while the hello was on its way.
     if (this.prober.latest && this.prober.latest !== this.sent) this.sendInventory(this.prober.latest);
@@ -112,7 +154,7 @@ class Worker {
       job.killedFor = reason;
       job.run.kill(this.config.RC_KILL_GRACE_S);
     });
-    job.run = this.runtime.run(order, {
+    const callbacks: Parameters<Runtime['run']>[1] = {
       output: (stream, data) => {
         job.watchdog?.activity();
         job.seq += 1;
@@ -134,13 +176,66 @@ class Worker {
           if (this.ready) this.sendExit(exit);
         });
       },
+    };
+    job.run = order.kind === 'hold' ? holdLease(callbacks)
+      : order.kind === 'tty' ? this.startTty(job, callbacks)
+      : this.runtime.run(order, callbacks, (problem) => this.unusable(problem));
+  }
+
+  /** A terminal job: its output is live only (not numbered, not kept), sent within a window the controller acknowledges. */
+  private startTty(job: Job, callbacks: JobCallbacks): RunningTty {
+    const { jobId, fence } = job.order;
+    const run = this.runtime.runTty(job.order, {
+      output: (data) => {
+        job.watchdog?.activity();
+        if (!job.tty) return;
+        job.tty.inflight += data.length;
+        // While disconnected socket.io keeps it; the terminal is paused meanwhile, so that is bounded.
+        this.socket.emit(TTY_OUTPUT, { jobId, fence, data });
+        this.ttyFlow(job);
+      },
+      exit: callbacks.exit,
     }, (problem) => this.unusable(problem));
+    job.tty = { run, inflight: 0, held: false };
+    this.ttyFlow(job);
+    return run;
+  }
+
+  private ttyJob(ref: TtyJobRef): Job | null {
+    const job = this.jobs.get(ref.jobId);
+    return job?.tty && job.order.fence === ref.fence ? job : null;
+  }
+
+  private ttyHold(raw: unknown, held: boolean): void {
+    const m = TtyJobRef.safeParse(raw);
+    const job = m.success ? this.ttyJob(m.data) : null;
+    if (!job) return;
+    job.tty!.held = held;
+    this.ttyFlow(job);
+  }
+
+  private ttyFlow(job: Job): void {
+    const t = job.tty;
+    if (!t) return;
+    if (!this.ready || t.held || t.inflight >= TTY_WORKER_WINDOW) t.run.pause();
+    else t.run.resume();
+  }
+
+  private ttyFlowAll(resetWindow: boolean): void {
+    for (const job of this.jobs.values()) {
+      if (!job.tty) continue;
+      // A controller that restarted has forgotten its pause; it pauses again when it must.
+      if (resetWindow) { job.tty.inflight = 0; job.tty.held = false; }
+      this.ttyFlow(job);
+    }
   }
 
   /** The heartbeat carries the last GPU sample; the next is taken meanwhile, and with it the check for processes rc did not start. */
   private beat(): void {
     this.socket.emit('heartbeat', { gpus: this.gpus.latest });
-    const devices = (this.prober.latest?.devices ?? []).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));
+    // People work on a held device directly (that is what a hold is for): their processes are not foreign.
+    const held = new Set([...this.jobs.values()].filter((j) => j.order.kind === 'hold').flatMap((j) => j.order.devices.map((d) => d.index)));
+    const devices = (this.prober.latest?.devices ?? []).filter((d) => !held.has(d.index)).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));
     const now = Date.now();
     const jobOn = (index: number): string | null => {
       for (const j of this.jobs.values()) if (j.order.devices.some((d) => d.index === index)) return j.order.jobId;

@@ -16,6 +16,21 @@ export interface RunningJob {
   kill(graceS: number): void;
 }
 
+/** A job under a pseudo-terminal (kind tty): output is the terminal's, and it takes input. */
+export interface RunningTty extends RunningJob {
+  write(data: string | Buffer): void;
+  resize(cols: number, rows: number): void;
+  /** Stops reading the terminal: the program blocks once the terminal's buffer is full. */
+  pause(): void;
+  resume(): void;
+}
+
+export interface TtyCallbacks {
+  output(data: Buffer): void;
+  /** Called once, after the program and everything it started are gone. */
+  exit(exitCode: number | null, signal: NodeJS.Signals | null): void;
+}
+
 /** A device the runtime could not make usable (e.g. its container cannot be created): the worker quarantines it. */
 export interface DeviceProblem {
   index: number;
@@ -37,4 +52,6 @@ export interface Runtime {
   prepare(devices: RuntimeDevice[]): Promise<DeviceProblem[]>;
   /** Starts a job. A device problem found on the way (a container that cannot be recreated) is reported through `problem`. */
   run(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob;
+  /** Starts a job under a pseudo-terminal (node-pty) of `order.tty`'s size; an empty argv runs a login shell. */
+  runTty(order: StartJob, cb: TtyCallbacks, problem: (p: DeviceProblem) => void): RunningTty;
 }

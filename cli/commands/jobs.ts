@@ -5,12 +5,28 @@ import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
 import { age, shortCommand, table, usage } from '../output';
-import { follow } from './run';
+import { follow, reattachTty } from './run';
 
 interface Job {
   id: string; state: string; submitter: string; argv: string[]; devices: string[] | null; device: string | null; selector: string;
   exitCode: number | null; reason: string | null; createdAt: string; startedAt: string | null; endedAt: string | null;
   maxRuntimeS: number | null; position?: number | null; outputTruncated: boolean;
+  kind?: string; expiresAt?: string | null;
+}
+
+/** What a job runs, as the tables show it: a hold runs nothing. */
+function what(j: Job): string {
+  return j.kind === 'hold' ? '(hold)' : j.kind === 'tty' ? `(terminal) ${shortCommand(j.argv, 38)}` : shortCommand(j.argv, 50);
+}
+
+/** A running hold's time left, or the job's --max-runtime. */
+function limit(j: Job, now = Date.now()): string {
+  if (j.kind === 'hold') {
+    if (!j.expiresAt) return 'ttl';
+    const left = Math.max(0, Math.round((Date.parse(j.expiresAt) - now) / 1000));
+    return `${formatDuration(left)} left`;
+  }
+  return j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-';
 }
 
 export const JOBS_HELP = `usage: rc jobs [--state s1,s2] [--device host:gpuN] [--submitter name] [--limit n] [--json]
@@ -32,7 +48,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
   if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(body, null, 2) + '\n'); return EXIT.ok; }
   process.stdout.write(table(['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'], body.jobs.map((j) => [
     j.id, j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''), j.exitCode === null ? '-' : String(j.exitCode),
-    (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, shortCommand(j.argv, 50),
+    (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, what(j),
   ])));
   return EXIT.ok;
 }
@@ -55,8 +71,8 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
     j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
     j.submitter,
     age(j.startedAt ?? j.createdAt),
-    j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-',
-    shortCommand(j.argv, 50),
+    limit(j),
+    what(j),
   ])));
   return EXIT.ok;
 }
@@ -82,7 +98,8 @@ export const ATTACH_HELP = `usage: rc attach <job-id>
 
 Re-streams a job's output from the beginning and follows it until it ends,
 then exits as rc run would (the command's exit code). Ctrl-C detaches; the
-job keeps running.
+job keeps running. A running terminal (rc run --tty) is re-attached instead:
+its recent screen is replayed and your keys go to it again.
 `;
 
 export async function attach(client: Client, args: readonly string[]): Promise<number> {
@@ -90,6 +107,8 @@ export async function attach(client: Client, args: readonly string[]): Promise<n
   if (parsed.flags.has('help')) { process.stdout.write(ATTACH_HELP); return EXIT.ok; }
   if (parsed.rest.length !== 1) usage('rc attach takes one job id: rc attach <job-id>');
   const id = parsed.rest[0]!;
+  const { job } = await client.json<{ job: Job & { kind?: string } }>('GET', `/api/jobs/${encodeURIComponent(id)}`);
+  if (job.kind === 'tty' && (job.state === 'running' || job.state === 'queued')) return reattachTty(client, id);
   const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream?follow=1`, undefined, STREAM_CONTENT_TYPE);
   return follow(client, res, { detachOnInterrupt: true, knownJobId: id });
 }

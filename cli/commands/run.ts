@@ -21,6 +21,9 @@ matching device is busy.
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
       --max-runtime <dur>   kill the job if it runs longer (e.g. 2h)
       --idle-timeout <dur>  kill the job after this long with no output; 0 disables
+  -t, --tty                 an interactive terminal: raw keys (Ctrl-C, Ctrl-D) go to
+                            the program, window resizes follow; without a command,
+                            a login shell (bash -l, else sh). Output is not stored
       --explain             print which devices match, how many are free and how
                             deep their queue is, and why the others do not match;
                             then exit without submitting
@@ -34,6 +37,7 @@ const SPECS: FlagSpec[] = [
   { name: 'priority', type: 'string' },
   { name: 'no-wait', type: 'boolean' },
   { name: 'explain', type: 'boolean' },
+  { name: 'tty', short: 't', type: 'boolean' },
   { name: 'timeout', type: 'string' },
   { name: 'max-runtime', type: 'string' },
   { name: 'idle-timeout', type: 'string' },
@@ -45,7 +49,8 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   const parsed = parseFlags('run', args, SPECS, true);
   if (parsed.flags.has('help')) { process.stdout.write(RUN_HELP); return EXIT.ok; }
   if (parsed.flags.has('explain')) return explain(client, stringFlag(parsed, 'select') ?? '', stringFlag(parsed, 'device') ?? null);
-  if (parsed.rest.length === 0) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
+  const tty = parsed.flags.has('tty');
+  if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
   const cwd = stringFlag(parsed, 'cwd');
   if (cwd !== undefined && !cwd.startsWith('/')) usage(`--cwd must be an absolute path on the device host, not ${cwd}`);
   const body = {
@@ -61,6 +66,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
     submitter: client.submitter,
   };
+  if (tty) return runTtyJob(client, body);
   const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);
   return follow(client, res);
 }
@@ -150,7 +156,22 @@ function readStream(res: NodeJS.ReadableStream, state: FollowState, kill: () => 
   });
 }
 
-function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boolean): number {
+/** rc run --tty: the terminal client is a separate bundle (dist/rc-tty.cjs, with socket.io-client), loaded only here. */
+function runTtyJob(client: Client, body: Record<string, unknown>, jobId?: string): Promise<number> {
+  const { join } = require('node:path') as typeof import('node:path');
+  const mod = require(join(__dirname, 'rc-tty.cjs')) as typeof import('../tty');
+  return mod.runTty({
+    controller: client.controller, token: client.token, open: body, jobId, exitCodeOf,
+    kill: (jobId) => client.json('POST', `/api/jobs/${jobId}/kill`, { submitter: client.submitter }).then(() => {}),
+  });
+}
+
+/** rc attach on a running terminal: back to it, its recent screen replayed. */
+export function reattachTty(client: Client, jobId: string): Promise<number> {
+  return runTtyJob(client, {}, jobId);
+}
+
+export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boolean): number {
   switch (event.state) {
     case 'succeeded':
     case 'failed':

@@ -3,7 +3,8 @@ import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { RcError } from '../../core/errors';
 import { audit, hosts, jobs } from '../../db/schema';
-import { ClearQuarantine, CreateToken, Explain, KillJob, RegisterHost, SubmitJob, WriteSheet } from '../../protocol/api';
+import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SubmitJob, WriteSheet } from '../../protocol/api';
+import { extendHold } from '../jobs/hold';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify } from '../auth';
@@ -13,6 +14,7 @@ import { killJob } from '../jobs/kill';
 import { jobView } from '../jobs/job-view';
 import { submitJob } from '../jobs/submit';
 import { clearQuarantine } from '../quarantine';
+import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
 import { listActive, listJobs, parseJobFilter } from '../jobs/list';
 import { readBody, SESSION_COOKIE, sendJson, type Router } from './router';
@@ -62,6 +64,8 @@ export function registerApi(router: Router, c: Controller): void {
 
   router.add('POST', '/api/jobs', 'client', async ({ req, res, identity }) => {
     const body = await readBody(req, SubmitJob);
+    // A terminal needs someone attached from its start: it is opened on the /tty socket.
+    if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const { job, position } = await submitJob(sql, identity, body);
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     // Subscribe before the scheduler can start the job, so the stream misses nothing.
@@ -93,11 +97,13 @@ export function registerApi(router: Router, c: Controller): void {
 
   // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
   router.add('GET', '/api/jobs/:id/stream', 'client', async ({ params, query, res }) => {
-    const [job] = JOB_ID.test(params.id!) ? await db.select({ id: jobs.id }).from(jobs).where(eq(jobs.id, params.id!)) : [];
+    const [job] = JOB_ID.test(params.id!) ? await db.select({ id: jobs.id, kind: jobs.kind }).from(jobs).where(eq(jobs.id, params.id!)) : [];
     if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
     const after = Number(query.get('after') ?? '0');
     if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
     openStream(res);
+    // A terminal's output goes only to the terminal (server/tty.ts): there is nothing stored to replay.
+    if (job.kind === 'tty') writeEvent(res, { type: 'notice', message: `job ${job.id} was an interactive terminal (--tty); its output is not stored` });
     await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after);
   });
 
@@ -113,6 +119,46 @@ export function registerApi(router: Router, c: Controller): void {
     const job = await killJob(c, identity, params.id!, body.submitter);
     return { job: jobView(job) };
   });
+
+  // rc cp: one file to or from a device's workspace, through the controller (server/files.ts).
+  const copyDeps = { sql, hub: c.hub, freed: () => c.scheduler.pokeIfQueued() };
+  const copyArgs = (query: URLSearchParams) => {
+    const path = query.get('path');
+    const submitter = query.get('submitter')?.trim();
+    if (!path) throw new RcError('bad_request', 'path is required: the file on the device, e.g. /workspace/train.py');
+    if (!submitter || submitter.length > 200) throw new RcError('bad_request', 'submitter is required (1-200 characters)');
+    return { path, submitter };
+  };
+  router.add('PUT', '/api/devices/:name/files', 'client', async ({ req, params, query, identity }) => {
+    const { path, submitter } = copyArgs(query);
+    const data = await readUpload(req);
+    return upload(copyDeps, identity, submitter, params.name!, path, data);
+  });
+  router.add('GET', '/api/devices/:name/files', 'client', async ({ params, query, identity, res }) => {
+    const { path, submitter } = copyArgs(query);
+    const { data, lease } = await download(copyDeps, identity, submitter, params.name!, path);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length, 'cache-control': 'no-store', 'x-rc-lease': lease });
+    res.end(data);
+  });
+
+  router.add('POST', '/api/holds/:id/release', 'client', async ({ req, params, identity }) => {
+    const { submitter } = await readBody(req, ReleaseHold);
+    await holdOf(params.id!);
+    return { job: jobView(await killJob(c, identity, params.id!, submitter, 'released')) };
+  });
+
+  router.add('POST', '/api/holds/:id/extend', 'client', async ({ req, params, identity }) => {
+    const { submitter, ttlS } = await readBody(req, ExtendHold);
+    return { job: jobView(await extendHold(c, identity, await holdOf(params.id!), submitter, ttlS)) };
+  });
+
+  /** The job, if it is a hold; a clear error otherwise. */
+  async function holdOf(id: string) {
+    const [job] = JOB_ID.test(id) ? await db.select().from(jobs).where(eq(jobs.id, id)) : [];
+    if (!job) throw new RcError('not_found', `no hold ${id}; rc ps lists the running ones`);
+    if (job.kind !== 'hold') throw new RcError('bad_request', `${id} is not a hold but a ${job.kind} job; stop it with rc kill ${id}`);
+    return job;
+  }
 
   router.add('POST', '/api/admin/hosts', 'admin', async ({ req, res, identity }) => {
     const { name } = await readBody(req, RegisterHost);

@@ -11,7 +11,9 @@ export async function claimDevices(sql: Sql, jobId: string, hostName: string, de
     const rows = await sql<Record<string, unknown>[]>`
       with j as (
         update jobs set state = 'running', started_at = now(), host_name = ${hostName},
-          devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, fence = nextval('fence_seq')
+          devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, fence = nextval('fence_seq'),
+          -- A hold's TTL counts from its start, not from its submit.
+          expires_at = case when kind = 'hold' then now() + make_interval(secs => hold_ttl_s) end
         where id = ${jobId} and state = 'queued'
           -- A device quarantined since the plan was made is not taken.
           and not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)

@@ -12,7 +12,7 @@ import { FINAL_STATES, type JobRow } from './job-view';
 
 export interface KillDeps { db: Db; sql: Sql; events: JobEvents; hub: WorkerHub }
 
-export async function killJob(deps: KillDeps, identity: Identity, jobId: string, submitter: string): Promise<JobRow> {
+export async function killJob(deps: KillDeps, identity: Identity, jobId: string, submitter: string, verb: 'killed' | 'released' = 'killed'): Promise<JobRow> {
   const { db, events, hub } = deps;
   const [job] = await db.select().from(jobs).where(eq(jobs.id, jobId));
   if (!job) throw new RcError('not_found', `no job ${jobId}; check the job id`);
@@ -21,9 +21,9 @@ export async function killJob(deps: KillDeps, identity: Identity, jobId: string,
     throw new RcError('not_job_owner', `job ${jobId} belongs to ${job.submitter}, not ${submitter}; leave it alone`);
   }
   if (FINAL_STATES.has(job.state)) return job;
-  const by = job.submitter === submitter ? `killed by ${submitter}` : `killed by admin ${identity.name} (as ${submitter})`;
+  const by = job.submitter === submitter ? `${verb} by ${submitter}` : `${verb} by admin ${identity.name} (as ${submitter})`;
   if (isAdmin && job.submitter !== submitter) {
-    await db.insert(audit).values({ actor: `admin:${identity.name}`, action: 'job.kill', target: jobId, detail: { submitter: job.submitter, as: submitter } });
+    await db.insert(audit).values({ actor: `admin:${identity.name}`, action: verb === 'released' ? 'hold.release' : 'job.kill', target: jobId, detail: { submitter: job.submitter, as: submitter } });
   }
   if (job.state === 'queued') {
     const ended = await finishJob(deps.sql, jobId, null, { state: 'cancelled', exitCode: null, reason: by }, ['queued']);

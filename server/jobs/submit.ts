@@ -48,9 +48,9 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): 
   }
   // One statement inserts the job and counts the queued jobs ahead of it.
   const rows = await sql<Record<string, unknown>[]>`
-    insert into jobs (id, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s)
-    values (${newJobId()}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
-      ${selectorText}, ${wanted}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null})
+    insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s)
+    values (${newJobId()}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
+      ${selectorText}, ${wanted}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
   return { job: rowToJob(rows[0]!), position: Number(rows[0]!.position) };
 }

@@ -23,14 +23,22 @@ export class Stack {
 
   private controllerEnv: Record<string, string> = {};
 
-  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[]; controllerEnv?: Record<string, string> } = {}): Promise<Stack> {
+  /**
+   * `dashboard`: serve the Next.js pages (RC_DASHBOARD=1) and wait until they answer; the
+   * first start after a change to app/ runs `next build` (minutes on a small machine), so
+   * only the browser tests ask for it.
+   */
+  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[]; controllerEnv?: Record<string, string>; dashboard?: boolean } = {}): Promise<Stack> {
     const stack = new Stack();
     const db = await freshDatabase();
     await db.database.close();
     stack.dropDb = db.drop;
     stack.dbUrl = db.url;
-    stack.controllerEnv = opts.controllerEnv ?? {};
+    stack.controllerEnv = { ...(opts.dashboard ? { RC_DASHBOARD: '1' } : {}), ...opts.controllerEnv };
     await stack.startController(opts.hostTimeoutS ?? 15);
+    if (opts.dashboard) {
+      await stack.waitFor(async () => (await fetch(stack.controllerUrl + '/login').catch(() => null))?.status === 200, 'the dashboard to be built and ready', 600_000);
+    }
     for (const w of opts.workers ?? [{ name: 'alpha', devices: 2 }]) await stack.startWorker(w.name, w.devices ?? 2);
     return stack;
   }
@@ -55,6 +63,11 @@ export class Stack {
     const creds = JSON.parse(readFileSync(join(this.dataDir, 'local.json'), 'utf8')) as { clientToken: string; adminToken: string };
     this.clientToken = creds.clientToken;
     this.adminToken = creds.adminToken;
+  }
+
+  /** The controller's process id (e.g. to read its memory use). */
+  get controllerPid(): number | null {
+    return this.controller?.pid ?? null;
   }
 
   async stopController(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

@@ -25,7 +25,7 @@ before(async () => {
 });
 after(async () => drop());
 
-const submit = async () => (await submitJob(db.client, who, { argv: ['true'], selector: '', submitter: 's', gpus: 1, priority: 0, wait: true })).job;
+const submit = async () => (await submitJob(db.client, who, { kind: 'run', argv: ['true'], selector: '', submitter: 's', gpus: 1, priority: 0, wait: true })).job;
 
 test('the database refuses a second active lease on a device, whatever the code does', async () => {
   const a = await submit();

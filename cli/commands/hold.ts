@@ -1,0 +1,151 @@
+// rc hold / rc hold extend / rc release: a lease with a TTL and no command,
+// for when you need the device for several commands (ssh to the host and work).
+import { formatDuration } from '../../core/duration';
+import { EXIT } from '../../core/exit-codes';
+import { FRAME_EVENT, FrameDecoder, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import type { Client } from '../client';
+import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
+import { usage } from '../output';
+
+export const HOLD_HELP = `usage: rc hold --ttl <dur> [--select <selector> | -d <host:gpuN>] [flags]
+       rc hold extend <hold-id> --ttl <dur>
+
+Claims a device and blocks, printing the device and the hold's id. The hold
+lasts until Ctrl-C, until its TTL runs out (also if this command is gone), or
+until rc release <hold-id>. While you hold it, ssh to the host and work there.
+A TTL is required and at most 24h; rc hold extend makes a running hold end
+<dur> from now.
+
+      --ttl <dur>           how long to hold it, e.g. 2h (required; at most 24h)
+  -s, --select <selector>   labels the device must have, e.g. 'vram>=40G'
+  -d, --device <host:gpuN>  this device and no other
+      --gpus <n>            devices on one host (1-8, default 1)
+      --priority <n>        -10..10, higher goes first (default 0)
+      --no-wait             fail with busy instead of queueing
+      --timeout <dur>       give up waiting for a device after this long
+`;
+
+export const RELEASE_HELP = `usage: rc release <hold-id>
+
+Ends a hold: yours, or any with an admin token. The device is free at once.
+`;
+
+const SPECS: FlagSpec[] = [
+  { name: 'ttl', type: 'string' },
+  { name: 'select', short: 's', type: 'string' },
+  { name: 'device', short: 'd', type: 'string' },
+  { name: 'gpus', type: 'string' },
+  { name: 'priority', type: 'string' },
+  { name: 'no-wait', type: 'boolean' },
+  { name: 'timeout', type: 'string' },
+  { name: 'help', short: 'h', type: 'boolean' },
+];
+
+interface HoldJob { id: string; devices: string[] | null; expiresAt: string | null; state: string; reason: string | null }
+
+export async function hold(client: Client, args: readonly string[]): Promise<number> {
+  if (args[0] === 'extend') return extend(client, args.slice(1));
+  const parsed = parseFlags('hold', args, SPECS, false);
+  if (parsed.flags.has('help')) { process.stdout.write(HOLD_HELP); return EXIT.ok; }
+  if (parsed.rest.length) usage(`rc hold runs no command (got ${parsed.rest[0]}); use rc run for that, or hold and ssh to the host`);
+  const ttlS = durationFlag(parsed, 'ttl', 1);
+  if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
+  const body = {
+    kind: 'hold', ttlS,
+    selector: stringFlag(parsed, 'select') ?? '',
+    device: stringFlag(parsed, 'device') ?? null,
+    gpus: intFlag(parsed, 'gpus', 1, 8) ?? 1,
+    priority: intFlag(parsed, 'priority', -10, 10) ?? 0,
+    wait: !parsed.flags.has('no-wait'),
+    waitTimeoutS: durationFlag(parsed, 'timeout', 1),
+    submitter: client.submitter,
+  };
+  const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);
+  return new Promise((resolve) => {
+    let id: string | null = null;
+    let interrupted = false;
+    let result: number | null = null;
+    let notice: NodeJS.Timeout | null = null;
+    const release = () => {
+      if (id) client.json('POST', `/api/holds/${id}/release`, { submitter: client.submitter }).catch(() => {});
+    };
+    const onSigint = () => {
+      if (interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
+      interrupted = true;
+      process.stderr.write(`\nrc: releasing hold ${id ?? ''}\n`);
+      release();
+    };
+    process.on('SIGINT', onSigint);
+    const onEvent = (e: JobEvent) => {
+      switch (e.type) {
+        case 'queued':
+          id = e.jobId;
+          if (interrupted) release();
+          notice = setTimeout(() => process.stderr.write(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
+          break;
+        case 'started':
+          if (notice) clearTimeout(notice);
+          void client.json<{ job: HoldJob }>('GET', `/api/jobs/${e.jobId}`).then(({ job }) => {
+            const until = job.expiresAt ? new Date(job.expiresAt) : null;
+            process.stdout.write(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
+            process.stderr.write(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
+          }, () => {});
+          break;
+        case 'exit':
+          if (e.state === 'cancelled' && /could not be queued/.test(e.reason ?? '')) {
+            process.stderr.write(`rc: busy: ${e.reason}\n`);
+            result = EXIT.busy;
+          } else if (e.state === 'cancelled') {
+            process.stderr.write(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
+            result = interrupted ? EXIT.interrupted : EXIT.wait_timeout;
+          } else if (e.state === 'lost') {
+            process.stderr.write(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
+            result = EXIT.lost;
+          } else {
+            process.stderr.write(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
+            result = interrupted ? EXIT.interrupted : EXIT.ok;
+          }
+          break;
+        case 'error':
+          process.stderr.write(`rc: ${e.code}: ${e.message}\n`);
+          result = e.code === 'busy' ? EXIT.busy : EXIT.error;
+          break;
+        default:
+          break;
+      }
+    };
+    const decoder = new FrameDecoder((type, payload) => {
+      if (type === FRAME_EVENT) onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
+    });
+    res.on('data', (chunk: Buffer) => decoder.push(chunk));
+    const done = () => {
+      if (notice) clearTimeout(notice);
+      process.off('SIGINT', onSigint);
+      if (result === null) process.stderr.write(`rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`);
+      resolve(result ?? EXIT.unreachable);
+    };
+    res.on('end', done);
+    res.on('error', done);
+  });
+}
+
+async function extend(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('hold extend', args, [{ name: 'ttl', type: 'string' }, { name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(HOLD_HELP); return EXIT.ok; }
+  const ttlS = durationFlag(parsed, 'ttl', 1);
+  if (parsed.rest.length !== 1 || ttlS === undefined) usage('rc hold extend <hold-id> --ttl <dur>');
+  const id = parsed.rest[0]!;
+  const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/extend`, { submitter: client.submitter, ttlS });
+  process.stdout.write(job.expiresAt ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n` : `hold ${job.id} is still queued; it will last ${formatDuration(ttlS!)} once it starts\n`);
+  return EXIT.ok;
+}
+
+export async function release(client: Client, args: readonly string[]): Promise<number> {
+  const parsed = parseFlags('release', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
+  if (parsed.flags.has('help')) { process.stdout.write(RELEASE_HELP); return EXIT.ok; }
+  if (parsed.rest.length !== 1) usage('rc release takes one hold id: rc release <hold-id>');
+  const id = parsed.rest[0]!;
+  const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/release`, { submitter: client.submitter });
+  process.stdout.write(job.state === 'running' ? `releasing hold ${job.id}\n` : `hold ${job.id} is ${job.state}${job.reason ? ` (${job.reason})` : ''}\n`);
+  return EXIT.ok;
+}

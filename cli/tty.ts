@@ -1,0 +1,134 @@
+// rc run --tty: an interactive terminal under a lease, through the controller's
+// /tty socket. Built apart (dist/rc-tty.cjs, with socket.io-client) and loaded
+// only for --tty, so the CLI's usual path stays lean.
+//
+// With a terminal on stdin it goes raw: every key, Ctrl-C and Ctrl-D included,
+// reaches the program, and window resizes follow. Without one (a pipe), stdin
+// is sent as it comes, its end as one Ctrl-D, and Ctrl-C kills the job as rc
+// run's does. rc exits with the program's exit code.
+import { io } from 'socket.io-client';
+import { EXIT, exitCodeForError } from '../core/exit-codes';
+import type { JobEvent } from '../core/frames';
+
+/** protocol/tty.ts's TTY_NAMESPACE (not imported: that file pulls in zod). */
+const TTY_NAMESPACE = '/tty';
+
+export interface TtyRun {
+  controller: string;
+  token: string;
+  /** The submit fields (argv, selector, device, cwd, gpus, priority, wait, time limits, submitter). */
+  open: Record<string, unknown>;
+  /** Re-attach to this running terminal (rc attach) instead of opening one. */
+  jobId?: string;
+  /** Kills the job through the REST API (Ctrl-C without a terminal). */
+  kill(jobId: string): Promise<void>;
+  exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boolean): number;
+}
+
+/** How long a dropped connection may take to come back before rc gives up (the job then ends after the controller's grace period). */
+const RECONNECT_MS = 120_000;
+
+export function runTty(o: TtyRun): Promise<number> {
+  const stdin = process.stdin;
+  const stdout = process.stdout;
+  const raw = stdin.isTTY === true;
+  const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
+  const socket = io(o.controller + TTY_NAMESPACE, {
+    auth: { token: o.token }, transports: ['websocket'], reconnectionDelay: 300, reconnectionDelayMax: 2000,
+  });
+
+  return new Promise<number>((resolve) => {
+    let jobId: string | null = o.jobId ?? null;
+    let opened = false;
+    let connected = false;
+    let started = false;
+    let interrupted = false;
+    /** Bytes of the terminal's output written so far: a re-attach resumes after them. */
+    let received = 0;
+    let queuedNotice: NodeJS.Timeout | null = null;
+    let lostSince: number | null = null;
+    let giveUp: NodeJS.Timeout | null = null;
+    let done = false;
+
+    const say = (line: string) => process.stderr.write(`${raw && started ? '\r\n' : ''}rc: ${line}${raw && started ? '\r\n' : '\n'}`);
+    const finish = (code: number) => {
+      if (done) return;
+      done = true;
+      if (queuedNotice) clearTimeout(queuedNotice);
+      if (giveUp) clearTimeout(giveUp);
+      if (raw && started) stdin.setRawMode(false);
+      stdin.pause();
+      process.off('SIGWINCH', onResize);
+      process.off('SIGINT', onSigint);
+      socket.close();
+      resolve(code);
+    };
+    const onResize = () => { if (started) socket.emit('resize', size()); };
+    const onSigint = () => {
+      // Only without a terminal: in raw mode Ctrl-C is a byte for the program.
+      if (interrupted) return finish(EXIT.interrupted);
+      interrupted = true;
+      say(`stopping job ${jobId ?? ''} (Ctrl-C again to leave without waiting)`);
+      if (jobId) void o.kill(jobId).catch(() => {});
+    };
+    process.on('SIGINT', onSigint);
+
+    socket.on('connect', () => {
+      connected = true;
+      lostSince = null;
+      if (giveUp) { clearTimeout(giveUp); giveUp = null; }
+      if (jobId) socket.emit('open', { jobId, after: received, ...size() });
+      else if (!opened) { opened = true; socket.emit('open', { ...o.open, ...size() }); }
+      else { say('unreachable: lost the connection to the controller before it said which job it queued'); finish(EXIT.unreachable); }
+    });
+    socket.on('connect_error', (err: Error) => {
+      if (/^unauthorized|^forbidden/.test(err.message)) { say(err.message.replace(/^(\w+): /, '$1: ')); return finish(EXIT.unauthorized); }
+      if (!connected) { say(`unreachable: cannot reach the controller at ${o.controller} (${err.message}); is it running? Check RC_CONTROLLER`); finish(EXIT.unreachable); }
+    });
+    socket.on('disconnect', () => {
+      if (done) return;
+      if (lostSince === null) {
+        lostSince = Date.now();
+        say(`lost the connection to the controller; reconnecting${jobId ? ` to job ${jobId}` : ''}...`);
+        giveUp = setTimeout(() => {
+          say(`unreachable: lost the connection to the controller${jobId ? `; job ${jobId} ends unless it is re-attached soon` : ''}`);
+          finish(EXIT.unreachable);
+        }, RECONNECT_MS);
+      }
+    });
+    socket.on('queued', (e: { jobId: string; position: number | null }) => {
+      const first = jobId === null;
+      jobId = e.jobId;
+      if (interrupted) void o.kill(e.jobId).catch(() => {});
+      if (first) queuedNotice = setTimeout(() => say(`waiting for a device: job ${e.jobId} is queued (${e.position ?? 0} ahead of it)`), 1000);
+    });
+    socket.on('started', (e: { jobId: string; offset: number }) => {
+      jobId = e.jobId;
+      received = e.offset;
+      if (queuedNotice) { clearTimeout(queuedNotice); queuedNotice = null; }
+      if (started) return;
+      started = true;
+      if (raw) stdin.setRawMode(true);
+      stdin.on('data', (d: Buffer) => socket.emit('input', d));
+      // A pipe's end is one Ctrl-D: a shell reading it then exits.
+      stdin.on('end', () => socket.emit('input', '\x04'));
+      stdin.resume();
+      process.on('SIGWINCH', onResize);
+    });
+    socket.on('output', (data: Buffer | ArrayBuffer) => {
+      const buf = Buffer.isBuffer(data) ? data : Buffer.from(data);
+      received += buf.length;
+      // Acknowledged once written: a slow stdout holds the program back, not rc's memory.
+      stdout.write(buf, () => socket.emit('ack', buf.length));
+    });
+    socket.on('exit', (e: Extract<JobEvent, { type: 'exit' }>) => {
+      if (raw && started) stdin.setRawMode(false);
+      stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));
+    });
+    socket.on('error', (e: { code: string; message: string }) => {
+      if (e.code === 'detached') { say(`${e.message}; detaching`); return finish(EXIT.interrupted); }
+      say(`${e.code}: ${e.message}`);
+      finish(exitCodeForError(e.code));
+    });
+  });
+}

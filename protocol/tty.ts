@@ -1,0 +1,71 @@
+// Interactive terminals (rc run --tty, the dashboard's terminal): the socket.io
+// namespace /tty between a client and the controller, and the tty messages
+// between the controller and a worker on the existing /worker socket.
+// docs/api.md, "The terminal socket", documents both.
+import { z } from 'zod';
+
+export const TTY_NAMESPACE = '/tty';
+
+const size = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) };
+export const TtySize = z.object(size).strict();
+export type TtySize = z.infer<typeof TtySize>;
+
+/**
+ * Client → controller `open`: either a new terminal (the submit fields of
+ * POST /api/jobs, less `kind`) or `jobId` to re-attach to a running one.
+ * `after`: bytes of the session's output the client already has (re-attach);
+ * the controller replays what it still keeps after that.
+ */
+export const TtyOpen = z.object({
+  jobId: z.string().regex(/^j[0-9a-v]{10}$/).optional(),
+  after: z.number().int().min(0).optional(),
+  argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
+  selector: z.string().max(4096).default(''),
+  device: z.string().max(300).nullish(),
+  cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
+  /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`. */
+  submitter: z.string().trim().min(1).max(200).regex(/^[^\x00-\x1f\x7f]*$/).optional(),
+  gpus: z.number().int().min(1).max(8).default(1),
+  priority: z.number().int().min(-10).max(10).default(0),
+  wait: z.boolean().default(true),
+  waitTimeoutS: z.number().int().min(1).max(30 * 86400).nullish(),
+  maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
+  idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
+  ...size,
+}).strict();
+export type TtyOpen = z.infer<typeof TtyOpen>;
+
+/** At most this much input per `input` message. */
+export const TTY_MAX_INPUT = 64 * 1024;
+
+// ---- controller ↔ worker (on the /worker socket) ---------------------------
+
+/** Controller → worker: keystrokes for the job's terminal. */
+export const TTY_INPUT = 'tty:input';
+/** Controller → worker: the window changed size. */
+export const TTY_RESIZE = 'tty:resize';
+/** Controller → worker: stop reading the terminal (a client is behind). */
+export const TTY_PAUSE = 'tty:pause';
+/** Controller → worker: read the terminal again. */
+export const TTY_RESUME = 'tty:resume';
+/** Controller → worker: the controller has taken `bytes` more of the job's output (the worker's send window). */
+export const TTY_ACK = 'tty:ack';
+/** Worker → controller: terminal output. Not stored, not numbered: live only. */
+export const TTY_OUTPUT = 'tty:output';
+
+/** Output bytes a worker sends before it waits for the controller's tty:ack. */
+export const TTY_WORKER_WINDOW = 256 * 1024;
+
+export const TtyInput = z.object({ jobId: z.string().max(64), fence: z.number().int(), data: z.union([z.string().max(TTY_MAX_INPUT), z.instanceof(Buffer)]) });
+export type TtyInput = z.infer<typeof TtyInput>;
+export const TtyResize = z.object({ jobId: z.string().max(64), fence: z.number().int(), ...size });
+export type TtyResize = z.infer<typeof TtyResize>;
+export const TtyJobRef = z.object({ jobId: z.string().max(64), fence: z.number().int() });
+export type TtyJobRef = z.infer<typeof TtyJobRef>;
+export const TtyAck = z.object({ jobId: z.string().max(64), fence: z.number().int(), bytes: z.number().int().min(0) });
+export type TtyAck = z.infer<typeof TtyAck>;
+export const TtyOutput = z.object({ jobId: z.string().max(64), fence: z.number().int(), data: z.instanceof(Buffer) });
+export type TtyOutput = z.infer<typeof TtyOutput>;
+
+/** Without a command, a terminal runs a login shell: bash if the host (or image) has it, else sh. */
+export const LOGIN_SHELL = ['sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh; fi'];

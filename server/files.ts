@@ -1,0 +1,127 @@
+// rc cp through the controller: one file to or from a device's workspace,
+// under a lease. A device you hold is used as it is; a free one gets a short
+// lease of its own (a `cp` job, visible in rc jobs); one held by anyone else
+// is refused by name. Files are whole in memory here, so they are capped.
+import { CP_CHUNK_BYTES, CP_MAX_BYTES } from '../core/cp';
+import { RcError } from '../core/errors';
+import { FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, type FileReply } from '../protocol/worker';
+import type { Identity } from './auth';
+import type { Sql } from './db';
+import { loadDevices, type DeviceRow } from './fleet';
+import { finishJob } from './jobs/finish';
+import { newJobId } from './jobs/submit';
+import type { WorkerHub } from './worker-hub';
+
+export interface CopyDeps { sql: Sql; hub: WorkerHub; freed: () => void }
+
+export async function upload(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, path: string, data: Buffer): Promise<{ bytes: number; lease: string }> {
+  return withCopyLease(deps, identity, submitter, deviceName, ['cp', 'up', path], async (host, lease) => {
+    const begun = await call(deps, host, FILE_BEGIN, { path });
+    const temp = begun.temp!;
+    try {
+      for (let offset = 0; offset < data.length; offset += CP_CHUNK_BYTES) {
+        await call(deps, host, FILE_WRITE, { path, temp, offset, data: data.subarray(offset, offset + CP_CHUNK_BYTES) });
+      }
+      await call(deps, host, FILE_COMMIT, { path, temp, size: data.length });
+    } catch (err) {
+      await deps.hub.fileCall(host, FILE_ABORT, { path, temp }).catch(() => null);
+      throw err;
+    }
+    return { bytes: data.length, lease };
+  });
+}
+
+export async function download(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, path: string): Promise<{ data: Buffer; lease: string }> {
+  return withCopyLease(deps, identity, submitter, deviceName, ['cp', 'down', path], async (host, lease) => {
+    const first = await call(deps, host, FILE_READ, { path, offset: 0, length: CP_CHUNK_BYTES });
+    const pieces = [first.data!];
+    let got = first.data!.length;
+    while (got < first.size!) {
+      const next = await call(deps, host, FILE_READ, { path, offset: got, length: CP_CHUNK_BYTES });
+      if (next.size !== first.size || next.mtimeMs !== first.mtimeMs || next.data!.length === 0) {
+        throw new RcError('conflict', `${path} changed while it was being copied; copy it again once it is written`);
+      }
+      pieces.push(next.data!);
+      got += next.data!.length;
+    }
+    return { data: Buffer.concat(pieces), lease };
+  });
+}
+
+async function call(deps: CopyDeps, host: string, event: string, op: Record<string, unknown>): Promise<Extract<FileReply, { ok: true }>> {
+  const reply = await deps.hub.fileCall(host, event, op);
+  if (!reply) throw new RcError('unavailable', `the worker of ${host} did not answer; try again, or check rc devices`);
+  if (!reply.ok) throw new RcError(reply.code === 'internal' ? 'unavailable' : reply.code, reply.message);
+  return reply;
+}
+
+/** Runs fn under a lease on the device: the caller's own hold, or a short lease taken (and released) here. */
+async function withCopyLease<T>(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, argv: string[], fn: (host: string, lease: string) => Promise<T>): Promise<T> {
+  const device = (await loadDevices(deps.sql)).find((d) => d.name === deviceName);
+  if (!device) throw new RcError('not_found', `no device is named ${deviceName}; rc devices lists them`);
+  if (device.unhealthy) throw new RcError('quarantined', `${deviceName} is quarantined (${device.unhealthy.reason}); pick another device`);
+  if (device.hostStatus !== 'online' || !deps.hub.connectedHosts().includes(device.hostName)) {
+    throw new RcError('unavailable', `the worker of ${device.hostName} is not connected; rc devices shows the host's state`);
+  }
+  if (device.holder) {
+    const [lease] = await deps.sql<{ kind: string; submitter: string }[]>`select kind, submitter from jobs where id = ${device.holder.jobId}`;
+    if (lease?.kind === 'hold' && lease.submitter === submitter) return fn(device.hostName, device.holder.jobId);
+    throw new RcError('busy', heldBy(device, lease?.kind ?? 'job'));
+  }
+  const job = await takeShortLease(deps.sql, identity, submitter, device, argv);
+  try {
+    const out = await fn(device.hostName, job.id);
+    await finishJob(deps.sql, job.id, job.fence, { state: 'succeeded', exitCode: 0, reason: null }, ['running']);
+    return out;
+  } catch (err) {
+    await finishJob(deps.sql, job.id, job.fence, { state: 'failed', exitCode: 1, reason: err instanceof Error ? err.message.slice(0, 500) : String(err) }, ['running']);
+    throw err;
+  } finally {
+    deps.freed();
+  }
+}
+
+function heldBy(d: DeviceRow, kind: string): string {
+  return `${d.name} is held by ${d.holder!.submitter} (${kind === 'hold' ? 'hold' : 'job'} ${d.holder!.jobId}); rc cp only copies to or from a device that is free or that you hold`;
+}
+
+/** One statement: a running `cp` job and its lease, or nothing if the device was taken (or quarantined) meanwhile. */
+async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d: DeviceRow, argv: string[]): Promise<{ id: string; fence: number }> {
+  try {
+    const rows = await sql<{ id: string; fence: string }[]>`
+      with j as (
+        insert into jobs (id, kind, submitter, token_id, argv, device_name, state, started_at, host_name, devices, fence)
+        select ${newJobId()}, 'cp', ${submitter}, ${identity.tokenId}, ${JSON.stringify(argv)}::text::jsonb, ${d.name}, 'running', now(),
+          ${d.hostName}, ${JSON.stringify([d.name])}::text::jsonb, nextval('fence_seq')
+        where not exists (select 1 from devices where id = ${d.id} and unhealthy_since is not null)
+        returning id, fence
+      ), l as (
+        insert into leases (device_id, job_id) select ${d.id}, j.id from j
+      )
+      select id, fence from j`;
+    if (!rows[0]) throw new RcError('quarantined', `${d.name} was quarantined just now; pick another device`);
+    return { id: rows[0].id, fence: Number(rows[0].fence) };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === '23505') throw new RcError('busy', `${d.name} was taken just now; rc cp only copies to or from a device that is free or that you hold`);
+    throw err;
+  }
+}
+
+/** The request body, refused early (by its Content-Length) or as soon as it passes the cap. */
+export function readUpload(req: import('node:http').IncomingMessage): Promise<Buffer> {
+  const tooBig = () => new RcError('payload_too_large', `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`);
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (declared > CP_MAX_BYTES) return Promise.reject(tooBig());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > CP_MAX_BYTES) { req.destroy(); reject(tooBig()); return; }
+      chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,30 @@
+// Extending a hold: deliberately, by its holder (or an admin, audited). It
+// then ends ttlS from now; a queued hold gets the new TTL for when it starts.
+import { RcError } from '../../core/errors';
+import { formatDuration } from '../../core/duration';
+import type { Identity } from '../auth';
+import type { Sql } from '../db';
+import { rowToJob } from './job-row';
+import { FINAL_STATES, type JobRow } from './job-view';
+
+export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: JobRow, submitter: string, ttlS: number): Promise<JobRow> {
+  if (hold.submitter !== submitter && identity.kind !== 'admin') {
+    throw new RcError('not_job_owner', `hold ${hold.id} belongs to ${hold.submitter}, not ${submitter}; leave it alone`);
+  }
+  if (FINAL_STATES.has(hold.state)) throw new RcError('conflict', `hold ${hold.id} has already ended (${hold.state}: ${hold.reason ?? 'no reason'}); take a new one with rc hold`);
+  const rows = await deps.sql<Record<string, unknown>[]>`
+    with j as (
+      update jobs set
+        expires_at = case when state = 'running' then now() + make_interval(secs => ${ttlS}) end,
+        hold_ttl_s = case when state = 'queued' then ${ttlS}::int else hold_ttl_s end
+      where id = ${hold.id} and kind = 'hold' and state in ('queued', 'running')
+      returning *
+    ), a as (
+      insert into audit (actor, action, target, detail)
+      select ${`admin:${identity.name}`}, 'hold.extend', j.id, ${JSON.stringify({ submitter: hold.submitter, as: submitter, ttl: formatDuration(ttlS) })}::text::jsonb
+      from j where ${identity.kind === 'admin' && hold.submitter !== submitter}
+    )
+    select * from j`;
+  if (!rows[0]) throw new RcError('conflict', `hold ${hold.id} has just ended; take a new one with rc hold`);
+  return rowToJob(rows[0]);
+}

@@ -1,0 +1,159 @@
+// The dashboard's terminal in a real Chromium (Debian's, driven by
+// playwright-core): sign in, open a terminal on a device, type, reload and find
+// the same session, and push 20M of output through it without the page freezing
+// or the controller's memory growing with it. Needs /usr/bin/chromium
+// (.ci/run installs it) and a Next build of the dashboard (the Stack makes one).
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, afterEach, before, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { Stack } from '../helpers/stack';
+
+const CHROMIUM = process.env.RC_CHROMIUM ?? '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does)`;
+
+let stack: Stack;
+let context: BrowserContext;
+const userDataDir = mkdtempSync(join(tmpdir(), 'rc-chromium-'));
+
+before(async () => {
+  if (skip) return;
+  stack = await Stack.start({ dashboard: true, workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_TTY_GRACE_S: '5' } });
+  const { chromium } = await import('playwright-core');
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}, { timeout: 660_000 });
+
+// A failed test's pages are closed, so its terminal ends after the grace period and frees its device.
+afterEach(async () => { for (const p of context?.pages() ?? []) await p.close(); });
+
+after(async () => {
+  await context?.close();
+  await stack?.stop();
+  rmSync(userDataDir, { recursive: true, force: true });
+});
+
+/** The terminal's visible lines, as xterm's DOM renderer shows them. */
+function lines(page: Page): Promise<string[]> {
+  return page.evaluate(() => (document.querySelector('.xterm-rows') as HTMLElement | null)?.innerText.split('\n').map((l) => l.replace(/\u00a0/g, ' ').trimEnd()) ?? []);
+}
+
+async function untilLine(page: Page, test: (line: string) => boolean, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const now = await lines(page);
+    if (now.some(test)) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the terminal shows:\n${now.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function signIn(page: Page): Promise<void> {
+  await page.goto(stack.controllerUrl + '/login');
+  await page.fill('input[name=token]', stack.clientToken);
+  await Promise.all([page.waitForURL(stack.controllerUrl + '/'), page.click('button[type=submit]')]);
+}
+
+async function type(page: Page, text: string): Promise<void> {
+  await page.click('[data-testid=terminal]');
+  await page.keyboard.type(text);
+  await page.keyboard.press('Enter');
+}
+
+const started = (page: Page) => page.waitForFunction(() => /^job j[0-9a-v]{10} on /.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, { timeout: 20_000 });
+
+test('sign in, open a terminal on a device, type; a reload finds the same session with its screen', { skip, timeout: 120_000 }, async () => {
+  const page = await context.newPage();
+  await signIn(page);
+  await page.click('a[href="/devices/alpha%3Agpu0"]');
+  await page.click('button:has-text("Open terminal")');
+  await started(page);
+  const url = page.url();
+  const jobId = /[?&]job=(j[0-9a-v]{10})/.exec(url)?.[1];
+  assert.ok(jobId, `the job goes into the URL: ${url}`);
+  await type(page, 'echo ok');
+  await untilLine(page, (l) => l === 'ok', 'ok');
+
+  await page.reload();
+  await started(page);
+  assert.equal(page.url(), url);
+  // The earlier screen is replayed...
+  await untilLine(page, (l) => l.endsWith('echo ok'), 'the replayed command');
+  await untilLine(page, (l) => l === 'ok', 'the replayed output');
+  // ...and the session still takes input.
+  await type(page, 'echo again-$((1+1)) $RC_JOB_ID');
+  await untilLine(page, (l) => l === `again-2 ${jobId}`, 'the same job answering');
+
+  const job = (await stack.api('GET', `/api/jobs/${jobId}`)).body as { job: { kind: string; state: string; submitter: string; devices: string[] } };
+  assert.equal(job.job.kind, 'tty');
+  assert.equal(job.job.state, 'running');
+  assert.deepEqual(job.job.devices, ['alpha:gpu0']);
+  assert.match(job.job.submitter, /^web:/);
+  const running = (await stack.api('GET', '/api/jobs?state=running')).body as { jobs: unknown[] };
+  assert.equal(running.jobs.length, 1, 'the reload opened no second terminal');
+
+  // Resizing the window resizes the terminal (the fit addon, then a resize message).
+  const size = async () => {
+    await type(page, 'stty size');
+    await untilLine(page, (l) => /^\d+ \d+$/.test(l), 'stty size to answer');
+    return (await lines(page)).filter((l) => /^\d+ \d+$/.test(l)).at(-1)!;
+  };
+  await type(page, 'clear');
+  const wide = await size();
+  await page.setViewportSize({ width: 640, height: 480 });
+  await new Promise((r) => setTimeout(r, 300));
+  await type(page, 'clear');
+  const narrow = await size();
+  const [rowsW, colsW] = wide.split(' ').map(Number);
+  const [rowsN, colsN] = narrow.split(' ').map(Number);
+  assert.ok(colsN! < colsW! && rowsN! < rowsW!, `the terminal shrank with the window: ${wide} → ${narrow}`);
+
+  await type(page, 'exit 0');
+  await page.waitForFunction(() => /ended: succeeded/.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, { timeout: 15_000 });
+  await page.close();
+});
+
+test('20M of output: it finishes, the page stays responsive, the controller\'s memory stays bounded', { skip, timeout: 300_000 }, async () => {
+  const page = await context.newPage();
+  await page.goto(stack.controllerUrl + '/');
+  await page.fill('input[name=select]', 'kind=cpu-slot');
+  await page.click('form[action="/terminal"] button[type=submit]');
+  await started(page);
+  const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${stack.controllerPid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  const baseline = rss();
+  let maxRss = baseline;
+  let maxLagMs = 0;
+  const t0 = Date.now();
+  await type(page, 'yes | head -c 20M; echo done-$((6*7))');
+  let done = false;
+  const sampler = (async () => {
+    while (!done) {
+      const t = Date.now();
+      // A page that is frozen answers late (or not at all).
+      await page.evaluate(() => 1);
+      maxLagMs = Math.max(maxLagMs, Date.now() - t);
+      maxRss = Math.max(maxRss, rss());
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  try {
+    await untilLine(page, (l) => l === 'done-42', 'the end of the output', 240_000);
+  } finally {
+    done = true;
+    await sampler;
+  }
+  const seconds = (Date.now() - t0) / 1000;
+  console.log(`# 20M through the browser terminal: ${seconds.toFixed(1)} s; controller RSS ${baseline.toFixed(0)} MiB before, at most ${maxRss.toFixed(0)} MiB during; slowest page round trip ${maxLagMs} ms`);
+  assert.ok(maxLagMs < 3000, `the page answered within 3 s throughout (slowest: ${maxLagMs} ms)`);
+  assert.ok(maxRss - baseline < 64, `the controller grew by ${(maxRss - baseline).toFixed(0)} MiB (bounded: the terminal is paused while the page is behind)`);
+  await type(page, 'echo still-here');
+  await untilLine(page, (l) => l === 'still-here', 'typing after the flood');
+  await page.close();
+  // Closing the page: the job ends after RC_TTY_GRACE_S and frees its device.
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be freed after the grace period', 20_000);
+});
