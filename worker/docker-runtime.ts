@@ -16,6 +16,7 @@ import type { StartJob } from '../protocol/worker';
 import { dockerGpusValue, normalizeGpuSpec } from '../core/gpus';
 import { dockerCall, dockerError } from './docker-cli';
 import { jobEnv } from './host-runtime';
+import { containerNamespace, signalJobOnHost } from './proc-signal';
 import type { DeviceProblem, JobCallbacks, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
 import { LOGIN_SHELL } from '../protocol/tty';
 import { PtyJob } from './tty';
@@ -29,6 +30,8 @@ export interface DockerRuntimeOptions {
   /** The docker CLI; 'docker' by default. */
   docker?: string;
   log?: (msg: string) => void;
+  /** Signal job processes from the host's /proc when it can see them (default); false: always through docker exec. */
+  signalFromHost?: boolean;
 }
 
 export const CONTAINER_WORKSPACE = '/workspace';
@@ -105,6 +108,8 @@ export class DockerRuntime implements Runtime {
   private readonly log: (msg: string) => void;
   /** One container operation at a time per device. */
   private readonly locks = new Map<number, Promise<unknown>>();
+  /** Per device container: its pid namespace when this worker can signal its processes from the host's /proc. */
+  private readonly hostView = new Map<string, string | null>();
 
   constructor(private readonly opts: DockerRuntimeOptions) {
     this.docker = opts.docker ?? 'docker';
@@ -199,6 +204,7 @@ export class DockerRuntime implements Runtime {
       const spec = specHash(this.opts.image, gpus.arg, this.workspace);
       const state = await this.inspect(name);
       if (state && state.running && state.spec === spec) {
+        this.hostView.set(name, this.viewOf(state.pid));
         if (adopting) {
           const killed = await this.signalTagged(name, 'KILL', '');
           this.log(`device ${device.index}: adopted the running container ${name} (${state.id.slice(0, 12)})${killed > 0 ? `; killed ${killed} process(es) left over from earlier jobs` : ''}`);
@@ -229,6 +235,8 @@ export class DockerRuntime implements Runtime {
         return { ok: false, problem: this.problem(device.index, name, `cannot create the container ${name} from the image ${this.opts.image}${why}: ${created.error}`, created.error) };
       }
       this.log(`device ${device.index}: started the container ${name} (${created.stdout.trim().slice(0, 12)}) from ${this.opts.image}`);
+      const made = await this.inspect(name);
+      this.hostView.set(name, this.viewOf(made?.pid ?? 0));
       return { ok: true, name };
     });
   }
@@ -245,15 +253,23 @@ export class DockerRuntime implements Runtime {
     return { index, reason, evidence: { container, image: this.opts.image, error } };
   }
 
-  private async inspect(name: string): Promise<{ id: string; running: boolean; spec: string } | null> {
-    const r = await dockerCall(this.docker, ['inspect', '--type', 'container', '-f', '{{.Id}} {{.State.Running}} {{index .Config.Labels "rc.spec"}}', name]);
+  private async inspect(name: string): Promise<{ id: string; running: boolean; spec: string; pid: number } | null> {
+    const r = await dockerCall(this.docker, ['inspect', '--type', 'container', '-f', '{{.Id}} {{.State.Running}} {{.State.Pid}} {{index .Config.Labels "rc.spec"}}', name]);
     if (!r.ok) return null;
-    const [id = '', running = '', spec = ''] = r.stdout.trim().split(' ');
-    return { id, running: running === 'true', spec };
+    const [id = '', running = '', pid = '0', spec = ''] = r.stdout.trim().split(' ');
+    return { id, running: running === 'true', spec, pid: Number(pid) || 0 };
+  }
+
+  private viewOf(initPid: number): string | null {
+    return this.opts.signalFromHost !== false && initPid > 0 ? containerNamespace(initPid) : null;
   }
 
   /** Signals the processes tagged with the job id (any job when ''); resolves to how many it hit. */
   private async signalTagged(container: string, sig: 'TERM' | 'KILL', jobId: string): Promise<number> {
+    // From the host when it can see the container's processes; otherwise inside, through docker exec.
+    const ns = jobId ? this.hostView.get(container) : null;
+    // A container removed behind our back has no processes left in its namespace: nothing to find, nothing to kill.
+    if (ns) return signalJobOnHost(ns, jobId, sig);
     const r = await dockerCall(this.docker, ['exec', '-u', '0:0', container, 'sh', '-c', SIGNAL_SCRIPT, 'sh', sig, jobId]);
     if (!r.ok) this.log(`cannot signal ${jobId ? `job ${jobId}` : 'leftover jobs'} in ${container}: ${r.error}`);
     return Number(r.stdout.trim()) || 0;

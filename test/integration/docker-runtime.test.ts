@@ -40,8 +40,8 @@ function newHost(): string {
   return host;
 }
 
-function runtime(host: string, opts: { image?: string; log?: string[] } = {}): DockerRuntime {
-  return new DockerRuntime({ host, image: opts.image ?? image, workspace, log: (m) => opts.log?.push(m) });
+function runtime(host: string, opts: { image?: string; log?: string[]; signalFromHost?: boolean } = {}): DockerRuntime {
+  return new DockerRuntime({ host, image: opts.image ?? image, workspace, log: (m) => opts.log?.push(m), signalFromHost: opts.signalFromHost });
 }
 
 const CPU0 = { index: 0, uuid: null };
@@ -138,9 +138,9 @@ test('what a job installs in the container stays for the next job', async () => 
   assert.equal(use.stdout, 'hello from the tool\n');
 });
 
-test('kill ends the whole process tree of the job inside the container', async () => {
+for (const fromHost of [true, false]) test(`kill ends the whole process tree of the job inside the container (signalled ${fromHost ? 'from the host\'s /proc' : 'through docker exec'})`, async () => {
   const host = newHost();
-  const rt = runtime(host);
+  const rt = runtime(host, { signalFromHost: fromHost });
   assert.deepEqual(await rt.prepare([CPU0]), []);
   const name = containerName(host, 0);
   const o = order(['sh', '-c', 'sh -c "sleep 1001" & sleep 1002 & echo started; wait']);

@@ -1,0 +1,56 @@
+// Signalling a job's processes inside a container from the host's own /proc,
+// when the worker can see them there (root, local dockerd): far cheaper than
+// a `docker exec` of the signal script (about 1 ms against 80-100 ms).
+// A process belongs to the job when it is in the container's pid namespace
+// and carries RC_JOB_ID=<job> in its environment.
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/** The container's pid namespace as /proc names it, or null when this worker cannot see (or read) its processes. */
+export function containerNamespace(initPid: number): string | null {
+  try {
+    const ns = readlinkSync(`/proc/${initPid}/ns/pid`);
+    readFileSync(`/proc/${initPid}/environ`);
+    return ns;
+  } catch {
+    return null;
+  }
+}
+
+function tagged(ns: string, jobId: string): number[] {
+  const out: number[] = [];
+  const needle = `RC_JOB_ID=${jobId}\0`;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readlinkSync(`/proc/${name}/ns/pid`) !== ns) continue;
+      const env = readFileSync(`/proc/${name}/environ`, 'latin1');
+      if (env.startsWith(needle) || env.includes(`\0${needle}`) || env.endsWith(`\0${needle.slice(0, -1)}`) || env === needle.slice(0, -1)) out.push(Number(name));
+    } catch { /* gone, or not ours to read */ }
+  }
+  return out;
+}
+
+function send(pids: number[], sig: NodeJS.Signals): void {
+  for (const pid of pids) { try { process.kill(pid, sig); } catch { /* gone */ } }
+}
+
+/**
+ * TERM: stops them all first, so a shell does not see its children die and
+ * exit 0 before its own TERM lands, then TERM and CONT. KILL: again while
+ * some are found (a dying tree may still fork). Returns how many it found.
+ */
+export function signalJobOnHost(ns: string, jobId: string, sig: 'TERM' | 'KILL'): number {
+  const first = tagged(ns, jobId);
+  if (sig === 'TERM') {
+    send(first, 'SIGSTOP');
+    send(first, 'SIGTERM');
+    send(first, 'SIGCONT');
+    return first.length;
+  }
+  let pids = first;
+  for (let round = 0; pids.length && round < 10; round++) {
+    send(pids, 'SIGKILL');
+    pids = tagged(ns, jobId);
+  }
+  return first.length;
+}
