@@ -3,6 +3,22 @@ import { z } from 'zod';
 
 const printable = /^[^\x00-\x1f\x7f]*$/;
 
+/** Where and how long a job (or a terminal, protocol/tty.ts) may run: the fields both share. */
+export const JOB_PLACEMENT = {
+  selector: z.string().max(4096).default(''),
+  device: z.string().max(300).nullish(),
+  cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
+  gpus: z.number().int().min(1).max(8).default(1),
+  priority: z.number().int().min(-10).max(10).default(0),
+  /** false: fail with `busy` instead of queueing. */
+  wait: z.boolean().default(true),
+  /** Seconds in the queue before giving up (`cancelled`); null waits for ever. */
+  waitTimeoutS: z.number().int().min(1).max(30 * 86400).nullish(),
+  /** Watchdogs in seconds: the job is killed past them. idleTimeoutS 0 or null disables it. */
+  maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
+  idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
+};
+
 /** The longest a hold may last, from its start or from an extend (documented in the README). */
 export const HOLD_MAX_TTL_S = 24 * 3600;
 
@@ -14,19 +30,8 @@ export const SubmitJob = z.object({
   argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
   /** Required for a hold, refused otherwise. */
   ttlS: holdTtl.nullish(),
-  selector: z.string().max(4096).default(''),
-  device: z.string().max(300).nullish(),
-  cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
   submitter: z.string().trim().min(1).max(200).regex(printable, 'submitter must be printable text'),
-  gpus: z.number().int().min(1).max(8).default(1),
-  priority: z.number().int().min(-10).max(10).default(0),
-  /** false: fail with `busy` instead of queueing. */
-  wait: z.boolean().default(true),
-  /** Seconds in the queue before giving up (`cancelled`); null waits for ever. */
-  waitTimeoutS: z.number().int().min(1).max(30 * 86400).nullish(),
-  /** Watchdogs in seconds: the job is killed past them. idleTimeoutS 0 or null disables it. */
-  maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
-  idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
+  ...JOB_PLACEMENT,
 }).strict().superRefine((j, ctx) => {
   const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
   if (j.kind === 'hold') {

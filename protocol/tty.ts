@@ -3,6 +3,7 @@
 // between the controller and a worker on the existing /worker socket.
 // docs/api.md, "The terminal socket", documents both.
 import { z } from 'zod';
+import { JOB_PLACEMENT } from './api';
 
 export const TTY_NAMESPACE = '/tty';
 
@@ -20,17 +21,9 @@ export const TtyOpen = z.object({
   jobId: z.string().regex(/^j[0-9a-v]{10}$/).optional(),
   after: z.number().int().min(0).optional(),
   argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
-  selector: z.string().max(4096).default(''),
-  device: z.string().max(300).nullish(),
-  cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
   /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`. */
   submitter: z.string().trim().min(1).max(200).regex(/^[^\x00-\x1f\x7f]*$/).optional(),
-  gpus: z.number().int().min(1).max(8).default(1),
-  priority: z.number().int().min(-10).max(10).default(0),
-  wait: z.boolean().default(true),
-  waitTimeoutS: z.number().int().min(1).max(30 * 86400).nullish(),
-  maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
-  idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
+  ...JOB_PLACEMENT,
   ...size,
 }).strict();
 export type TtyOpen = z.infer<typeof TtyOpen>;

@@ -161,15 +161,9 @@ export class DockerRuntime implements Runtime {
       });
       return job;
     }
-    const device = order.devices[0];
-    const name = containerName(this.opts.host, device?.index ?? 0);
+    const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
-      if (!device) return job.failAtOnce(DOCKER_FAILED, 'rc: the job has no device to run on\n');
-      const ensured = await this.ensure(device, false);
-      if (!ensured.ok) {
-        problem(ensured.problem);
-        return job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${ensured.problem.reason}\n`);
-      }
+      if (!await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message))) return;
       job.start({
         ...base,
         args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv],
@@ -291,18 +285,23 @@ export class DockerRuntime implements Runtime {
 
   // ---- jobs ----------------------------------------------------------------
 
-  private runInDeviceContainer(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob {
+  /** The job's device container is up (made or remade if need be); false after failing the job and reporting the device. */
+  private async readyFor(order: StartJob, problem: (p: DeviceProblem) => void, failJob: (message: string) => void): Promise<boolean> {
     const device = order.devices[0];
+    if (!device) { failJob('rc: the job has no device to run on\n'); return false; }
+    const ensured = await this.ensure(device, false);
+    if (ensured.ok) return true;
+    problem(ensured.problem);
+    failJob(`rc: cannot run the job: ${ensured.problem.reason}\n`);
+    return false;
+  }
+
+  private runInDeviceContainer(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob {
     const cwd = order.cwd ?? CONTAINER_WORKSPACE;
     const job = new JobProcess(cb);
-    const name = containerName(this.opts.host, device?.index ?? 0);
+    const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
-      if (!device) return job.failAtOnce(DOCKER_FAILED, 'rc: the job has no device to run on\n');
-      const ensured = await this.ensure(device, false);
-      if (!ensured.ok) {
-        problem(ensured.problem);
-        return job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${ensured.problem.reason}\n`);
-      }
+      if (!await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message))) return;
       job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...this.envArgs(order), name, ...order.argv], {
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
         // Nothing of a finished job may stay in the container.
