@@ -45,16 +45,18 @@ export class GpuMonitor {
 
   /**
    * Samples for the next heartbeat and checks who uses the GPUs. Resolves to
-   * devices to quarantine for processes rc did not start. Runs never overlap.
+   * devices to quarantine for processes rc did not start (`exempt` devices are
+   * not checked). Runs never overlap.
    */
-  async tick(devices: DeviceRef[], jobOn: (index: number) => string | null): Promise<Quarantine[]> {
+  async tick(devices: DeviceRef[], jobOn: (index: number) => string | null, exempt: ReadonlySet<number> = new Set()): Promise<Quarantine[]> {
     if (this.sampling || !devices.some((d) => d.uuid)) return [];
     let found: Quarantine[] = [];
     this.sampling = (async () => {
       const r = await this.read();
       if (!r) return;
       this.latest = r.samples.map((s) => ({ index: s.index, name: s.name, memTotalMiB: s.memTotalMiB, memUsedMiB: s.memUsedMiB, utilPct: s.utilPct }));
-      const suspects = foreignProcesses(devices, r.processes, jobOn, jobTag);
+      // Exempt devices (held ones: people work on them directly) are sampled but not policed.
+      const suspects = foreignProcesses(devices.filter((d) => !exempt.has(d.index)), r.processes, jobOn, jobTag);
       const now = new Set(suspects.flatMap((q) => (q.evidence.processes as { pid: number }[]).map((p) => `${q.index}:${p.pid}`)));
       found = suspects.filter((q) => (q.evidence.processes as { pid: number }[]).some((p) => this.seen.has(`${q.index}:${p.pid}`)));
       this.seen = now;

@@ -235,14 +235,14 @@ class Worker {
     this.socket.emit('heartbeat', { gpus: this.gpus.latest });
     // People work on a held device directly (that is what a hold is for): their processes are not foreign.
     const held = new Set([...this.jobs.values()].filter((j) => j.order.kind === 'hold').flatMap((j) => j.order.devices.map((d) => d.index)));
-    const devices = (this.prober.latest?.devices ?? []).filter((d) => !held.has(d.index)).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));
+    const devices = (this.prober.latest?.devices ?? []).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));
     const now = Date.now();
     const jobOn = (index: number): string | null => {
       for (const j of this.jobs.values()) if (j.order.devices.some((d) => d.index === index)) return j.order.jobId;
       const e = this.ending.get(index);
       return e && e.until > now ? e.jobId : null;
     };
-    void this.gpus.tick(devices, jobOn).then((found) => {
+    void this.gpus.tick(devices, jobOn, held).then((found) => {
       for (const q of found) { log(`quarantining gpu${q.index}: ${q.reason}`); this.send(DEVICE_UNHEALTHY, q); }
     }, (err: unknown) => log(`GPU check failed: ${String(err)}`));
   }

@@ -103,6 +103,25 @@ test('memory still held after a job quarantines the device as the job ends: a qu
   }
 });
 
+test('on a held device people work directly: their processes are not foreign, and samples keep coming', async () => {
+  let out = '';
+  const hold = stack.cli(['hold', '-d', 'gpubox:gpu0', '--ttl', '1m'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }) });
+  await stack.waitFor(() => out.includes('\n'), 'the hold');
+  const person: ChildProcess = spawn('sleep', ['4715'], { stdio: 'ignore', env: { PATH: process.env.PATH } as unknown as NodeJS.ProcessEnv });
+  strays.push(person);
+  setGpuProcesses(smi, [{ gpu: 0, pid: person.pid!, usedMiB: 333, name: 'python' }]);
+  setGpuMemoryUsed(smi, 0, 333);
+  await stack.waitFor(async () => (await device('gpubox:gpu0')).gpu?.memUsedMiB === 333, 'a sample of the held GPU');
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal((await device('gpubox:gpu0')).state, 'busy', 'held, not quarantined');
+  person.kill('SIGKILL');
+  setGpuProcesses(smi, []);
+  setGpuMemoryUsed(smi, 0, 0);
+  await stack.cli(['release', /^hold (j\w+)/.exec(out)![1]!]);
+  await hold;
+  await stack.waitFor(async () => (await device('gpubox:gpu0')).state === 'free', 'the device to be free again');
+});
+
 test('a process rc did not start on a GPU quarantines it; the running job’s own process does not', async () => {
   let jobPid = '';
   const job = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', 'echo $$; exec sleep 4713'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { jobPid += b.toString(); }) });
