@@ -28,8 +28,7 @@ export class Client {
 
   async json<T>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await this.send(method, path, body, 'application/json');
-    const text = await readAll(res);
-    const parsed = parseJson(text);
+    const parsed = parseJson((await readAll(res)).toString('utf8'));
     if ((res.statusCode ?? 500) >= 400) failFromBody(res.statusCode ?? 500, parsed);
     return parsed as T;
   }
@@ -37,20 +36,14 @@ export class Client {
   /** Sends a request whose answer is a frame stream; a non-200 answer is turned into a CLI error. */
   async stream(method: string, path: string, body: unknown, accept: string): Promise<Response> {
     const res = await this.send(method, path, body, accept);
-    if (res.statusCode !== 200) failFromBody(res.statusCode ?? 500, parseJson(await readAll(res)));
+    if (res.statusCode !== 200) failFromBody(res.statusCode ?? 500, parseJson((await readAll(res)).toString('utf8')));
     return res;
   }
 
   /** Raw bytes up or down (rc cp); an error answer is turned into a CLI error. */
   async bytes(method: string, path: string, body?: Buffer): Promise<Buffer> {
     const res = await this.send(method, path, body, 'application/octet-stream');
-    const chunks: Buffer[] = [];
-    await new Promise<void>((resolve, reject) => {
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', resolve);
-      res.on('error', reject);
-    });
-    const data = Buffer.concat(chunks);
+    const data = await readAll(res);
     if ((res.statusCode ?? 500) >= 400) failFromBody(res.statusCode ?? 500, parseJson(data.toString('utf8')));
     return data;
   }
@@ -75,11 +68,11 @@ export class Client {
   }
 }
 
-function readAll(res: Response): Promise<string> {
+function readAll(res: Response): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('end', () => resolve(Buffer.concat(chunks)));
     res.on('error', reject);
   });
 }

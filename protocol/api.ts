@@ -60,12 +60,12 @@ export type KillJob = z.infer<typeof KillJob>;
 const hostNameRule = z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'host names are letters, digits, . _ - and start with a letter or digit');
 
 export const RegisterHost = z.object({ name: hostNameRule }).strict();
+export type RegisterHost = z.infer<typeof RegisterHost>;
 
 /** Clearing a quarantine: the reason is required, it goes into the audit log. */
 export const ClearQuarantine = z.object({
   reason: z.string().trim().min(3, 'say why the device is fine again (--reason "...")').max(500),
 }).strict();
-export type RegisterHost = z.infer<typeof RegisterHost>;
 
 export const CreateToken = z.object({
   name: z.string().trim().min(1).max(200).regex(printable),

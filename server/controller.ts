@@ -4,6 +4,7 @@ import type { Server } from 'socket.io';
 import type { Database, Db, Sql } from './db';
 import { JobEvents } from './job-events';
 import { finishJob } from './jobs/finish';
+import type { JobRow } from './jobs/job-view';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
 import { pruneGpuSamples } from './heartbeat';
@@ -86,10 +87,17 @@ export class Controller {
     return this.router.handle(req, res);
   }
 
-  /** Cancels a queued job (used by --no-wait). */
-  async cancel(jobId: string, reason: string): Promise<void> {
-    const ended = await finishJob(this.sql, jobId, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
-    if (ended) this.events.event(jobId, { type: 'exit', jobId, state: 'cancelled', exitCode: null, reason });
+  /**
+   * --no-wait: after the scheduling pass, a job still queued is cancelled (the
+   * statement itself checks it is still queued). Returns the reason when it was.
+   */
+  async cancelIfStillQueued(job: JobRow): Promise<string | null> {
+    const what = job.deviceName ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
+    const reason = `${what} is busy and could not be queued (--no-wait)`;
+    const ended = await finishJob(this.sql, job.id, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
+    if (!ended) return null;
+    this.events.event(job.id, { type: 'exit', jobId: job.id, state: 'cancelled', exitCode: null, reason });
+    return reason;
   }
 
   async stop(): Promise<void> {

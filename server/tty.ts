@@ -197,13 +197,7 @@ export class TtyHub {
     this.bind(s, socket);
     socket.emit('queued', { jobId: job.id, position });
     await this.c.scheduler.poke();
-    if (!open.wait) {
-      const [now] = await this.c.db.select({ state: jobs.state }).from(jobs).where(eq(jobs.id, job.id));
-      if (now?.state === 'queued') {
-        const what = job.deviceName ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
-        await this.c.cancel(job.id, `${what} is busy and could not be queued (--no-wait)`);
-      }
-    }
+    if (!open.wait) await this.c.cancelIfStillQueued(job);
   }
 
   /** Back to a terminal after a reload or a dropped connection: the recent screen is replayed. */

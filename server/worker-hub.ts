@@ -99,10 +99,7 @@ export class WorkerHub implements Dispatcher {
   }
 
   killJob(hostName: string, order: KillJobOrder): boolean {
-    const socket = this.sockets.get(hostName);
-    if (!socket) return false;
-    socket.emit('job:kill', order);
-    return true;
+    return this.emitTo(hostName, 'job:kill', order);
   }
 
   /** One rc cp step on a host's worker (FILE_* events); null when its worker is not connected here or does not answer. */
@@ -114,10 +111,7 @@ export class WorkerHub implements Dispatcher {
 
   /** Asks a host's worker to run its probes now; false when it is not connected here. */
   probeNow(hostName: string): boolean {
-    const socket = this.sockets.get(hostName);
-    if (!socket) return false;
-    socket.emit(PROBE_NOW);
-    return true;
+    return this.emitTo(hostName, PROBE_NOW, undefined);
   }
 
   /** Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so). */

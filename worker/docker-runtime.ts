@@ -149,13 +149,7 @@ export class DockerRuntime implements Runtime {
       if (!gpus.ok) { job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`); return job; }
       job.start({
         ...base,
-        args: [
-          'run', '--rm', '-it', '--pull', 'never', '--init', '--network', 'host', '--ipc', 'host', '--name', name,
-          '--label', `rc.host=${this.opts.host}`, '--label', `rc.job=${order.jobId}`,
-          '-v', `${this.workspace}:${CONTAINER_WORKSPACE}`,
-          ...(gpus.arg ? ['--gpus', dockerGpusValue(gpus.arg)] : []),
-          '-u', '0:0', '-w', cwd, ...envArgs, this.opts.image, ...argv,
-        ],
+        args: this.oneOffArgs(order, gpus.arg, ['-it'], envArgs, argv),
         signal: async (sig) => { await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]); },
         afterExit: () => {},
       });
@@ -314,8 +308,19 @@ export class DockerRuntime implements Runtime {
     };
   }
 
+  /** `docker run` of a one-off container holding all the job's GPUs (jobs on several devices). */
+  private oneOffArgs(order: StartJob, gpusArg: string | null, extra: string[], envArgs: string[], argv: string[]): string[] {
+    return [
+      // The image was pulled (if it could be) when the device containers were made.
+      'run', '--rm', ...extra, '--pull', 'never', '--init', '--network', 'host', '--ipc', 'host', '--name', jobContainerName(this.opts.host, order.jobId),
+      '--label', `rc.host=${this.opts.host}`, '--label', `rc.job=${order.jobId}`,
+      '-v', `${this.workspace}:${CONTAINER_WORKSPACE}`,
+      ...(gpusArg ? ['--gpus', dockerGpusValue(gpusArg)] : []),
+      '-u', '0:0', '-w', order.cwd ?? CONTAINER_WORKSPACE, ...envArgs, this.opts.image, ...argv,
+    ];
+  }
+
   private runOneOff(order: StartJob, cb: JobCallbacks): RunningJob {
-    const cwd = order.cwd ?? CONTAINER_WORKSPACE;
     const job = new JobProcess(cb);
     const name = jobContainerName(this.opts.host, order.jobId);
     const gpus = this.gpusFor(order.devices);
@@ -323,15 +328,7 @@ export class DockerRuntime implements Runtime {
       job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`);
       return { kill() {} };
     }
-    job.start(this.docker, [
-      // The image was pulled (if it could be) when the device containers were made.
-      'run', '--rm', '--pull', 'never', '--init', '--network', 'host', '--ipc', 'host', '--name', name,
-      '--label', `rc.host=${this.opts.host}`, '--label', `rc.job=${order.jobId}`,
-      '-v', `${this.workspace}:${CONTAINER_WORKSPACE}`,
-      ...(gpus.arg ? ['--gpus', dockerGpusValue(gpus.arg)] : []),
-      '-u', '0:0', '-w', cwd, ...this.envArgs(order),
-      this.opts.image, ...order.argv,
-    ], {
+    job.start(this.docker, this.oneOffArgs(order, gpus.arg, [], this.envArgs(order), order.argv), {
       translate: (held) => (/FATAL tini.*exec .* failed: No such file/.test(held)
         ? `rc: ${order.argv[0] ?? ''}: command not found in the image ${this.opts.image}\n`
         : `rc: cannot run the job in a container: ${dockerError(held)}\n`),

@@ -1,11 +1,11 @@
 // The worker's eye on its GPUs: samples for the heartbeat (one nvidia-smi
 // query), processes using the GPUs, and the check after each job. A host
 // without nvidia-smi has nothing to sample and that is not an error.
-import { readFileSync } from 'node:fs';
 import type { GpuSample, Quarantine } from '../protocol/worker';
 import { foreignProcesses, heldAfterJob, type DeviceRef } from './gpu-health';
 import { COMPUTE_APPS_QUERY, GPU_SAMPLE_QUERY, parseComputeApps, parseGpuSamples, type GpuProcess, type ParsedSample } from './probes/parse';
 import { commandFailure, runCommand } from './probes/run';
+import { jobTag } from './proc-signal';
 
 export interface GpuMonitorOptions {
   /** `nvidia-smi`, looked up on env.PATH, or a path. */
@@ -85,16 +85,5 @@ export class GpuMonitor {
   private say(problem: string | null): void {
     if (problem && problem !== this.lastError) this.opts.log(`GPU sampling failed: ${problem}`);
     this.lastError = problem;
-  }
-}
-
-/** The rc job a process belongs to (its RC_JOB_ID), or null when it has none or cannot be read. */
-export function jobTag(pid: number): string | null {
-  try {
-    const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
-    const m = /(?:^|\0)RC_JOB_ID=([^\0]*)/.exec(env);
-    return m ? m[1]! : null;
-  } catch {
-    return null;
   }
 }

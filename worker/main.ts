@@ -154,7 +154,7 @@ class Worker {
       job.killedFor = reason;
       job.run.kill(this.config.RC_KILL_GRACE_S);
     });
-    const callbacks: Parameters<Runtime['run']>[1] = {
+    const callbacks: JobCallbacks = {
       output: (stream, data) => {
         job.watchdog?.activity();
         job.seq += 1;

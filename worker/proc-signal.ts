@@ -2,7 +2,8 @@
 // when the worker can see them there (root, local dockerd): far cheaper than
 // a `docker exec` of the signal script (about 1 ms against 80-100 ms).
 // A process belongs to the job when it is in the container's pid namespace
-// and carries RC_JOB_ID=<job> in its environment.
+// and carries RC_JOB_ID=<job> in its environment (jobTag, which the GPU
+// monitor also uses to tell rc's processes from foreign ones).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** The container's pid namespace as /proc names it, or null when this worker cannot see (or read) its processes. */
@@ -16,16 +17,24 @@ export function containerNamespace(initPid: number): string | null {
   }
 }
 
+/** The rc job a process belongs to (its RC_JOB_ID), or null when it has none or cannot be read. */
+export function jobTag(pid: number): string | null {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    const m = /(?:^|\0)RC_JOB_ID=([^\0]*)/.exec(env);
+    return m ? m[1]! : null;
+  } catch {
+    return null;
+  }
+}
+
 function tagged(ns: string, jobId: string): number[] {
   const out: number[] = [];
-  const needle = `RC_JOB_ID=${jobId}\0`;
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readlinkSync(`/proc/${name}/ns/pid`) !== ns) continue;
-      const env = readFileSync(`/proc/${name}/environ`, 'latin1');
-      if (env.startsWith(needle) || env.includes(`\0${needle}`) || env.endsWith(`\0${needle.slice(0, -1)}`) || env === needle.slice(0, -1)) out.push(Number(name));
-    } catch { /* gone, or not ours to read */ }
+    let inside = false;
+    try { inside = readlinkSync(`/proc/${name}/ns/pid`) === ns; } catch { /* gone */ }
+    if (inside && jobTag(Number(name)) === jobId) out.push(Number(name));
   }
   return out;
 }

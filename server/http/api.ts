@@ -75,16 +75,11 @@ export function registerApi(router: Router, c: Controller): void {
       writeEvent(res, { type: 'queued', jobId: job.id, position });
     }
     await c.scheduler.poke();
-    if (!body.wait) {
-      const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
-      if (now?.state === 'queued') {
-        const what = body.device ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
-        const message = `${what} is busy and could not be queued (--no-wait)`;
-        // The stream (if any) ends with this cancellation's exit event.
-        await c.cancel(job.id, message);
-        if (!streaming) throw new RcError('busy', message);
-        return;
-      }
+    // The stream (if any) ends with the cancellation's exit event.
+    const refused = body.wait ? null : await c.cancelIfStillQueued(job);
+    if (refused) {
+      if (!streaming) throw new RcError('busy', refused);
+      return;
     }
     if (streaming) return;
     const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
