@@ -115,3 +115,28 @@ test('a failed copy leaves no partial file on either side', async () => {
   assert.ok(failed.some((j) => j.kind === 'cp' && j.state === 'failed' && /does not exist/.test(j.reason)));
   assert.ok((await stack.devices()).every((d) => d.state === 'free'));
 });
+
+test('bad rc cp arguments and requests get a clear error and copy nothing', async () => {
+  writeFileSync(join(local, 'c.txt'), 'c');
+  for (const [args, code, why] of [
+    [['cp', join(local, 'c.txt')], 2, /takes a source and a destination/],
+    [['cp', join(local, 'c.txt'), join(local, 'd.txt')], 2, /neither .* names a device/],
+    [['cp', 'alpha:gpu0:/workspace/c.txt', 'alpha:gpu1:/workspace/c.txt'], 2, /between this machine and one device/],
+    [['cp', local, 'alpha:gpu0:/workspace/'], 2, /is not a regular file/],
+    [['cp', join(local, 'c.txt'), 'nosuch:gpu0:/workspace/'], 208, /no device is named nosuch:gpu0/],
+    [['cp', 'alpha:gpu0:/workspace/', local], 2, /is the workspace itself/],
+  ] as [string[], number, RegExp][]) {
+    const r = await stack.cli(args);
+    assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, why);
+  }
+  assert.equal(existsSync(join(local, 'd.txt')), false);
+  const noPath = await stack.api('GET', '/api/devices/alpha:gpu0/files?submitter=x');
+  assert.equal(noPath.status, 400);
+  assert.match(JSON.stringify(noPath.body), /path is required/);
+  const noSubmitter = await stack.api('PUT', '/api/devices/alpha:gpu0/files?path=/workspace/z.txt', 'z');
+  assert.equal(noSubmitter.status, 400);
+  assert.match(JSON.stringify(noSubmitter.body), /submitter is required/);
+  assert.equal(existsSync(join(ws, 'z.txt')), false);
+  assert.ok((await stack.devices()).every((d) => d.state === 'free'));
+});

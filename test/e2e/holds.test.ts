@@ -117,3 +117,27 @@ test('bad holds are refused before anything is claimed', async () => {
   assert.match(notHold.stderr, /is not a hold but a run job; stop it with rc kill/);
   assert.equal((await stack.devices()).filter((d) => d.state !== 'free').length, 0);
 });
+
+test('bad release and extend requests get a clear error and change nothing', async () => {
+  const noId = await stack.cli(['release']);
+  assert.equal(noId.code, 2);
+  assert.match(noId.stderr, /takes one hold id/);
+  const unknown = await stack.cli(['release', 'j0000000000']);
+  assert.equal(unknown.code, 208);
+  assert.match(unknown.stderr, /no hold j0000000000/);
+  const badTtl = await stack.cli(['hold', '-d', 'alpha:gpu0', '--ttl', 'soon']);
+  assert.equal(badTtl.code, 2);
+  const h = await startHold(['-d', 'alpha:gpu0', '--ttl', '1m']);
+  const noTtl = await stack.cli(['hold', 'extend', h.id]);
+  assert.equal(noTtl.code, 2);
+  assert.match(noTtl.stderr, /rc hold extend <hold-id> --ttl <dur>/);
+  for (const ttlS of [0, 86_401, 'an hour']) {
+    const r = await stack.api('POST', `/api/holds/${h.id}/extend`, { submitter: 'tester', ttlS });
+    assert.equal(r.status, 400, `ttlS ${ttlS}`);
+  }
+  const noSubmitter = await stack.api('POST', `/api/holds/${h.id}/release`, {});
+  assert.equal(noSubmitter.status, 400);
+  assert.equal((await device('alpha:gpu0')).holder?.jobId, h.id, 'still held after the refusals');
+  await stack.cli(['release', h.id]);
+  await h.done;
+});

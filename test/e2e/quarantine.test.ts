@@ -85,6 +85,16 @@ test('memory still held after a job quarantines the device as the job ends: a qu
   const w = await waiter;
   assert.equal(w.code, 0, w.stderr);
   assert.equal(w.stdout, 'second\n', 'the queued job runs once the device is cleared');
+  const admin = { env: { RC_TOKEN: stack.adminToken } };
+  const unknown = await stack.cli(['admin', 'clear', 'nosuch:gpu0', '--reason', 'checked it'], admin);
+  assert.equal(unknown.code, 208);
+  assert.match(unknown.stderr, /no device is named nosuch:gpu0/);
+  const notADevice = await stack.cli(['admin', 'clear', 'gpubox', '--reason', 'checked it'], admin);
+  assert.equal(notADevice.code, 2);
+  assert.match(notADevice.stderr, /is not a device name/);
+  const shortReason = await stack.api('POST', '/api/admin/devices/gpubox:gpu0/clear', { reason: 'ok' }, stack.adminToken);
+  assert.equal(shortReason.status, 400);
+  assert.match(JSON.stringify(shortReason.body), /say why the device is fine again/);
   const again = await stack.cli(['admin', 'clear', 'gpubox:gpu0', '--reason', 'twice'], { env: { RC_TOKEN: stack.adminToken } });
   assert.equal(again.code, 211);
   assert.match(again.stderr, /not quarantined/);
