@@ -1,9 +1,10 @@
-// The typed API client every command uses: plain node:http, no dependencies,
-// so the CLI starts fast. Errors come back as `rc: <code>: <sentence>`.
-import { http1Request } from './http1';
+// The typed API client every command uses: no dependencies, so the CLI starts
+// fast. Errors come back as `rc: <code>: <sentence>`.
+import type { IncomingMessage } from 'node:http';
+import { Body, http1Request } from './http1';
 
-/** What both transports give back: a status, and the body as a stream. */
-export interface Response extends NodeJS.ReadableStream { statusCode?: number }
+/** What both transports give back: a status, and the body. */
+export interface Response { statusCode: number; body: Body }
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
@@ -28,23 +29,23 @@ export class Client {
 
   async json<T>(method: string, path: string, body?: unknown): Promise<T> {
     const res = await this.send(method, path, body, 'application/json');
-    const parsed = parseJson((await readAll(res)).toString('utf8'));
-    if ((res.statusCode ?? 500) >= 400) failFromBody(res.statusCode ?? 500, parsed);
+    const parsed = parseJson((await readAll(res.body)).toString('utf8'));
+    if (res.statusCode >= 400) failFromBody(res.statusCode, parsed);
     return parsed as T;
   }
 
   /** Sends a request whose answer is a frame stream; a non-200 answer is turned into a CLI error. */
-  async stream(method: string, path: string, body: unknown, accept: string): Promise<Response> {
+  async stream(method: string, path: string, body: unknown, accept: string): Promise<Body> {
     const res = await this.send(method, path, body, accept);
-    if (res.statusCode !== 200) failFromBody(res.statusCode ?? 500, parseJson((await readAll(res)).toString('utf8')));
-    return res;
+    if (res.statusCode !== 200) failFromBody(res.statusCode, parseJson((await readAll(res.body)).toString('utf8')));
+    return res.body;
   }
 
   /** Raw bytes up or down (rc cp); an error answer is turned into a CLI error. */
   async bytes(method: string, path: string, body?: Buffer): Promise<Buffer> {
     const res = await this.send(method, path, body, 'application/octet-stream');
-    const data = await readAll(res);
-    if ((res.statusCode ?? 500) >= 400) failFromBody(res.statusCode ?? 500, parseJson(data.toString('utf8')));
+    const data = await readAll(res.body);
+    if (res.statusCode >= 400) failFromBody(res.statusCode, parseJson(data.toString('utf8')));
     return data;
   }
 
@@ -60,21 +61,29 @@ export class Client {
     const sent: Promise<Response> = url.protocol === 'https:'
       // https (and TLS with it) is loaded only when used.
       ? new Promise((resolve, reject) => {
-        const { request } = require('node:https') as typeof import('node:https');
-        request(url, { method, headers }, resolve).on('error', reject).end(payload);
+        const { request } = process.getBuiltinModule('node:https');
+        request(url, { method, headers }, (msg) => resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) })).on('error', reject).end(payload);
       })
       : http1Request(url, method, headers, payload);
     return sent.catch((err: NodeJS.ErrnoException) => { throw new Error(err.code ?? err.message); }).catch((err: Error) => fail('unreachable', `cannot reach the controller at ${this.config.controller} (${err.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable));
   }
 }
 
-function readAll(res: Response): Promise<Buffer> {
+function readAll(body: Body): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks)));
-    res.on('error', reject);
+    body.consume({ data: (c) => chunks.push(c), end: () => resolve(Buffer.concat(chunks)), error: reject });
   });
+}
+
+/** An https response as a Body: a connection closed before the end is an error. */
+function bodyOf(msg: IncomingMessage): Body {
+  const body = new Body(() => msg.destroy());
+  msg.on('data', (c: Buffer) => body.push(c));
+  msg.on('end', () => body.end());
+  msg.on('error', (err) => body.end(err));
+  msg.on('close', () => body.end(new Error('ECONNRESET')));
+  return body;
 }
 
 function parseJson(text: string): unknown {

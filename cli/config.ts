@@ -42,7 +42,7 @@ function defaultSubmitter(): string {
     session = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3] ?? session;
   } catch { /* not Linux: the parent's pid will do */ }
   // os is loaded only here: most agents set RC_SUBMITTER, and every import costs start-up time.
-  const os = require('node:os') as typeof import('node:os');
+  const os = process.getBuiltinModule('node:os');
   let user = process.env.USER ?? 'user';
   try { user = os.userInfo().username; } catch { /* no passwd entry */ }
   return `${user}@${os.hostname()}/s${session}`;

@@ -1,58 +1,127 @@
-// A minimal HTTP/1.1 client on node:net for plain-http controllers. Loading
-// node:http and its client machinery costs an agent's CLI call about 10 ms, a
-// sixth of the time budget of `rc run -- true`; this needs only what net loads.
+// A minimal HTTP/1.1 client for plain-http controllers. Loading node:http and
+// its client machinery costs an agent's CLI call about 10 ms, a sixth of the
+// time budget of `rc run -- true`; this needs only a TCP connection (tcp.ts).
 // It speaks exactly what the controller answers: a status line, headers, and a
 // body sized by content-length or chunked, on a connection it then closes.
-import { connect } from 'node:net';
-import { PassThrough } from 'node:stream';
+import { connectTcp, type Conn } from './tcp';
 
-export interface Http1Response extends PassThrough {
-  statusCode: number;
-  headers: Record<string, string>;
+export interface BodyHandlers {
+  data(chunk: Buffer): void;
+  /** The body is complete. */
+  end(): void;
+  /** The connection broke before the body was complete. */
+  error(err: Error): void;
 }
 
-export function http1Request(url: URL, method: string, headers: Record<string, string>, body?: string | Buffer): Promise<Http1Response> {
+/**
+ * A response body, delivered to one consumer. What arrives before `consume`
+ * is kept and handed over first, so nothing is lost between the headers and
+ * the caller's handlers.
+ */
+export class Body {
+  private handlers: BodyHandlers | null = null;
+  private early: Buffer[] = [];
+  private outcome: { err: Error | null } | null = null;
+  constructor(private readonly onDone: () => void = () => {}) {}
+
+  consume(handlers: BodyHandlers): void {
+    this.handlers = handlers;
+    for (const chunk of this.early.splice(0)) handlers.data(chunk);
+    if (this.outcome) this.deliver(this.outcome.err);
+  }
+
+  push(chunk: Buffer): void {
+    if (this.outcome) return;
+    if (this.handlers) this.handlers.data(chunk);
+    else this.early.push(chunk);
+  }
+
+  end(err: Error | null = null): void {
+    if (this.outcome) return;
+    this.outcome = { err };
+    this.onDone();
+    if (this.handlers) this.deliver(err);
+  }
+
+  get ended(): boolean {
+    return this.outcome !== null;
+  }
+
+  private deliver(err: Error | null): void {
+    if (err) this.handlers!.error(err);
+    else this.handlers!.end();
+  }
+}
+
+export interface Http1Response {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: Body;
+}
+
+export function http1Request(url: URL, method: string, headers: Record<string, string>, payload?: string | Buffer): Promise<Http1Response> {
   return new Promise((resolve, reject) => {
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    const socket = connect(Number(url.port || 80), host);
-    socket.setNoDelay(true);
-    const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
-    for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
-    if (typeof body === 'string' || body === undefined) socket.write(lines.join('\r\n') + '\r\n\r\n' + (body ?? ''));
-    else { socket.write(lines.join('\r\n') + '\r\n\r\n'); socket.write(body); }
-    let head: Buffer | null = Buffer.alloc(0) as Buffer;
+    let head: Buffer | null = Buffer.alloc(0);
     let res: Http1Response | null = null;
     let feed: ((data: Buffer) => void) | null = null;
-    socket.on('data', (data: Buffer) => {
-      if (head !== null) {
+    const conn: Conn = connectTcp(host, Number(url.port || 80), {
+      data: (data) => {
+        if (head === null) return feed!(data);
         head = Buffer.concat([head, data]);
         const end = head.indexOf('\r\n\r\n');
         if (end < 0) return;
         const [status, ...fields] = head.subarray(0, end).toString('latin1').split('\r\n');
-        res = Object.assign(new PassThrough(), { statusCode: Number(/^HTTP\/1\.[01] (\d{3})/.exec(status!)?.[1] ?? 0), headers: {} as Record<string, string> });
+        res = { statusCode: Number(/^HTTP\/1\.[01] (\d{3})/.exec(status!)?.[1] ?? 0), headers: {}, body: new Body(() => conn.destroy()) };
         for (const f of fields) {
           const i = f.indexOf(':');
           if (i > 0) res.headers[f.slice(0, i).trim().toLowerCase()] = f.slice(i + 1).trim();
         }
-        feed = res.headers['transfer-encoding']?.includes('chunked') ? chunkedFeed(res) : (d) => res!.write(d);
+        const body = res.body;
+        feed = res.headers['transfer-encoding']?.includes('chunked') ? chunkedFeed(body) : sizedFeed(body, res.headers['content-length']);
         const rest = head.subarray(end + 4);
         head = null;
         resolve(res);
         if (rest.length) feed(rest);
-        return;
-      }
-      feed!(data);
+      },
+      // A body without a length ends with the connection; one cut short of its length or last chunk is an error.
+      end: () => {
+        if (!res) return reject(Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
+        res.body.end(closeDelimited(res.headers) ? null : Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
+      },
+      error: (err) => { if (res) res.body.end(err); else reject(err); },
     });
-    socket.on('end', () => { if (res) { if (!res.writableEnded) res.end(); } else reject(new Error('ECONNRESET')); });
-    socket.on('error', (err) => { if (res) res.destroy(err); else reject(err); });
+    const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
+    for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+    const top = lines.join('\r\n') + '\r\n\r\n';
+    if (Buffer.isBuffer(payload)) { conn.write(top); conn.write(payload); } else conn.write(top + (payload ?? ''));
   });
 }
 
-/** Decodes a chunked body as it arrives, writing the data to `out` and ending it at the last chunk. */
-export function chunkedFeed(out: PassThrough): (data: Buffer) => void {
+function closeDelimited(headers: Record<string, string>): boolean {
+  return headers['content-length'] === undefined && !headers['transfer-encoding']?.includes('chunked');
+}
+
+/** A body sized by content-length ends when that many bytes came; without one, when the connection closes. */
+function sizedFeed(out: Body, length: string | undefined): (data: Buffer) => void {
+  let left = length === undefined ? Infinity : Number(length);
+  if (left === 0) out.end();
+  return (data) => {
+    if (out.ended) return;
+    const take = data.length <= left ? data : data.subarray(0, left);
+    left -= take.length;
+    out.push(take);
+    if (left === 0) out.end();
+  };
+}
+
+/** Decodes a chunked body as it arrives, passing the data on and ending `out` at the last chunk. */
+export function chunkedFeed(out: Pick<Body, 'push' | 'end'>): (data: Buffer) => void {
   let pending: Buffer = Buffer.alloc(0);
   let remaining = -1; // bytes left in the current chunk, -1 while reading a size line
+  let done = false;
   return (data) => {
+    if (done) return;
     pending = pending.length ? Buffer.concat([pending, data]) : data;
     for (;;) {
       if (remaining < 0) {
@@ -60,16 +129,16 @@ export function chunkedFeed(out: PassThrough): (data: Buffer) => void {
         if (eol < 0) return;
         const size = parseInt(pending.subarray(0, eol).toString('latin1'), 16);
         pending = pending.subarray(eol + 2);
-        if (!Number.isFinite(size) || size === 0) { if (!out.writableEnded) out.end(); return; }
+        if (!Number.isFinite(size) || size === 0) { done = true; out.end(); return; }
         remaining = size;
       }
       if (pending.length < remaining + 2) {
         // Pass on what we have of the chunk now: output must not wait for the chunk's end.
         const take = Math.min(pending.length, remaining);
-        if (take > 0) { out.write(pending.subarray(0, take)); pending = pending.subarray(take); remaining -= take; }
+        if (take > 0) { out.push(pending.subarray(0, take)); pending = pending.subarray(take); remaining -= take; }
         if (remaining > 0 || pending.length < 2) return;
       } else {
-        out.write(pending.subarray(0, remaining));
+        out.push(pending.subarray(0, remaining));
         pending = pending.subarray(remaining);
         remaining = 0;
       }

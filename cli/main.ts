@@ -69,23 +69,37 @@ async function main(argv: string[]): Promise<number> {
   return command.fn(new Client(loadCliConfig()), args);
 }
 
-/** Exits as soon as what was written has reached stdout and stderr: no waiting for sockets to wind down. */
-function exitWhenFlushed(code: number): void {
-  let pending = 2;
-  const done = () => { if (--pending === 0) process.exit(code); };
-  process.stdout.write('', done);
-  process.stderr.write('', done);
+/**
+ * Which of stdout and stderr this run opened. Node makes them on first use,
+ * and making one costs a few ms: an `rc run -- true` that prints nothing
+ * should not pay that just to wait for them at exit.
+ */
+function watchStdio(): Record<'stdout' | 'stderr', boolean> {
+  const opened = { stdout: false, stderr: false };
+  for (const name of ['stdout', 'stderr'] as const) {
+    const d = Object.getOwnPropertyDescriptor(process, name);
+    if (d?.get && d.configurable) Object.defineProperty(process, name, { ...d, get() { opened[name] = true; return d.get!.call(process); } });
+    else opened[name] = true;
+  }
+  return opened;
 }
 
-main(process.argv.slice(2)).then(
-  (code) => exitWhenFlushed(code),
-  (err: unknown) => {
-    if (err instanceof CliExit) {
-      if (err.message) process.stderr.write(err.message + '\n');
-      process.exitCode = err.exitCode;
-      return;
-    }
-    process.stderr.write(`rc: internal: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = EXIT.error;
-  },
-);
+const opened = watchStdio();
+
+/** Exits as soon as what was written has reached stdout and stderr: no waiting for sockets to wind down. */
+function exitWhenFlushed(code: number): void {
+  const streams = (['stdout', 'stderr'] as const).filter((name) => opened[name]);
+  let pending = streams.length;
+  const done = () => { if (--pending <= 0) { process.exit(code); } };
+  if (!pending) return done();
+  for (const name of streams) process[name].write('', done);
+}
+
+main(process.argv.slice(2)).then(exitWhenFlushed, (err: unknown) => {
+  if (err instanceof CliExit) {
+    if (err.message) process.stderr.write(err.message + '\n');
+    return exitWhenFlushed(err.exitCode);
+  }
+  process.stderr.write(`rc: internal: ${err instanceof Error ? err.message : String(err)}\n`);
+  exitWhenFlushed(EXIT.error);
+});

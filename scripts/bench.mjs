@@ -1,10 +1,14 @@
 // Measures the figures issue 2 names, on a throw-away local fleet:
 //   - `rc run -- true` through node_modules/.bin/rc, CLI start-up included
 //     (beside `node -e 0` and `rc --version` for scale);
+//   - the same job's round trip as the controller and worker see it: from the
+//     request's first byte to the exit frame, from a client already running
+//     (what the server side costs, without Node's start-up);
 //   - how long after a device frees a job queued behind it starts
 //     (from the database's own timestamps: the holder's ended_at to the next job's started_at).
 // Usage: npm run bench [-- runs]   (default 30 runs each)
 import { spawn, spawnSync } from 'node:child_process';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { report, root, startFleet } from './bench-fleet.mjs';
 
@@ -16,12 +20,21 @@ const rc = join(root, 'node_modules/.bin/rc');
 
 try {
   console.log(`machine: ${process.env.NODE_EXTRA_CA_CERTS ? 'NODE_EXTRA_CA_CERTS is set (node loads extra CA certificates at every start)' : 'no NODE_EXTRA_CA_CERTS'}`);
-  report('node -e 0', timeRuns(() => spawnSync(process.execPath, ['-e', '0'], { env })));
-  report('rc --version', timeRuns(() => spawnSync(rc, ['--version'], { env })));
-  report('rc run -- true', timeRuns(() => {
-    const r = spawnSync(rc, ['run', '--', 'true'], { env });
-    if (r.status !== 0) throw new Error(`rc run failed: ${r.stderr}`);
-  }));
+  // Interleaved, so a noisy moment on the machine weighs on all three alike.
+  const [node, version, run] = timeRuns([
+    () => spawnSync(process.execPath, ['-e', '0'], { env }),
+    () => spawnSync(rc, ['--version'], { env }),
+    () => {
+      const r = spawnSync(rc, ['run', '--', 'true'], { env });
+      if (r.status !== 0) throw new Error(`rc run failed: ${r.stderr}`);
+    },
+  ]);
+  report('node -e 0', node);
+  report('rc --version', version);
+  report('rc run -- true', run);
+  const trips = [];
+  for (let i = 0; i <= runs; i++) { const t = await serverRoundTrip(); if (i > 0) trips.push(t); }
+  report('  of which controller + worker (no CLI start)', trips);
   const gaps = [];
   for (let i = 0; i < Math.min(runs, 20); i++) {
     const holder = spawnRc(['run', '-d', 'bench:gpu0', '--', 'sh', '-c', 'echo $RC_JOB_ID; sleep 0.3']);
@@ -40,13 +53,15 @@ try {
   await fleet.stop();
 }
 
-function timeRuns(fn) {
-  fn();
-  const out = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    fn();
-    out.push(performance.now() - t);
+/** Times each of `fns` `runs` times, in turns, after one warm-up round. */
+function timeRuns(fns) {
+  const out = fns.map(() => []);
+  for (let i = 0; i <= runs; i++) {
+    fns.forEach((fn, j) => {
+      const t = performance.now();
+      fn();
+      if (i > 0) out[j].push(performance.now() - t);
+    });
   }
   return out;
 }
@@ -60,6 +75,25 @@ function firstLine(child) {
 function exited(child) {
   return new Promise((resolve) => child.on('close', resolve));
 }
+/** POST /api/jobs for `true` as rc run sends it, timed to the exit frame. */
+function serverRoundTrip() {
+  const url = new URL(controller);
+  const body = JSON.stringify({ argv: ['true'], selector: '', device: null, cwd: null, gpus: 1, priority: 0, wait: true, submitter: 'bench' });
+  const request = `POST /api/jobs HTTP/1.1\r\nhost: ${url.host}\r\nconnection: close\r\nauthorization: Bearer ${clientToken}\r\naccept: application/x-rc-stream\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return new Promise((resolve, reject) => {
+    const t = performance.now();
+    const socket = connect(Number(url.port), url.hostname);
+    socket.setNoDelay(true);
+    let got = '';
+    socket.on('data', (d) => {
+      got += d.toString('latin1');
+      if (got.includes('"type":"exit"')) { resolve(performance.now() - t); socket.destroy(); }
+    });
+    socket.on('error', reject);
+    socket.write(request);
+  });
+}
+
 async function job(id) {
   const r = await fetch(`${controller}/api/jobs/${id}`, { headers: { authorization: `Bearer ${clientToken}` } });
   return (await r.json()).job;

@@ -13,10 +13,11 @@ import type { JobEvents } from './job-events';
 import { claimDevices } from './jobs/claim';
 import { rowToJob } from './jobs/job-row';
 import type { JobRow } from './jobs/job-view';
+import type { Target } from './jobs/submit';
 
 export interface Dispatcher {
   /** Sends a started job to its worker; false when that worker is not connected here. */
-  startJob(job: JobRow, devices: { index: number; name: string; uuid: string | null }[]): boolean;
+  startJob(job: JobRow, devices: Target[]): boolean;
 }
 
 export class Scheduler {
@@ -83,13 +84,18 @@ export class Scheduler {
         continue;
       }
       this.raced = 0;
-      const targets = a.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null }));
-      if (this.dispatcher.startJob(job, targets)) {
-        this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] });
-      } else {
-        await this.requeue(job);
-      }
+      await this.dispatch(job, a.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null })));
     }
+  }
+
+  /** Sends a claimed job to its worker and tells whoever follows it; puts it back in the queue when that worker is not connected here. */
+  async dispatch(job: JobRow, targets: Target[]): Promise<void> {
+    if (this.dispatcher.startJob(job, targets)) {
+      this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] });
+      return;
+    }
+    await this.requeue(job);
+    this.maybeQueued = true;
   }
 
   /** The worker vanished between the decision and the dispatch: put the job back. */

@@ -190,14 +190,15 @@ export class TtyHub {
       maxRuntimeS: open.maxRuntimeS ?? null, idleTimeoutS: open.idleTimeoutS ?? null,
     });
     if (!body.success) throw new RcError('bad_request', body.error.issues[0]!.message);
-    const { job, position } = await submitJob(this.c.sql, identity, body.data);
-    // Bound before the scheduler can start it: the start carries the client's size.
+    const { job, position, targets } = await submitJob(this.c.sql, identity, body.data);
+    // Bound before the job is sent to its worker: the start carries the client's size.
     const s = this.session(job);
     s.size = { cols: open.cols, rows: open.rows };
     this.bind(s, socket);
     socket.emit('queued', { jobId: job.id, position });
-    await this.c.scheduler.poke();
-    if (!open.wait) await this.c.cancelIfStillQueued(job);
+    if (targets) await this.c.scheduler.dispatch(job, targets);
+    else await this.c.scheduler.poke();
+    if (!open.wait && !targets) await this.c.cancelIfStillQueued(job);
   }
 
   /** Back to a terminal after a reload or a dropped connection: the recent screen is replayed. */

@@ -117,15 +117,13 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
     const decoder = new FrameDecoder((type, payload) => {
       if (type === FRAME_EVENT) onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
     });
-    res.on('data', (chunk: Buffer) => decoder.push(chunk));
     const done = () => {
       if (notice) clearTimeout(notice);
       process.off('SIGINT', onSigint);
       if (result === null) process.stderr.write(`rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`);
       resolve(result ?? EXIT.unreachable);
     };
-    res.on('end', done);
-    res.on('error', done);
+    res.consume({ data: (chunk) => decoder.push(chunk), end: done, error: done });
   });
 }
 

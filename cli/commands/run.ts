@@ -3,6 +3,7 @@
 import { EXIT } from '../../core/exit-codes';
 import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import type { Client } from '../client';
+import type { Body } from '../http1';
 import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
 import { usage } from '../output';
 
@@ -77,7 +78,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
  * reconnects and resumes after the last chunk it printed. Ctrl-C kills the job
  * (rc run) or, with `detachOnInterrupt`, only stops following (rc attach, rc logs -f).
  */
-export async function follow(client: Client, first: NodeJS.ReadableStream, opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean } = {}): Promise<number> {
+export async function follow(client: Client, first: Body, opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean } = {}): Promise<number> {
   const state: FollowState = { jobId: opts.knownJobId ?? null, interrupted: false, lastSeq: 0, result: null };
   const kill = () => {
     if (state.jobId) client.json('POST', `/api/jobs/${state.jobId}/kill`, { submitter: client.submitter }).catch(() => {});
@@ -111,7 +112,7 @@ export async function follow(client: Client, first: NodeJS.ReadableStream, opts:
 
 interface FollowState { jobId: string | null; interrupted: boolean; lastSeq: number; result: number | null }
 
-function readStream(res: NodeJS.ReadableStream, state: FollowState, kill: () => void): Promise<void> {
+function readStream(body: Body, state: FollowState, kill: () => void): Promise<void> {
   return new Promise((resolve) => {
     let queuedNotice: NodeJS.Timeout | null = null;
     const onEvent = (event: JobEvent) => {
@@ -148,11 +149,8 @@ function readStream(res: NodeJS.ReadableStream, state: FollowState, kill: () => 
       state.lastSeq = seq;
       (type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);
     });
-    res.on('data', (chunk: Buffer) => decoder.push(chunk));
     const done = () => { if (queuedNotice) clearTimeout(queuedNotice); resolve(); };
-    res.on('end', done);
-    res.on('error', done);
-    res.on('close', done);
+    body.consume({ data: (chunk) => decoder.push(chunk), end: done, error: done });
   });
 }
 

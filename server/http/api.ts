@@ -66,17 +66,21 @@ export function registerApi(router: Router, c: Controller): void {
     const body = await readBody(req, SubmitJob);
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
-    const { job, position } = await submitJob(sql, identity, body);
+    const { job, position, targets } = await submitJob(sql, identity, body);
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
-    // Subscribe before the scheduler can start the job, so the stream misses nothing.
+    // Subscribe before the job is sent to its worker, so the stream misses nothing.
     if (streaming) {
+      // The headers and the first event leave in one packet: one wake-up less for the client.
+      res.cork();
       openStream(res);
       pipeJob(c.events, job.id, res);
       writeEvent(res, { type: 'queued', jobId: job.id, position });
+      res.uncork();
     }
-    await c.scheduler.poke();
+    if (targets) await c.scheduler.dispatch(job, targets);
+    else await c.scheduler.poke();
     // The stream (if any) ends with the cancellation's exit event.
-    const refused = body.wait ? null : await c.cancelIfStillQueued(job);
+    const refused = body.wait || targets ? null : await c.cancelIfStillQueued(job);
     if (refused) {
       if (!streaming) throw new RcError('busy', refused);
       return;

@@ -26,7 +26,12 @@ export async function claimDevices(sql: Sql, jobId: string, hostName: string, de
     return rows[0] ? rowToJob(rows[0]) : null;
   } catch (err) {
     // Another controller leased one of the devices first.
-    if ((err as { code?: string }).code === '23505' || (err as { cause?: { code?: string } }).cause?.code === '23505') return null;
+    if (isLeaseConflict(err)) return null;
     throw err;
   }
+}
+
+/** The one-active-lease index refused a lease: someone else holds the device. */
+export function isLeaseConflict(err: unknown): boolean {
+  return (err as { code?: string }).code === '23505' || (err as { cause?: { code?: string } }).cause?.code === '23505';
 }

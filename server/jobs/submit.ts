@@ -2,13 +2,25 @@
 import { randomBytes } from 'node:crypto';
 import { RcError } from '../../core/errors';
 import { parseSelector, formatSelector } from '../../core/selector';
-import { deviceMatches, parseDeviceName } from '../../core/schedule';
+import { decide, deviceMatches, parseDeviceName, type DeviceView } from '../../core/schedule';
 import type { SubmitJob } from '../../protocol/api';
 import type { Identity } from '../auth';
 import type { Sql } from '../db';
 import { loadDevices } from '../fleet';
+import { isLeaseConflict } from './claim';
 import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
+
+/** Where a claimed job runs: what the worker needs to know of each device. */
+export interface Target { index: number; name: string; uuid: string | null }
+
+export interface Submitted {
+  job: JobRow;
+  /** Jobs queued ahead of it (0 when it started at once). */
+  position: number;
+  /** Set when the job was claimed at submit (state running): the caller dispatches it. */
+  targets: Target[] | null;
+}
 
 export function newJobId(): string {
   // 10 base32 characters: short enough to type, 50 bits so collisions are a non-issue.
@@ -16,7 +28,12 @@ export function newJobId(): string {
   return 'j' + n.toString(32).padStart(10, '0');
 }
 
-export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): Promise<{ job: JobRow; position: number }> {
+/**
+ * Validates a job against the fleet and stores it. When nothing is queued and
+ * a matching device is free, the same statement claims it (see startAtOnce):
+ * the common case of an idle fleet skips the queue and a scheduling pass.
+ */
+export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): Promise<Submitted> {
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   const terms = parsed.terms;
@@ -46,11 +63,58 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): 
       throw new RcError('no_matching_device', `no host has ${body.gpus} devices matching the selector: ${selectorText || '(any)'}`);
     }
   }
+  const id = newJobId();
+  const [plan] = decide(
+    [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
+    healthy.map((d) => ({ ...d, free: d.state === 'free' })),
+  );
+  if (plan) {
+    const started = await startAtOnce(sql, id, identity, body, selectorText, plan.devices);
+    if (started) {
+      const uuids = new Map(healthy.map((d) => [d.id, d.uuid]));
+      return { job: started, position: 0, targets: plan.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null })) };
+    }
+  }
   // One statement inserts the job and counts the queued jobs ahead of it.
   const rows = await sql<Record<string, unknown>[]>`
     insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s)
-    values (${newJobId()}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
+    values (${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
       ${selectorText}, ${wanted}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
-  return { job: rowToJob(rows[0]!), position: Number(rows[0]!.position) };
+  return { job: rowToJob(rows[0]!), position: Number(rows[0]!.position), targets: null };
+}
+
+/**
+ * Inserts the job already running, with its leases, in one statement, but
+ * only if no job is queued (a queued job comes first: the scheduler decides)
+ * and none of the devices was quarantined since they were loaded. The lease
+ * index refuses a device another claim took meanwhile. Null when it did not
+ * start: the caller queues the job instead.
+ */
+async function startAtOnce(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, devices: DeviceView[]): Promise<JobRow | null> {
+  const ids = `{${devices.map((d) => d.id).join(',')}}`;
+  try {
+    const rows = await sql<Record<string, unknown>[]>`
+      with j as (
+        insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s,
+          state, started_at, host_name, devices, fence, expires_at)
+        select ${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
+          ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
+          'running', now(), ${devices[0]!.hostName}, ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, nextval('fence_seq'),
+          -- A hold's TTL counts from its start.
+          case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
+        where not exists (select 1 from jobs where state = 'queued')
+          and not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)
+        returning *
+      ), l as (
+        insert into leases (device_id, job_id) select d, j.id from j, unnest(${ids}::text::bigint[]) d
+        returning id
+      )
+      select j.*, (select count(*) from l) as leased from j`;
+    return rows[0] ? rowToJob(rows[0]) : null;
+  } catch (err) {
+    // Another claim took one of the devices first: queue the job like any other.
+    if (isLeaseConflict(err)) return null;
+    throw err;
+  }
 }

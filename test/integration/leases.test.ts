@@ -18,14 +18,17 @@ before(async () => {
   const fresh = await freshDatabase();
   db = fresh.database;
   drop = fresh.drop;
-  await db.client`insert into hosts (name, status) values ('h', 'online')`;
+  // Away: its devices are not free, so submits queue and these tests claim by hand.
+  // The tests of the start at submit (at the end) bring it online.
+  await db.client`insert into hosts (name, status) values ('h', 'away')`;
   const [d] = await db.client<{ id: string }[]>`insert into devices (host_name, index) values ('h', 0) returning id`;
   await db.client`insert into devices (host_name, index) values ('h', 1)`;
   deviceId = Number(d!.id);
 });
 after(async () => drop());
 
-const submit = async () => (await submitJob(db.client, who, { kind: 'run', argv: ['true'], selector: '', submitter: 's', gpus: 1, priority: 0, wait: true })).job;
+const body = { kind: 'run' as const, argv: ['true'], selector: '', submitter: 's', gpus: 1, priority: 0, wait: true };
+const submit = async () => (await submitJob(db.client, who, body)).job;
 
 test('the database refuses a second active lease on a device, whatever the code does', async () => {
   const a = await submit();
@@ -90,4 +93,85 @@ test('a kill asked for before the exit turns the outcome into killed, with its r
   await db.client`update jobs set kill_requested_by = 'killed by s' where id = ${j.id}`;
   const ended = await finishFromExit(db.client, j.id, claimed!.fence!, null, 'SIGTERM');
   assert.deepEqual([ended?.state, ended?.exitCode, ended?.reason], ['killed', 143, 'killed by s']);
+});
+
+async function activeLeases(): Promise<{ device_id: string; job_id: string }[]> {
+  return db.client<{ device_id: string; job_id: string }[]>`select device_id, job_id from leases where released_at is null`;
+}
+
+async function endEverything(): Promise<void> {
+  const open = await db.client<{ id: string }[]>`select id from jobs where state in ('queued', 'running')`;
+  for (const j of open) await finishJob(db.client, j.id, null, { state: 'cancelled', exitCode: null, reason: 'test' });
+}
+
+test('on an idle fleet a submit claims a free device in the same statement: running, leased, fenced', async () => {
+  await endEverything();
+  await db.client`update hosts set status = 'online' where name = 'h'`;
+  try {
+    const s = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(s.job.state, 'running');
+    assert.ok(s.job.fence && s.job.startedAt);
+    assert.deepEqual(s.job.devices, ['h:gpu0']);
+    assert.deepEqual(s.targets, [{ index: 0, name: 'h:gpu0', uuid: null }]);
+    assert.equal(s.position, 0);
+    assert.deepEqual((await activeLeases()).map((l) => [Number(l.device_id), l.job_id]), [[deviceId, s.job.id]]);
+    // Its device is taken now: the next one for it waits in the queue.
+    const next = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(next.job.state, 'queued');
+    assert.equal(next.targets, null);
+    assert.equal((await activeLeases()).length, 1);
+  } finally {
+    await endEverything();
+    await db.client`update hosts set status = 'away' where name = 'h'`;
+  }
+});
+
+test('a submit does not jump the queue: with any job queued it queues too, even when a device is free', async () => {
+  await endEverything();
+  await db.client`update hosts set status = 'online' where name = 'h'`;
+  try {
+    const busy = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(busy.job.state, 'running');
+    const waiting = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(waiting.job.state, 'queued');
+    // h:gpu1 is free, but a job is queued: the scheduler decides who goes first.
+    const later = await submitJob(db.client, who, { ...body, priority: 5 });
+    assert.equal(later.job.state, 'queued');
+    assert.equal(later.targets, null);
+    assert.equal((await activeLeases()).length, 1);
+  } finally {
+    await endEverything();
+    await db.client`update hosts set status = 'away' where name = 'h'`;
+  }
+});
+
+test('submits racing for one free device: exactly one starts, the others queue, one lease, every round', async () => {
+  await endEverything();
+  await db.client`update hosts set status = 'online' where name = 'h'`;
+  try {
+    for (let round = 0; round < 20; round++) {
+      const all = await Promise.all(Array.from({ length: 4 }, () => submitJob(db.client, who, { ...body, device: 'h:gpu0' })));
+      const running = all.filter((s) => s.job.state === 'running');
+      assert.equal(running.length, 1, `round ${round}: ${all.map((s) => s.job.state).join(',')}`);
+      assert.equal(all.filter((s) => s.job.state === 'queued' && s.targets === null).length, 3);
+      assert.deepEqual((await activeLeases()).map((l) => l.job_id), [running[0]!.job.id]);
+      await endEverything();
+    }
+  } finally {
+    await endEverything();
+    await db.client`update hosts set status = 'away' where name = 'h'`;
+  }
+});
+
+test('a hold started at submit ends its TTL after its start', async () => {
+  await endEverything();
+  await db.client`update hosts set status = 'online' where name = 'h'`;
+  try {
+    const s = await submitJob(db.client, who, { ...body, kind: 'hold', argv: [], ttlS: 600 });
+    assert.equal(s.job.state, 'running');
+    assert.equal(s.job.expiresAt!.getTime() - s.job.startedAt!.getTime(), 600_000);
+  } finally {
+    await endEverything();
+    await db.client`update hosts set status = 'away' where name = 'h'`;
+  }
 });

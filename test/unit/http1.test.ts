@@ -1,56 +1,119 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import { PassThrough } from 'node:stream';
+import { createServer, type Server } from 'node:http';
+import { createServer as createTcpServer } from 'node:net';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { chunkedFeed, http1Request } from '../../cli/http1';
+import { Body, chunkedFeed, http1Request } from '../../cli/http1';
+import { connectTcp } from '../../cli/tcp';
 
 const chunked = (parts: Buffer[]) => Buffer.concat([...parts.filter((p) => p.length).map((p) => Buffer.concat([Buffer.from(p.length.toString(16) + '\r\n'), p, Buffer.from('\r\n')])), Buffer.from('0\r\n\r\n')]);
+
+function collect(body: Body): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const got: Buffer[] = [];
+    body.consume({ data: (c) => got.push(c), end: () => resolve(Buffer.concat(got)), error: reject });
+  });
+}
 
 test('a chunked body decodes the same however the bytes are split', () => {
   fc.assert(fc.property(fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }).map((a) => Buffer.from(a)), { maxLength: 8 }), fc.array(fc.nat(3000), { maxLength: 12 }), (parts, cuts) => {
     const wire = chunked(parts);
-    const out = new PassThrough();
     const got: Buffer[] = [];
-    out.on('data', (d: Buffer) => got.push(d));
-    const feed = chunkedFeed(out);
+    let ended = 0;
+    const feed = chunkedFeed({ push: (d) => got.push(d), end: () => { ended += 1; } });
     let at = 0;
     for (const c of [...cuts, wire.length].sort((a, b) => a - b)) {
       const to = Math.min(c, wire.length);
       if (to > at) { feed(wire.subarray(at, to)); at = to; }
     }
     assert.deepEqual(Buffer.concat(got), Buffer.concat(parts));
-    assert.equal(out.writableEnded, true, 'the last chunk ends the body');
+    assert.equal(ended, 1, 'the last chunk ends the body, once');
   }), { numRuns: 300 });
 });
 
-test('against a real node:http server: status, headers, streamed chunks, content-length bodies', async () => {
-  const server = createServer((req, res) => {
+test('a body keeps what arrives before its consumer, then streams', () => {
+  const body = new Body();
+  body.push(Buffer.from('a'));
+  body.push(Buffer.from('b'));
+  const got: string[] = [];
+  let ended = false;
+  body.consume({ data: (c) => got.push(c.toString()), end: () => { ended = true; }, error: assert.fail });
+  body.push(Buffer.from('c'));
+  body.end();
+  body.push(Buffer.from('late'));
+  assert.deepEqual(got, ['a', 'b', 'c']);
+  assert.equal(ended, true);
+});
+
+async function withServer(fn: (port: number) => Promise<void>): Promise<void> {
+  const server: Server = createServer((req, res) => {
     if (req.url === '/stream') {
       res.writeHead(200, { 'content-type': 'application/x-test' });
       res.write('first ');
       setTimeout(() => { res.write('second'); res.end(); }, 20);
       return;
     }
-    let body = '';
-    req.on('data', (c: Buffer) => { body += c; });
-    req.on('end', () => { res.writeHead(418, { 'content-type': 'application/json' }); res.end(JSON.stringify({ got: body, auth: req.headers.authorization })); });
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      res.writeHead(418, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ bytes: body.length, head: body.subarray(0, 5).toString(), auth: req.headers.authorization }));
+    });
+  });
+  // Both address families, so each way of connecting can be tried.
+  await new Promise<void>((r) => server.listen(0, '::', r));
+  try {
+    await fn((server.address() as { port: number }).port);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+for (const [host, via] of [['127.0.0.1', 'handle'], ['[::1]', 'handle'], ['localhost', 'net']] as const) {
+  test(`against a real node:http server at ${host} (${via}): status, headers, streamed chunks, sized bodies, a 16 MiB upload`, async () => {
+    await withServer(async (port) => {
+      const s = await http1Request(new URL(`http://${host}:${port}/stream`), 'GET', {});
+      assert.equal(s.statusCode, 200);
+      assert.equal(s.headers['content-type'], 'application/x-test');
+      assert.equal((await collect(s.body)).toString(), 'first second');
+      const j = await http1Request(new URL(`http://${host}:${port}/x?y=1`), 'POST', { authorization: 'Bearer t', 'content-length': '5' }, 'hello');
+      assert.equal(j.statusCode, 418);
+      assert.deepEqual(JSON.parse((await collect(j.body)).toString()), { bytes: 5, head: 'hello', auth: 'Bearer t' });
+      const big = Buffer.alloc(16 * 1024 * 1024, 7);
+      const up = await http1Request(new URL(`http://${host}:${port}/up`), 'PUT', { 'content-length': String(big.length) }, big);
+      assert.deepEqual(JSON.parse((await collect(up.body)).toString()).bytes, big.length);
+      await assert.rejects(http1Request(new URL(`http://${host}:1/`), 'GET', {}), /ECONNREFUSED/);
+    });
+  });
+}
+
+test('an IP address connects through the TCP handle, a host name through node:net', async () => {
+  await withServer(async (port) => {
+    for (const [host, via] of [['127.0.0.1', 'handle'], ['::1', 'handle'], ['localhost', 'net']] as const) {
+      const conn = await new Promise<ReturnType<typeof connectTcp>>((resolve, reject) => {
+        const c = connectTcp(host, port, { data: () => { resolve(c); }, end: () => {}, error: reject });
+        c.write(`GET /x HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`);
+      });
+      assert.equal(conn.via, via, host);
+      conn.destroy();
+    }
+  });
+});
+
+test('a connection cut in the middle of a body is an error, not a short success', async () => {
+  const server = createTcpServer((socket) => {
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nonly part');
+      setTimeout(() => socket.end(), 10);
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
   try {
-    const s = await http1Request(new URL(`http://127.0.0.1:${port}/stream`), 'GET', {});
-    assert.equal(s.statusCode, 200);
-    assert.equal(s.headers['content-type'], 'application/x-test');
-    let text = '';
-    for await (const c of s) text += c;
-    assert.equal(text, 'first second');
-    const j = await http1Request(new URL(`http://127.0.0.1:${port}/x?y=1`), 'POST', { authorization: 'Bearer t', 'content-length': '5' }, 'hello');
-    assert.equal(j.statusCode, 418);
-    let body = '';
-    for await (const c of j) body += c;
-    assert.deepEqual(JSON.parse(body), { got: 'hello', auth: 'Bearer t' });
-    await assert.rejects(http1Request(new URL('http://127.0.0.1:1/'), 'GET', {}), /ECONNREFUSED/);
+    const res = await http1Request(new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/`), 'GET', {});
+    // The server closed (FIN) 91 bytes short of its content-length.
+    await assert.rejects(collect(res.body), /ECONNRESET/);
   } finally {
     server.close();
   }
