@@ -64,6 +64,9 @@ interface TcpHandle {
 interface WriteReq { handle: TcpHandle; oncomplete: (status: number) => void; async: boolean; data?: string | Buffer }
 
 function bindings(): Bindings | null {
+  // With pending deprecations shown, process.binding would print a warning: node:net then.
+  const pending = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('--pending-deprecation')) || process.env.NODE_PENDING_DEPRECATION === '1';
+  if (pending) return null;
   try {
     const binding = (process as unknown as { binding(name: string): Record<string, unknown> }).binding;
     const b = { ...binding('tcp_wrap'), ...binding('stream_wrap') } as unknown as Bindings;

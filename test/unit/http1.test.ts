@@ -118,3 +118,19 @@ test('a connection cut in the middle of a body is an error, not a short success'
     server.close();
   }
 });
+
+test('with pending deprecations shown, the CLI keeps to node:net and prints no warning', async () => {
+  await withServer(async (port) => {
+    const { execFile } = await import('node:child_process');
+    const script = `import { connectTcp } from './cli/tcp.ts';
+      const c = connectTcp('127.0.0.1', ${port}, { data: () => { console.log(c.via); c.destroy(); }, end: () => {}, error: (e) => { console.log(e.code); } });
+      c.write('GET /x HTTP/1.1\\r\\nhost: x\\r\\ncontent-length: 0\\r\\n\\r\\n');`;
+    // Not spawnSync: the server answering it runs in this process.
+    const r = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, NODE_PENDING_DEPRECATION: '1' }, timeout: 30_000 },
+        (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })));
+    });
+    assert.equal(r.stdout.trim(), 'net');
+    assert.doesNotMatch(r.stderr, /DeprecationWarning/);
+  });
+});
