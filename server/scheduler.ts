@@ -38,6 +38,11 @@ export class Scheduler {
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
   private maybeQueued = true;
 
+  /** A hint for submits: when jobs may be queued, starting one at submit would only be refused. */
+  get mayHaveQueued(): boolean {
+    return this.maybeQueued;
+  }
+
   /** A device was freed: run a pass only if something may be waiting for it (the 5 s safety pass covers other replicas). */
   pokeIfQueued(): void {
     if (this.maybeQueued) void this.poke();

@@ -190,7 +190,7 @@ export class TtyHub {
       maxRuntimeS: open.maxRuntimeS ?? null, idleTimeoutS: open.idleTimeoutS ?? null,
     });
     if (!body.success) throw new RcError('bad_request', body.error.issues[0]!.message);
-    const { job, position, targets } = await submitJob(this.c.sql, identity, body.data);
+    const { job, position, targets } = await submitJob(this.c.sql, identity, body.data, { startAtOnce: !this.c.scheduler.mayHaveQueued });
     // Bound before the job is sent to its worker: the start carries the client's size.
     const s = this.session(job);
     s.size = { cols: open.cols, rows: open.rows };

@@ -66,7 +66,7 @@ export function registerApi(router: Router, c: Controller): void {
     const body = await readBody(req, SubmitJob);
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
-    const { job, position, targets } = await submitJob(sql, identity, body);
+    const { job, position, targets } = await submitJob(sql, identity, body, { startAtOnce: !c.scheduler.mayHaveQueued });
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     // Subscribe before the job is sent to its worker, so the stream misses nothing.
     if (streaming) {

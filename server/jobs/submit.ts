@@ -32,8 +32,9 @@ export function newJobId(): string {
  * Validates a job against the fleet and stores it. When nothing is queued and
  * a matching device is free, the same statement claims it (see startAtOnce):
  * the common case of an idle fleet skips the queue and a scheduling pass.
+ * `startAtOnce: false` skips the attempt (the caller knows jobs are queued).
  */
-export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): Promise<Submitted> {
+export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: { startAtOnce: boolean } = { startAtOnce: true }): Promise<Submitted> {
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   const terms = parsed.terms;
@@ -64,7 +65,7 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob): 
     }
   }
   const id = newJobId();
-  const [plan] = decide(
+  const [plan] = !opts.startAtOnce ? [] : decide(
     [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
     healthy.map((d) => ({ ...d, free: d.state === 'free' })),
   );
