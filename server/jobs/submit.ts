@@ -7,7 +7,7 @@ import type { SubmitJob } from '../../protocol/api';
 import type { Identity } from '../auth';
 import type { Sql } from '../db';
 import { loadDevices } from '../fleet';
-import { isLeaseConflict } from './claim';
+import { withLeases } from './claim';
 import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
@@ -92,30 +92,16 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
  * index refuses a device another claim took meanwhile. Null when it did not
  * start: the caller queues the job instead.
  */
-async function startAtOnce(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, devices: DeviceView[]): Promise<JobRow | null> {
-  const ids = `{${devices.map((d) => d.id).join(',')}}`;
-  try {
-    const rows = await sql<Record<string, unknown>[]>`
-      with j as (
-        insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s,
-          state, started_at, host_name, devices, fence, expires_at)
-        select ${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
-          ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
-          'running', now(), ${devices[0]!.hostName}, ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, nextval('fence_seq'),
-          -- A hold's TTL counts from its start.
-          case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
-        where not exists (select 1 from jobs where state = 'queued')
-          and not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)
-        returning *
-      ), l as (
-        insert into leases (device_id, job_id) select d, j.id from j, unnest(${ids}::text::bigint[]) d
-        returning id
-      )
-      select j.*, (select count(*) from l) as leased from j`;
-    return rows[0] ? rowToJob(rows[0]) : null;
-  } catch (err) {
-    // Another claim took one of the devices first: queue the job like any other.
-    if (isLeaseConflict(err)) return null;
-    throw err;
-  }
+function startAtOnce(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, devices: DeviceView[]): Promise<JobRow | null> {
+  // A lease conflict (another claim took a device first) gives null too: the job is then queued like any other.
+  return withLeases(sql, devices, (healthy) => sql`
+    insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s,
+      state, started_at, host_name, devices, fence, expires_at)
+    select ${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
+      ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
+      'running', now(), ${devices[0]!.hostName}, ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, nextval('fence_seq'),
+      -- A hold's TTL counts from its start.
+      case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
+    where not exists (select 1 from jobs where state = 'queued') and ${healthy}
+    returning *`);
 }
