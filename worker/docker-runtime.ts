@@ -108,8 +108,12 @@ export class DockerRuntime implements Runtime {
   private readonly log: (msg: string) => void;
   /** One container operation at a time per device. */
   private readonly locks = new Map<number, Promise<unknown>>();
-  /** Per device container: its pid namespace when this worker can signal its processes from the host's /proc. */
-  private readonly hostView = new Map<string, string | null>();
+  /**
+   * Per device container, when this worker can see its processes in the host's
+   * /proc: its init's pid and pid namespace, and the spec it was made from.
+   * Signals go through it, and it tells cheaply that the container is still up.
+   */
+  private readonly hostView = new Map<string, { pid: number; ns: string; spec: string } | null>();
 
   constructor(private readonly opts: DockerRuntimeOptions) {
     this.docker = opts.docker ?? 'docker';
@@ -190,9 +194,12 @@ export class DockerRuntime implements Runtime {
       const gpus = this.gpusFor([device]);
       if (!gpus.ok) return { ok: false, problem: this.problem(device.index, name, gpus.reason) };
       const spec = specHash(this.opts.image, gpus.arg, this.workspace);
+      // Still the same init in the same namespace: the container is up as we made it, no `docker inspect` (about 20 ms) needed.
+      const seen = this.hostView.get(name);
+      if (!adopting && seen && seen.spec === spec && containerNamespace(seen.pid) === seen.ns) return { ok: true, name };
       const state = await this.inspect(name);
       if (state && state.running && state.spec === spec) {
-        this.hostView.set(name, this.viewOf(state.pid));
+        this.hostView.set(name, this.viewOf(state.pid, spec));
         if (adopting) {
           const killed = await this.signalTagged(name, 'KILL', '');
           this.log(`device ${device.index}: adopted the running container ${name} (${state.id.slice(0, 12)})${killed > 0 ? `; killed ${killed} process(es) left over from earlier jobs` : ''}`);
@@ -224,7 +231,7 @@ export class DockerRuntime implements Runtime {
       }
       this.log(`device ${device.index}: started the container ${name} (${created.stdout.trim().slice(0, 12)}) from ${this.opts.image}`);
       const made = await this.inspect(name);
-      this.hostView.set(name, this.viewOf(made?.pid ?? 0));
+      this.hostView.set(name, this.viewOf(made?.pid ?? 0, spec));
       return { ok: true, name };
     });
   }
@@ -248,14 +255,15 @@ export class DockerRuntime implements Runtime {
     return { id, running: running === 'true', spec, pid: Number(pid) || 0 };
   }
 
-  private viewOf(initPid: number): string | null {
-    return this.opts.signalFromHost !== false && initPid > 0 ? containerNamespace(initPid) : null;
+  private viewOf(initPid: number, spec: string): { pid: number; ns: string; spec: string } | null {
+    const ns = this.opts.signalFromHost !== false && initPid > 0 ? containerNamespace(initPid) : null;
+    return ns ? { pid: initPid, ns, spec } : null;
   }
 
   /** Signals the processes tagged with the job id (any job when ''); resolves to how many it hit. */
   private async signalTagged(container: string, sig: 'TERM' | 'KILL', jobId: string): Promise<number> {
     // From the host when it can see the container's processes; otherwise inside, through docker exec.
-    const ns = jobId ? this.hostView.get(container) : null;
+    const ns = jobId ? this.hostView.get(container)?.ns : null;
     // A container removed behind our back has no processes left in its namespace: nothing to find, nothing to kill.
     if (ns) return signalJobOnHost(ns, jobId, sig);
     const r = await dockerCall(this.docker, ['exec', '-u', '0:0', container, 'sh', '-c', SIGNAL_SCRIPT, 'sh', sig, jobId]);

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -276,4 +276,41 @@ test('a job on several devices runs in a one-off container', async () => {
   const killed = await ended;
   assert.notEqual(killed.code, 0);
   assert.equal(docker(['ps', '-aq', '--filter', `label=rc.host=${host}`, '--filter', 'label=rc.job']).stdout.trim(), '');
+});
+
+test('jobs in a container that is up run without a docker inspect each; a restarted container is noticed', async () => {
+  const host = newHost();
+  const dir = mkdtempSync(join(tmpdir(), 'rc-docker-calls-'));
+  const calls = join(dir, 'calls');
+  const wrapper = join(dir, 'docker');
+  // Logs each docker command's first argument, then runs the real docker.
+  writeFileSync(wrapper, `#!/bin/sh\necho "$1" >> ${calls}\nexec docker "$@"\n`, { mode: 0o755 });
+  try {
+    const rt = new DockerRuntime({ host, image, workspace, docker: wrapper });
+    assert.deepEqual(await rt.prepare([CPU0]), []);
+    writeFileSync(calls, '');
+    for (let i = 0; i < 3; i++) assert.equal((await runToEnd(rt, order(['true']))).code, 0);
+    const used = readFileSync(calls, 'utf8').split('\n').filter(Boolean);
+    assert.deepEqual(used.filter((c) => c === 'inspect'), [], used.join(' '));
+    assert.equal(used.filter((c) => c === 'exec').length, 3, 'one docker exec per job, and signals from the host /proc');
+
+    // Restarted: a new init. The next job finds it out, runs, and can still be killed.
+    const name = containerName(host, 0);
+    assert.equal(docker(['restart', '-t', '0', name]).status, 0);
+    assert.equal((await runToEnd(rt, order(['true']))).code, 0);
+    writeFileSync(calls, '');
+    const o = order(['sh', '-c', 'sleep 1234 & echo started; wait']);
+    let resolveStarted!: () => void;
+    const started = new Promise<void>((r) => { resolveStarted = r; });
+    const { job, ended } = start(rt, o, (t) => { if (t.includes('started')) resolveStarted(); });
+    await started;
+    job.kill(5);
+    const r = await ended;
+    assert.equal(r.code, 143, 'TERM reached it');
+    assert.deepEqual(tagged(name, o.jobId), []);
+    assert.doesNotMatch(ps(name), /sleep 1234/);
+    assert.deepEqual(readFileSync(calls, 'utf8').split('\n').filter(Boolean), ['exec'], 'the kill went through the host /proc of the new container');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
