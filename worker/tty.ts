@@ -137,7 +137,7 @@ export class PtyJob implements RunningTty {
  * socket up to a second to be read to its end first, flow control or not: the
  * program is gone, so what is left is at most what its terminal buffered.
  */
-function guardLastOutput(pty: IPty, exited: () => void): void {
+export function guardLastOutput(pty: IPty, exited: () => void = () => {}): void {
   type Sock = { destroy(...args: unknown[]): unknown; resume(): unknown; once(event: string, fn: () => void): unknown };
   const sock = (pty as unknown as { _socket?: Sock })._socket;
   if (!sock || typeof sock.destroy !== 'function' || typeof sock.resume !== 'function') return;

@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import * as pty from 'node-pty';
+import { guardLastOutput } from '../../worker/tty';
 import { ensureTestImage } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
@@ -31,6 +32,8 @@ function rcTty(args: string[]) {
     name: 'xterm-256color', cols: 80, rows: 24, cwd: ROOT,
     env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
+  // rc may exit right after its last output; node-pty would drop what it had not read 200 ms later.
+  guardLastOutput(p);
   open.add(p);
   let out = '';
   p.onData((d) => { out += d; });

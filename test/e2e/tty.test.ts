@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import * as pty from 'node-pty';
+import { guardLastOutput } from '../../worker/tty';
 import { processesMatching, Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -23,6 +24,8 @@ function rcTty(args: string[], cols = 80, rows = 24): Term {
     name: 'xterm-256color', cols, rows, cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
+  // rc may exit right after its last output; node-pty would drop what it had not read 200 ms later.
+  guardLastOutput(p);
   let out = '';
   p.onData((d) => { out += d; });
   const exit = new Promise<number>((resolve) => p.onExit(({ exitCode }) => { open.delete(term); resolve(exitCode); }));
