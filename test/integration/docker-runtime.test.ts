@@ -75,6 +75,16 @@ function start(rt: DockerRuntime, o: StartJob, onOutput?: (text: string) => void
 
 const runToEnd = (rt: DockerRuntime, o: StartJob) => start(rt, o).ended;
 
+/** Starts the job and resolves once its output has said `started`. */
+async function startedJob(rt: DockerRuntime, o: StartJob): Promise<{ job: RunningJob; ended: Promise<Ended> }> {
+  let seen = '';
+  let resolveStarted!: () => void;
+  const started = new Promise<void>((r) => { resolveStarted = r; });
+  const run = start(rt, o, (t) => { seen += t; if (seen.includes('started')) resolveStarted(); });
+  await started;
+  return run;
+}
+
 /** PIDs in the container whose environment has RC_JOB_ID=<id>. */
 function tagged(container: string, jobId: string): string[] {
   const r = docker(['exec', container, 'sh', '-c',
@@ -144,11 +154,7 @@ for (const fromHost of [true, false]) test(`kill ends the whole process tree of 
   assert.deepEqual(await rt.prepare([CPU0]), []);
   const name = containerName(host, 0);
   const o = order(['sh', '-c', 'sh -c "sleep 1001" & sleep 1002 & echo started; wait']);
-  let seen = '';
-  let resolveStarted!: () => void;
-  const started = new Promise<void>((r) => { resolveStarted = r; });
-  const { job, ended } = start(rt, o, (t) => { seen += t; if (seen.includes('started')) resolveStarted(); });
-  await started;
+  const { job, ended } = await startedJob(rt, o);
   assert.ok(tagged(name, o.jobId).length >= 3, ps(name));
   job.kill(5);
   const r = await ended;
@@ -164,10 +170,7 @@ test('a job that ignores SIGTERM is killed after the grace period', async () => 
   assert.deepEqual(await rt.prepare([CPU0]), []);
   const name = containerName(host, 0);
   const o = order(['sh', '-c', 'trap "" TERM; sleep 1003 & echo started; wait; wait']);
-  let resolveStarted!: () => void;
-  const started = new Promise<void>((r) => { resolveStarted = r; });
-  const { job, ended } = start(rt, o, (t) => { if (t.includes('started')) resolveStarted(); });
-  await started;
+  const { job, ended } = await startedJob(rt, o);
   const t0 = Date.now();
   job.kill(1);
   const r = await ended;
@@ -268,10 +271,7 @@ test('a job on several devices runs in a one-off container', async () => {
   assert.equal(r.stdout, '0,1|cpu0,cpu1|/tmp\n');
 
   const k = order(['sh', '-c', 'echo started; sleep 1005'], { devices });
-  let resolveStarted!: () => void;
-  const started = new Promise<void>((res) => { resolveStarted = res; });
-  const { job, ended } = start(rt, k, (t) => { if (t.includes('started')) resolveStarted(); });
-  await started;
+  const { job, ended } = await startedJob(rt, k);
   job.kill(2);
   const killed = await ended;
   assert.notEqual(killed.code, 0);
@@ -300,10 +300,7 @@ test('jobs in a container that is up run without a docker inspect each; a restar
     assert.equal((await runToEnd(rt, order(['true']))).code, 0);
     writeFileSync(calls, '');
     const o = order(['sh', '-c', 'sleep 1234 & echo started; wait']);
-    let resolveStarted!: () => void;
-    const started = new Promise<void>((r) => { resolveStarted = r; });
-    const { job, ended } = start(rt, o, (t) => { if (t.includes('started')) resolveStarted(); });
-    await started;
+    const { job, ended } = await startedJob(rt, o);
     job.kill(5);
     const r = await ended;
     assert.equal(r.code, 143, 'TERM reached it');
