@@ -4,8 +4,9 @@ import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
 import { FRAME_EVENT, FrameDecoder, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import type { Client } from '../client';
-import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
+import { durationFlag, parseFlags, type FlagSpec } from '../flags';
 import { usage } from '../output';
+import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const HOLD_HELP = `usage: rc hold --ttl <dur> [--select <selector> | -d <host:gpuN>] [flags]
        rc hold extend <hold-id> --ttl <dur>
@@ -32,12 +33,7 @@ Ends a hold: yours, or any with an admin token. The device is free at once.
 
 const SPECS: FlagSpec[] = [
   { name: 'ttl', type: 'string' },
-  { name: 'select', short: 's', type: 'string' },
-  { name: 'device', short: 'd', type: 'string' },
-  { name: 'gpus', type: 'string' },
-  { name: 'priority', type: 'string' },
-  { name: 'no-wait', type: 'boolean' },
-  { name: 'timeout', type: 'string' },
+  ...PLACEMENT_FLAGS,
   { name: 'help', short: 'h', type: 'boolean' },
 ];
 
@@ -52,12 +48,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
   const body = {
     kind: 'hold', ttlS,
-    selector: stringFlag(parsed, 'select') ?? '',
-    device: stringFlag(parsed, 'device') ?? null,
-    gpus: intFlag(parsed, 'gpus', 1, 8) ?? 1,
-    priority: intFlag(parsed, 'priority', -10, 10) ?? 0,
-    wait: !parsed.flags.has('no-wait'),
-    waitTimeoutS: durationFlag(parsed, 'timeout', 1),
+    ...placementOf(parsed),
     submitter: client.submitter,
   };
   const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);

@@ -4,8 +4,9 @@ import { EXIT } from '../../core/exit-codes';
 import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import type { Client } from '../client';
 import type { Body } from '../http1';
-import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
+import { durationFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
 import { usage } from '../output';
+import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
 
@@ -31,15 +32,10 @@ matching device is busy.
 `;
 
 const SPECS: FlagSpec[] = [
-  { name: 'select', short: 's', type: 'string' },
-  { name: 'device', short: 'd', type: 'string' },
+  ...PLACEMENT_FLAGS,
   { name: 'cwd', type: 'string' },
-  { name: 'gpus', type: 'string' },
-  { name: 'priority', type: 'string' },
-  { name: 'no-wait', type: 'boolean' },
   { name: 'explain', type: 'boolean' },
   { name: 'tty', short: 't', type: 'boolean' },
-  { name: 'timeout', type: 'string' },
   { name: 'max-runtime', type: 'string' },
   { name: 'idle-timeout', type: 'string' },
   { name: 'help', short: 'h', type: 'boolean' },
@@ -56,13 +52,8 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (cwd !== undefined && !cwd.startsWith('/')) usage(`--cwd must be an absolute path on the device host, not ${cwd}`);
   const body = {
     argv: parsed.rest,
-    selector: stringFlag(parsed, 'select') ?? '',
-    device: stringFlag(parsed, 'device') ?? null,
+    ...placementOf(parsed),
     cwd: cwd ?? null,
-    gpus: intFlag(parsed, 'gpus', 1, 8) ?? 1,
-    priority: intFlag(parsed, 'priority', -10, 10) ?? 0,
-    wait: !parsed.flags.has('no-wait'),
-    waitTimeoutS: durationFlag(parsed, 'timeout', 1),
     maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
     submitter: client.submitter,

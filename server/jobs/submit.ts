@@ -69,8 +69,9 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
     [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
     healthy.map((d) => ({ ...d, free: d.state === 'free' })),
   );
+  const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {
-    const started = await startAtOnce(sql, id, identity, body, selectorText, plan.devices);
+    const started = await startAtOnce(sql, fields, body, plan.devices);
     if (started) {
       const uuids = new Map(healthy.map((d) => [d.id, d.uuid]));
       return { job: started, position: 0, targets: plan.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null })) };
@@ -78,9 +79,7 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
   }
   // One statement inserts the job and counts the queued jobs ahead of it.
   const rows = await sql<Record<string, unknown>[]>`
-    insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s)
-    values (${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
-      ${selectorText}, ${wanted}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null})
+    insert into jobs (${fields.columns}) values (${fields.values})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
   return { job: rowToJob(rows[0]!), position: Number(rows[0]!.position), targets: null };
 }
@@ -92,16 +91,24 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
  * index refuses a device another claim took meanwhile. Null when it did not
  * start: the caller queues the job instead.
  */
-function startAtOnce(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, devices: DeviceView[]): Promise<JobRow | null> {
+function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceView[]): Promise<JobRow | null> {
   // A lease conflict (another claim took a device first) gives null too: the job is then queued like any other.
   return withLeases(sql, devices, (healthy) => sql`
-    insert into jobs (id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s,
-      state, started_at, host_name, devices, fence, expires_at)
-    select ${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
-      ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
+    insert into jobs (${fields.columns}, state, started_at, host_name, devices, fence, expires_at)
+    select ${fields.values},
       'running', now(), ${devices[0]!.hostName}, ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, nextval('fence_seq'),
       -- A hold's TTL counts from its start.
       case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
     where not exists (select 1 from jobs where state = 'queued') and ${healthy}
     returning *`);
+}
+
+/** What was submitted, as an INSERT's column list and values: both INSERTs above store exactly this. */
+type Fields = ReturnType<typeof submitted>;
+function submitted(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string) {
+  return {
+    columns: sql`id, kind, submitter, token_id, argv, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s`,
+    values: sql`${id}, ${body.kind}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb, ${body.cwd ?? null},
+      ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int`,
+  };
 }

@@ -45,6 +45,14 @@ function runtime(host: string, opts: { image?: string; log?: string[]; signalFro
 }
 
 const CPU0 = { index: 0, uuid: null };
+
+/** A runtime for a fresh host, with its device 0 container made: the set-up most tests share. */
+async function prepared(opts: Parameters<typeof runtime>[1] = {}): Promise<{ host: string; rt: DockerRuntime; name: string }> {
+  const host = newHost();
+  const rt = runtime(host, opts);
+  assert.deepEqual(await rt.prepare([CPU0]), []);
+  return { host, rt, name: containerName(host, 0) };
+}
 let jobSeq = 0;
 
 function order(argv: string[], extra: Partial<StartJob> = {}): StartJob {
@@ -102,10 +110,7 @@ function containerId(name: string): string {
 }
 
 test('a job runs in the device container: exit code, env, working directory', async () => {
-  const host = newHost();
-  const rt = runtime(host);
-  assert.deepEqual(await rt.prepare([CPU0]), []);
-  const name = containerName(host, 0);
+  const { host, rt, name } = await prepared();
   const labels = JSON.parse(docker(['inspect', '-f', '{{json .Config.Labels}}', name]).stdout) as Record<string, string>;
   assert.equal(labels['rc.host'], host);
   assert.equal(labels['rc.device'], '0');
@@ -138,9 +143,7 @@ test('a job runs in the device container: exit code, env, working directory', as
 });
 
 test('what a job installs in the container stays for the next job', async () => {
-  const host = newHost();
-  const rt = runtime(host);
-  assert.deepEqual(await rt.prepare([CPU0]), []);
+  const { rt } = await prepared();
   const install = await runToEnd(rt, order(['sh', '-c', 'mkdir -p /usr/local/bin && printf "#!/bin/sh\\necho hello from the tool\\n" > /usr/local/bin/rc-tool && chmod +x /usr/local/bin/rc-tool']));
   assert.equal(install.code, 0, install.stderr);
   const use = await runToEnd(rt, order(['rc-tool']));
@@ -149,10 +152,7 @@ test('what a job installs in the container stays for the next job', async () => 
 });
 
 for (const fromHost of [true, false]) test(`kill ends the whole process tree of the job inside the container (signalled ${fromHost ? 'from the host\'s /proc' : 'through docker exec'})`, async () => {
-  const host = newHost();
-  const rt = runtime(host, { signalFromHost: fromHost });
-  assert.deepEqual(await rt.prepare([CPU0]), []);
-  const name = containerName(host, 0);
+  const { rt, name } = await prepared({ signalFromHost: fromHost });
   const o = order(['sh', '-c', 'sh -c "sleep 1001" & sleep 1002 & echo started; wait']);
   const { job, ended } = await startedJob(rt, o);
   assert.ok(tagged(name, o.jobId).length >= 3, ps(name));
@@ -165,10 +165,7 @@ for (const fromHost of [true, false]) test(`kill ends the whole process tree of 
 });
 
 test('a job that ignores SIGTERM is killed after the grace period', async () => {
-  const host = newHost();
-  const rt = runtime(host);
-  assert.deepEqual(await rt.prepare([CPU0]), []);
-  const name = containerName(host, 0);
+  const { rt, name } = await prepared();
   const o = order(['sh', '-c', 'trap "" TERM; sleep 1003 & echo started; wait; wait']);
   const { job, ended } = await startedJob(rt, o);
   const t0 = Date.now();
@@ -180,10 +177,7 @@ test('a job that ignores SIGTERM is killed after the grace period', async () => 
 });
 
 test('a finished job leaves no process behind, even one holding its stdout', async () => {
-  const host = newHost();
-  const rt = runtime(host);
-  assert.deepEqual(await rt.prepare([CPU0]), []);
-  const name = containerName(host, 0);
+  const { rt, name } = await prepared();
   const o = order(['sh', '-c', 'sleep 1234 & echo started']);
   const r = await runToEnd(rt, o);
   assert.equal(r.code, 0);
@@ -195,10 +189,8 @@ test('a finished job leaves no process behind, even one holding its stdout', asy
 });
 
 test('a removed container is recreated before the next job', async () => {
-  const host = newHost();
   const log: string[] = [];
-  const rt = runtime(host, { log });
-  assert.deepEqual(await rt.prepare([CPU0]), []);
+  const { host, rt } = await prepared({ log });
   const name = containerName(host, 0);
   const before = containerId(name);
   assert.equal((await runToEnd(rt, order(['sh', '-c', 'echo x > /opt-marker']))).code, 0);
@@ -216,10 +208,7 @@ test('a removed container is recreated before the next job', async () => {
 });
 
 test('a new worker run adopts its running containers and kills leftover job processes', async () => {
-  const host = newHost();
-  const rt = runtime(host);
-  assert.deepEqual(await rt.prepare([CPU0]), []);
-  const name = containerName(host, 0);
+  const { host, rt, name } = await prepared();
   const id = containerId(name);
   // A job process of the previous worker run, still going.
   assert.equal(docker(['exec', '-d', '-e', 'RC_JOB_ID=old-job', name, 'sleep', '4321']).status, 0);
