@@ -3,7 +3,8 @@
 // job's processes; this file does the terminal: output, input, resizes, flow
 // control (pause stops reading, so the program blocks) and kill with grace.
 import { constants } from 'node:os';
-import { readdirSync, readFileSync } from 'node:fs';
+import { constants as fsConstants, readdirSync, readFileSync, readSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
 import type { RunningTty, TtyCallbacks } from './runtime';
 
@@ -28,8 +29,7 @@ export class PtyJob implements RunningTty {
   private killTimers: NodeJS.Timeout[] = [];
   private killedEarly = false;
   private paused = false;
-  private exitWatch: NodeJS.Timeout | null = null;
-  /** The program has exited: its terminal is read to the end, flow control or not. */
+  /** The terminal's stream is ending: it is read to the end, flow control or not (guardLastOutput). */
   private gone = false;
 
   constructor(private readonly cb: TtyCallbacks) {}
@@ -57,7 +57,7 @@ export class PtyJob implements RunningTty {
       return;
     }
     this.pty = pty;
-    guardLastOutput(pty, () => this.programGone());
+    guardLastOutput(pty, () => { this.gone = true; });
     if (this.paused) pty.pause();
     pty.onData((d: string | Buffer) => { if (!this.done) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d); });
     pty.onExit(({ exitCode, signal }) => {
@@ -83,31 +83,12 @@ export class PtyJob implements RunningTty {
     this.paused = true;
     if (this.done || this.gone || !this.pty) return;
     this.pty.pause();
-    // node-pty gives a finished program's terminal 200 ms to drain before it closes it; a paused
-    // one would lose its last output. So while paused, watch for the exit and read the rest then.
-    const pid = this.pty.pid;
-    this.exitWatch = setInterval(() => {
-      try { process.kill(pid, 0); } catch { this.programGone(); }
-    }, 10);
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.stopExitWatch();
     if (!this.done) this.pty?.resume();
-  }
-
-  /** The program is gone: what it left on the terminal (one kernel buffer at most) is read whatever the flow control says. */
-  private programGone(): void {
-    this.gone = true;
-    this.stopExitWatch();
-    if (!this.done) this.pty?.resume();
-  }
-
-  private stopExitWatch(): void {
-    if (this.exitWatch) clearInterval(this.exitWatch);
-    this.exitWatch = null;
   }
 
   kill(graceS: number): void {
@@ -124,34 +105,77 @@ export class PtyJob implements RunningTty {
   private finish(code: number | null, signal: NodeJS.Signals | null): void {
     if (this.done) return;
     this.done = true;
-    this.stopExitWatch();
     for (const t of this.killTimers) clearTimeout(t);
     this.cb.exit(code, signal);
   }
 }
 
 /**
- * node-pty (1.1.0, pinned) destroys the terminal's socket 200 ms after the
- * program's exit when it has not closed by itself, and with it whatever output
- * was not read yet (a paused terminal, a busy event loop). This gives the
- * socket up to a second to be read to its end first, flow control or not: the
- * program is gone, so what is left is at most what its terminal buffered.
+ * A program's last output can be lost between its terminal and node-pty
+ * (1.1.0, pinned), in two ways:
+ * - libuv takes "hung up" after a short read as the end of the stream, and a
+ *   pty master says "hung up" as soon as the program closes its side, while
+ *   the program's last writes may still be on their way to the master (the
+ *   kernel moves them in a work item that a busy machine runs late);
+ * - node-pty destroys the stream 200 ms after the program's exit when it has
+ *   not ended by itself (a paused terminal, a busy event loop).
+ * Whichever ends the stream (its end, its EIO, node-pty's timer) first lets
+ * what the stream holds flow, then reads the master itself to its end before
+ * the stream goes: with the program's side closed, a read waits for the
+ * kernel's pending work and then says EIO. `exited` is told at that moment.
  */
 export function guardLastOutput(pty: IPty, exited: () => void = () => {}): void {
-  type Sock = { destroy(...args: unknown[]): unknown; resume(): unknown; once(event: string, fn: () => void): unknown };
+  type Sock = { destroy(...args: unknown[]): unknown; resume(): unknown; emit(event: string, data: unknown): unknown; readableEncoding?: BufferEncoding | null };
   const sock = (pty as unknown as { _socket?: Sock })._socket;
-  if (!sock || typeof sock.destroy !== 'function' || typeof sock.resume !== 'function') return;
+  const fd = (pty as unknown as { _fd?: number })._fd;
+  if (!sock || typeof sock.destroy !== 'function' || typeof sock.resume !== 'function' || typeof fd !== 'number') return;
   const destroy = sock.destroy.bind(sock);
   let pending = false;
   sock.destroy = (...args: unknown[]) => {
     if (pending) return sock;
     pending = true;
     exited();
+    // What the stream already holds goes first: resume() hands it out on the next tick.
     sock.resume();
-    const t = setTimeout(() => destroy(...args), 1000);
-    sock.once('close', () => clearTimeout(t));
+    setImmediate(() => {
+      const decoder = sock.readableEncoding ? new StringDecoder(sock.readableEncoding) : null;
+      for (const chunk of readRest(fd)) sock.emit('data', decoder ? decoder.write(chunk) : chunk);
+      destroy(...args);
+    });
     return sock;
   };
+}
+
+/** At most this much is read from a finished program's terminal (a child it left behind may still be writing). */
+const REST_LIMIT = 1024 * 1024;
+
+/**
+ * What is left in a pty master: until EIO (the terminal is empty and nobody
+ * holds its other side) or EAGAIN (a process the program left behind still
+ * holds it, and it has nothing more now). Only on a non-blocking descriptor
+ * (node-pty makes the master one), so this never waits.
+ */
+function readRest(fd: number): Buffer[] {
+  if (!isNonBlocking(fd)) return [];
+  const chunks: Buffer[] = [];
+  const buf = Buffer.allocUnsafe(64 * 1024);
+  for (let total = 0; total < REST_LIMIT;) {
+    let n: number;
+    try { n = readSync(fd, buf, 0, buf.length, null); } catch { break; }
+    if (n <= 0) break;
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+    total += n;
+  }
+  return chunks;
+}
+
+function isNonBlocking(fd: number): boolean {
+  try {
+    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
+    return flags !== null && (parseInt(flags[1]!, 8) & fsConstants.O_NONBLOCK) !== 0;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -32,7 +32,7 @@ function rcTty(args: string[]) {
     name: 'xterm-256color', cols: 80, rows: 24, cwd: ROOT,
     env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
-  // rc may exit right after its last output; node-pty would drop what it had not read 200 ms later.
+  // rc may exit right after its last output: read to the end as the worker reads its jobs' terminals.
   guardLastOutput(p);
   open.add(p);
   let out = '';
