@@ -6,6 +6,7 @@
 // reaches the program, and window resizes follow. Without one (a pipe), stdin
 // is sent as it comes, its end as one Ctrl-D, and Ctrl-C kills the job as rc
 // run's does. rc exits with the program's exit code.
+import { spawnSync } from 'node:child_process';
 import { io } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { JobEvent } from '../core/frames';
@@ -49,6 +50,7 @@ export function runTty(o: TtyRun): Promise<number> {
     let lostSince: number | null = null;
     let giveUp: NodeJS.Timeout | null = null;
     let done = false;
+    let terminal: RawTerminal | null = null;
 
     const say = (line: string) => process.stderr.write(`${raw && started ? '\r\n' : ''}rc: ${line}${raw && started ? '\r\n' : '\n'}`);
     const finish = (code: number) => {
@@ -56,7 +58,7 @@ export function runTty(o: TtyRun): Promise<number> {
       done = true;
       if (queuedNotice) clearTimeout(queuedNotice);
       if (giveUp) clearTimeout(giveUp);
-      if (raw && started) stdin.setRawMode(false);
+      terminal?.leave();
       stdin.pause();
       process.off('SIGWINCH', onResize);
       process.off('SIGINT', onSigint);
@@ -108,7 +110,7 @@ export function runTty(o: TtyRun): Promise<number> {
       if (queuedNotice) { clearTimeout(queuedNotice); queuedNotice = null; }
       if (started) return;
       started = true;
-      if (raw) stdin.setRawMode(true);
+      if (raw) terminal = rawTerminal(stdin, stdout);
       stdin.on('data', (d: Buffer) => socket.emit('input', d));
       // A pipe's end is one Ctrl-D: a shell reading it then exits.
       stdin.on('end', () => socket.emit('input', '\x04'));
@@ -122,7 +124,7 @@ export function runTty(o: TtyRun): Promise<number> {
       stdout.write(buf, () => socket.emit('ack', buf.length));
     });
     socket.on('exit', (e: Extract<JobEvent, { type: 'exit' }>) => {
-      if (raw && started) stdin.setRawMode(false);
+      terminal?.leave();
       stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));
     });
     socket.on('error', (e: { code: string; message: string }) => {
@@ -131,4 +133,33 @@ export function runTty(o: TtyRun): Promise<number> {
       finish(exitCodeForError(e.code));
     });
   });
+}
+
+interface RawTerminal { leave(): void }
+
+/**
+ * The local terminal made raw as ssh makes it (cfmakeraw). Node's raw mode
+ * keeps output processing (ONLCR), so the remote terminal's "\r\n" would
+ * print as "\r\r\n": stty turns it off on stdout's terminal, and leave()
+ * puts the saved settings back.
+ */
+function rawTerminal(stdin: NodeJS.ReadStream, stdout: NodeJS.WriteStream): RawTerminal {
+  stdin.setRawMode(true);
+  const saved = stdout.isTTY ? stty(['-g']) : null;
+  if (saved) stty(['-opost']);
+  let left = false;
+  return {
+    leave() {
+      if (left) return;
+      left = true;
+      stdin.setRawMode(false);
+      if (saved) stty([saved]);
+    },
+  };
+}
+
+/** stty on stdout's terminal (stty works on its stdin); its output, or null when it failed or is missing. */
+function stty(args: string[]): string | null {
+  const r = spawnSync('stty', args, { stdio: [1, 'pipe', 'ignore'], encoding: 'utf8', timeout: 2000 });
+  return r.status === 0 ? r.stdout.trim() : null;
 }

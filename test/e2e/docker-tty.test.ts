@@ -52,11 +52,11 @@ test('a terminal in the device container: root in /workspace, sh when there is n
   const t = rcTty(['run', '--tty', '-d', `${host}:gpu0`]);
   await t.until(/\/workspace # /);
   t.p.write('echo "in-$((2*3)) $(id -u) $(pwd) $TERM $RC_DEVICES"\r');
-  await t.until(new RegExp(`[\\r\\n]in-6 0 /workspace xterm-256color ${host}:gpu0\\r+\\n`));
+  await t.until(new RegExp(`[\\r\\n]in-6 0 /workspace xterm-256color ${host}:gpu0\\r\\n`));
   t.p.resize(120, 33);
   await new Promise((r) => setTimeout(r, 300));
   t.p.write('stty size\r');
-  await t.until(/[\r\n]33 120\r+\n/);
+  await t.until(/[\r\n]33 120\r\n/);
   t.p.write('exit 6\r');
   assert.equal(await t.exit, 6);
 });

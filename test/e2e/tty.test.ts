@@ -64,19 +64,35 @@ test('a login shell by default: typed commands run, a resize reaches stty, exit 
   const t = rcTty(['run', '--tty']);
   await t.until(/\$ $|# $/m);
   t.write('echo hi-$((1+1)); shopt -q login_shell && echo login-yes\r');
-  await t.until(/[\r\n]hi-2\r+\n/);
+  await t.until(/[\r\n]hi-2\r\n/);
   await t.until(/login-yes/);
   t.write('echo "[$TERM] [$RC_JOB_ID]"\r');
   await t.until(/\[xterm-256color\] \[j[0-9a-v]{10}\]/);
   t.write('stty size\r');
-  await t.until(/[\r\n]24 80\r+\n/);
+  await t.until(/[\r\n]24 80\r\n/);
   t.resize(100, 40);
   await new Promise((r) => setTimeout(r, 300));
   t.write('stty size\r');
-  await t.until(/[\r\n]40 100\r+\n/);
+  await t.until(/[\r\n]40 100\r\n/);
   t.write('exit 3\r');
   assert.equal(await t.exit, 3);
   await allFree();
+});
+
+test('the local terminal goes raw as ssh makes it: lines end \\r\\n, not \\r\\r\\n, and its settings come back after', async () => {
+  // A shell of our own runs rc, so the terminal's settings can be read before and after.
+  const rc = `${JSON.stringify(process.execPath)} ${JSON.stringify(join(ROOT, 'dist', 'rc.cjs'))}`;
+  const p = pty.spawn('/bin/sh', ['-c', `stty -g; ${rc} run --tty -- sh -c 'echo one; echo two; exit 6'; echo "rc=$?"; stty -g`], {
+    name: 'xterm-256color', cols: 80, rows: 24, cwd: ROOT,
+    env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
+  });
+  guardLastOutput(p);
+  let out = '';
+  p.onData((d) => { out += d; });
+  await new Promise<void>((resolve) => p.onExit(() => resolve()));
+  const [before, after] = out.split('\r\n').filter((l) => /^[0-9a-f]+(:[0-9a-f]+)+$/.test(l));
+  assert.match(out, /\r\none\r\ntwo\r\nrc=6\r\n/, JSON.stringify(out));
+  assert.ok(before && before === after, `the terminal's settings before and after rc: ${before} / ${after}`);
 });
 
 test('Ctrl-C reaches the program, not rc: the shell survives it; Ctrl-D ends the shell', async () => {
@@ -87,7 +103,7 @@ test('Ctrl-C reaches the program, not rc: the shell survives it; Ctrl-D ends the
   t.write('\x03');
   await stack.waitFor(() => processesMatching('sleep 421').length === 0, 'Ctrl-C to end the sleep', 5000);
   t.write('echo alive-$((2+3))\r');
-  await t.until(/[\r\n]alive-5\r+\n/);
+  await t.until(/[\r\n]alive-5\r\n/);
   t.write('\x04');
   assert.equal(await t.exit, 0);
 });
@@ -227,13 +243,13 @@ test('rc attach goes back to a running terminal: the recent screen is replayed a
   const first = rcTty(['run', '--tty', '--', 'sh']);
   await first.until(/\$ $|# $/m);
   first.write('echo before-$((4*4))\r');
-  await first.until(/[\r\n]before-16\r+\n/);
+  await first.until(/[\r\n]before-16\r\n/);
   const id = await runningTtyJob();
   first.kill('SIGKILL');
   const again = rcTty(['attach', id]);
-  await again.until(/[\r\n]before-16\r+\n/);
+  await again.until(/[\r\n]before-16\r\n/);
   again.write('echo after-$((5*5)); exit 9\r');
-  await again.until(/[\r\n]after-25\r+\n/);
+  await again.until(/[\r\n]after-25\r\n/);
   assert.equal(await again.exit, 9);
   assert.equal((await stack.job(id)).exitCode, 9);
 });
