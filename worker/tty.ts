@@ -3,9 +3,9 @@
 // job's processes; this file does the terminal: output, input, resizes, flow
 // control (pause stops reading, so the program blocks) and kill with grace.
 import { constants } from 'node:os';
-import { constants as fsConstants, readdirSync, readFileSync, readSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+import { readdirSync, readFileSync } from 'node:fs';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
+import { guardPtyEnd } from './pty-end';
 import type { RunningTty, TtyCallbacks } from './runtime';
 
 export interface PtySpec {
@@ -29,7 +29,7 @@ export class PtyJob implements RunningTty {
   private killTimers: NodeJS.Timeout[] = [];
   private killedEarly = false;
   private paused = false;
-  /** The terminal's stream is ending: it is read to the end, flow control or not (guardLastOutput). */
+  /** The terminal's stream is ending: it is read to the end, flow control or not (guardPtyEnd). */
   private gone = false;
 
   constructor(private readonly cb: TtyCallbacks) {}
@@ -57,7 +57,7 @@ export class PtyJob implements RunningTty {
       return;
     }
     this.pty = pty;
-    guardLastOutput(pty, () => { this.gone = true; });
+    guardPtyEnd(pty, () => { this.gone = true; });
     if (this.paused) pty.pause();
     pty.onData((d: string | Buffer) => { if (!this.done) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d); });
     pty.onExit(({ exitCode, signal }) => {
@@ -107,74 +107,6 @@ export class PtyJob implements RunningTty {
     this.done = true;
     for (const t of this.killTimers) clearTimeout(t);
     this.cb.exit(code, signal);
-  }
-}
-
-/**
- * A program's last output can be lost between its terminal and node-pty
- * (1.1.0, pinned), in two ways:
- * - libuv takes "hung up" after a short read as the end of the stream, and a
- *   pty master says "hung up" as soon as the program closes its side, while
- *   the program's last writes may still be on their way to the master (the
- *   kernel moves them in a work item that a busy machine runs late);
- * - node-pty destroys the stream 200 ms after the program's exit when it has
- *   not ended by itself (a paused terminal, a busy event loop).
- * Whichever ends the stream (its end, its EIO, node-pty's timer) first lets
- * what the stream holds flow, then reads the master itself to its end before
- * the stream goes: with the program's side closed, a read waits for the
- * kernel's pending work and then says EIO. `exited` is told at that moment.
- */
-export function guardLastOutput(pty: IPty, exited: () => void = () => {}): void {
-  type Sock = { destroy(...args: unknown[]): unknown; resume(): unknown; emit(event: string, data: unknown): unknown; readableEncoding?: BufferEncoding | null };
-  const sock = (pty as unknown as { _socket?: Sock })._socket;
-  const fd = (pty as unknown as { _fd?: number })._fd;
-  if (!sock || typeof sock.destroy !== 'function' || typeof sock.resume !== 'function' || typeof fd !== 'number') return;
-  const destroy = sock.destroy.bind(sock);
-  let pending = false;
-  sock.destroy = (...args: unknown[]) => {
-    if (pending) return sock;
-    pending = true;
-    exited();
-    // What the stream already holds goes first: resume() hands it out on the next tick.
-    sock.resume();
-    setImmediate(() => {
-      const decoder = sock.readableEncoding ? new StringDecoder(sock.readableEncoding) : null;
-      for (const chunk of readRest(fd)) sock.emit('data', decoder ? decoder.write(chunk) : chunk);
-      destroy(...args);
-    });
-    return sock;
-  };
-}
-
-/** At most this much is read from a finished program's terminal (a child it left behind may still be writing). */
-const REST_LIMIT = 1024 * 1024;
-
-/**
- * What is left in a pty master: until EIO (the terminal is empty and nobody
- * holds its other side) or EAGAIN (a process the program left behind still
- * holds it, and it has nothing more now). Only on a non-blocking descriptor
- * (node-pty makes the master one), so this never waits.
- */
-function readRest(fd: number): Buffer[] {
-  if (!isNonBlocking(fd)) return [];
-  const chunks: Buffer[] = [];
-  const buf = Buffer.allocUnsafe(64 * 1024);
-  for (let total = 0; total < REST_LIMIT;) {
-    let n: number;
-    try { n = readSync(fd, buf, 0, buf.length, null); } catch { break; }
-    if (n <= 0) break;
-    chunks.push(Buffer.from(buf.subarray(0, n)));
-    total += n;
-  }
-  return chunks;
-}
-
-function isNonBlocking(fd: number): boolean {
-  try {
-    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
-    return flags !== null && (parseInt(flags[1]!, 8) & fsConstants.O_NONBLOCK) !== 0;
-  } catch {
-    return false;
   }
 }
 

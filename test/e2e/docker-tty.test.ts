@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import * as pty from 'node-pty';
-import { guardLastOutput } from '../../worker/tty';
+import { guardPtyEnd } from '../../worker/pty-end';
 import { ensureTestImage } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
@@ -33,7 +33,7 @@ function rcTty(args: string[]) {
     env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
   // rc may exit right after its last output: read to the end as the worker reads its jobs' terminals.
-  guardLastOutput(p);
+  guardPtyEnd(p);
   open.add(p);
   let out = '';
   p.onData((d) => { out += d; });

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import * as pty from 'node-pty';
-import { guardLastOutput } from '../../worker/tty';
+import { guardPtyEnd } from '../../worker/pty-end';
 import { processesMatching, Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -25,7 +25,7 @@ function rcTty(args: string[], cols = 80, rows = 24): Term {
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
   // rc may exit right after its last output: read to the end as the worker reads its jobs' terminals.
-  guardLastOutput(p);
+  guardPtyEnd(p);
   let out = '';
   p.onData((d) => { out += d; });
   const exit = new Promise<number>((resolve) => p.onExit(({ exitCode }) => { open.delete(term); resolve(exitCode); }));
@@ -86,7 +86,7 @@ test('the local terminal goes raw as ssh makes it: lines end \\r\\n, not \\r\\r\
     name: 'xterm-256color', cols: 80, rows: 24, cwd: ROOT,
     env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
-  guardLastOutput(p);
+  guardPtyEnd(p);
   let out = '';
   p.onData((d) => { out += d; });
   await new Promise<void>((resolve) => p.onExit(() => resolve()));

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as pty from 'node-pty';
-import { guardLastOutput, PtyJob } from '../../worker/tty';
+import { guardPtyEnd } from '../../worker/pty-end';
+import { PtyJob } from '../../worker/tty';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -31,7 +32,7 @@ test('output still in the terminal when its stream ends early is read to the end
   // its side, and a short read plus "hung up" is taken as the end of the stream, while the
   // program's last writes are still on their way. Here the stream stops reading, then ends.
   const p = pty.spawn('/bin/sh', ['-c', 'sleep 0.3; printf "last-%s\\n" $((6*7)); exit 3'], { cols: 80, rows: 24, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-  guardLastOutput(p);
+  guardPtyEnd(p);
   const events: string[] = [];
   p.onData((d) => events.push(`data ${d}`));
   const exited = new Promise<number>((r) => p.onExit(({ exitCode }) => { events.push('exit'); r(exitCode); }));
@@ -78,4 +79,44 @@ test('a paused terminal still gives its program\'s last output once the program 
   const { code } = await j.exit;
   assert.equal(code, 6);
   assert.equal(j.output(), 'after-pause');
+});
+
+test('input still queued when a terminal ends is dropped: it never reaches the terminal opened next', async () => {
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+  // Nothing reads the input: a megabyte stays queued, the terminal refusing it. A process left
+  // behind holds the terminal open, so the writes keep being refused rather than failing.
+  const first = pty.spawn('/bin/sh', ['-c', 'stty raw -echo; setsid sleep 30 & sleep 0.3; echo "left-$!"; exit 0'], { cols: 80, rows: 24, env });
+  let firstOut = '';
+  first.onData((d) => { firstOut += d; });
+  // Another terminal opens the moment this one's descriptor is closed, and gets its number.
+  let next: pty.IPty | null = null;
+  let nextOut = '';
+  const sock = (first as unknown as { _socket: { destroy(...args: unknown[]): unknown } })._socket;
+  const close = sock.destroy.bind(sock);
+  sock.destroy = (...args: unknown[]) => {
+    const r = close(...args);
+    if (!next) {
+      next = pty.spawn('/bin/sh', ['-c', 'stty -echo; head -c 14 | od -An -c; exit 4'], { cols: 80, rows: 24, env });
+      guardPtyEnd(next);
+      next.onData((d) => { nextOut += d; });
+    }
+    return r;
+  };
+  guardPtyEnd(first);
+  first.write('X'.repeat(1024 * 1024));
+  await new Promise((r) => first.onExit(r));
+  const left = Number(/left-(\d+)/.exec(firstOut)?.[1]);
+  try {
+    assert.ok(next, 'the next terminal opened');
+    const second = next as pty.IPty;
+    assert.equal((second as unknown as { _fd: number })._fd, (first as unknown as { _fd: number })._fd, 'it got the same descriptor number');
+    const exited = new Promise<number>((r) => second.onExit(({ exitCode }) => r(exitCode)));
+    await sleep(300);
+    second.write('typed-by-next\n');
+    assert.equal(await exited, 4);
+    assert.doesNotMatch(nextOut, /X/, nextOut.slice(0, 200));
+    assert.match(nextOut, /t\s+y\s+p\s+e\s+d/);
+  } finally {
+    if (left > 0) process.kill(left, 'SIGKILL');
+  }
 });
