@@ -1,4 +1,4 @@
-// A terminal job's last output and its exit, on a real pseudo-terminal (node-pty).
+// The end of a terminal, on a real pseudo-terminal (node-pty): the last output, the exit, and input still queued.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as pty from 'node-pty';
