@@ -69,8 +69,9 @@ export class PtyJob implements RunningTty {
 
   private signal: (sig: 'TERM' | 'KILL') => Promise<void> | void = () => {};
 
+  /** Bytes reach the program exactly as given (a string as UTF-8). */
   write(data: string | Buffer): void {
-    if (!this.done) this.pty?.write(typeof data === 'string' ? data : data.toString('utf8'));
+    if (!this.done) this.pty?.write(data);
   }
 
   resize(cols: number, rows: number): void {

@@ -1,4 +1,4 @@
-// The end of a terminal, on a real pseudo-terminal (node-pty): the last output, the exit, and input still queued.
+// A terminal job on a real pseudo-terminal (node-pty): its input as given, its last output, its exit, and input still queued at its end.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as pty from 'node-pty';
@@ -119,4 +119,13 @@ test('input still queued when a terminal ends is dropped: it never reaches the t
   } finally {
     if (left > 0) process.kill(left, 'SIGKILL');
   }
+});
+
+test('input reaches the program byte for byte, UTF-8 or not', async () => {
+  const j = ptyJob(['-c', 'stty raw -echo; head -c 5 | od -An -tx1; exit 0']);
+  await sleep(200);
+  j.job.write(Buffer.from([0xe9, 0xff, 0x41, 0xc3, 0xa9]));
+  const { code } = await j.exit;
+  assert.equal(code, 0);
+  assert.match(j.output(), /e9 ff 41 c3 a9/);
 });
