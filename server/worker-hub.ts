@@ -244,15 +244,23 @@ export class WorkerHub implements Dispatcher {
     for (const a of handled) socket.emit('job:ack', a);
   }
 
-  /** For each job the worker still has: the last chunk stored, so it resends only what comes after. */
+  /**
+   * For each job the worker still has: the last chunk stored, so it resends
+   * only what comes after. A controller that restarted also learns here how
+   * much of each job's output is stored, so the bound holds across restarts.
+   */
   private async resumePoints(hostName: string, hello: Hello): Promise<Record<string, number>> {
     await this.deps.writer.drain();
     const ids = hello.running.map((r) => r.jobId);
     if (!ids.length) return {};
-    const rows = await this.deps.sql<{ job_id: string; seq: number }[]>`
-      select job_id, max(seq)::int as seq from job_output where job_id = any(${ids}::text[]) group by job_id`;
+    const rows = await this.deps.sql<{ job_id: string; seq: number; bytes: number; truncated: boolean }[]>`
+      select j.id as job_id, coalesce(max(o.seq), 0)::int as seq, coalesce(sum(octet_length(o.data)), 0)::float8 as bytes, j.output_truncated as truncated
+      from jobs j left join job_output o on o.job_id = j.id where j.id = any(${ids}::text[]) group by j.id`;
     const out: Record<string, number> = Object.fromEntries(ids.map((id) => [id, 0]));
-    for (const r of rows) out[r.job_id] = r.seq;
+    for (const r of rows) {
+      out[r.job_id] = r.seq;
+      if (!this.storedBytes.has(r.job_id)) this.storedBytes.set(r.job_id, r.truncated ? Infinity : r.bytes);
+    }
     for (const [jobId, seq] of Object.entries(out)) {
       const known = this.handledSeq.get(jobId)?.seq ?? 0;
       out[jobId] = Math.max(seq, known);

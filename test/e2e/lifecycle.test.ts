@@ -145,6 +145,23 @@ test('the controller restarted mid-job: the job keeps running, rc run reconnects
   assert.equal((await stack.job(id)).state, 'failed');
 });
 
+test('the bound on stored output holds across a controller restart', async () => {
+  await allFree();
+  // 2.5 KiB before the restart and 2.5 KiB after: each half fits in the 4 KiB bound, both do not.
+  const half = (from: number) => `i=${from}; while [ $i -lt ${from + 40} ]; do printf "%063d\\n" $i; i=$((i+1)); done`;
+  const job = started([], `${half(0)}; sleep 2.5; ${half(40)}`);
+  const id = await job.id;
+  await stack.waitFor(async () => (await stack.cli(['logs', id])).stdout.length === id.length + 1 + 40 * 64, 'the first half to be stored');
+  await stack.stopController('SIGTERM');
+  await stack.startController(HOST_TIMEOUT_S);
+  const r = await job.done;
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout.length, id.length + 1 + 80 * 64, 'rc run printed all of it');
+  const logs = await stack.cli(['logs', id]);
+  assert.equal(logs.stdout, r.stdout.slice(0, 4096), 'the first 4 KiB are kept, and no more');
+  assert.match(logs.stderr, /output truncated: only the first 4K/);
+});
+
 test('a queued job survives a controller restart and runs afterwards', async () => {
   await allFree();
   const hogs = [started([], 'sleep 2'), started([], 'sleep 2')];
