@@ -31,6 +31,8 @@ export function guardPtyEnd(pty: IPty, ended: () => void = () => {}): void {
   const inner = pty as unknown as { _socket?: Sock; _fd?: number; _writeStream?: unknown };
   const { _socket: sock, _fd: fd } = inner;
   if (!sock || typeof sock.destroy !== 'function' || typeof sock.resume !== 'function' || typeof fd !== 'number' || !inner._writeStream) return;
+  // Writes and reads here must never wait: node-pty makes the master non-blocking.
+  if (!isNonBlocking(fd)) return;
   const writer = new PtyWriter(fd);
   inner._writeStream = writer;
   const destroy = sock.destroy.bind(sock);
@@ -118,11 +120,10 @@ const REST_LIMIT = 1024 * 1024;
 /**
  * What is left in a pty master: until EIO (the terminal is empty and nobody
  * holds its other side) or EAGAIN (a process the program left behind still
- * holds it, and it has nothing more now). Only on a non-blocking descriptor
- * (node-pty makes the master one), so this never waits.
+ * holds it, and it has nothing more now). The descriptor is non-blocking, so
+ * this never waits.
  */
 function readRest(fd: number): Buffer[] {
-  if (!isNonBlocking(fd)) return [];
   const chunks: Buffer[] = [];
   const buf = Buffer.allocUnsafe(64 * 1024);
   for (let total = 0; total < REST_LIMIT;) {
