@@ -45,7 +45,11 @@ async function main(): Promise<void> {
   // Browser sockets (the live view) need a client or admin token, like the API.
   io.use((socket, next) => {
     const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : sessionCookie(socket.handshake.headers.cookie);
-    identify(database.db, token).then((id) => next(id && id.kind !== 'host' ? undefined : new Error('unauthorized: a client or admin token is required')), () => next(new Error('unavailable')));
+    identify(database.db, token).then((id) => {
+      if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
+      socket.data.tokenId = id.tokenId;
+      next();
+    }, () => next(new Error('unavailable')));
   });
   await controller.start(io);
   await new Promise<void>((resolve, reject) => {

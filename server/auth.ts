@@ -1,6 +1,6 @@
 // Who is calling. Every API route and socket connection goes through here.
-import { and, eq, isNull } from 'drizzle-orm';
-import { tokens } from '../db/schema';
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
+import { audit, tokens } from '../db/schema';
 import { RcError } from '../core/errors';
 import type { DbOrTx } from './db';
 import { hashSecret, newSecret, type TokenKind } from './tokens';
@@ -41,6 +41,31 @@ export function requireKind(identity: Identity | null, need: 'client' | 'admin' 
 export async function createToken(db: DbOrTx, kind: TokenKind, name: string, hostName: string | null = null, secret = newSecret(kind)): Promise<string> {
   await db.insert(tokens).values({ kind, name, hash: hashSecret(secret), hostName }).onConflictDoNothing();
   return secret;
+}
+
+export interface TokenView { id: number; name: string; kind: TokenKind; hostName: string | null; createdAt: string; revokedAt: string | null }
+
+/** Every token, revoked ones included, oldest first (never a secret or a hash). */
+export async function listTokens(db: DbOrTx): Promise<TokenView[]> {
+  return (await db.select().from(tokens).orderBy(asc(tokens.id))).map(tokenView);
+}
+
+/** Revokes a token, audited (run it in a transaction). Revoking one already revoked changes nothing. */
+export async function revokeToken(db: DbOrTx, id: number, actor: string): Promise<{ token: TokenView; already: boolean }> {
+  const [revoked] = await db.update(tokens).set({ revokedAt: sql`now()` }).where(and(eq(tokens.id, id), isNull(tokens.revokedAt))).returning();
+  const row = revoked ?? (await db.select().from(tokens).where(eq(tokens.id, id)))[0];
+  if (!row) throw new RcError('not_found', `no token ${id}; rc admin tokens lists them`);
+  if (revoked) await db.insert(audit).values({ actor, action: 'token.revoke', target: row.name, detail: { id, kind: row.kind } });
+  return { token: tokenView(row), already: !revoked };
+}
+
+/** Drops a token from the auth cache (after its revocation is committed), so it stops working now rather than within CACHE_MS. */
+export function forgetToken(tokenId: number): void {
+  for (const [hash, hit] of cache) if (hit.identity.tokenId === tokenId) cache.delete(hash);
+}
+
+function tokenView(r: typeof tokens.$inferSelect): TokenView {
+  return { id: r.id, name: r.name, kind: r.kind, hostName: r.hostName, createdAt: r.createdAt.toISOString(), revokedAt: r.revokedAt?.toISOString() ?? null };
 }
 
 export function bearer(header: string | undefined): string | null {

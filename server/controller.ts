@@ -14,6 +14,9 @@ import { WorkerHub } from './worker-hub';
 import { Router } from './http/router';
 import { registerApi } from './http/api';
 import { TtyHub } from './tty';
+import { forgetToken } from './auth';
+import { TTY_NAMESPACE } from '../protocol/tty';
+import { WORKER_NAMESPACE } from '../protocol/worker';
 
 export interface ControllerOptions {
   database: Database;
@@ -41,6 +44,7 @@ export class Controller {
   readonly tty: TtyHub;
   readonly outputLimitBytes: number;
   private timers: NodeJS.Timeout[] = [];
+  private io: Server | null = null;
 
   constructor(private readonly opts: ControllerOptions) {
     const log = opts.log ?? ((m: string) => console.error(`[rc] ${m}`));
@@ -61,7 +65,17 @@ export class Controller {
     this.tty = new TtyHub(this, { graceS: opts.ttyGraceS ?? 45, replayBytes: opts.ttyReplayBytes ?? 256 * 1024, log });
   }
 
+  /** A revoked token: out of the auth cache, and its live sockets (a worker, terminals, the live view) cut now. */
+  cutToken(tokenId: number): void {
+    forgetToken(tokenId);
+    if (!this.io) return;
+    for (const ns of [this.io.of('/'), this.io.of(TTY_NAMESPACE), this.io.of(WORKER_NAMESPACE)]) {
+      for (const socket of ns.sockets.values()) if (socket.data.tokenId === tokenId) socket.disconnect(true);
+    }
+  }
+
   async start(io: Server): Promise<void> {
+    this.io = io;
     await markHostsAway(this.db);
     this.hub.attach(io);
     await this.tty.start(io);

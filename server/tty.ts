@@ -120,6 +120,7 @@ export class TtyHub {
       identify(this.c.db, bearer ?? sessionCookie(socket.handshake.headers.cookie)).then((id) => {
         if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
         socket.data.identity = id;
+        socket.data.tokenId = id.tokenId;
         socket.data.web = bearer === null;
         next();
       }, () => next(new Error('unavailable')));

@@ -68,6 +68,7 @@ export class WorkerHub implements Dispatcher {
       identify(this.deps.db, token).then((id) => {
         if (!id || id.kind !== 'host' || !id.hostName) return next(new Error('unauthorized: a host credential is required'));
         socket.data.hostName = id.hostName;
+        socket.data.tokenId = id.tokenId;
         next();
       }, () => next(new Error('unavailable')));
     });

@@ -3,12 +3,15 @@ import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { usage } from '../output';
+import { age, table, usage } from '../output';
 
 export const ADMIN_HELP = `usage: rc admin <command>
 
   rc admin host add <name>               register a host; prints its worker credential once
   rc admin token create <name> [--admin] create a client (or admin) token; printed once
+  rc admin tokens                        list tokens (never their secrets), revoked ones too
+  rc admin token revoke <id>             revoke a token (an id from rc admin tokens); it stops
+                                         working at once, and its open connections are cut
   rc admin sheet set <host> <file|->     replace the host's Markdown usage sheet (- reads stdin)
   rc admin sheet clear <host>            remove it
   rc admin note set <host:gpuN> <text>   a note on one device ('' removes it)
@@ -37,6 +40,23 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     if (!name || parsed.rest.length > 1) usage('rc admin token create <name> [--admin]');
     const r = await client.json<{ token: string; kind: string }>('POST', '/api/admin/tokens', { name, kind: parsed.flags.has('admin') ? 'admin' : 'client' });
     process.stdout.write(`${r.kind} token for ${name} (shown once, only its hash is kept):\n${r.token}\n`);
+    return EXIT.ok;
+  }
+  if (group === 'tokens') {
+    if (verb !== undefined) usage('rc admin tokens');
+    const r = await client.json<{ tokens: TokenRow[] }>('GET', '/api/admin/tokens');
+    process.stdout.write(table(['ID', 'NAME', 'KIND', 'HOST', 'CREATED', 'REVOKED'], r.tokens.map((t) => [
+      String(t.id), t.name, t.kind, t.hostName ?? '-', `${age(t.createdAt)} ago`, t.revokedAt ? `${age(t.revokedAt)} ago` : '-',
+    ])));
+    return EXIT.ok;
+  }
+  if (group === 'token' && verb === 'revoke') {
+    const parsed = parseFlags('admin token revoke', rest, [], false);
+    const id = parsed.rest[0];
+    if (!id || parsed.rest.length !== 1 || !/^[1-9][0-9]*$/.test(id)) usage('rc admin token revoke <id> (the ID column of rc admin tokens)');
+    const r = await client.json<{ revoked: TokenRow; already: boolean }>('POST', `/api/admin/tokens/${id}/revoke`, {});
+    const what = `token ${r.revoked.id} (${r.revoked.kind}, ${r.revoked.name})`;
+    process.stdout.write(r.already ? `${what} was already revoked\n` : `${what} revoked: it no longer works, and its open connections were cut\n`);
     return EXIT.ok;
   }
   if (group === 'sheet' && (verb === 'set' || verb === 'clear')) {
@@ -79,3 +99,5 @@ function readSheetFile(file: string): string {
     usage(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
 }
+
+interface TokenRow { id: number; name: string; kind: string; hostName: string | null; createdAt: string; revokedAt: string | null }

@@ -7,7 +7,7 @@ import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHos
 import { extendHold } from '../jobs/hold';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
-import { createToken, identify } from '../auth';
+import { createToken, identify, listTokens, revokeToken } from '../auth';
 import type { Controller } from '../controller';
 import { loadDevices, loadHosts } from '../fleet';
 import { killJob } from '../jobs/kill';
@@ -186,6 +186,17 @@ export function registerApi(router: Router, c: Controller): void {
       return createToken(tx, kind, name);
     });
     sendJson(res, 201, { name, kind, token, note: 'shown once; only its hash is kept' });
+  });
+
+  router.add('GET', '/api/admin/tokens', 'admin', async () => ({ tokens: await listTokens(db) }));
+
+  router.add('POST', '/api/admin/tokens/:id/revoke', 'admin', async ({ params, identity }) => {
+    const id = /^[1-9][0-9]{0,15}$/.test(params.id!) ? Number(params.id) : NaN;
+    if (!Number.isSafeInteger(id)) throw new RcError('bad_request', `token id: a number from rc admin tokens, not ${JSON.stringify(params.id)}`);
+    if (id === identity.tokenId) throw new RcError('bad_request', 'that is the token this request uses; revoke it with another admin token');
+    const r = await db.transaction((tx) => revokeToken(tx, id, `admin:${identity.name}`));
+    c.cutToken(id);
+    return { revoked: r.token, already: r.already };
   });
 
   // The browser signs in by pasting a token; it is kept in an HttpOnly cookie.

@@ -218,3 +218,62 @@ test('an admin token may kill anyone\'s job, and the kill is audited', async () 
   await sql.end();
   assert.deepEqual(rows.map((x) => [x.actor, x.target]), [['admin:local admin (npm start)', id]]);
 });
+
+test('an admin revokes a token: it stops working at once, its open sockets are cut, and the revocation is audited', async () => {
+  const admin = { env: { RC_TOKEN: stack.adminToken } };
+  const created = await stack.cli(['admin', 'token', 'create', 'leaver'], admin);
+  assert.equal(created.code, 0, created.stderr);
+  const token = created.stdout.trim().split('\n').pop()!;
+  assert.match(token, /^rc_c_/);
+  assert.equal((await stack.cli(['devices'], { env: { RC_TOKEN: token } })).code, 0, 'the new token works');
+  const live = io(stack.controllerUrl, { auth: { token }, transports: ['websocket'], reconnection: false });
+  await new Promise<void>((resolve, reject) => { live.on('connect', resolve); live.on('connect_error', reject); });
+  const cut = new Promise<string>((resolve) => live.on('disconnect', (why) => resolve(why)));
+
+  const list = await stack.cli(['admin', 'tokens'], admin);
+  assert.equal(list.code, 0, list.stderr);
+  assert.doesNotMatch(list.stdout, /rc_[cah]_/, 'no secret is ever listed');
+  const line = list.stdout.split('\n').find((l) => /\sleaver\s+client\s/.test(l));
+  assert.ok(line, list.stdout);
+  const id = line.trim().split(/\s+/)[0]!;
+  assert.match(line, /\s-$/, 'not revoked yet');
+
+  const byClient = await stack.api('POST', `/api/admin/tokens/${id}/revoke`, {});
+  assert.equal(byClient.status, 403, 'a client token cannot revoke');
+  const revoked = await stack.cli(['admin', 'token', 'revoke', id], admin);
+  assert.equal(revoked.code, 0, revoked.stderr);
+  assert.equal(revoked.stdout, `token ${id} (client, leaver) revoked: it no longer works, and its open connections were cut\n`);
+  // At once: not after the auth cache's few seconds (the token was used a moment ago).
+  const after = await stack.cli(['devices'], { env: { RC_TOKEN: token } });
+  assert.equal(after.code, 206);
+  assert.match(after.stderr, /^rc: unauthorized: /);
+  assert.equal(await cut, 'io server disconnect');
+  live.close();
+  assert.match((await stack.cli(['admin', 'tokens'], admin)).stdout, new RegExp(`^${id}\\s+leaver\\s+client\\s+-\\s+\\S+ ago\\s+\\S+ ago$`, 'm'));
+  assert.equal((await stack.cli(['admin', 'token', 'revoke', id], admin)).stdout, `token ${id} (client, leaver) was already revoked\n`);
+
+  const { default: postgres } = await import('postgres');
+  const sql = postgres(stack.dbUrl, { max: 1 });
+  const rows = await sql<{ actor: string; target: string }[]>`select actor, target from audit where action = 'token.revoke'`;
+  await sql.end();
+  assert.deepEqual(rows.map((x) => [x.actor, x.target]), [['admin:local admin (npm start)', 'leaver']], 'audited once, not again for the second revoke');
+});
+
+test('token revocation refuses bad ids, unknown ids and the token making the request', async () => {
+  const admin = { env: { RC_TOKEN: stack.adminToken } };
+  const notNumber = await stack.cli(['admin', 'token', 'revoke', 'alice'], admin);
+  assert.equal(notNumber.code, 2);
+  assert.match(notNumber.stderr, /rc admin token revoke <id>/);
+  const badApi = await stack.api('POST', '/api/admin/tokens/1e3/revoke', {}, stack.adminToken);
+  assert.equal(badApi.status, 400);
+  assert.match((badApi.body as { error: { message: string } }).error.message, /token id: a number/);
+  const unknown = await stack.cli(['admin', 'token', 'revoke', '999999'], admin);
+  assert.equal(unknown.code, 208);
+  assert.match(unknown.stderr, /no token 999999/);
+  const mine = (await stack.api('GET', '/api/admin/tokens', undefined, stack.adminToken)).body as { tokens: { id: number; name: string; kind: string }[] };
+  const self = mine.tokens.find((t) => t.kind === 'admin' && t.name === 'local admin (npm start)')!;
+  const selfRevoke = await stack.cli(['admin', 'token', 'revoke', String(self.id)], admin);
+  assert.equal(selfRevoke.code, 2);
+  assert.match(selfRevoke.stderr, /the token this request uses/);
+  assert.equal((await stack.cli(['devices'], admin)).code, 0, 'the admin token still works');
+});
