@@ -56,7 +56,7 @@ export function guardPtyEnd(pty: IPty, ended: () => void = () => {}): void {
 const RETRY_MS = 5;
 
 /** node-pty's writer (write, dispose) that stops for good at the terminal's end and says when no write is under way. */
-export class PtyWriter {
+class PtyWriter {
   private queue: Buffer[] = [];
   private writing = false;
   private retry: NodeJS.Timeout | null = null;
