@@ -10,10 +10,9 @@ import { jobs, leases } from '../db/schema';
 import type { Db, Sql } from './db';
 import { loadDevices } from './fleet';
 import type { JobEvents } from './job-events';
-import { claimDevices } from './jobs/claim';
+import { claimDevices, targetsOf, type Target } from './jobs/claim';
 import { rowToJob } from './jobs/job-row';
 import type { JobRow } from './jobs/job-view';
-import type { Target } from './jobs/submit';
 
 export interface Dispatcher {
   /** Sends a started job to its worker; false when that worker is not connected here. */
@@ -89,7 +88,7 @@ export class Scheduler {
         continue;
       }
       this.raced = 0;
-      await this.dispatch(job, a.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null })));
+      await this.dispatch(job, targetsOf(a.devices, uuids));
     }
   }
 

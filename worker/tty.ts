@@ -5,6 +5,7 @@
 import { constants } from 'node:os';
 import { readdirSync, readFileSync } from 'node:fs';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
+import { jobTag } from './proc-signal';
 import { guardPtyEnd } from './pty-end';
 import type { RunningTty, TtyCallbacks } from './runtime';
 
@@ -120,7 +121,6 @@ export class PtyJob implements RunningTty {
 export function signalHostTty(pid: number, jobId: string, sig: NodeJS.Signals): number {
   const hits = new Set<number>();
   try { process.kill(-pid, sig); hits.add(pid); } catch { /* the group is gone */ }
-  const tag = `RC_JOB_ID=${jobId}`;
   for (const entry of safeReaddir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const p = Number(entry);
@@ -130,8 +130,7 @@ export function signalHostTty(pid: number, jobId: string, sig: NodeJS.Signals): 
       const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
       // pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses.
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      match = Number(fields[3]) === pid;
-      if (!match) match = readFileSync(`/proc/${p}/environ`, 'latin1').split('\0').includes(tag);
+      match = Number(fields[3]) === pid || jobTag(p) === jobId;
     } catch { /* gone, or not ours to read */ }
     if (!match) continue;
     try { process.kill(p, sig); hits.add(p); } catch { /* gone */ }

@@ -6,6 +6,14 @@ import type { Sql } from '../db';
 import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
+/** Where a claimed job runs: what the worker needs to know of each device. */
+export interface Target { index: number; name: string; uuid: string | null }
+
+/** The targets of claimed devices; their UUIDs come from the loaded fleet (`uuids` by device id), which a plan does not carry. */
+export function targetsOf(claimed: readonly { id: number; index: number; name: string }[], uuids: ReadonlyMap<number, string | null>): Target[] {
+  return claimed.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null }));
+}
+
 export function claimDevices(sql: Sql, jobId: string, hostName: string, devices: { id: number; name: string }[]): Promise<JobRow | null> {
   return withLeases(sql, devices, (healthy) => sql`
     update jobs set state = 'running', started_at = now(), host_name = ${hostName},

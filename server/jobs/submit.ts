@@ -7,12 +7,9 @@ import type { SubmitJob } from '../../protocol/api';
 import type { Identity } from '../auth';
 import type { Sql } from '../db';
 import { loadDevices } from '../fleet';
-import { withLeases } from './claim';
+import { targetsOf, withLeases, type Target } from './claim';
 import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
-
-/** Where a claimed job runs: what the worker needs to know of each device. */
-export interface Target { index: number; name: string; uuid: string | null }
 
 export interface Submitted {
   job: JobRow;
@@ -73,8 +70,7 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
   if (plan) {
     const started = await startAtOnce(sql, fields, body, plan.devices);
     if (started) {
-      const uuids = new Map(healthy.map((d) => [d.id, d.uuid]));
-      return { job: started, position: 0, targets: plan.devices.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null })) };
+      return { job: started, position: 0, targets: targetsOf(plan.devices, new Map(healthy.map((d) => [d.id, d.uuid]))) };
     }
   }
   // One statement inserts the job and counts the queued jobs ahead of it.
