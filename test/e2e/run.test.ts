@@ -259,8 +259,13 @@ test('an admin revokes a token: it stops working at once, its open sockets are c
   assert.deepEqual(rows.map((x) => [x.actor, x.target]), [['admin:local admin (npm start)', 'leaver']], 'audited once, not again for the second revoke');
 });
 
-test('token revocation refuses bad ids, unknown ids and the token making the request', async () => {
+test('token listing and revocation refuse bad ids, unknown ids, client tokens and the token making the request', async () => {
   const admin = { env: { RC_TOKEN: stack.adminToken } };
+  assert.equal((await stack.api('GET', '/api/admin/tokens')).status, 403, 'a client token cannot list tokens');
+  assert.equal((await stack.api('GET', '/api/admin/tokens', undefined, null)).status, 401);
+  const extra = await stack.cli(['admin', 'tokens', 'all'], admin);
+  assert.equal(extra.code, 2);
+  assert.equal(extra.stderr, 'rc: usage: rc admin tokens\n');
   const notNumber = await stack.cli(['admin', 'token', 'revoke', 'alice'], admin);
   assert.equal(notNumber.code, 2);
   assert.match(notNumber.stderr, /rc admin token revoke <id>/);
