@@ -1,5 +1,6 @@
 // rc cp: one file up or down through the controller, under a lease.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -56,8 +57,12 @@ test('a file over the cap is refused with a pointer to shared storage, and nothi
   assert.equal(existsSync(join(local, 'huge.bin')), false);
 });
 
-test('paths cannot leave the workspace, by .. or by a link', async () => {
+test('paths cannot leave the workspace, by .. or by a link; no link is followed, and a FIFO does not hang the worker', async () => {
   symlinkSync('/etc', join(ws, 'evil'));
+  mkdirSync(join(ws, 'sub'));
+  writeFileSync(join(ws, 'sub', 'f.txt'), 'f');
+  symlinkSync(join(ws, 'sub'), join(ws, 'inner'));
+  assert.equal(spawnSync('mkfifo', [join(ws, 'pipe')]).status, 0);
   writeFileSync(join(local, 'x.txt'), 'x');
   for (const [args, why] of [
     [['cp', 'alpha:gpu0:/workspace/../../etc/hostname', local], /outside \/workspace/],
@@ -65,12 +70,17 @@ test('paths cannot leave the workspace, by .. or by a link', async () => {
     [['cp', join(local, 'x.txt'), 'alpha:gpu0:/tmp/x.txt'], /outside \/workspace/],
     [['cp', 'alpha:gpu0:/workspace/evil/hostname', local], /link that leads out of the workspace/],
     [['cp', join(local, 'x.txt'), 'alpha:gpu0:/workspace/evil/x.txt'], /leads out of the workspace through a link/],
+    [['cp', join(local, 'x.txt'), 'alpha:gpu0:/workspace/evil'], /\/workspace\/evil is a link; rc cp does not write through links/],
+    [['cp', 'alpha:gpu0:/workspace/inner/f.txt', local], /\/workspace\/inner is a link; rc cp follows no links, even ones that stay in the workspace/],
+    [['cp', join(local, 'x.txt'), 'alpha:gpu0:/workspace/inner/x.txt'], /\/workspace\/inner is a link; rc cp follows no links/],
+    [['cp', 'alpha:gpu0:/workspace/pipe', local], /\/workspace\/pipe is not a regular file/],
   ] as [string[], RegExp][]) {
     const r = await stack.cli(args);
     assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, why);
   }
   assert.equal(existsSync('/etc/x.txt'), false);
+  assert.equal(existsSync(join(ws, 'sub', 'x.txt')), false);
   assert.deepEqual(leftovers(ws), []);
 });
 
