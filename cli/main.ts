@@ -3,7 +3,7 @@
 import { EXIT } from '../core/exit-codes';
 import { Client } from './client';
 import { loadCliConfig } from './config';
-import { CliExit } from './output';
+import { CliExit, err, out } from './output';
 import { ADMIN_HELP, admin } from './commands/admin';
 import { DESCRIBE_HELP, describe } from './commands/describe';
 import { DEVICES_HELP, devices } from './commands/devices';
@@ -58,14 +58,14 @@ const COMMANDS: Record<string, { fn: Command; help: string }> = {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
-  if (name === '--version' || name === '-V') { process.stdout.write(`rc ${RC_VERSION}\n`); return EXIT.ok; }
-  if (!name || name === '--help' || name === '-h' || name === 'help') { process.stdout.write(HELP); return EXIT.ok; }
+  if (name === '--version' || name === '-V') { out(`rc ${RC_VERSION}\n`); return EXIT.ok; }
+  if (!name || name === '--help' || name === '-h' || name === 'help') { out(HELP); return EXIT.ok; }
   const command = COMMANDS[name];
   if (!command) {
-    process.stderr.write(`rc: usage: unknown command ${name}; rc --help lists the commands\n`);
+    err(`rc: usage: unknown command ${name}; rc --help lists the commands\n`);
     return EXIT.usage;
   }
-  if (args[0] === '--help' || args[0] === '-h') { process.stdout.write(command.help); return EXIT.ok; }
+  if (args[0] === '--help' || args[0] === '-h') { out(command.help); return EXIT.ok; }
   return command.fn(new Client(loadCliConfig()), args);
 }
 
@@ -95,11 +95,11 @@ function exitWhenFlushed(code: number): void {
   for (const name of streams) process[name].write('', done);
 }
 
-main(process.argv.slice(2)).then(exitWhenFlushed, (err: unknown) => {
-  if (err instanceof CliExit) {
-    if (err.message) process.stderr.write(err.message + '\n');
-    return exitWhenFlushed(err.exitCode);
+main(process.argv.slice(2)).then(exitWhenFlushed, (e: unknown) => {
+  if (e instanceof CliExit) {
+    if (e.message) err(e.message + '\n');
+    return exitWhenFlushed(e.exitCode);
   }
-  process.stderr.write(`rc: internal: ${err instanceof Error ? err.message : String(err)}\n`);
+  err(`rc: internal: ${e instanceof Error ? e.message : String(e)}\n`);
   exitWhenFlushed(EXIT.error);
 });

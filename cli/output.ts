@@ -1,5 +1,8 @@
 // How the CLI speaks: `rc: <code>: <sentence>` on stderr, and a fixed exit code.
+// rc's own text reaches stdout and stderr only through out(), err() and json()
+// here; a job's output is written elsewhere, byte for byte.
 import { EXIT } from '../core/exit-codes';
+import { safeText } from './safe-text';
 
 export class CliExit extends Error {
   constructor(readonly exitCode: number, message: string | null) {
@@ -14,6 +17,32 @@ export function fail(code: string, message: string, exitCode: number = EXIT.erro
 
 export function usage(message: string): never {
   throw new CliExit(EXIT.usage, `rc: usage: ${message}`);
+}
+
+/** Text for `stream`: its controls escaped when the stream is a terminal (safe-text.ts), as it is otherwise (a pipe, a file: programs parse it). */
+export function onScreen(stream: NodeJS.WriteStream, text: string): string {
+  return stream.isTTY ? safeText(text) : text;
+}
+
+/** rc's own text on stdout: tables, descriptions, answers, help. */
+export function out(text: string): void {
+  process.stdout.write(onScreen(process.stdout, text));
+}
+
+/** rc's own text on stderr: `rc: <code>: <message>` lines and notices. */
+export function err(text: string): void {
+  process.stderr.write(onScreen(process.stderr, text));
+}
+
+/** One line of rc's own on stderr; `crlf` for a raw terminal (rc run --tty), where it starts and ends with \r\n. */
+export function errLine(line: string, crlf = false): void {
+  const shown = onScreen(process.stderr, line);
+  process.stderr.write(crlf ? `\r\n${shown}\r\n` : `${shown}\n`);
+}
+
+/** --json: the API's JSON, never escaped, terminal or not. */
+export function json(value: unknown): void {
+  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }
 
 export function table(header: string[], rows: string[][]): string {

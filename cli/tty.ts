@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { io } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { JobEvent } from '../core/frames';
+import { errLine } from './output';
 
 /** protocol/tty.ts's TTY_NAMESPACE (not imported: that file pulls in zod). */
 const TTY_NAMESPACE = '/tty';
@@ -52,7 +53,7 @@ export function runTty(o: TtyRun): Promise<number> {
     let done = false;
     let terminal: RawTerminal | null = null;
 
-    const say = (line: string) => process.stderr.write(`${raw && started ? '\r\n' : ''}rc: ${line}${raw && started ? '\r\n' : '\n'}`);
+    const say = (line: string) => errLine(`rc: ${line}`, raw && started);
     const finish = (code: number) => {
       if (done) return;
       done = true;

@@ -1,7 +1,20 @@
 // REST bodies, validated by the controller. A schema and its type share a name.
 import { z } from 'zod';
 
-const printable = /^[^\x00-\x1f\x7f]*$/;
+/**
+ * Names shown on other people's terminals (submitters, and token names, which
+ * the dashboard's terminals take as their submitter) hold nothing a terminal
+ * would obey: no C0 controls, DEL, C1 controls, or bidi controls (which
+ * reorder a line: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
+ */
+const shownName = /^[^\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]*$/;
+const SHOWN_NAME_RULE = 'must be printable text, without control characters (C0, DEL, C1) or bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)';
+
+/** Who a job is for: every request that takes a submitter (jobs, kills, holds, rc cp, the terminal socket) checks it with this. */
+export const Submitter = z.string().trim()
+  .min(1, 'submitter is required (1-200 characters)')
+  .max(200, 'submitter is at most 200 characters')
+  .regex(shownName, `submitter ${SHOWN_NAME_RULE}: it is shown on other people's terminals (rc ps, rc describe)`);
 
 /** Where and how long a job (or a terminal, protocol/tty.ts) may run: the fields both share. */
 export const JOB_PLACEMENT = {
@@ -30,7 +43,7 @@ export const SubmitJob = z.object({
   argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
   /** Required for a hold, refused otherwise. */
   ttlS: holdTtl.nullish(),
-  submitter: z.string().trim().min(1).max(200).regex(printable, 'submitter must be printable text'),
+  submitter: Submitter,
   ...JOB_PLACEMENT,
 }).strict().superRefine((j, ctx) => {
   const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
@@ -46,13 +59,13 @@ export const SubmitJob = z.object({
 export type SubmitJob = z.infer<typeof SubmitJob>;
 
 /** Releasing a hold (its holder, or an admin). */
-export const ReleaseHold = z.object({ submitter: z.string().trim().min(1).max(200) }).strict();
+export const ReleaseHold = z.object({ submitter: Submitter }).strict();
 
 /** Extending a running hold: it then ends ttlS from now. */
-export const ExtendHold = z.object({ submitter: z.string().trim().min(1).max(200), ttlS: holdTtl }).strict();
+export const ExtendHold = z.object({ submitter: Submitter, ttlS: holdTtl }).strict();
 
 export const KillJob = z.object({
-  submitter: z.string().trim().min(1).max(200),
+  submitter: Submitter,
   reason: z.string().max(500).optional(),
 }).strict();
 export type KillJob = z.infer<typeof KillJob>;
@@ -68,7 +81,8 @@ export const ClearQuarantine = z.object({
 }).strict();
 
 export const CreateToken = z.object({
-  name: z.string().trim().min(1).max(200).regex(printable),
+  /** web:<name> is the submitter of the dashboard's terminals. */
+  name: z.string().trim().min(1).max(200).regex(shownName, `a token name ${SHOWN_NAME_RULE}: web:<name> is the submitter of its dashboard terminals`),
   kind: z.enum(['client', 'admin']).default('client'),
 }).strict();
 export type CreateToken = z.infer<typeof CreateToken>;

@@ -3,7 +3,7 @@
 // between the controller and a worker on the existing /worker socket.
 // docs/api.md, "The terminal socket", documents both.
 import { z } from 'zod';
-import { JOB_PLACEMENT } from './api';
+import { JOB_PLACEMENT, Submitter } from './api';
 
 export const TTY_NAMESPACE = '/tty';
 
@@ -22,7 +22,7 @@ export const TtyOpen = z.object({
   after: z.number().int().min(0).optional(),
   argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
   /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`. */
-  submitter: z.string().trim().min(1).max(200).regex(/^[^\x00-\x1f\x7f]*$/).optional(),
+  submitter: Submitter.optional(),
   ...JOB_PLACEMENT,
   ...size,
 }).strict();

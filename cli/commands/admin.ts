@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, table, usage } from '../output';
+import { age, out, table, usage } from '../output';
 
 export const ADMIN_HELP = `usage: rc admin <command>
 
@@ -26,12 +26,12 @@ where npm start wrote .rc/local.json.
 
 export async function admin(client: Client, args: readonly string[]): Promise<number> {
   const [group, verb, ...rest] = args;
-  if (!group || group === '--help' || group === '-h') { process.stdout.write(ADMIN_HELP); return EXIT.ok; }
+  if (!group || group === '--help' || group === '-h') { out(ADMIN_HELP); return EXIT.ok; }
   if (group === 'host' && verb === 'add') {
     const parsed = parseFlags('admin host add', rest, [], false);
     if (parsed.rest.length !== 1) usage('rc admin host add <name>');
     const r = await client.json<{ host: string; credential: string }>('POST', '/api/admin/hosts', { name: parsed.rest[0] });
-    process.stdout.write(`host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`);
+    out(`host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`);
     return EXIT.ok;
   }
   if (group === 'token' && verb === 'create') {
@@ -39,13 +39,13 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const name = parsed.rest[0] ?? stringFlag(parsed, 'name');
     if (!name || parsed.rest.length > 1) usage('rc admin token create <name> [--admin]');
     const r = await client.json<{ token: string; kind: string }>('POST', '/api/admin/tokens', { name, kind: parsed.flags.has('admin') ? 'admin' : 'client' });
-    process.stdout.write(`${r.kind} token for ${name} (shown once, only its hash is kept):\n${r.token}\n`);
+    out(`${r.kind} token for ${name} (shown once, only its hash is kept):\n${r.token}\n`);
     return EXIT.ok;
   }
   if (group === 'tokens') {
     if (verb !== undefined) usage('rc admin tokens');
     const r = await client.json<{ tokens: TokenRow[] }>('GET', '/api/admin/tokens');
-    process.stdout.write(table(['ID', 'NAME', 'KIND', 'HOST', 'CREATED', 'REVOKED'], r.tokens.map((t) => [
+    out(table(['ID', 'NAME', 'KIND', 'HOST', 'CREATED', 'REVOKED'], r.tokens.map((t) => [
       String(t.id), t.name, t.kind, t.hostName ?? '-', `${age(t.createdAt)} ago`, t.revokedAt ? `${age(t.revokedAt)} ago` : '-',
     ])));
     return EXIT.ok;
@@ -56,7 +56,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     if (!id || parsed.rest.length !== 1 || !/^[1-9][0-9]*$/.test(id)) usage('rc admin token revoke <id> (the ID column of rc admin tokens)');
     const r = await client.json<{ revoked: TokenRow; already: boolean }>('POST', `/api/admin/tokens/${id}/revoke`, {});
     const what = `token ${r.revoked.id} (${r.revoked.kind}, ${r.revoked.name})`;
-    process.stdout.write(r.already ? `${what} was already revoked\n` : `${what} revoked: it no longer works, and its open connections were cut\n`);
+    out(r.already ? `${what} was already revoked\n` : `${what} revoked: it no longer works, and its open connections were cut\n`);
     return EXIT.ok;
   }
   if (group === 'sheet' && (verb === 'set' || verb === 'clear')) {
@@ -64,20 +64,20 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     if (!host || extra.length || (verb === 'set' ? !file : file)) usage(verb === 'set' ? 'rc admin sheet set <host> <file|->' : 'rc admin sheet clear <host>');
     const body = verb === 'clear' ? '' : readSheetFile(file!);
     await client.json('PUT', `/api/hosts/${encodeURIComponent(host)}/sheet`, { body });
-    process.stdout.write(verb === 'clear' ? `usage sheet of ${host} removed\n` : `usage sheet of ${host} replaced (${Buffer.byteLength(body)} bytes)\n`);
+    out(verb === 'clear' ? `usage sheet of ${host} removed\n` : `usage sheet of ${host} replaced (${Buffer.byteLength(body)} bytes)\n`);
     return EXIT.ok;
   }
   if (group === 'note' && verb === 'set') {
     const [device, text, ...extra] = rest;
     if (!device || text === undefined || extra.length) usage("rc admin note set <host:gpuN> <text>");
     await client.json('PUT', `/api/devices/${encodeURIComponent(device)}/note`, { body: text });
-    process.stdout.write(text ? `note on ${device} set\n` : `note on ${device} removed\n`);
+    out(text ? `note on ${device} set\n` : `note on ${device} removed\n`);
     return EXIT.ok;
   }
   if (group === 'probe') {
     if (!verb || rest.length) usage('rc admin probe <host>');
     await client.json('POST', `/api/admin/hosts/${encodeURIComponent(verb)}/probe`, {});
-    process.stdout.write(`asked ${verb} to re-run its probes; rc describe shows the new labels in a moment\n`);
+    out(`asked ${verb} to re-run its probes; rc describe shows the new labels in a moment\n`);
     return EXIT.ok;
   }
   if (group === 'clear') {
@@ -86,7 +86,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const reason = stringFlag(parsed, 'reason');
     if (!device || parsed.rest.length !== 1 || !reason) usage('rc admin clear <host:gpuN> --reason "what was checked and why it is fine"');
     const r = await client.json<{ cleared: string; was: { reason: string; since: string } }>('POST', `/api/admin/devices/${encodeURIComponent(device)}/clear`, { reason });
-    process.stdout.write(`${r.cleared} cleared; it was quarantined since ${r.was.since}: ${r.was.reason}\n`);
+    out(`${r.cleared} cleared; it was quarantined since ${r.was.since}: ${r.was.reason}\n`);
     return EXIT.ok;
   }
   usage(`unknown admin command: ${[group, verb].filter(Boolean).join(' ')}; see rc admin --help`);

@@ -5,7 +5,7 @@ import { CP_MAX_BYTES, CP_ROOT, landingPath, parseRemote } from '../../core/cp';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
-import { fail, usage } from '../output';
+import { fail, out, usage } from '../output';
 
 export const CP_HELP = `usage: rc cp <local-file> <host:gpuN>:<path>
        rc cp <host:gpuN>:<path> <local-path>
@@ -23,7 +23,7 @@ source's name. A failed copy leaves no partial file.
 
 export async function cp(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('cp', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(CP_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(CP_HELP); return EXIT.ok; }
   if (parsed.rest.length !== 2) usage('rc cp takes a source and a destination: rc cp ./file host:gpu0:/workspace/ (or the other way)');
   const [src, dst] = parsed.rest as [string, string];
   const from = parseRemote(src);
@@ -47,7 +47,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
     }
     const path = landingPath(to.path === '' ? `${CP_ROOT}/` : to.path, basename(src));
     const r = JSON.parse((await client.bytes('PUT', q(to.device, path), data)).toString('utf8')) as { bytes: number; lease: string };
-    process.stdout.write(`${src} -> ${to.device}:${path} (${r.bytes} bytes)\n`);
+    out(`${src} -> ${to.device}:${path} (${r.bytes} bytes)\n`);
     return EXIT.ok;
   }
 
@@ -57,7 +57,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
   dest = landingPath(dest, basename(source.path));
   const data = await client.bytes('GET', q(source.device, source.path));
   writeWhole(dest, data);
-  process.stdout.write(`${source.device}:${source.path} -> ${dest} (${data.length} bytes)\n`);
+  out(`${source.device}:${source.path} -> ${dest} (${data.length} bytes)\n`);
   return EXIT.ok;
 }
 

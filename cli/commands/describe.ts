@@ -4,7 +4,7 @@ import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
-import { age, indent, shortCommand, table, usage } from '../output';
+import { age, indent, json, out, shortCommand, table, usage } from '../output';
 
 export const DESCRIBE_HELP = `usage: rc describe <host:gpuN> [--json]
 
@@ -29,29 +29,29 @@ interface Description {
 
 export async function describe(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('describe', args, [{ name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(DESCRIBE_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(DESCRIBE_HELP); return EXIT.ok; }
   if (parsed.rest.length !== 1) usage('rc describe takes one device: rc describe host:gpu0');
   const d = await client.json<Description>('GET', `/api/devices/${encodeURIComponent(parsed.rest[0]!)}`);
-  if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(d, null, 2) + '\n'); return EXIT.ok; }
-  process.stdout.write(renderDescription(d));
+  if (parsed.flags.has('json')) { json(d); return EXIT.ok; }
+  out(renderDescription(d));
   return EXIT.ok;
 }
 
 export function renderDescription(d: Description, now = Date.now()): string {
   const dev = d.device;
-  let out = `${dev.name}  ${dev.state}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
-  out += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;
-  if (dev.uuid) out += `uuid:   ${dev.uuid}\n`;
+  let text = `${dev.name}  ${dev.state}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
+  text += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;
+  if (dev.uuid) text += `uuid:   ${dev.uuid}\n`;
   if (dev.gpu) {
     const g = dev.gpu;
-    out += `gpu:    ${g.name}, memory ${g.memUsedMiB} / ${g.memTotalMiB} MiB used, utilisation ${g.utilPct === null ? 'n/a' : `${g.utilPct}%`} (sampled ${age(g.at, now)} ago)\n`;
+    text += `gpu:    ${g.name}, memory ${g.memUsedMiB} / ${g.memTotalMiB} MiB used, utilisation ${g.utilPct === null ? 'n/a' : `${g.utilPct}%`} (sampled ${age(g.at, now)} ago)\n`;
   }
   if (dev.unhealthy) {
-    out += `\nQUARANTINED for ${age(dev.unhealthy.since, now)}: ${dev.unhealthy.reason}\n`;
-    out += `  evidence: ${JSON.stringify(dev.unhealthy.evidence)}\n`;
-    out += '  Not scheduled until an operator checks it and runs rc admin clear. Pick another device.\n';
+    text += `\nQUARANTINED for ${age(dev.unhealthy.since, now)}: ${dev.unhealthy.reason}\n`;
+    text += `  evidence: ${JSON.stringify(dev.unhealthy.evidence)}\n`;
+    text += '  Not scheduled until an operator checks it and runs rc admin clear. Pick another device.\n';
   }
-  out += '\nLABELS\n';
+  text += '\nLABELS\n';
   const rows = dev.labelDetails.map((l) => [
     l.key,
     showValue(l.key, l.value),
@@ -59,17 +59,17 @@ export function renderDescription(d: Description, now = Date.now()): string {
     age(l.seenAt, now),
     [l.hostWide ? 'host-wide' : '', l.effective ? '' : 'overridden', l.stale ? `STALE: ${l.stale}` : ''].filter(Boolean).join(', '),
   ]);
-  out += indent(table(['KEY', 'VALUE', 'SOURCE', 'AGE', ''], rows));
-  out += '\nUSAGE SHEET\n';
-  out += d.sheet ? `  host-wide note, updated ${age(d.sheet.updatedAt, now)} ago by ${d.sheet.updatedBy}\n${indent(d.sheet.body)}` : '  (none: the operator has not written one for this host)\n';
-  if (d.note) out += `\nDEVICE NOTE\n  updated ${age(d.note.updatedAt, now)} ago by ${d.note.updatedBy}\n${indent(d.note.body)}`;
-  out += '\nRECENT JOBS\n';
-  out += d.recentJobs.length
+  text += indent(table(['KEY', 'VALUE', 'SOURCE', 'AGE', ''], rows));
+  text += '\nUSAGE SHEET\n';
+  text += d.sheet ? `  host-wide note, updated ${age(d.sheet.updatedAt, now)} ago by ${d.sheet.updatedBy}\n${indent(d.sheet.body)}` : '  (none: the operator has not written one for this host)\n';
+  if (d.note) text += `\nDEVICE NOTE\n  updated ${age(d.note.updatedAt, now)} ago by ${d.note.updatedBy}\n${indent(d.note.body)}`;
+  text += '\nRECENT JOBS\n';
+  text += d.recentJobs.length
     ? indent(table(['JOB', 'STATE', 'EXIT', 'SUBMITTER', 'WHEN', 'COMMAND'], d.recentJobs.map((j) => [
       j.id, j.state, j.exitCode === null ? '-' : String(j.exitCode), j.submitter, `${age(j.endedAt ?? j.createdAt, now)} ago`, shortCommand(j.argv, 60),
     ])))
     : '  (none)\n';
-  return out;
+  return text;
 }
 
 function showValue(key: string, value: string): string {

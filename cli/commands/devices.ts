@@ -3,7 +3,7 @@ import { formatSize } from '../../core/size';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { table, usage } from '../output';
+import { json, out, table, usage } from '../output';
 
 export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--json]
 
@@ -22,13 +22,13 @@ export async function devices(client: Client, args: readonly string[]): Promise<
   const parsed = parseFlags('devices', args, [
     { name: 'select', short: 's', type: 'string' }, { name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' },
   ], false);
-  if (parsed.flags.has('help')) { process.stdout.write(DEVICES_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(DEVICES_HELP); return EXIT.ok; }
   if (parsed.rest.length) usage(`rc devices takes no arguments (got ${parsed.rest[0]})`);
   const select = stringFlag(parsed, 'select');
   const query = select === undefined ? '' : `?select=${encodeURIComponent(select)}`;
   const body = await client.json<{ devices: Device[] }>('GET', `/api/devices${query}`);
   if (parsed.flags.has('json')) {
-    process.stdout.write(JSON.stringify(body, null, 2) + '\n');
+    json(body);
     return EXIT.ok;
   }
   const rows = body.devices.map((d) => [
@@ -38,7 +38,7 @@ export async function devices(client: Client, args: readonly string[]): Promise<
     d.gpu ? `${d.gpu.utilPct ?? '?'}% ${Math.round(d.gpu.memUsedMiB / 1024)}/${Math.round(d.gpu.memTotalMiB / 1024)}G` : '-',
     summary(d.labels),
   ]);
-  process.stdout.write(table(['DEVICE', 'STATE', 'HOLDER', 'GPU', 'LABELS'], rows));
+  out(table(['DEVICE', 'STATE', 'HOLDER', 'GPU', 'LABELS'], rows));
   return EXIT.ok;
 }
 

@@ -5,7 +5,7 @@ import { EXIT } from '../../core/exit-codes';
 import { FRAME_EVENT, FrameDecoder, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import type { Client } from '../client';
 import { durationFlag, parseFlags, type FlagSpec } from '../flags';
-import { usage } from '../output';
+import { err, out, usage } from '../output';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const HOLD_HELP = `usage: rc hold --ttl <dur> [--select <selector> | -d <host:gpuN>] [flags]
@@ -42,7 +42,7 @@ interface HoldJob { id: string; devices: string[] | null; expiresAt: string | nu
 export async function hold(client: Client, args: readonly string[]): Promise<number> {
   if (args[0] === 'extend') return extend(client, args.slice(1));
   const parsed = parseFlags('hold', args, SPECS, false);
-  if (parsed.flags.has('help')) { process.stdout.write(HOLD_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(HOLD_HELP); return EXIT.ok; }
   if (parsed.rest.length) usage(`rc hold runs no command (got ${parsed.rest[0]}); use rc run for that, or hold and ssh to the host`);
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
@@ -63,7 +63,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
     const onSigint = () => {
       if (interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
       interrupted = true;
-      process.stderr.write(`\nrc: releasing hold ${id ?? ''}\n`);
+      err(`\nrc: releasing hold ${id ?? ''}\n`);
       release();
     };
     process.on('SIGINT', onSigint);
@@ -72,33 +72,33 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
         case 'queued':
           id = e.jobId;
           if (interrupted) release();
-          notice = setTimeout(() => process.stderr.write(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
+          notice = setTimeout(() => err(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
           break;
         case 'started':
           if (notice) clearTimeout(notice);
           void client.json<{ job: HoldJob }>('GET', `/api/jobs/${e.jobId}`).then(({ job }) => {
             const until = job.expiresAt ? new Date(job.expiresAt) : null;
-            process.stdout.write(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
-            process.stderr.write(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
+            out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
+            err(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
           }, () => {});
           break;
         case 'exit':
           if (e.state === 'cancelled' && /could not be queued/.test(e.reason ?? '')) {
-            process.stderr.write(`rc: busy: ${e.reason}\n`);
+            err(`rc: busy: ${e.reason}\n`);
             result = EXIT.busy;
           } else if (e.state === 'cancelled') {
-            process.stderr.write(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
+            err(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
             result = interrupted ? EXIT.interrupted : EXIT.wait_timeout;
           } else if (e.state === 'lost') {
-            process.stderr.write(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
+            err(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
             result = EXIT.lost;
           } else {
-            process.stderr.write(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
+            err(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
             result = interrupted ? EXIT.interrupted : EXIT.ok;
           }
           break;
         case 'error':
-          process.stderr.write(`rc: ${e.code}: ${e.message}\n`);
+          err(`rc: ${e.code}: ${e.message}\n`);
           result = e.code === 'busy' ? EXIT.busy : EXIT.error;
           break;
         default:
@@ -111,7 +111,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
     const done = () => {
       if (notice) clearTimeout(notice);
       process.off('SIGINT', onSigint);
-      if (result === null) process.stderr.write(`rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`);
+      if (result === null) err(`rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`);
       resolve(result ?? EXIT.unreachable);
     };
     res.consume({ data: (chunk) => decoder.push(chunk), end: done, error: done });
@@ -120,21 +120,21 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
 
 async function extend(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('hold extend', args, [{ name: 'ttl', type: 'string' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(HOLD_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(HOLD_HELP); return EXIT.ok; }
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (parsed.rest.length !== 1 || ttlS === undefined) usage('rc hold extend <hold-id> --ttl <dur>');
   const id = parsed.rest[0]!;
   const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/extend`, { submitter: client.submitter, ttlS });
-  process.stdout.write(job.expiresAt ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n` : `hold ${job.id} is still queued; it will last ${formatDuration(ttlS!)} once it starts\n`);
+  out(job.expiresAt ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n` : `hold ${job.id} is still queued; it will last ${formatDuration(ttlS!)} once it starts\n`);
   return EXIT.ok;
 }
 
 export async function release(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('release', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(RELEASE_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(RELEASE_HELP); return EXIT.ok; }
   if (parsed.rest.length !== 1) usage('rc release takes one hold id: rc release <hold-id>');
   const id = parsed.rest[0]!;
   const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/release`, { submitter: client.submitter });
-  process.stdout.write(job.state === 'running' ? `releasing hold ${job.id}\n` : `hold ${job.id} is ${job.state}${job.reason ? ` (${job.reason})` : ''}\n`);
+  out(job.state === 'running' ? `releasing hold ${job.id}\n` : `hold ${job.id} is ${job.state}${job.reason ? ` (${job.reason})` : ''}\n`);
   return EXIT.ok;
 }

@@ -4,7 +4,7 @@ import { EXIT } from '../../core/exit-codes';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, shortCommand, table, usage } from '../output';
+import { age, json, out, shortCommand, table, usage } from '../output';
 import { follow, reattachTty } from './run';
 
 interface Job {
@@ -40,13 +40,13 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
     { name: 'state', type: 'string' }, { name: 'device', short: 'd', type: 'string' }, { name: 'submitter', type: 'string' },
     { name: 'limit', type: 'string' }, { name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' },
   ], false);
-  if (parsed.flags.has('help')) { process.stdout.write(JOBS_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(JOBS_HELP); return EXIT.ok; }
   if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter`);
   const q = new URLSearchParams();
   for (const k of ['state', 'device', 'submitter', 'limit']) { const v = stringFlag(parsed, k); if (v !== undefined) q.set(k, v); }
   const body = await client.json<{ jobs: Job[] }>('GET', `/api/jobs${q.size ? `?${q}` : ''}`);
-  if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(body, null, 2) + '\n'); return EXIT.ok; }
-  process.stdout.write(table(['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'], body.jobs.map((j) => [
+  if (parsed.flags.has('json')) { json(body); return EXIT.ok; }
+  out(table(['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'], body.jobs.map((j) => [
     j.id, j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''), j.exitCode === null ? '-' : String(j.exitCode),
     (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, what(j),
   ])));
@@ -61,11 +61,11 @@ What is running and queued now, whose it is, and each queued job's position
 
 export async function ps(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('ps', args, [{ name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(PS_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(PS_HELP); return EXIT.ok; }
   if (parsed.rest.length) usage('rc ps takes no arguments');
   const body = await client.json<{ jobs: Job[] }>('GET', '/api/ps');
-  if (parsed.flags.has('json')) { process.stdout.write(JSON.stringify(body, null, 2) + '\n'); return EXIT.ok; }
-  process.stdout.write(table(['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'], body.jobs.map((j) => [
+  if (parsed.flags.has('json')) { json(body); return EXIT.ok; }
+  out(table(['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'], body.jobs.map((j) => [
     j.id,
     j.state === 'queued' ? `queued #${j.position}` : j.state,
     j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
@@ -86,7 +86,7 @@ stops following without touching the job.
 
 export async function logs(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('logs', args, [{ name: 'follow', short: 'f', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(LOGS_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(LOGS_HELP); return EXIT.ok; }
   if (parsed.rest.length !== 1) usage('rc logs takes one job id: rc logs [-f] <job-id>');
   const id = parsed.rest[0]!;
   const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream${parsed.flags.has('follow') ? '?follow=1' : ''}`, undefined, STREAM_CONTENT_TYPE);
@@ -104,7 +104,7 @@ its recent screen is replayed and your keys go to it again.
 
 export async function attach(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('attach', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { process.stdout.write(ATTACH_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(ATTACH_HELP); return EXIT.ok; }
   if (parsed.rest.length !== 1) usage('rc attach takes one job id: rc attach <job-id>');
   const id = parsed.rest[0]!;
   const { job } = await client.json<{ job: Job & { kind?: string } }>('GET', `/api/jobs/${encodeURIComponent(id)}`);

@@ -5,7 +5,7 @@ import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput, STREAM_CONTENT_TY
 import type { Client } from '../client';
 import type { Body } from '../http1';
 import { durationFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
-import { usage } from '../output';
+import { err, out, usage } from '../output';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
@@ -44,7 +44,7 @@ const SPECS: FlagSpec[] = [
 /** Resolves to the exit code. */
 export async function run(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('run', args, SPECS, true);
-  if (parsed.flags.has('help')) { process.stdout.write(RUN_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) { out(RUN_HELP); return EXIT.ok; }
   if (parsed.flags.has('explain')) return explain(client, stringFlag(parsed, 'select') ?? '', stringFlag(parsed, 'device') ?? null);
   const tty = parsed.flags.has('tty');
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
@@ -77,7 +77,7 @@ export async function follow(client: Client, first: Body, opts: { detachOnInterr
   const onSigint = () => {
     if (opts.detachOnInterrupt || state.interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
     state.interrupted = true;
-    process.stderr.write(`\nrc: stopping job ${state.jobId ?? ''} (Ctrl-C again to leave without waiting)\n`);
+    err(`\nrc: stopping job ${state.jobId ?? ''} (Ctrl-C again to leave without waiting)\n`);
     kill();
   };
   process.on('SIGINT', onSigint);
@@ -86,7 +86,7 @@ export async function follow(client: Client, first: Body, opts: { detachOnInterr
     const deadline = Date.now() + 120_000;
     let told = false;
     while (state.result === null && state.jobId && opts.reconnect !== false && Date.now() < deadline) {
-      if (!told) { process.stderr.write(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`); told = true; }
+      if (!told) { err(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`); told = true; }
       await new Promise((r) => setTimeout(r, 500));
       const res = await client.stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE).catch(() => null);
       if (res) await readStream(res, state, kill);
@@ -95,7 +95,7 @@ export async function follow(client: Client, first: Body, opts: { detachOnInterr
     process.off('SIGINT', onSigint);
   }
   if (state.result === null) {
-    process.stderr.write(`rc: unreachable: lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}\n`);
+    err(`rc: unreachable: lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}\n`);
     return EXIT.unreachable;
   }
   return state.result;
@@ -112,7 +112,7 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
           state.jobId = event.jobId;
           if (state.interrupted) kill();
           queuedNotice = setTimeout(() => {
-            process.stderr.write(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
+            err(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
           }, 1000);
           break;
         case 'started':
@@ -125,10 +125,10 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
           state.result = EXIT.ok;
           break;
         case 'notice':
-          process.stderr.write(`rc: ${event.message}\n`);
+          err(`rc: ${event.message}\n`);
           break;
         case 'error':
-          process.stderr.write(`rc: ${event.code}: ${event.message}\n`);
+          err(`rc: ${event.code}: ${event.message}\n`);
           state.result = event.code === 'busy' ? EXIT.busy : EXIT.error;
           break;
       }
@@ -167,18 +167,18 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
       return event.exitCode ?? EXIT.error;
     case 'killed':
       if (interrupted) return EXIT.interrupted;
-      process.stderr.write(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
+      err(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
       return /^(max_runtime exceeded|idle: no output for)/.test(event.reason ?? '') ? EXIT.watchdog : event.exitCode ?? EXIT.error;
     case 'lost':
-      process.stderr.write(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
+      err(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
       return EXIT.lost;
     case 'cancelled':
       if (interrupted) return EXIT.interrupted;
       if (/could not be queued/.test(event.reason ?? '')) {
-        process.stderr.write(`rc: busy: ${event.reason}\n`);
+        err(`rc: busy: ${event.reason}\n`);
         return EXIT.busy;
       }
-      process.stderr.write(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
+      err(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
       return EXIT.wait_timeout;
     default:
       return EXIT.error;
@@ -195,10 +195,10 @@ interface Explanation {
 async function explain(client: Client, selector: string, device: string | null): Promise<number> {
   const e = await client.json<Explanation>('POST', '/api/explain', { selector, device });
   const what = [e.selector && `selector ${e.selector}`, e.device && `device ${e.device}`].filter(Boolean).join(' and ') || 'no selector (any device)';
-  let out = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
-  for (const m of e.matching) out += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
-  for (const n of e.notMatching) out += `  no     ${n.name}  ${n.reasons.join('; ')}\n`;
-  if (e.matching.length === 0) out += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;
-  process.stdout.write(out);
+  let text = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
+  for (const m of e.matching) text += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
+  for (const n of e.notMatching) text += `  no     ${n.name}  ${n.reasons.join('; ')}\n`;
+  if (e.matching.length === 0) text += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;
+  out(text);
   return EXIT.ok;
 }

@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { RcError } from '../../core/errors';
 import { audit, hosts, jobs } from '../../db/schema';
-import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SubmitJob, WriteSheet } from '../../protocol/api';
+import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SubmitJob, Submitter, WriteSheet } from '../../protocol/api';
 import { extendHold } from '../jobs/hold';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
@@ -123,10 +123,10 @@ export function registerApi(router: Router, c: Controller): void {
   const copyDeps = { sql, hub: c.hub, freed: () => c.scheduler.pokeIfQueued() };
   const copyArgs = (query: URLSearchParams) => {
     const path = query.get('path');
-    const submitter = query.get('submitter')?.trim();
     if (!path) throw new RcError('bad_request', 'path is required: the file on the device, e.g. /workspace/train.py');
-    if (!submitter || submitter.length > 200) throw new RcError('bad_request', 'submitter is required (1-200 characters)');
-    return { path, submitter };
+    const submitter = Submitter.safeParse(query.get('submitter') ?? '');
+    if (!submitter.success) throw new RcError('bad_request', submitter.error.issues[0]!.message);
+    return { path, submitter: submitter.data };
   };
   router.add('PUT', '/api/devices/:name/files', 'client', async ({ req, params, query, identity }) => {
     const { path, submitter } = copyArgs(query);
