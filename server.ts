@@ -16,7 +16,9 @@ import { startEmbeddedPostgres, type EmbeddedDb } from './server/embedded-pg';
 import { ensureLocalCredentials, ensureLocalWorker } from './server/local-credentials';
 import { identify } from './server/auth';
 import { takeOverSignals } from './server/signals';
-import { sessionCookie } from './server/http/router';
+import { DbHealth } from './server/db-health';
+import { setSecurityHeaders } from './server/http/security-headers';
+import { socketCredential } from './server/socket-auth';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
 
@@ -31,21 +33,29 @@ async function main(): Promise<void> {
   process.env.DATABASE_URL = config.DATABASE_URL ?? embedded!.url;
   const database = connect(process.env.DATABASE_URL);
   await runMigrations(database);
+  const health = new DbHealth({ url: process.env.DATABASE_URL, log });
+  health.start();
+  const publicUrl = config.RC_PUBLIC_URL ?? null;
 
-  const controller = new Controller({ database, hostTimeoutS: config.RC_HOST_TIMEOUT_S, watchdogGraceS: config.RC_WATCHDOG_GRACE_S, outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES, reserveAfterS: config.RC_RESERVE_AFTER_S, ttyGraceS: config.RC_TTY_GRACE_S, ttyReplayBytes: config.RC_TTY_REPLAY_BYTES, log });
+  const controller = new Controller({ database, health, publicUrl, hostTimeoutS: config.RC_HOST_TIMEOUT_S, watchdogGraceS: config.RC_WATCHDOG_GRACE_S, outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES, reserveAfterS: config.RC_RESERVE_AFTER_S, ttyGraceS: config.RC_TTY_GRACE_S, ttyReplayBytes: config.RC_TTY_REPLAY_BYTES, log });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;
   const http = createServer((req, res) => {
+    setSecurityHeaders(res);
     controller.handle(req, res).then((handled) => {
       if (handled) return;
       if (dashboard) dashboard.handle(req, res);
       else { res.writeHead(404, { 'content-type': 'text/plain' }); res.end('the dashboard is disabled (RC_DASHBOARD=0)\n'); }
-    }, () => { if (!res.headersSent) { res.writeHead(500); res.end(); } });
+    }, (err: unknown) => {
+      log(`internal error: ${err instanceof Error ? err.stack : String(err)}`);
+      if (!res.headersSent) { res.writeHead(500); res.end(); }
+    });
   });
   const io = new Server(http, { serveClient: false, maxHttpBufferSize: 4 * 1024 * 1024 });
   // Browser sockets (the live view) need a client or admin token, like the API.
   io.use((socket, next) => {
-    const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : sessionCookie(socket.handshake.headers.cookie);
-    identify(database.db, token).then((id) => {
+    const cred = socketCredential(socket.handshake, publicUrl);
+    if (!cred.ok) return next(new Error(cred.message));
+    identify(database.db, cred.secret).then((id) => {
       if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
       socket.data.tokenId = id.tokenId;
       next();
@@ -79,6 +89,7 @@ async function main(): Promise<void> {
     log(`${signal}: stopping`);
     await worker?.stop();
     await controller.stop();
+    await health.stop();
     io.close();
     http.closeAllConnections();
     await database.close();
@@ -86,6 +97,8 @@ async function main(): Promise<void> {
     process.exit(0);
   };
   takeOverSignals();
+  // A promise nobody awaited must not take the controller (and every stream through it) down.
+  process.on('unhandledRejection', (reason) => log(`unhandled rejection (the controller carries on): ${reason instanceof Error ? reason.stack : String(reason)}`));
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }

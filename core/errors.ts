@@ -13,7 +13,11 @@ export const ERROR_STATUS = {
   quarantined: 409,
   conflict: 409,
   payload_too_large: 413,
+  /** A request the session cookie authenticates that changes something must be JSON (no browser page can send that without a preflight). */
+  unsupported_media_type: 415,
   unavailable: 503,
+  /** The controller cannot reach its Postgres now; nothing was changed. Retry shortly. */
+  database_unavailable: 503,
   internal: 500,
 } as const;
 

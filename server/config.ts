@@ -10,6 +10,8 @@ const Env = z.object({
   /** Address to listen on; 0.0.0.0 to accept workers from other hosts. */
   RC_BIND: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
+  /** The dashboard's address as browsers reach it, when a proxy (TLS) stands in front: https://rc.example.org. */
+  RC_PUBLIC_URL: z.string().url().refine((u) => /^https?:\/\//.test(u), 'RC_PUBLIC_URL must be an http:// or https:// URL').optional(),
   RC_DATA_DIR: z.string().min(1).default(join(ROOT, '.rc')),
   RC_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
   RC_LOCAL_WORKER: flag.default(true),

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'socket.io';
 import type { Database, Db, Sql } from './db';
+import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
 import { finishJob } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
@@ -31,6 +32,10 @@ export interface ControllerOptions {
   ttyGraceS?: number;
   /** Bytes of recent output kept per terminal for a re-attach (RC_TTY_REPLAY_BYTES). */
   ttyReplayBytes?: number;
+  /** RC_PUBLIC_URL: the dashboard's own address behind a proxy (origin checks, Secure cookies). */
+  publicUrl?: string | null;
+  /** Whether the database answers (server/db-health.ts); null: assume it does. */
+  health?: DbHealth | null;
 }
 
 export class Controller {
@@ -60,9 +65,9 @@ export class Controller {
       outputLimitBytes: this.outputLimitBytes,
     });
     this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`), opts.reserveAfterS);
-    this.router = new Router(this.db, log);
+    this.router = new Router(this.db, log, { publicUrl: opts.publicUrl ?? null, health: opts.health ?? null });
     registerApi(this.router, this);
-    this.tty = new TtyHub(this, { graceS: opts.ttyGraceS ?? 45, replayBytes: opts.ttyReplayBytes ?? 256 * 1024, log });
+    this.tty = new TtyHub(this, { graceS: opts.ttyGraceS ?? 45, replayBytes: opts.ttyReplayBytes ?? 256 * 1024, log, publicUrl: opts.publicUrl ?? null });
   }
 
   /** A revoked token: out of the auth cache, and its live sockets (a worker, terminals, the live view) cut now. */

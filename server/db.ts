@@ -35,3 +35,13 @@ export async function runMigrations(database: Database): Promise<void> {
     lock.release();
   }
 }
+
+/** Errors that mean the database is away (refused, closed, restarting), not that the request was wrong. */
+const DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'DATABASE_STALLED']);
+
+export function databaseDown(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  // 57P0x: shutting down or starting up; 08xxx: connection exceptions; 53300: too many connections.
+  return DOWN_CODES.has(code) || /^(57P0[1-3]|08[0-9A-Z]{3}|53300)$/.test(code);
+}

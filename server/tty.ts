@@ -17,7 +17,7 @@ import { SubmitJob } from '../protocol/api';
 import { TTY_ACK, TTY_INPUT, TTY_MAX_INPUT, TTY_NAMESPACE, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
 import { identify, type Identity } from './auth';
 import type { Controller } from './controller';
-import { sessionCookie } from './http/router';
+import { socketCredential } from './socket-auth';
 import { killJob } from './jobs/kill';
 import { submitJob } from './jobs/submit';
 import { FINAL_STATES, type JobRow } from './jobs/job-view';
@@ -33,6 +33,8 @@ export interface TtyOptions {
   /** Bytes of recent output kept per terminal, replayed on re-attach. */
   replayBytes: number;
   log: (msg: string) => void;
+  /** RC_PUBLIC_URL, for the origin check of cookie-authenticated sockets. */
+  publicUrl: string | null;
 }
 
 /** The last `cap` bytes of a stream, and how many bytes the stream has had in all. */
@@ -113,15 +115,13 @@ export class TtyHub {
   async start(io: Server): Promise<void> {
     const ns = io.of(TTY_NAMESPACE);
     ns.use((socket, next) => {
-      const { origin, host } = socket.handshake.headers;
-      // A page of another site must not drive a terminal with this browser's cookie.
-      if (origin && origin !== `http://${host}` && origin !== `https://${host}`) return next(new Error('forbidden: a terminal opens only from the dashboard\'s own pages'));
-      const bearer = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : null;
-      identify(this.c.db, bearer ?? sessionCookie(socket.handshake.headers.cookie)).then((id) => {
+      const cred = socketCredential(socket.handshake, this.opts.publicUrl);
+      if (!cred.ok) return next(new Error(cred.message));
+      identify(this.c.db, cred.secret).then((id) => {
         if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
         socket.data.identity = id;
         socket.data.tokenId = id.tokenId;
-        socket.data.web = bearer === null;
+        socket.data.web = cred.web;
         next();
       }, () => next(new Error('unavailable')));
     });

@@ -17,7 +17,8 @@ import { clearQuarantine } from '../quarantine';
 import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
 import { listActive, listJobs, parseJobFilter } from '../jobs/list';
-import { readBody, SESSION_COOKIE, sendJson, type Router } from './router';
+import { readBody, sendJson, type Router } from './router';
+import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
 
@@ -58,8 +59,11 @@ export function registerApi(router: Router, c: Controller): void {
   });
 
   router.add('POST', '/api/admin/hosts/:name/probe', 'admin', async ({ params }) => {
-    if (!c.hub.probeNow(params.name!)) throw new RcError('unavailable', `the worker of ${params.name} is not connected; it probes again when it reconnects`);
-    return { requested: true };
+    if (c.hub.probeNow(params.name!)) return { requested: true };
+    const [known] = await db.select({ name: hosts.name }).from(hosts).where(eq(hosts.name, params.name!));
+    if (!known) throw new RcError('not_found', `no host is named ${params.name}; rc admin hosts lists them`);
+    // The host's state, not the server's: its worker probes again when it reconnects.
+    throw new RcError('conflict', `the worker of ${params.name} is not connected; it probes again when it reconnects`);
   });
 
   router.add('POST', '/api/jobs', 'client', async ({ req, res, identity }) => {
@@ -199,15 +203,15 @@ export function registerApi(router: Router, c: Controller): void {
     return { revoked: r.token, already: r.already };
   });
 
-  // The browser signs in by pasting a token; it is kept in an HttpOnly cookie.
+  // The browser signs in by pasting a token; it is kept in an HttpOnly cookie (Secure over HTTPS).
   router.addPublic('POST', '/api/session', async ({ req, res }) => {
-    // A form post from another site must not sign this browser in (login CSRF).
-    const origin = req.headers.origin;
-    if (origin && origin !== `http://${req.headers.host}` && origin !== `https://${req.headers.host}`) throw new RcError('forbidden', 'sign in from the dashboard itself');
-    const { token } = await readBody(req, z.object({ token: z.string().trim().min(1).max(200) }));
+    // A form post from another site must not sign this browser in (login CSRF); scripts send neither header.
+    const refusal = req.headers.origin || req.headers['sec-fetch-site'] ? crossSiteRefusal(req.headers, ownOrigins(req.headers, router.publicUrl)) : null;
+    if (refusal) throw new RcError('forbidden', `${refusal}; sign in from the dashboard itself`);
+    const { token } = await readBody(req, z.object({ token: z.string().trim().min(1).max(200) }), { form: true });
     const identity = await identify(db, token);
     if (!identity || identity.kind === 'host') throw new RcError('unauthorized', 'that token is not a valid client or admin token');
-    const cookie = `${SESSION_COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${30 * 86400}`;
+    const cookie = sessionSetCookie(token, reachedOverHttps(req, router.publicUrl));
     if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
       res.writeHead(303, { location: '/', 'set-cookie': cookie });
       res.end();
@@ -216,7 +220,7 @@ export function registerApi(router: Router, c: Controller): void {
     sendJson(res, 200, { kind: identity.kind, name: identity.name }, { 'set-cookie': cookie });
   });
 
-  router.addPublic('DELETE', '/api/session', async ({ res }) => {
-    sendJson(res, 200, { ok: true }, { 'set-cookie': `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0` });
+  router.addPublic('DELETE', '/api/session', async ({ req, res }) => {
+    sendJson(res, 200, { ok: true }, { 'set-cookie': sessionSetCookie(null, reachedOverHttps(req, router.publicUrl)) });
   });
 }

@@ -4,7 +4,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { RcError, type ApiErrorBody } from '../../core/errors';
 import { bearer, identify, requireKind, type Identity } from '../auth';
-import type { Db } from '../db';
+import { databaseDown, type Db } from '../db';
+import type { DbHealth } from '../db-health';
+import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 
 export interface PublicContext {
   req: IncomingMessage;
@@ -16,17 +18,28 @@ export interface RouteContext extends PublicContext {
   identity: Identity;
 }
 
+export interface RouterOptions {
+  /** RC_PUBLIC_URL: the dashboard's address when a proxy serves it under another name. */
+  publicUrl: string | null;
+  /** Whether the database answers: while it does not, requests get 503 instead of hanging. */
+  health?: DbHealth | null;
+}
+
 type Access = 'client' | 'admin' | 'host' | 'public';
 type Handler = (ctx: RouteContext) => Promise<unknown>;
 
-interface Route { method: string; pattern: RegExp; keys: string[]; access: Access; handler: Handler }
+interface Route { method: string; path: string; pattern: RegExp; keys: string[]; access: Access; handler: Handler }
 
 const MAX_BODY = 2 * 1024 * 1024;
 
 export class Router {
   private readonly routes: Route[] = [];
 
-  constructor(private readonly db: Db, private readonly log: (msg: string) => void) {}
+  constructor(private readonly db: Db, private readonly log: (msg: string) => void, private readonly opts: RouterOptions = { publicUrl: null }) {}
+
+  get publicUrl(): string | null {
+    return this.opts.publicUrl;
+  }
 
   add(method: string, path: string, access: 'client' | 'admin' | 'host', handler: Handler): void {
     this.addRoute(method, path, access, handler);
@@ -40,29 +53,67 @@ export class Router {
   private addRoute(method: string, path: string, access: Access, handler: Handler): void {
     const keys: string[] = [];
     const pattern = new RegExp('^' + path.replace(/:(\w+)/g, (_, k: string) => { keys.push(k); return '([^/]+)'; }) + '$');
-    this.routes.push({ method, pattern, keys, access, handler });
+    this.routes.push({ method, path, pattern, keys, access, handler });
   }
 
   /** Handles the request, or returns false when the path is not under /api. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const url = new URL(req.url ?? '/', 'http://x');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://x');
+    } catch {
+      // Not a path at all (e.g. an absolute URL that does not parse): nobody's route.
+      if (!(req.url ?? '').startsWith('/api')) return false;
+      this.fail(res, new RcError('bad_request', 'the request target is not a valid path'));
+      return true;
+    }
     if (!url.pathname.startsWith('/api/') && url.pathname !== '/api') return false;
+    // A late write (the client left, or a 503 went out first) must not become an unhandled 'error'.
+    res.on('error', () => {});
+    const health = this.opts.health ?? null;
+    let stopWaiting = () => {};
     try {
       const { route, params } = this.match(req.method ?? 'GET', url.pathname);
-      const base: PublicContext = { req, res, params, query: url.searchParams };
-      let result: unknown;
-      if (route.access === 'public') {
-        result = await (route.handler as (ctx: PublicContext) => Promise<unknown>)(base);
-      } else {
-        const secret = bearer(req.headers.authorization) ?? sessionCookie(req.headers.cookie);
-        const identity = requireKind(await identify(this.db, secret), route.access);
-        result = await route.handler({ ...base, identity });
-      }
-      if (!res.headersSent && result !== undefined) sendJson(res, 200, result);
+      checkText(url.searchParams, params);
+      if (health && !health.up) throw new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
+      // A database that stops answering mid-request would hold the client for as long as it is away.
+      const stalled = new Promise<never>((_, reject) => {
+        stopWaiting = health?.onDown(() => reject(new RcError('database_unavailable', 'the database stopped answering while the controller handled this request; it may or may not have taken effect: check with rc ps or rc jobs once it is back'))) ?? (() => {});
+      });
+      const result = await Promise.race([this.run(route, req, res, params, url.searchParams), stalled]);
+      if (result !== undefined) sendJson(res, 200, result);
     } catch (err) {
       this.fail(res, err);
+    } finally {
+      stopWaiting();
     }
     return true;
+  }
+
+  private async run(route: Route, req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: URLSearchParams): Promise<unknown> {
+    const base: PublicContext = { req, res, params, query };
+    if (route.access === 'public') return (route.handler as (ctx: PublicContext) => Promise<unknown>)(base);
+    const identity = requireKind(await identify(this.db, this.credential(req)), route.access);
+    return route.handler({ ...base, identity });
+  }
+
+  /**
+   * The caller's secret: a bearer token, or the session cookie. A cookie also
+   * comes with requests other pages make, so one that changes anything must
+   * come from the dashboard's own origin, as JSON (no page of another origin
+   * can send that without a preflight, which rc never grants).
+   */
+  private credential(req: IncomingMessage): string | null {
+    const token = bearer(req.headers.authorization);
+    if (token !== null) return token;
+    const cookie = sessionCookie(req.headers.cookie);
+    if (cookie === null || SAFE_METHODS.has(req.method ?? 'GET')) return cookie;
+    const refusal = crossSiteRefusal(req.headers, ownOrigins(req.headers, this.opts.publicUrl));
+    if (refusal) throw new RcError('forbidden', `${refusal}; the session cookie is only accepted from the dashboard's own pages (scripts use a bearer token: RC_TOKEN)`);
+    if (!isJson(req.headers['content-type'])) {
+      throw new RcError('unsupported_media_type', 'a change made with the session cookie must send its body as application/json');
+    }
+    return cookie;
   }
 
   private match(method: string, path: string): { route: Route; params: Record<string, string> } {
@@ -73,33 +124,78 @@ export class Router {
       pathMatched = true;
       if (route.method !== method) continue;
       const params: Record<string, string> = {};
-      route.keys.forEach((k, i) => { params[k] = decodeURIComponent(m[i + 1]!); });
+      route.keys.forEach((k, i) => { params[k] = decodePart(m[i + 1]!); });
       return { route, params };
     }
     throw new RcError('not_found', pathMatched ? `${method} is not supported on ${path}` : `no API route ${path}; docs/api.md lists them`);
   }
 
+  /** Method and path of every route, for docs and tests. */
+  list(): { method: string; path: string; access: Access }[] {
+    return this.routes.map((r) => ({ method: r.method, path: r.path, access: r.access }));
+  }
+
   private fail(res: ServerResponse, err: unknown): void {
-    const rc = err instanceof RcError ? err : null;
+    const rc = asRcError(err);
     if (!rc) this.log(`internal error: ${err instanceof Error ? err.stack : String(err)}`);
     if (res.headersSent) { res.destroy(); return; }
     const body: ApiErrorBody = rc ? rc.toBody() : { error: { code: 'internal', message: 'the controller hit an internal error; its log has the details' } };
-    sendJson(res, rc ? rc.status : 500, body);
+    sendJson(res, rc ? rc.status : 500, body, rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : {});
   }
 }
 
+/**
+ * Errors the user can act on: rc's own, Postgres refusing a value the request
+ * carried (SQLSTATE class 22, a backstop behind the validation), and the
+ * database being away.
+ */
+function asRcError(err: unknown): RcError | null {
+  if (err instanceof RcError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code)) return new RcError('bad_request', 'a value in the request is not valid here');
+  if (databaseDown(err)) return new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
+  return null;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function isJson(type: string | undefined): boolean {
+  return (type ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+/** A %-escaped path part; a malformed escape is the client's mistake. */
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new RcError('bad_request', `the path has a malformed %-escape: ${part.slice(0, 100)}`);
+  }
+}
+
+/** Postgres cannot store a NUL byte in text: refuse it in the request rather than fail in the database. */
+function checkText(query: URLSearchParams, params: Record<string, string>): void {
+  for (const [k, v] of query) if (k.includes('\0') || v.includes('\0')) throw new RcError('bad_request', `the query parameter ${JSON.stringify(k.replace(/\0/g, ''))} contains a NUL byte`);
+  for (const [k, v] of Object.entries(params)) if (v.includes('\0')) throw new RcError('bad_request', `the path's ${k} contains a NUL byte`);
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  // Someone answered already (a 503 while the database was away), or the client left.
+  if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
   res.end(text);
 }
 
-/** Reads and validates a JSON body; any problem is a `bad_request` that says what is wrong. */
-export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S): Promise<z.infer<S>> {
+/**
+ * Reads and validates a JSON body; any problem is a `bad_request` that says
+ * what is wrong. `form` also takes a urlencoded form (only the sign-in page
+ * posts one).
+ */
+export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S, opts: { form?: boolean } = {}): Promise<z.infer<S>> {
   const raw = await readRaw(req);
   let value: unknown;
   const type = req.headers['content-type'] ?? '';
-  if (type.startsWith('application/x-www-form-urlencoded')) {
+  if (opts.form && type.startsWith('application/x-www-form-urlencoded')) {
     value = Object.fromEntries(new URLSearchParams(raw));
   } else {
     try {
@@ -108,6 +204,8 @@ export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema
       throw new RcError('bad_request', 'the request body is not valid JSON');
     }
   }
+  const nul = nulPath(value, []);
+  if (nul) throw new RcError('bad_request', `${nul.length ? `${nul.join('.')}: ` : ''}text cannot contain a NUL byte`);
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -115,6 +213,18 @@ export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema
     throw new RcError('bad_request', `${where}${issue.message}`);
   }
   return parsed.data;
+}
+
+/** Where in a parsed body a string holds a NUL byte (Postgres cannot store one), or null. */
+function nulPath(value: unknown, path: (string | number)[], depth = 0): (string | number)[] | null {
+  if (typeof value === 'string') return value.includes('\0') ? path : null;
+  if (depth > 64 || value === null || typeof value !== 'object') return null;
+  for (const [k, v] of Object.entries(value)) {
+    if (k.includes('\0')) return path;
+    const found = nulPath(v, [...path, Array.isArray(value) ? Number(k) : k], depth + 1);
+    if (found) return found;
+  }
+  return null;
 }
 
 function readRaw(req: IncomingMessage): Promise<string> {
@@ -135,15 +245,4 @@ function readRaw(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
-}
-
-export const SESSION_COOKIE = 'rc_session';
-
-export function sessionCookie(header: string | undefined): string | null {
-  if (!header) return null;
-  for (const part of header.split(';')) {
-    const [k, ...v] = part.trim().split('=');
-    if (k === SESSION_COOKIE) return decodeURIComponent(v.join('='));
-  }
-  return null;
 }

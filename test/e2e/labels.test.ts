@@ -113,8 +113,13 @@ test('describe shows labels with source and age, the usage sheet with its age, a
 test('an operator can ask a worker to re-probe; an unknown host is a clear error', async () => {
   const ok = await stack.api('POST', '/api/admin/hosts/gpubox/probe', {}, stack.adminToken);
   assert.equal(ok.status, 200);
-  const off = await stack.api('POST', '/api/admin/hosts/nohost/probe', {}, stack.adminToken);
-  assert.equal(off.status, 503);
+  const unknown = await stack.api('POST', '/api/admin/hosts/nohost/probe', {}, stack.adminToken);
+  assert.equal(unknown.status, 404);
+  assert.equal((unknown.body as { error: { code: string } }).error.code, 'not_found');
+  await stack.api('POST', '/api/admin/hosts', { name: 'gone' }, stack.adminToken);
+  const off = await stack.api('POST', '/api/admin/hosts/gone/probe', {}, stack.adminToken);
+  assert.equal(off.status, 409);
+  assert.match((off.body as { error: { message: string } }).error.message, /gone is not connected/);
   const client = await stack.api('POST', '/api/admin/hosts/gpubox/probe', {});
   assert.equal(client.status, 403);
 });

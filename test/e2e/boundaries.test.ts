@@ -1,0 +1,173 @@
+// The controller's HTTP and socket boundaries against malformed input and
+// cross-site requests: every answer is a 4xx with the usual error shape, the
+// process stays up, and a request the session cookie authenticates changes
+// nothing unless it comes from the dashboard's own origin with a JSON body.
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, test } from 'node:test';
+import { io } from 'socket.io-client';
+import { Stack } from '../helpers/stack';
+
+let stack: Stack;
+before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] }); });
+after(async () => stack.stop());
+
+/** A raw request: the path goes on the wire exactly as given (fetch would normalise it). */
+function raw(method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  const url = new URL(stack.controllerUrl);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }), ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => { text += c.toString(); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+
+/** Opens a socket and tells how its handshake ended: 'connected', the server's refusal, or 'no answer'. */
+function handshake(ns: string, extraHeaders: Record<string, string>): Promise<string> {
+  const socket = io(stack.controllerUrl + ns, { transports: ['websocket'], reconnection: false, forceNew: true, timeout: 4000, extraHeaders });
+  return new Promise<string>((resolve) => {
+    const timer = setTimeout(() => resolve('no answer'), 5000);
+    const done = (what: string) => { clearTimeout(timer); socket.close(); resolve(what); };
+    socket.on('connect', () => done('connected'));
+    socket.on('connect_error', (e) => done(e.message));
+  });
+}
+
+const alive = async () => (await stack.api('GET', '/api/whoami')).status === 200;
+
+function errorCode(body: string): string | null {
+  try { return (JSON.parse(body) as { error?: { code?: string } }).error?.code ?? null; } catch { return null; }
+}
+
+test('a malformed session cookie on a socket handshake does not take the controller down', { timeout: 30_000 }, async () => {
+  for (const ns of ['/', '/tty']) assert.match(await handshake(ns, { cookie: 'rc_session=%ff' }), /unauthorized/, ns);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.ok(await alive(), 'the controller still answers');
+});
+
+test('bad %-escapes, NUL bytes and odd request targets get a 4xx with the error shape, never a 500', { timeout: 30_000 }, async () => {
+  const auth = { authorization: `Bearer ${stack.clientToken}` };
+  const cases: [string, string, Record<string, string>?][] = [
+    ['GET', '/api/whoami', { cookie: 'rc_session=%ff' }],
+    ['GET', '/api/jobs/%ff', auth],
+    ['GET', '/api/jobs/%', auth],
+    ['GET', '/api/jobs/%zz/stream', auth],
+    ['GET', '/api/devices/a%2', auth],
+    ['GET', '/api/hosts/%ff%fe/sheet', auth],
+    ['POST', '/api/jobs/%c0%af/kill', { ...auth, 'content-type': 'application/json' }],
+    ['GET', '/api/jobs?submitter=%00', auth],
+    ['GET', '/api/jobs?device=a%00b', auth],
+    ['GET', '/api/jobs?state=running%00', auth],
+    ['GET', '/api/devices?select=gpu%00=1', auth],
+    ['GET', '/api/devices/alpha:gpu0/files?path=/workspace/a%00b&submitter=t', auth],
+    ['GET', '/api/devices/alpha:gpu0/files?path=/workspace/a&submitter=t%00', auth],
+    ['GET', '/api/jobs/j0000000000/stream?after=%00', auth],
+    ['GET', '/api/devices/%00', auth],
+  ];
+  for (const [method, path, headers] of cases) {
+    const r = await raw(method, path, headers);
+    assert.ok(r.status >= 400 && r.status < 500, `${method} ${path}: ${r.status} ${r.body}`);
+    assert.ok(errorCode(r.body), `${method} ${path}: the error shape, got ${r.body}`);
+    assert.doesNotMatch(r.body, /at \w+ \(|node:internal|\.ts:\d+/, 'no stack trace');
+  }
+  assert.ok(await alive());
+});
+
+test('NUL bytes in JSON bodies are refused with bad_request, never a 500', { timeout: 30_000 }, async () => {
+  const bodies: [string, string, unknown][] = [
+    ['POST', '/api/jobs', { argv: ['echo', 'a\u0000b'], submitter: 'tester' }],
+    ['POST', '/api/jobs', { argv: ['true'], submitter: 'tester', cwd: '/tmp/\u0000' }],
+    ['POST', '/api/explain', { selector: 'gpu\u0000=1' }],
+    ['POST', '/api/explain', { device: 'alpha:gpu0\u0000' }],
+  ];
+  for (const [method, path, body] of bodies) {
+    const r = await stack.api(method, path, body);
+    assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
+    assert.equal((r.body as { error: { code: string } }).error.code, 'bad_request');
+  }
+  const admin = await stack.api('PUT', '/api/hosts/alpha/sheet', { body: 'a\u0000b' }, stack.adminToken);
+  assert.equal(admin.status, 400, JSON.stringify(admin.body));
+});
+
+// ---- cross-site requests -------------------------------------------------
+
+const cookie = () => ({ cookie: `rc_session=${encodeURIComponent(stack.adminToken)}` });
+const own = () => new URL(stack.controllerUrl).origin;
+const evil = () => `http://127.0.0.1:${Number(new URL(stack.controllerUrl).port) + 1}`;
+
+async function tokenNames(): Promise<string[]> {
+  const r = await stack.api('GET', '/api/admin/tokens', undefined, stack.adminToken);
+  return (r.body as { tokens: { name: string }[] }).tokens.map((t) => t.name);
+}
+
+test('a request the session cookie authenticates changes nothing unless it comes from the dashboard\'s own origin', { timeout: 30_000 }, async () => {
+  const body = JSON.stringify({ name: 'forged', kind: 'admin' });
+  const attempts: [string, Record<string, string>, number][] = [
+    // Another port of the same host is same-site: SameSite=Strict lets the cookie through.
+    ['text/plain from another origin', { ...cookie(), origin: evil(), 'content-type': 'text/plain' }, 403],
+    ['JSON from another origin', { ...cookie(), origin: evil(), 'content-type': 'application/json' }, 403],
+    ['a form from another origin', { ...cookie(), origin: evil(), 'content-type': 'application/x-www-form-urlencoded' }, 403],
+    ['same-site but cross-origin by Sec-Fetch-Site', { ...cookie(), 'sec-fetch-site': 'same-site', 'content-type': 'application/json' }, 403],
+    ['no Origin and no Sec-Fetch-Site', { ...cookie(), 'content-type': 'application/json' }, 403],
+    ['text/plain from its own origin', { ...cookie(), origin: own(), 'content-type': 'text/plain' }, 415],
+    ['a form from its own origin', { ...cookie(), origin: own(), 'content-type': 'application/x-www-form-urlencoded' }, 415],
+    ['no content type from its own origin', { ...cookie(), origin: own() }, 415],
+  ];
+  for (const [what, headers, status] of attempts) {
+    const r = await raw('POST', '/api/admin/tokens', headers, body);
+    assert.equal(r.status, status, `${what}: ${r.body}`);
+    assert.equal(errorCode(r.body), status === 403 ? 'forbidden' : 'unsupported_media_type', what);
+    assert.doesNotMatch(r.body, /rc_a_/, `${what}: no token came back`);
+  }
+  assert.ok(!(await tokenNames()).includes('forged'), 'no token was created');
+  // The dashboard itself: same origin, JSON.
+  const ok = await raw('POST', '/api/admin/tokens', { ...cookie(), origin: own(), 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' }, JSON.stringify({ name: 'from-dashboard', kind: 'client' }));
+  assert.equal(ok.status, 201, ok.body);
+  // Reads are not changes: a GET with the cookie needs no Origin.
+  assert.equal((await raw('GET', '/api/whoami', cookie())).status, 200);
+});
+
+test('bearer-token clients are unaffected by the origin and content-type rules', { timeout: 30_000 }, async () => {
+  const r = await raw('PUT', '/api/hosts/alpha/sheet', { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, JSON.stringify({ body: '# alpha' }));
+  assert.equal(r.status, 200, r.body);
+  // rc cp's upload is raw bytes, not JSON.
+  const up = await raw('PUT', '/api/devices/alpha:gpu0/files?path=/workspace/bearer.txt&submitter=tester', { authorization: `Bearer ${stack.clientToken}`, 'content-type': 'application/octet-stream' }, 'hello');
+  assert.equal(up.status, 200, up.body);
+});
+
+test('the cookie is Secure when the controller is reached over HTTPS (through a TLS proxy)', { timeout: 30_000 }, async () => {
+  const plain = await raw('POST', '/api/session', { 'content-type': 'application/json', origin: own() }, JSON.stringify({ token: stack.clientToken }));
+  assert.equal(plain.status, 200, plain.body);
+  assert.doesNotMatch(String(plain.headers['set-cookie']), /Secure/);
+  const host = new URL(stack.controllerUrl).host;
+  const proxied = await raw('POST', '/api/session', { 'content-type': 'application/json', origin: `https://${host}`, 'x-forwarded-proto': 'https' }, JSON.stringify({ token: stack.clientToken }));
+  assert.equal(proxied.status, 200, proxied.body);
+  assert.match(String(proxied.headers['set-cookie']), /; Secure/);
+  assert.match(String(proxied.headers['set-cookie']), /HttpOnly/);
+  // Signing in from another origin is refused (login CSRF).
+  const other = await raw('POST', '/api/session', { 'content-type': 'application/x-www-form-urlencoded', origin: evil() }, `token=${encodeURIComponent(stack.clientToken)}`);
+  assert.equal(other.status, 403, other.body);
+});
+
+test('responses forbid framing and carry a Content-Security-Policy', { timeout: 30_000 }, async () => {
+  for (const path of ['/api/whoami', '/api/nope', '/login']) {
+    const r = await raw('GET', path, { authorization: `Bearer ${stack.clientToken}` });
+    assert.equal(r.headers['x-frame-options'], 'DENY', path);
+    assert.match(String(r.headers['content-security-policy']), /frame-ancestors 'none'/, path);
+    assert.match(String(r.headers['content-security-policy']), /default-src 'self'/, path);
+    assert.equal(r.headers['x-content-type-options'], 'nosniff', path);
+  }
+});
+
+test('a socket the session cookie authenticates opens only from the dashboard\'s own origin', { timeout: 30_000 }, async () => {
+  for (const ns of ['/', '/tty']) {
+    for (const [origin, want] of [[evil(), /forbidden/], [own(), /connected/]] as const) {
+      assert.match(await handshake(ns, { ...cookie(), origin }), want, `${ns} from ${origin}`);
+    }
+  }
+});
