@@ -86,20 +86,29 @@ export class Controller {
     await this.tty.start(io);
     const log = this.opts.log ?? console.error;
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
-    this.timers.push(setInterval(() => {
-      reapSilentHosts(this.db, this.sql, this.events, this.opts.hostTimeoutS)
-        .then((lost) => { if (lost) void this.scheduler.poke(); })
-        .catch((err: unknown) => log(`reaper failed: ${String(err)}`));
-    }, reapEvery));
-    this.timers.push(setInterval(() => {
-      enforceLimits({ sql: this.sql, events: this.events, hub: this.hub, graceS: this.opts.watchdogGraceS ?? 30 })
-        .then((ended) => { if (ended) void this.scheduler.poke(); })
-        .catch((err: unknown) => log(`watchdogs failed: ${String(err)}`));
-    }, 1000));
+    // One pass of each loop at a time: passes queued behind a stalled database would judge stale time when it comes back.
+    this.every(reapEvery, () => reapSilentHosts({
+      db: this.db, sql: this.sql, events: this.events, timeoutS: this.opts.hostTimeoutS,
+      dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
+      heardFrom: (ms) => this.hub.heardFrom(ms),
+    }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)));
+    this.every(1000, () => enforceLimits({ sql: this.sql, events: this.events, hub: this.hub, graceS: this.opts.watchdogGraceS ?? 30 })
+      .then((ended) => { if (ended) void this.scheduler.poke(); })
+      .catch((err: unknown) => log(`watchdogs failed: ${String(err)}`)));
     this.timers.push(setInterval(() => { pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`)); }, 600_000));
     // A safety net only: every change that can start a job pokes the scheduler at once.
     this.timers.push(setInterval(() => { void this.scheduler.poke(); }, 5000));
     void this.scheduler.poke();
+  }
+
+  /** Runs `pass` every `ms`, skipping a tick while the previous pass has not finished. */
+  private every(ms: number, pass: () => Promise<unknown>): void {
+    let running = false;
+    this.timers.push(setInterval(() => {
+      if (running) return;
+      running = true;
+      void pass().finally(() => { running = false; });
+    }, ms));
   }
 
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
@@ -124,6 +133,8 @@ export class Controller {
     this.timers = [];
     this.tty.stop();
     this.hub.close();
-    await this.writer.drain();
+    // What is not stored within a few seconds stays with the workers, which resend it to the next controller.
+    await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 5000))]);
+    this.writer.stop();
   }
 }

@@ -79,8 +79,9 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       index: d.index,
       uuid: d.uuid,
       hostStatus: d.host_status,
-      // Unhealthy wins: a quarantined device is never free, whatever else is true.
-      state: d.unhealthy_since ? 'unhealthy' : d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
+      // Unhealthy wins: a quarantined device is never free, whatever else is true. An offline host's devices
+      // are offline, even while a lost job still holds them (freed when the worker comes back without it).
+      state: d.unhealthy_since ? 'unhealthy' : d.host_status === 'offline' ? 'offline' : d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
       holder: d.job_id ? { jobId: d.job_id, submitter: d.submitter ?? '', since: new Date(d.acquired_at!).toISOString() } : null,
       labels: Object.fromEntries(details.filter((l) => l.effective).map((l) => [l.key, l.value])),
       labelDetails: details,

@@ -1,20 +1,45 @@
 // Hosts that stay silent past the timeout go offline; their running jobs end
-// `lost` and their devices are freed.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+// `lost`. Their devices stay leased to those jobs: the processes may still run
+// (a host cut off from the network, a worker stuck), so the devices are freed
+// only when the worker comes back and says the jobs are gone (server/jobs/finish.ts).
+//
+// Silence is judged from timestamps in the database, which nobody could write
+// while the database itself was away (stopped, restarting). So the reaper
+// judges nothing until the database has answered for a whole timeout, and
+// never reaps a host whose worker this controller heard from within it.
+import { and, eq, inArray, notInArray, sql } from 'drizzle-orm';
 import { hosts, jobs } from '../db/schema';
 import type { Db, Sql } from './db';
 import type { JobEvents } from './job-events';
 import { finishJob } from './jobs/finish';
 
-export async function reapSilentHosts(db: Db, raw: Sql, events: JobEvents, timeoutS: number): Promise<number> {
+export interface ReapDeps {
+  db: Db;
+  sql: Sql;
+  events: JobEvents;
+  timeoutS: number;
+  /** Milliseconds the database has answered without a break (server/db-health.ts). */
+  dbUpForMs: () => number;
+  /** Hosts whose workers this controller heard from within the timeout. */
+  heardFrom: (withinMs: number) => string[];
+}
+
+export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
+  const { db, events, timeoutS } = deps;
+  if (deps.dbUpForMs() < timeoutS * 1000) return 0;
+  const alive = deps.heardFrom(timeoutS * 1000);
   const gone = await db.update(hosts).set({ status: 'offline' })
-    .where(and(inArray(hosts.status, ['online', 'away']), sql`${hosts.lastSeenAt} < now() - make_interval(secs => ${timeoutS})`))
+    .where(and(
+      inArray(hosts.status, ['online', 'away']),
+      sql`${hosts.lastSeenAt} < now() - make_interval(secs => ${timeoutS})`,
+      alive.length ? notInArray(hosts.name, alive) : undefined,
+    ))
     .returning({ name: hosts.name });
   let lost = 0;
   for (const { name } of gone) {
     const running = await db.select({ id: jobs.id, fence: jobs.fence }).from(jobs).where(and(eq(jobs.hostName, name), eq(jobs.state, 'running')));
     for (const job of running) {
-      const ended = await finishJob(raw, job.id, job.fence, { state: 'lost', exitCode: null, reason: `host ${name} stopped answering` });
+      const ended = await finishJob(deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: `host ${name} stopped answering` }, ['running'], { keepLeases: true });
       if (ended) {
         lost++;
         events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });

@@ -1,8 +1,9 @@
 // The controller's side of the time limits. Queued jobs past --timeout end
 // `cancelled`. Running jobs past --max-runtime or --idle-timeout are killed by
 // their worker; if the worker has not reported the kill a grace period later
-// (it may be dead), the controller ends the job `killed` itself and frees the
-// device, so no runaway job stays counted as running.
+// (it may be dead), the controller ends the job `killed` itself, so no runaway
+// job stays counted as running. Its devices stay leased until the worker
+// reports the kill (or comes back without the job): the processes may still run.
 import { formatDuration } from '../core/duration';
 import type { Sql } from './db';
 import type { JobEvents } from './job-events';
@@ -54,7 +55,8 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
     if (over < Math.max(graceS, 1)) return 0;
     const final = `${reason} (ended by the controller: the worker did not report the kill)`;
     await sql`update jobs set kill_requested_by = ${final} where id = ${j.id} and state = 'running'`;
-    const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: final }, ['running']);
+    // Its processes may still run (the worker is gone or stuck): the job ends, its devices stay leased until the worker reports.
+    const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: final }, ['running'], { keepLeases: true });
     if (!done) return 0;
     events.event(j.id, { type: 'exit', jobId: j.id, state: 'killed', exitCode: null, reason: done.reason });
     return 1;

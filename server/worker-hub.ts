@@ -11,7 +11,7 @@ import { storeHeartbeat } from './heartbeat';
 import { identify } from './auth';
 import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
-import { finishFromExit, finishJob } from './jobs/finish';
+import { finishFromExit, finishJob, releaseEnded, releaseLeftBehind } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
 import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
@@ -46,14 +46,18 @@ type Ack = (reply: { ok: boolean; code?: string; heartbeatMs?: number; resume?: 
 
 export class WorkerHub implements Dispatcher {
   private readonly sockets = new Map<string, Socket>();
-  /** Fence of each running job reported through this controller, to refuse stale reports cheaply. */
-  private readonly fences = new Map<string, number>();
+  /** Host and fence of each running job assigned through this controller: a report about a job must come from its host with its fence. */
+  private readonly fences = new Map<string, { host: string; fence: number }>();
+  /** Refused reports per host since the last audit row about them (see refused()). */
+  private readonly refusals = new Map<string, { count: number; auditedAt: number }>();
   /** When each running job last printed (or started, or was re-adopted): the controller's idle clock. */
   private readonly lastOutput = new Map<string, number>();
   /** Output bytes stored per running job (counted from this controller's start). */
   private readonly storedBytes = new Map<string, number>();
   /** Highest sequence number handled (stored, or dropped past the bound) per running job, and its host. */
   private readonly handledSeq = new Map<string, { seq: number; host: string }>();
+  /** When each connected host's worker was last heard from, by this controller's clock (not the database's). */
+  private readonly heard = new Map<string, number>();
   private ns: Namespace | null = null;
   /** Set by the terminal hub (server/tty.ts). */
   tty: TtyHooks | null = null;
@@ -79,10 +83,16 @@ export class WorkerHub implements Dispatcher {
     return [...this.sockets.keys()];
   }
 
+  /** Hosts connected here whose worker sent anything within the last `ms`: alive, whatever the database's timestamps say. */
+  heardFrom(ms: number): string[] {
+    const since = Date.now() - ms;
+    return [...this.sockets.keys()].filter((h) => (this.heard.get(h) ?? 0) >= since);
+  }
+
   startJob(job: JobRow, devices: StartJob['devices']): boolean {
     const socket = this.sockets.get(job.hostName!);
     if (!socket) return false;
-    this.fences.set(job.id, job.fence!);
+    this.fences.set(job.id, { host: job.hostName!, fence: job.fence! });
     this.lastOutput.set(job.id, Date.now());
     const order: StartJob = { jobId: job.id, kind: job.kind, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices, maxRuntimeS: job.maxRuntimeS, idleTimeoutS: job.idleTimeoutS };
     if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };
@@ -119,6 +129,7 @@ export class WorkerHub implements Dispatcher {
   private store(jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer): void {
     const handled = this.handledSeq.get(jobId);
     if (handled && seq <= handled.seq) return;
+    if (this.deps.writer.full) return this.overflow(host);
     this.handledSeq.set(jobId, { seq, host });
     const before = this.storedBytes.get(jobId) ?? 0;
     if (before === Infinity) return;
@@ -132,6 +143,19 @@ export class WorkerHub implements Dispatcher {
     // Keep what fits; replays then say that the rest was not stored.
     if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
     this.deps.sql`update jobs set output_truncated = true where id = ${jobId}`.catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+  }
+
+  /**
+   * The database is too far behind to take more output: the chunk is not
+   * taken (and so never acknowledged), and the worker is cut off, so nothing
+   * later is taken past the gap either. It reconnects, and its hello (which
+   * waits until the database caught up) tells it what to resend.
+   */
+  private overflow(host: string): void {
+    const socket = this.sockets.get(host);
+    if (!socket) return;
+    this.deps.log(`the database is behind on storing output; disconnecting ${host}'s worker, which resends once it has caught up`);
+    socket.disconnect(true);
   }
 
   /** Seconds since the job last printed, as far as this controller saw; 0 when unknown. */
@@ -150,6 +174,8 @@ export class WorkerHub implements Dispatcher {
     const old = this.sockets.get(hostName);
     if (old && old !== socket) old.disconnect(true);
     this.sockets.set(hostName, socket);
+    this.heard.set(hostName, Date.now());
+    socket.onAny(() => { if (this.sockets.get(hostName) === socket) this.heard.set(hostName, Date.now()); });
 
     socket.on('hello', (raw: unknown, ack: Ack) => {
       const hello = Hello.safeParse(raw);
@@ -191,8 +217,11 @@ export class WorkerHub implements Dispatcher {
     });
 
     socket.on('job:output', (raw: unknown) => {
+      // A socket this host replaced (or that was cut off) is heard no more.
+      if (this.sockets.get(hostName) !== socket) return;
       const out = JobOutput.safeParse(raw);
-      if (!out.success || !this.fenceOk(out.data.jobId, out.data.fence)) return;
+      if (!out.success) return;
+      if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, 'job:output', out.data.jobId);
       const { jobId, seq, stream, data } = out.data;
       this.lastOutput.set(jobId, Date.now());
       this.store(jobId, hostName, seq, stream, data);
@@ -202,7 +231,8 @@ export class WorkerHub implements Dispatcher {
     // A terminal's output is live only: never stored, but it counts as activity for --idle-timeout.
     socket.on(TTY_OUTPUT, (raw: unknown) => {
       const out = TtyOutput.safeParse(raw);
-      if (!out.success || !this.fenceOk(out.data.jobId, out.data.fence)) return;
+      if (!out.success) return;
+      if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, TTY_OUTPUT, out.data.jobId);
       this.lastOutput.set(out.data.jobId, Date.now());
       this.tty?.output(hostName, out.data);
     });
@@ -210,8 +240,11 @@ export class WorkerHub implements Dispatcher {
     socket.on('job:exit', (raw: unknown, ack: Ack) => {
       const exit = JobExit.safeParse(raw);
       if (!exit.success) return reply(ack, false, 'bad_exit');
-      this.onExit(exit.data).then(
-        (ok) => reply(ack, ok, ok ? undefined : 'stale_lease'),
+      this.onExit(hostName, exit.data).then(
+        (ok) => {
+          if (!ok) this.refused(hostName, 'job:exit', exit.data.jobId);
+          reply(ack, ok, ok ? undefined : 'stale_lease');
+        },
         (err) => { log(`exit report for ${exit.data.jobId} failed: ${String(err)}`); reply(ack, false, 'internal'); },
       );
     });
@@ -219,6 +252,7 @@ export class WorkerHub implements Dispatcher {
     socket.on('disconnect', () => {
       if (this.sockets.get(hostName) !== socket) return;
       this.sockets.delete(hostName);
+      this.heard.delete(hostName);
       // Away, not offline: running jobs keep running until the host timeout.
       db.update(hosts).set({ status: 'away' }).where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
         .catch((err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`));
@@ -256,8 +290,10 @@ export class WorkerHub implements Dispatcher {
     if (!ids.length) return {};
     const rows = await this.deps.sql<{ job_id: string; seq: number; bytes: number; truncated: boolean }[]>`
       select j.id as job_id, coalesce(max(o.seq), 0)::int as seq, coalesce(sum(octet_length(o.data)), 0)::float8 as bytes, j.output_truncated as truncated
-      from jobs j left join job_output o on o.job_id = j.id where j.id = any(${ids}::text[]) group by j.id`;
-    const out: Record<string, number> = Object.fromEntries(ids.map((id) => [id, 0]));
+      from jobs j left join job_output o on o.job_id = j.id
+      where j.id = any(${ids}::text[]) and j.host_name = ${hostName} and j.state = 'running' group by j.id`;
+    // Only this host's running jobs: a hello naming another host's job learns nothing and changes nothing.
+    const out: Record<string, number> = {};
     for (const r of rows) {
       out[r.job_id] = r.seq;
       if (!this.storedBytes.has(r.job_id)) this.storedBytes.set(r.job_id, r.truncated ? Infinity : r.bytes);
@@ -270,8 +306,28 @@ export class WorkerHub implements Dispatcher {
     return out;
   }
 
-  private fenceOk(jobId: string, fence: number): boolean {
-    return this.fences.get(jobId) === fence;
+  private fenceOk(hostName: string, jobId: string, fence: number): boolean {
+    const f = this.fences.get(jobId);
+    return f !== undefined && f.host === hostName && f.fence === fence;
+  }
+
+  /**
+   * A report about a job that is not this host's current assignment: dropped.
+   * A stale worker sends a few after a reconnect; a host forging reports sends
+   * many. At most one audit row per host a minute, with the count since the last.
+   */
+  private refused(hostName: string, event: string, jobId: string): void {
+    const now = Date.now();
+    const r = this.refusals.get(hostName) ?? { count: 0, auditedAt: 0 };
+    r.count += 1;
+    this.refusals.set(hostName, r);
+    if (now - r.auditedAt < REFUSAL_AUDIT_EVERY_MS) return;
+    const detail = { host: hostName, event, jobId, refused: r.count };
+    r.count = 0;
+    r.auditedAt = now;
+    this.deps.log(`refused ${detail.refused} report(s) from ${hostName} about jobs it does not run now, stale or forged (the latest: ${event} for ${jobId})`);
+    this.deps.sql`insert into audit (actor, action, target, detail) values (${`host:${hostName}`}, 'worker.refused', ${jobId}, ${JSON.stringify(detail)}::text::jsonb)`
+      .catch((err: unknown) => this.deps.log(`auditing refused reports from ${hostName}: ${String(err)}`));
   }
 
   /** Records the host's devices and labels, and reconciles its jobs. Returns jobs the worker must stop. */
@@ -281,23 +337,30 @@ export class WorkerHub implements Dispatcher {
         .onConflictDoUpdate({ target: hosts.name, set: { status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version } });
       await storeInventory(tx, hostName, hello);
       return tx.select().from(jobs).where(and(eq(jobs.hostName, hostName), eq(jobs.state, 'running')));
-    }).then((running) => this.reconcile(hello, running));
+    }).then((running) => this.reconcile(hostName, hello, running));
   }
 
-  /** Jobs the database runs there but the worker does not know are lost; jobs the worker runs without a lease are stopped. */
-  private async reconcile(hello: Hello, running: JobRow[]): Promise<KillJobOrder[]> {
+  /**
+   * Jobs the database runs there but the worker does not know are lost; jobs
+   * the worker runs without a lease are stopped (their leases, if they still
+   * hold some, go with their exit report). The worker has killed what its
+   * previous run left behind before this hello, so the leases of ended jobs it
+   * does not list are free.
+   */
+  private async reconcile(hostName: string, hello: Hello, running: JobRow[]): Promise<KillJobOrder[]> {
     const reported = new Map(hello.running.map((r) => [r.jobId, r.fence]));
     const known = new Set<string>();
     for (const job of running) {
       if (reported.get(job.id) === job.fence) {
         known.add(job.id);
-        this.fences.set(job.id, job.fence!);
+        this.fences.set(job.id, { host: hostName, fence: job.fence! });
         if (!this.lastOutput.has(job.id)) this.lastOutput.set(job.id, Date.now());
         continue;
       }
       const ended = await finishJob(this.deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: 'the worker restarted and no longer had the job' });
       if (ended) this.deps.events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
     }
+    if (await releaseLeftBehind(this.deps.sql, hostName, hello.running.map((r) => r.jobId)) > 0) this.deps.freed();
     // A kill asked for while the worker was away is sent again now.
     const pendingKills = running.filter((j) => known.has(j.id) && j.killRequestedBy)
       .map((j) => ({ jobId: j.id, fence: j.fence!, reason: j.killRequestedBy! }));
@@ -306,29 +369,41 @@ export class WorkerHub implements Dispatcher {
       .concat(pendingKills);
   }
 
-  private async onExit(exit: JobExit): Promise<boolean> {
+  /** A job's exit, from its host's worker. False when it is not that host's job with that fence (refused). */
+  private async onExit(hostName: string, exit: JobExit): Promise<boolean> {
     const { events, writer } = this.deps;
     // Every chunk before the exit is stored before the job is final, so `rc logs` is whole.
     await writer.drain();
     // Quarantined while the job still holds the device: no moment where another job could take it.
     if (exit.quarantine?.length) {
-      const host = await this.deps.sql<{ host_name: string }[]>`select host_name from jobs where id = ${exit.jobId} and fence = ${exit.fence}`;
-      for (const q of exit.quarantine) if (host[0]) await this.quarantine(host[0].host_name, q);
+      const [mine] = await this.deps.sql`select 1 from jobs where id = ${exit.jobId} and fence = ${exit.fence} and host_name = ${hostName}`;
+      for (const q of exit.quarantine) if (mine) await this.quarantine(hostName, q);
     }
-    this.fences.delete(exit.jobId);
-    this.lastOutput.delete(exit.jobId);
-    this.storedBytes.delete(exit.jobId);
-    this.handledSeq.delete(exit.jobId);
-    const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal, exit.killedFor ?? null);
+    const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal, exit.killedFor ?? null, hostName);
     if (ended) {
+      this.forget(exit.jobId);
       events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason });
       this.deps.freed();
+      return true;
     }
-    // Nothing ended: the job was already over (lost, then the worker came back) or the
-    // report was stale. Either way there is nothing for the worker to retry.
+    // Already over (lost, or ended by the controller's watchdog): its processes are gone now, and so are its leases.
+    const late = await releaseEnded(this.deps.sql, hostName, exit.jobId, exit.fence);
+    if (!late.mine) return false;
+    this.forget(exit.jobId);
+    if (late.released) this.deps.freed();
     return true;
   }
+
+  private forget(jobId: string): void {
+    this.fences.delete(jobId);
+    this.lastOutput.delete(jobId);
+    this.storedBytes.delete(jobId);
+    this.handledSeq.delete(jobId);
+  }
 }
+
+/** Refused reports of one host are audited at most this often (with their count). */
+const REFUSAL_AUDIT_EVERY_MS = 60_000;
 
 /** Replaces a host's devices and labels with what its worker reports. */
 async function storeInventory(tx: Tx, hostName: string, inv: Inventory): Promise<void> {
