@@ -15,6 +15,9 @@ export const tokens = pgTable('tokens', {
   name: text('name').notNull(),
   hash: text('hash').notNull(),
   hostName: text('host_name'),
+  /** A client token's binding: the only submitter it may act as (a name), or the names under
+   *  it (a value ending in /). Null: any name, the cooperative rule (server/auth.ts, actsAs). */
+  submitter: text('submitter'),
   createdAt: ts('created_at').notNull().defaultNow(),
   revokedAt: ts('revoked_at'),
 }, (t) => [uniqueIndex('tokens_hash_key').on(t.hash)]);

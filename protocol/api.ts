@@ -80,11 +80,28 @@ export const ClearQuarantine = z.object({
   reason: z.string().trim().min(3, 'say why the device is fine again (--reason "...")').max(500),
 }).strict();
 
+/** The longest prefix a token may be bound to: its dashboard terminals are `<prefix>web`, itself a submitter. */
+const BINDING_PREFIX_MAX = 200 - 'web'.length;
+
+/**
+ * A client token's binding (rc admin token create --submitter): a value ending in
+ * `/` binds a prefix (the token acts only as names that start with it), anything
+ * else one exact name. It is itself a submitter, by the same rule.
+ */
+export const TokenSubmitter = Submitter.refine((v) => !v.endsWith('/') || v.length <= BINDING_PREFIX_MAX,
+  `a prefix binding is at most ${BINDING_PREFIX_MAX} characters, so that <prefix>web (its dashboard terminals) is a submitter too`);
+
 export const CreateToken = z.object({
-  /** web:<name> is the submitter of the dashboard's terminals. */
+  /** web:<name> is the submitter of the dashboard's terminals (of an unbound token). */
   name: z.string().trim().min(1).max(200).regex(shownName, `a token name ${SHOWN_NAME_RULE}: web:<name> is the submitter of its dashboard terminals`),
   kind: z.enum(['client', 'admin']).default('client'),
-}).strict();
+  /** Bind the token to a submitter name or prefix (TokenSubmitter); absent or null: unbound. */
+  submitter: TokenSubmitter.nullish(),
+}).strict().superRefine((t, ctx) => {
+  if (t.kind === 'admin' && t.submitter != null) {
+    ctx.addIssue({ code: 'custom', path: ['submitter'], message: 'an admin token acts as anyone (it may stop anyone\'s job, audited), so it cannot be bound; bind a client token' });
+  }
+});
 export type CreateToken = z.infer<typeof CreateToken>;
 
 export const HostName = hostNameRule;

@@ -21,7 +21,7 @@ export const TtyOpen = z.object({
   jobId: z.string().regex(/^j[0-9a-v]{10}$/).optional(),
   after: z.number().int().min(0).optional(),
   argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
-  /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`. */
+  /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`, or for a bound token its name or `<prefix>web` (webSubmitter, server/auth.ts). */
   submitter: Submitter.optional(),
   ...JOB_PLACEMENT,
   ...size,

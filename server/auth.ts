@@ -10,6 +10,8 @@ export interface Identity {
   kind: TokenKind;
   name: string;
   hostName: string | null;
+  /** The token's binding (tokens.submitter): the name, or the prefix ending in /, it may act as; null: any name. */
+  submitter: string | null;
 }
 
 // A short cache keeps auth off the hot path; a revoked token stops working within this long.
@@ -23,7 +25,7 @@ export async function identify(db: DbOrTx, secret: string | null | undefined): P
   if (hit && Date.now() - hit.at < CACHE_MS) return hit.identity;
   const [row] = await db.select().from(tokens).where(and(eq(tokens.hash, hash), isNull(tokens.revokedAt))).limit(1);
   if (!row) { cache.delete(hash); return null; }
-  const identity: Identity = { tokenId: row.id, kind: row.kind, name: row.name, hostName: row.hostName };
+  const identity: Identity = { tokenId: row.id, kind: row.kind, name: row.name, hostName: row.hostName, submitter: row.submitter };
   if (cache.size > 10_000) cache.clear();
   cache.set(hash, { identity, at: Date.now() });
   return identity;
@@ -37,13 +39,54 @@ export function requireKind(identity: Identity | null, need: 'client' | 'admin' 
   return identity;
 }
 
+/**
+ * Refuses (`forbidden`) a submitter this token may not claim: the one check of every
+ * request that names one (submit, terminal, kill, release, extend, rc cp). An unbound
+ * token may claim any name, and the owner checks after it are cooperative. A bound one
+ * only its name, or with a binding ending in /, names that start with it.
+ */
+export function actsAs(identity: Identity, submitter: string): void {
+  const bound = identity.submitter;
+  if (bound === null) return;
+  const prefix = bound.endsWith('/');
+  if (prefix ? submitter.startsWith(bound) : submitter === bound) return;
+  throw new RcError('forbidden', prefix
+    ? `this token acts only as ${bound}…, not ${submitter}; set RC_SUBMITTER to a name under ${bound} (${bound}<anything>)`
+    : `this token acts only as ${bound}, not ${submitter}; set RC_SUBMITTER=${bound}`);
+}
+
+/** Who did something, for a job's reason and the audit log: the claimed submitter and the token, `alice (token 7 agent-a)`. */
+export function actorText(identity: Identity, submitter: string): string {
+  return `${submitter} (${identity.kind === 'admin' ? 'admin ' : ''}token ${identity.tokenId} ${identity.name})`;
+}
+
+/** The same, as an audit row's detail: the claimed submitter and the token that claimed it. */
+export function actorDetail(identity: Identity, submitter: string): Record<string, unknown> {
+  return { submitter, tokenId: identity.tokenId, token: identity.name, kind: identity.kind };
+}
+
+/** The submitter of a dashboard terminal: the bound name, `<prefix>web` under a prefix, or `web:<token name>` for an unbound token. */
+export function webSubmitter(identity: Identity): string {
+  const bound = identity.submitter;
+  if (bound === null) return `web:${identity.name}`;
+  return bound.endsWith('/') ? `${bound}web` : bound;
+}
+
 /** Stores the hash of a secret; returns the secret, which is never stored. */
 export async function createToken(db: DbOrTx, kind: TokenKind, name: string, hostName: string | null = null, secret = newSecret(kind)): Promise<string> {
   await db.insert(tokens).values({ kind, name, hash: hashSecret(secret), hostName }).onConflictDoNothing();
   return secret;
 }
 
-export interface TokenView { id: number; name: string; kind: TokenKind; hostName: string | null; createdAt: string; revokedAt: string | null }
+/** A new client or admin token (rc admin token create), audited (run it in a transaction). The secret is returned once, never stored. */
+export async function issueToken(db: DbOrTx, t: { name: string; kind: 'client' | 'admin'; submitter: string | null }, actor: string): Promise<{ token: TokenView; secret: string }> {
+  const secret = newSecret(t.kind);
+  const [row] = await db.insert(tokens).values({ kind: t.kind, name: t.name, hash: hashSecret(secret), submitter: t.submitter }).returning();
+  await db.insert(audit).values({ actor, action: 'token.create', target: t.name, detail: { id: row!.id, kind: t.kind, submitter: t.submitter } });
+  return { token: tokenView(row!), secret };
+}
+
+export interface TokenView { id: number; name: string; kind: TokenKind; hostName: string | null; submitter: string | null; createdAt: string; revokedAt: string | null }
 
 /** Every token, revoked ones included, oldest first (never a secret or a hash). */
 export async function listTokens(db: DbOrTx): Promise<TokenView[]> {
@@ -65,7 +108,7 @@ export function forgetToken(tokenId: number): void {
 }
 
 function tokenView(r: typeof tokens.$inferSelect): TokenView {
-  return { id: r.id, name: r.name, kind: r.kind, hostName: r.hostName, createdAt: r.createdAt.toISOString(), revokedAt: r.revokedAt?.toISOString() ?? null };
+  return { id: r.id, name: r.name, kind: r.kind, hostName: r.hostName, submitter: r.submitter, createdAt: r.createdAt.toISOString(), revokedAt: r.revokedAt?.toISOString() ?? null };
 }
 
 export function bearer(header: string | undefined): string | null {

@@ -1,11 +1,12 @@
 // rc cp through the controller: one file to or from a device's workspace,
 // under a lease. A device you hold is used as it is; a free one gets a short
 // lease of its own (a `cp` job, visible in rc jobs); one held by anyone else
-// is refused by name. Files are whole in memory here, so they are capped.
+// is refused by name. Every copy is audited (cp.up, cp.down) with the
+// submitter and the token. Files are whole in memory here, so they are capped.
 import { CP_CHUNK_BYTES, CP_MAX_BYTES } from '../core/cp';
 import { RcError } from '../core/errors';
 import { FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, type FileReply } from '../protocol/worker';
-import type { Identity } from './auth';
+import { actorDetail, actorText, actsAs, type Identity } from './auth';
 import type { Sql } from './db';
 import { loadDevices, type DeviceRow } from './fleet';
 import { finishJob } from './jobs/finish';
@@ -15,7 +16,7 @@ import type { WorkerHub } from './worker-hub';
 export interface CopyDeps { sql: Sql; hub: WorkerHub; freed: () => void }
 
 export async function upload(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, path: string, data: Buffer): Promise<{ bytes: number; lease: string }> {
-  return withCopyLease(deps, identity, submitter, deviceName, ['cp', 'up', path], async (host, lease) => {
+  const done = await withCopyLease(deps, identity, submitter, deviceName, ['cp', 'up', path], async (host, lease) => {
     const begun = await call(deps, host, FILE_BEGIN, { path });
     const temp = begun.temp!;
     try {
@@ -29,10 +30,12 @@ export async function upload(deps: CopyDeps, identity: Identity, submitter: stri
     }
     return { bytes: data.length, lease };
   });
+  await audited(deps.sql, identity, submitter, 'cp.up', `${deviceName}:${path}`, done.lease, done.bytes);
+  return done;
 }
 
 export async function download(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, path: string): Promise<{ data: Buffer; lease: string }> {
-  return withCopyLease(deps, identity, submitter, deviceName, ['cp', 'down', path], async (host, lease) => {
+  const done = await withCopyLease(deps, identity, submitter, deviceName, ['cp', 'down', path], async (host, lease) => {
     const first = await call(deps, host, FILE_READ, { path, offset: 0, length: CP_CHUNK_BYTES });
     const pieces = [first.data!];
     let got = first.data!.length;
@@ -46,6 +49,14 @@ export async function download(deps: CopyDeps, identity: Identity, submitter: st
     }
     return { data: Buffer.concat(pieces), lease };
   });
+  await audited(deps.sql, identity, submitter, 'cp.down', `${deviceName}:${path}`, done.lease, done.data.length);
+  return done;
+}
+
+/** A copy that was made: who (the submitter and the token), what, under which lease. */
+async function audited(sql: Sql, identity: Identity, submitter: string, action: 'cp.up' | 'cp.down', target: string, lease: string, bytes: number): Promise<void> {
+  await sql`insert into audit (actor, action, target, detail)
+    values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb)`;
 }
 
 async function call(deps: CopyDeps, host: string, event: string, op: Record<string, unknown>): Promise<Extract<FileReply, { ok: true }>> {
@@ -57,6 +68,7 @@ async function call(deps: CopyDeps, host: string, event: string, op: Record<stri
 
 /** Runs fn under a lease on the device: the caller's own hold, or a short lease taken (and released) here. */
 async function withCopyLease<T>(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, argv: string[], fn: (host: string, lease: string) => Promise<T>): Promise<T> {
+  actsAs(identity, submitter);
   const device = (await loadDevices(deps.sql)).find((d) => d.name === deviceName);
   if (!device) throw new RcError('not_found', `no device is named ${deviceName}; rc devices lists them`);
   if (device.unhealthy) throw new RcError('quarantined', `${deviceName} is quarantined (${device.unhealthy.reason}); pick another device`);

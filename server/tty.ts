@@ -15,10 +15,10 @@ import { RcError } from '../core/errors';
 import { jobs } from '../db/schema';
 import { SubmitJob } from '../protocol/api';
 import { TTY_ACK, TTY_INPUT, TTY_MAX_INPUT, TTY_NAMESPACE, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
-import { identify, type Identity } from './auth';
+import { identify, webSubmitter, type Identity } from './auth';
 import type { Controller } from './controller';
 import { socketCredential } from './socket-auth';
-import { killJob } from './jobs/kill';
+import { stopJob } from './jobs/kill';
 import { submitJob } from './jobs/submit';
 import { FINAL_STATES, type JobRow } from './jobs/job-view';
 
@@ -181,9 +181,12 @@ export class TtyHub {
     });
   }
 
-  /** A new terminal: a tty job through the same submit as POST /api/jobs (selector, device and quarantine checks). */
+  /**
+   * A new terminal: a tty job through the same submit as POST /api/jobs (selector, device and
+   * quarantine checks, and the token's binding). The dashboard's submitter is webSubmitter's.
+   */
   private async submit(socket: Socket, identity: Identity, open: TtyOpen): Promise<void> {
-    const submitter = socket.data.web ? `web:${identity.name}` : open.submitter;
+    const submitter = socket.data.web ? webSubmitter(identity) : open.submitter;
     if (!submitter) throw new RcError('bad_request', 'submitter: required (RC_SUBMITTER)');
     const body = SubmitJob.safeParse({
       kind: 'tty', argv: open.argv, selector: open.selector, device: open.device ?? null, cwd: open.cwd ?? null, submitter,
@@ -306,11 +309,8 @@ export class TtyHub {
   private async endUnattended(jobId: string): Promise<void> {
     const [job] = await this.c.db.select().from(jobs).where(eq(jobs.id, jobId));
     if (!job || FINAL_STATES.has(job.state)) return;
-    // The kill's reason is the first one recorded: this one, rather than "killed by <submitter>".
-    await this.c.sql`update jobs set kill_requested_by = coalesce(kill_requested_by, ${`closed: nobody was attached to the terminal for ${this.opts.graceS}s`})
-      where id = ${jobId} and state in ('queued', 'running')`;
-    const rc: Identity = { tokenId: job.tokenId ?? 0, kind: 'client', name: 'rc', hostName: null };
-    await killJob(this.c, rc, jobId, job.submitter);
+    // The controller's own decision: no submitter, no token, so no "killed by" (a kill asked for earlier keeps its reason).
+    await stopJob(this.c, job, `closed: nobody was attached to the terminal for ${this.opts.graceS}s`);
   }
 
   private drop(s: Session): void {

@@ -1,6 +1,7 @@
 // A terminal in the browser: /terminal?device=<host:gpuN>, ?select=<selector>,
 // or ?job=<id> to re-attach. It is a tty job like rc run --tty's, submitted as
-// web:<token name>; closing the page for longer than RC_TTY_GRACE_S ends it.
+// web:<token name> (a bound token: its name, or <prefix>web); closing the page
+// for longer than RC_TTY_GRACE_S ends it.
 import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
 import { pageIdentity } from '../../server/page-session';

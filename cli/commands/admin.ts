@@ -9,6 +9,8 @@ export const ADMIN_HELP = `usage: rc admin <command>
 
   rc admin host add <name>               register a host; prints its worker credential once
   rc admin token create <name> [--admin] create a client (or admin) token; printed once
+      [--submitter <name or prefix/>]    bind a client token: it may act only as that name,
+                                         or with a trailing /, only as names under it
   rc admin tokens                        list tokens (never their secrets), revoked ones too
   rc admin token revoke <id>             revoke a token (an id from rc admin tokens); it stops
                                          working at once, and its open connections are cut
@@ -35,18 +37,21 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     return EXIT.ok;
   }
   if (group === 'token' && verb === 'create') {
-    const parsed = parseFlags('admin token create', rest, [{ name: 'admin', type: 'boolean' }, { name: 'name', type: 'string' }], false);
+    const parsed = parseFlags('admin token create', rest, [{ name: 'admin', type: 'boolean' }, { name: 'name', type: 'string' }, { name: 'submitter', type: 'string' }], false);
     const name = parsed.rest[0] ?? stringFlag(parsed, 'name');
-    if (!name || parsed.rest.length > 1) usage('rc admin token create <name> [--admin]');
-    const r = await client.json<{ token: string; kind: string }>('POST', '/api/admin/tokens', { name, kind: parsed.flags.has('admin') ? 'admin' : 'client' });
-    out(`${r.kind} token for ${name} (shown once, only its hash is kept):\n${r.token}\n`);
+    if (!name || parsed.rest.length > 1) usage('rc admin token create <name> [--admin] [--submitter <name or prefix/>]');
+    // The controller checks the binding (an empty one too): one rule, protocol/api.ts.
+    const r = await client.json<{ id: number; token: string; kind: string; submitter: string | null }>('POST', '/api/admin/tokens', { name, kind: parsed.flags.has('admin') ? 'admin' : 'client', submitter: stringFlag(parsed, 'submitter') });
+    const bound = r.submitter === null ? '' : `, acting only as ${actsAsText(r.submitter)}`;
+    out(`${r.kind} token ${r.id} for ${name}${bound} (shown once, only its hash is kept):\n${r.token}\n`);
     return EXIT.ok;
   }
   if (group === 'tokens') {
     if (verb !== undefined) usage('rc admin tokens');
     const r = await client.json<{ tokens: TokenRow[] }>('GET', '/api/admin/tokens');
-    out(table(['ID', 'NAME', 'KIND', 'HOST', 'CREATED', 'REVOKED'], r.tokens.map((t) => [
-      String(t.id), t.name, t.kind, t.hostName ?? '-', `${age(t.createdAt)} ago`, t.revokedAt ? `${age(t.revokedAt)} ago` : '-',
+    out(table(['ID', 'NAME', 'KIND', 'ACTS AS', 'HOST', 'CREATED', 'REVOKED'], r.tokens.map((t) => [
+      String(t.id), t.name, t.kind, t.kind === 'host' ? '-' : t.submitter === null ? 'anyone' : actsAsText(t.submitter),
+      t.hostName ?? '-', `${age(t.createdAt)} ago`, t.revokedAt ? `${age(t.revokedAt)} ago` : '-',
     ])));
     return EXIT.ok;
   }
@@ -100,4 +105,9 @@ function readSheetFile(file: string): string {
   }
 }
 
-interface TokenRow { id: number; name: string; kind: string; hostName: string | null; createdAt: string; revokedAt: string | null }
+/** A binding as people read it: the name, or `claude/…` for a prefix. */
+function actsAsText(submitter: string): string {
+  return submitter.endsWith('/') ? `${submitter}…` : submitter;
+}
+
+interface TokenRow { id: number; name: string; kind: string; hostName: string | null; submitter: string | null; createdAt: string; revokedAt: string | null }

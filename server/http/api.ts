@@ -7,7 +7,7 @@ import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHos
 import { extendHold } from '../jobs/hold';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
-import { createToken, identify, listTokens, revokeToken } from '../auth';
+import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
 import type { Controller } from '../controller';
 import { loadDevices, loadHosts } from '../fleet';
 import { killJob } from '../jobs/kill';
@@ -27,7 +27,7 @@ const JOB_ID = /^j[0-9a-v]{10}$/;
 export function registerApi(router: Router, c: Controller): void {
   const { db, sql } = c;
 
-  router.add('GET', '/api/whoami', 'client', async ({ identity }) => ({ kind: identity.kind, name: identity.name }));
+  router.add('GET', '/api/whoami', 'client', async ({ identity }) => ({ kind: identity.kind, name: identity.name, submitter: identity.submitter }));
 
   router.add('GET', '/api/devices', 'client', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
@@ -184,12 +184,9 @@ export function registerApi(router: Router, c: Controller): void {
   });
 
   router.add('POST', '/api/admin/tokens', 'admin', async ({ req, res, identity }) => {
-    const { name, kind } = await readBody(req, CreateToken);
-    const token = await db.transaction(async (tx) => {
-      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'token.create', target: name, detail: { kind } });
-      return createToken(tx, kind, name);
-    });
-    sendJson(res, 201, { name, kind, token, note: 'shown once; only its hash is kept' });
+    const { name, kind, submitter } = await readBody(req, CreateToken);
+    const { token, secret } = await db.transaction((tx) => issueToken(tx, { name, kind, submitter: submitter ?? null }, `admin:${identity.name}`));
+    sendJson(res, 201, { id: token.id, name, kind, submitter: token.submitter, token: secret, note: 'shown once; only its hash is kept' });
   });
 
   router.add('GET', '/api/admin/tokens', 'admin', async () => ({ tokens: await listTokens(db) }));

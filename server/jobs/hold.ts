@@ -1,13 +1,14 @@
-// Extending a hold: deliberately, by its holder (or an admin, audited). It
+// Extending a hold: deliberately, by its holder (or an admin), audited. It
 // then ends ttlS from now; a queued hold gets the new TTL for when it starts.
 import { RcError } from '../../core/errors';
 import { formatDuration } from '../../core/duration';
-import type { Identity } from '../auth';
+import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import { rowToJob } from './job-row';
 import { FINAL_STATES, type JobRow } from './job-view';
 
 export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: JobRow, submitter: string, ttlS: number): Promise<JobRow> {
+  actsAs(identity, submitter);
   if (hold.submitter !== submitter && identity.kind !== 'admin') {
     throw new RcError('not_job_owner', `hold ${hold.id} belongs to ${hold.submitter}, not ${submitter}; leave it alone`);
   }
@@ -21,8 +22,8 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
       returning *
     ), a as (
       insert into audit (actor, action, target, detail)
-      select ${`admin:${identity.name}`}, 'hold.extend', j.id, ${JSON.stringify({ submitter: hold.submitter, as: submitter, ttl: formatDuration(ttlS) })}::text::jsonb
-      from j where ${identity.kind === 'admin' && hold.submitter !== submitter}
+      select ${actorText(identity, submitter)}, 'hold.extend', j.id, ${JSON.stringify({ ...actorDetail(identity, submitter), owner: hold.submitter, ttl: formatDuration(ttlS) })}::text::jsonb
+      from j
     )
     select * from j`;
   if (!rows[0]) throw new RcError('conflict', `hold ${hold.id} has just ended; take a new one with rc hold`);

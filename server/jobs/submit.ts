@@ -4,7 +4,7 @@ import { RcError } from '../../core/errors';
 import { parseSelector, formatSelector } from '../../core/selector';
 import { decide, deviceMatches, parseDeviceName, type DeviceView } from '../../core/schedule';
 import type { SubmitJob } from '../../protocol/api';
-import type { Identity } from '../auth';
+import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import { loadDevices } from '../fleet';
 import { targetsOf, withLeases, type Target } from './claim';
@@ -26,12 +26,13 @@ export function newJobId(): string {
 }
 
 /**
- * Validates a job against the fleet and stores it. When nothing is queued and
+ * Validates a job against the fleet (and its submitter against the token, actsAs) and stores it. When nothing is queued and
  * a matching device is free, the same statement claims it (see startAtOnce):
  * the common case of an idle fleet skips the queue and a scheduling pass.
  * `startAtOnce: false` skips the attempt (the caller knows jobs are queued).
  */
 export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: { startAtOnce: boolean } = { startAtOnce: true }): Promise<Submitted> {
+  actsAs(identity, body.submitter);
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   const terms = parsed.terms;

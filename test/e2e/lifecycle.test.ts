@@ -213,7 +213,7 @@ test('a kill asked for while the worker is away reaches it when it comes back', 
   await stack.waitFor(async () => (await stack.job(id)).state === 'killed', 'the worker to get the kill after its hello', 10_000);
   await stack.waitFor(() => processesMatching('sleep 641').length === 0, 'the process to be gone');
   const r = await job.done;
-  assert.match(r.stderr, /was killed: killed by tester/);
+  assert.match(r.stderr, /was killed: killed by tester \(token \d+ local client \(npm start\)\)/);
 });
 
 test('bad input to the job commands and routes: clear errors, nothing submitted', async () => {

@@ -159,7 +159,7 @@ test('rc kill refuses someone else\'s job with not_job_owner, and kills your own
   assert.equal(mine.code, 0, mine.stderr);
   const r = await running;
   assert.equal((await stack.job(id)).state, 'killed');
-  assert.match(r.stderr, /killed by tester/);
+  assert.match(r.stderr, new RegExp(`job ${id} was killed: killed by tester \\(token \\d+ local client \\(npm start\\)\\)`));
 });
 
 test('the CLI finds the checkout\'s credentials with no environment', async () => {
@@ -211,12 +211,14 @@ test('an admin token may kill anyone\'s job, and the kill is audited', async () 
   const r = await stack.cli(['kill', id], { env: { RC_TOKEN: stack.adminToken, RC_SUBMITTER: 'operator' } });
   assert.equal(r.code, 0, r.stderr);
   const done = await running;
-  assert.match(done.stderr, /killed by admin local admin \(npm start\) \(as operator\)/);
+  assert.match(done.stderr, /killed by operator \(admin token \d+ local admin \(npm start\)\)/);
   const { default: postgres } = await import('postgres');
   const sql = postgres(stack.dbUrl, { max: 1 });
-  const rows = await sql<{ actor: string; action: string; target: string }[]>`select actor, action, target from audit where action = 'job.kill'`;
+  const rows = await sql<{ actor: string; target: string; detail: Record<string, unknown> }[]>`select actor, target, detail from audit where action = 'job.kill' and target = ${id}`;
   await sql.end();
-  assert.deepEqual(rows.map((x) => [x.actor, x.target]), [['admin:local admin (npm start)', id]]);
+  assert.equal(rows.length, 1);
+  assert.match(rows[0]!.actor, /^operator \(admin token \d+ local admin \(npm start\)\)$/);
+  assert.deepEqual([rows[0]!.target, rows[0]!.detail.submitter, rows[0]!.detail.owner, rows[0]!.detail.token, rows[0]!.detail.kind], [id, 'operator', 'alice', 'local admin (npm start)', 'admin']);
 });
 
 test('an admin revokes a token: it stops working at once, its open sockets are cut, and the revocation is audited', async () => {
@@ -249,7 +251,7 @@ test('an admin revokes a token: it stops working at once, its open sockets are c
   assert.match(after.stderr, /^rc: unauthorized: /);
   assert.equal(await cut, 'io server disconnect');
   live.close();
-  assert.match((await stack.cli(['admin', 'tokens'], admin)).stdout, new RegExp(`^${id}\\s+leaver\\s+client\\s+-\\s+\\S+ ago\\s+\\S+ ago$`, 'm'));
+  assert.match((await stack.cli(['admin', 'tokens'], admin)).stdout, new RegExp(`^${id}\\s+leaver\\s+client\\s+anyone\\s+-\\s+\\S+ ago\\s+\\S+ ago$`, 'm'));
   assert.equal((await stack.cli(['admin', 'token', 'revoke', id], admin)).stdout, `token ${id} (client, leaver) was already revoked\n`);
 
   const { default: postgres } = await import('postgres');

@@ -121,7 +121,7 @@ test('rc kill ends a tty job; its children die with it; rc logs says the output 
   const code = await t.exit;
   // An interactive shell ignores SIGTERM: the SIGKILL after RC_KILL_GRACE_S ends it.
   assert.ok(code === 143 || code === 137, `exit ${code}: ${t.text().slice(-500)}`);
-  assert.match(t.text(), new RegExp(`job ${id} was killed: killed by tester`));
+  assert.match(t.text(), new RegExp(`job ${id} was killed: killed by tester \\(token \\d+ local client \\(npm start\\)\\)`));
   await stack.waitFor(() => ['sleep 431', 'sleep 432', 'sleep 433'].every((m) => processesMatching(m).length === 0), 'no process left behind', 8000);
   const job = await stack.job(id);
   assert.equal(job.state, 'killed');

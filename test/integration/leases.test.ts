@@ -11,7 +11,7 @@ import { freshDatabase } from '../helpers/db';
 
 let db: Database;
 let drop: () => Promise<void>;
-const who: Identity = { tokenId: 1, kind: 'client', name: 't', hostName: null };
+const who: Identity = { tokenId: 1, kind: 'client', name: 't', hostName: null, submitter: null };
 let deviceId = 0;
 
 before(async () => {

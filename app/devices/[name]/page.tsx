@@ -2,6 +2,7 @@
 import { cookies } from 'next/headers';
 import { notFound, redirect } from 'next/navigation';
 import { loadDevices } from '../../../server/fleet';
+import { webSubmitter } from '../../../server/auth';
 import { pageDb, pageIdentity } from '../../../server/page-session';
 
 export const dynamic = 'force-dynamic';
@@ -27,7 +28,7 @@ export default async function DevicePage({ params }: { params: Promise<{ name: s
         <input type="hidden" name="device" value={device.name} />
         <button type="submit" disabled={device.state === 'unhealthy'}>Open terminal</button>
         <span style={{ marginLeft: '0.75rem', fontSize: 13, color: '#555' }}>
-          An interactive shell on this device, as {`web:${identity.name}`}; it waits in the queue if the device is busy.
+          An interactive shell on this device, as {webSubmitter(identity)}; it waits in the queue if the device is busy.
         </span>
       </form>
       <h2>Labels</h2>
