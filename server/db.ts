@@ -40,8 +40,17 @@ export async function runMigrations(database: Database): Promise<void> {
 const DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'DATABASE_STALLED']);
 
 export function databaseDown(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return false;
+  const code = errorCode(err);
+  if (code === null) return false;
   // 57P0x: shutting down or starting up; 08xxx: connection exceptions; 53300: too many connections.
   return DOWN_CODES.has(code) || /^(57P0[1-3]|08[0-9A-Z]{3}|53300)$/.test(code);
+}
+
+/** The error's code (SQLSTATE or a connection code), looking through drizzle's wrapper (its `cause`). */
+export function errorCode(err: unknown): string | null {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return null;
 }

@@ -3,14 +3,19 @@
 import type { GpuSample } from '../protocol/worker';
 import type { Sql } from './db';
 
-export async function storeHeartbeat(sql: Sql, hostName: string, gpus: GpuSample[]): Promise<void> {
+/** Stores a heartbeat; true when the host was not online before it (it came back: its devices may be scheduled again). */
+export async function storeHeartbeat(sql: Sql, hostName: string, gpus: GpuSample[]): Promise<boolean> {
   if (!gpus.length) {
-    await sql`update hosts set last_seen_at = now(), status = 'online' where name = ${hostName}`;
-    return;
+    const rows = await sql<{ was: string }[]>`
+      with old as (select name, status from hosts where name = ${hostName} for update)
+      update hosts set last_seen_at = now(), status = 'online' from old where hosts.name = old.name returning old.status as was`;
+    return rows.length > 0 && rows[0]!.was !== 'online';
   }
-  await sql`
-    with h as (
-      update hosts set last_seen_at = now(), status = 'online' where name = ${hostName}
+  const rows = await sql<{ was: string }[]>`
+    with old as (
+      select name, status from hosts where name = ${hostName} for update
+    ), h as (
+      update hosts set last_seen_at = now(), status = 'online' from old where hosts.name = old.name returning old.status as was
     ), s as (
       select * from jsonb_to_recordset(${JSON.stringify(gpus)}::text::jsonb)
         as x("index" int, "name" text, "memTotalMiB" float8, "memUsedMiB" float8, "utilPct" float8)
@@ -18,9 +23,12 @@ export async function storeHeartbeat(sql: Sql, hostName: string, gpus: GpuSample
       update devices set sampled_at = now(),
         gpu_sample = jsonb_build_object('name', s.name, 'memTotalMiB', s."memTotalMiB", 'memUsedMiB', s."memUsedMiB", 'utilPct', s."utilPct")
       from s where devices.host_name = ${hostName} and devices.index = s.index
+    ), g as (
+      insert into gpu_samples (host_name, device_index, mem_used_mib, mem_total_mib, util_pct)
+      select ${hostName}, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s
     )
-    insert into gpu_samples (host_name, device_index, mem_used_mib, mem_total_mib, util_pct)
-    select ${hostName}, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s`;
+    select was from h`;
+  return rows.length > 0 && rows[0]!.was !== 'online';
 }
 
 /** Samples older than a day go: they are for charts of the recent past, not an archive. */

@@ -204,7 +204,7 @@ export class WorkerHub implements Dispatcher {
       // Workers before GPU samples sent no payload.
       const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
       storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
-        .catch((err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`));
+        .then((cameBack) => { if (cameBack) this.deps.poke(); }, (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`));
     });
 
     socket.on(DEVICE_UNHEALTHY, (raw: unknown, ack: Ack) => {

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { RcError, type ApiErrorBody } from '../../core/errors';
 import { bearer, identify, requireKind, type Identity } from '../auth';
-import { databaseDown, type Db } from '../db';
+import { databaseDown, errorCode, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 
@@ -151,8 +151,8 @@ export class Router {
  */
 function asRcError(err: unknown): RcError | null {
   if (err instanceof RcError) return err;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code)) return new RcError('bad_request', 'a value in the request is not valid here');
+  const code = errorCode(err);
+  if (code !== null && /^22[0-9A-Z]{3}$/.test(code)) return new RcError('bad_request', 'a value in the request is not valid here');
   if (databaseDown(err)) return new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
   return null;
 }

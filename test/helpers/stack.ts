@@ -28,12 +28,16 @@ export class Stack {
    * first start after a change to app/ runs `next build` (minutes on a small machine), so
    * only the browser tests ask for it.
    */
-  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[]; controllerEnv?: Record<string, string>; dashboard?: boolean } = {}): Promise<Stack> {
+  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[]; controllerEnv?: Record<string, string>; dashboard?: boolean; /** A migrated database of the test's own (e.g. on a Postgres it stops); default: a fresh clone of the template. */ databaseUrl?: string } = {}): Promise<Stack> {
     const stack = new Stack();
-    const db = await freshDatabase();
-    await db.database.close();
-    stack.dropDb = db.drop;
-    stack.dbUrl = db.url;
+    if (opts.databaseUrl) {
+      stack.dbUrl = opts.databaseUrl;
+    } else {
+      const db = await freshDatabase();
+      await db.database.close();
+      stack.dropDb = db.drop;
+      stack.dbUrl = db.url;
+    }
     stack.controllerEnv = { ...(opts.dashboard ? { RC_DASHBOARD: '1' } : {}), ...opts.controllerEnv };
     await stack.startController(opts.hostTimeoutS ?? 15);
     if (opts.dashboard) {

@@ -1,0 +1,129 @@
+// A database stall or restart loses nothing and frees nothing by mistake.
+// This file runs its own embedded Postgres, so it can stop it: a real SIGSTOP
+// of every Postgres process (a hung disk looks the same), and a real restart.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { connect, runMigrations } from '../../server/db';
+import { startEmbeddedPostgres, type EmbeddedDb } from '../../server/embedded-pg';
+import { Stack } from '../helpers/stack';
+
+const HOST_TIMEOUT_S = 3;
+let stack: Stack;
+let pg: EmbeddedDb;
+let port = 0;
+const dir = mkdtempSync(join(tmpdir(), 'rc-db-faults-'));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port: p } = s.address() as { port: number }; s.close(() => resolve(p)); });
+  });
+}
+
+before(async () => {
+  port = await freePort();
+  pg = await startEmbeddedPostgres(dir, port);
+  const admin = connect(pg.url, 1);
+  await admin.client.unsafe('create database rc');
+  await admin.close();
+  const url = pg.url.replace(/\/postgres$/, '/rc');
+  const db = connect(url, 2);
+  await runMigrations(db);
+  await db.close();
+  stack = await Stack.start({ databaseUrl: url, hostTimeoutS: HOST_TIMEOUT_S, workers: [{ name: 'alpha', devices: 1 }] });
+}, { timeout: 120_000 });
+
+after(async () => {
+  signalPostgres('SIGCONT');
+  await stack?.stop();
+  await pg?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The postmaster (from its pid file) and every process it started. */
+function postgresPids(): number[] {
+  const postmaster = Number(readFileSync(join(dir, 'pgdata', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  const pids = [postmaster];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) pids.push(Number(e));
+    } catch { /* gone */ }
+  }
+  return pids;
+}
+
+function signalPostgres(sig: NodeJS.Signals): void {
+  try {
+    for (const pid of postgresPids()) { try { process.kill(pid, sig); } catch { /* gone */ } }
+  } catch { /* not started */ }
+}
+
+/** Starts `rc run` on alpha:gpu0 and resolves the job id once it printed it. */
+function run(script: string): { id: Promise<string>; done: ReturnType<Stack['cli']> } {
+  let resolveId: (id: string) => void = () => {};
+  const id = new Promise<string>((r) => { resolveId = r; });
+  let buf = '';
+  const done = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
+    onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i)); }),
+    timeoutMs: 120_000,
+  });
+  return { id, done };
+}
+
+const lines = (n: number) => Array.from({ length: n }, (_, i) => `line-${i + 1}\n`).join('');
+
+test('a 10 s SIGSTOP of Postgres ends no job and frees no device; clients get 503 database_unavailable at once', { timeout: 120_000 }, async () => {
+  const first = run('for i in $(seq 1 60); do echo line-$i; sleep 0.2; done');
+  const id = await first.id;
+  // Queued behind it for the same device: it must not start while the first still runs.
+  const second = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'echo', 'second'], { timeoutMs: 120_000 });
+  await new Promise((r) => setTimeout(r, 1000));
+
+  signalPostgres('SIGSTOP');
+  const stoppedAt = Date.now();
+  await new Promise((r) => setTimeout(r, 4500));
+  const t0 = Date.now();
+  const during = await stack.api('GET', '/api/devices');
+  const answeredIn = Date.now() - t0;
+  assert.equal(during.status, 503, JSON.stringify(during.body));
+  assert.equal((during.body as { error: { code: string } }).error.code, 'database_unavailable');
+  assert.ok(answeredIn < 1000, `answered in ${answeredIn} ms, not a hang`);
+  await new Promise((r) => setTimeout(r, Math.max(0, 10_000 - (Date.now() - stoppedAt))));
+  signalPostgres('SIGCONT');
+
+  const done = await first.done;
+  assert.equal(done.code, 0, done.stderr);
+  assert.equal(done.stdout, `${id}\n${lines(60)}`);
+  const job = await stack.job(id);
+  assert.deepEqual([job.state, job.exitCode], ['succeeded', 0]);
+  const after = await second;
+  assert.equal(after.code, 0, after.stderr);
+  const jobs = (await stack.api('GET', '/api/jobs?limit=2')).body as { jobs: { id: string; startedAt: string; endedAt: string }[] };
+  const [later, earlier] = jobs.jobs;
+  assert.equal(earlier!.id, id);
+  assert.ok(Date.parse(later!.startedAt) >= Date.parse(earlier!.endedAt), 'the queued job started only after the first ended');
+  const logs = await stack.cli(['logs', id]);
+  assert.equal(logs.stdout, `${id}\n${lines(60)}`, 'every line was stored');
+});
+
+test('a Postgres restart loses no output line the worker was told is stored', { timeout: 120_000 }, async () => {
+  const job = run('for i in $(seq 1 120); do echo line-$i; sleep 0.05; done');
+  const id = await job.id;
+  await new Promise((r) => setTimeout(r, 1000));
+  await pg.stop();
+  await new Promise((r) => setTimeout(r, 1500));
+  pg = await startEmbeddedPostgres(dir, port);
+  const done = await job.done;
+  assert.equal(done.code, 0, done.stderr);
+  assert.equal(done.stdout, `${id}\n${lines(120)}`, 'the live stream is whole');
+  await stack.waitFor(async () => (await stack.api('GET', `/api/jobs/${id}`)).status === 200, 'the API to answer again', 30_000);
+  const logs = await stack.cli(['logs', id]);
+  assert.equal(logs.code, 0, logs.stderr);
+  assert.equal(logs.stdout, `${id}\n${lines(120)}`, 'the stored output is whole, each line once');
+});
