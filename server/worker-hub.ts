@@ -204,7 +204,8 @@ export class WorkerHub implements Dispatcher {
       // Workers before GPU samples sent no payload.
       const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
       storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
-        .then((cameBack) => { if (cameBack) this.deps.poke(); }, (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`));
+        .then((cameBack) => { if (cameBack) return this.cameBack(hostName, socket); }, (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`))
+        .catch((err: unknown) => log(`${hostName} came back: ${String(err)}`));
     });
 
     socket.on(DEVICE_UNHEALTHY, (raw: unknown, ack: Ack) => {
@@ -269,6 +270,19 @@ export class WorkerHub implements Dispatcher {
   private async quarantineFromProbes(hostName: string): Promise<void> {
     const devices = (await loadDevices(this.deps.sql)).filter((d) => d.hostName === hostName);
     for (const { q } of quarantinesFromLabels(devices)) await this.quarantine(hostName, q);
+  }
+
+  /**
+   * A host heard from again after it was counted offline (a worker that was
+   * stuck, or cut off, without losing its connection). Jobs ended meanwhile
+   * that still hold its devices are stopped now; their exit reports free the devices.
+   */
+  private async cameBack(hostName: string, socket: Socket): Promise<void> {
+    const rows = await this.deps.sql<{ id: string; fence: string; reason: string | null }[]>`
+      select distinct j.id, j.fence, j.reason from leases l join jobs j on j.id = l.job_id
+      where l.released_at is null and j.host_name = ${hostName} and j.state not in ('queued', 'running')`;
+    for (const j of rows) socket.emit('job:kill', { jobId: j.id, fence: Number(j.fence), reason: `ended by the controller meanwhile (${j.reason ?? 'no reason recorded'})` } satisfies KillJobOrder);
+    this.deps.poke();
   }
 
   /** Tells the worker which output is stored, so it can let go of it. */

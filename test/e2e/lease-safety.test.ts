@@ -72,3 +72,19 @@ test('a host that stops answering: its job ends lost, and its device is not hand
   const again = await stack.cli(['run', '-d', 'alpha:gpu0', '--', 'echo', 'ok']);
   assert.equal(again.code, 0, again.stderr);
 });
+
+test('a worker stuck past the host timeout comes back over the same connection: its lost job is killed there, and only then is the device free', { timeout: 90_000 }, async () => {
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be free', 20_000);
+  const first = started([], 'sleep 343');
+  const id = await first.id;
+  const worker = stack.workers.get('alpha')!;
+  process.kill(worker.pid!, 'SIGSTOP');
+  const done = await first.done;
+  assert.equal(done.code, 205, done.stderr);
+  assert.equal((await stack.job(id)).state, 'lost');
+  assert.equal(processesMatching('sleep 343').length, 1, 'the lost job\'s command still runs on the stuck host');
+  process.kill(worker.pid!, 'SIGCONT');
+  // Its next heartbeat brings the host back; the controller stops the job it had ended, and its exit frees the device.
+  await stack.waitFor(() => processesMatching('sleep 343').length === 0, 'the lost job\'s command to be killed', 20_000);
+  await stack.waitFor(async () => (await stack.devices())[0]!.state === 'free', 'the device to be free again', 20_000);
+});
