@@ -62,9 +62,11 @@ function controller(dataDir: string, pgPort: number): Controller {
   return { child, log: () => log, up, exited };
 }
 
-async function whoami(url: string, token: string): Promise<{ status: number; name?: string }> {
+async function whoami(url: string, token: string): Promise<{ status: number; kind?: string; name?: string }> {
   const r = await fetch(`${url}/api/whoami`, { headers: { authorization: `Bearer ${token}` } });
-  return { status: r.status, ...(r.ok ? await r.json() as { name: string } : {}) };
+  if (!r.ok) return { status: r.status };
+  const { kind, name } = await r.json() as { kind: string; name: string };
+  return { status: r.status, kind, name };
 }
 
 function cwdOf(pid: number): string | null {
