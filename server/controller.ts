@@ -16,6 +16,7 @@ import { Router } from './http/router';
 import { registerApi } from './http/api';
 import { TtyHub } from './tty';
 import { forgetToken } from './auth';
+import { boundBacklog } from './socket-backlog';
 import { TTY_NAMESPACE } from '../protocol/tty';
 import { WORKER_NAMESPACE } from '../protocol/worker';
 
@@ -82,9 +83,11 @@ export class Controller {
   async start(io: Server): Promise<void> {
     this.io = io;
     await markHostsAway(this.db);
+    const log = this.opts.log ?? console.error;
+    // The dashboard's live view: whatever it is sent waits for it within the same bound as a terminal.
+    io.of('/').on('connection', (socket) => boundBacklog(socket, log));
     this.hub.attach(io);
     await this.tty.start(io);
-    const log = this.opts.log ?? console.error;
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
     // One pass of each loop at a time: passes queued behind a stalled database would judge stale time when it comes back.
     this.every(reapEvery, () => reapSilentHosts({

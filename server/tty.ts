@@ -8,7 +8,9 @@
 // (xterm's write callback, or stdout's); past HIGH_WATER unacknowledged bytes
 // the controller pauses the worker's terminal (pty.pause(): the program blocks
 // on its writes) and resumes it below LOW_WATER. The worker itself sends at
-// most TTY_WORKER_WINDOW bytes before the controller's tty:ack.
+// most TTY_WORKER_WINDOW bytes before the controller's tty:ack. The client's
+// acknowledgements are its word only: one that acknowledges without reading
+// is cut once SOCKET_BACKLOG_BYTES wait for it (server/socket-backlog.ts).
 import { eq } from 'drizzle-orm';
 import type { Server, Socket } from 'socket.io';
 import { RcError } from '../core/errors';
@@ -21,6 +23,7 @@ import { socketCredential } from './socket-auth';
 import { stopJob } from './jobs/kill';
 import { submitJob } from './jobs/submit';
 import { FINAL_STATES, type JobRow } from './jobs/job-view';
+import { boundBacklog } from './socket-backlog';
 
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
 export const HIGH_WATER = 512 * 1024;
@@ -136,6 +139,7 @@ export class TtyHub {
   }
 
   private onConnection(socket: Socket): void {
+    boundBacklog(socket, this.opts.log);
     const identity = socket.data.identity as Identity;
     const fail = (err: unknown) => {
       if (!(err instanceof RcError)) this.opts.log(`terminal: ${err instanceof Error ? err.stack : String(err)}`);

@@ -63,9 +63,13 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   return follow(client, res);
 }
 
+/** How long a lost stream may take to come back before rc gives up (exit 207). */
+const RECONNECT_MS = 120_000;
+
 /**
  * Copies a job's frame stream to stdout/stderr until its exit event and
- * resolves to rc's exit code. If the stream breaks (a controller restart), it
+ * resolves to rc's exit code. If the stream breaks (a controller restart, or
+ * the controller dropped this client for falling too far behind), it
  * reconnects and resumes after the last chunk it printed. Ctrl-C kills the job
  * (rc run) or, with `detachOnInterrupt`, only stops following (rc attach, rc logs -f).
  */
@@ -83,13 +87,18 @@ export async function follow(client: Client, first: Body, opts: { detachOnInterr
   process.on('SIGINT', onSigint);
   try {
     await readStream(first, state, kill);
-    const deadline = Date.now() + 120_000;
+    let deadline = Date.now() + RECONNECT_MS;
     let told = false;
     while (state.result === null && state.jobId && opts.reconnect !== false && Date.now() < deadline) {
       if (!told) { err(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`); told = true; }
       await new Promise((r) => setTimeout(r, 500));
       const res = await client.stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE).catch(() => null);
-      if (res) await readStream(res, state, kill);
+      if (!res) continue;
+      // Back on the stream: a later loss (a controller restart, or this client dropped for
+      // falling too far behind) is told again and gets its own time to reconnect.
+      deadline = Date.now() + RECONNECT_MS;
+      told = false;
+      await readStream(res, state, kill);
     }
   } finally {
     process.off('SIGINT', onSigint);

@@ -1,5 +1,11 @@
 // Streams a job to an HTTP client as frames (core/frames.ts): lifecycle
 // events, then output as it arrives, then the exit. Ends when the job does.
+//
+// What waits at the controller for one client is bounded. A client that stops
+// reading would otherwise have the controller keep a copy of all the job's
+// output for it (four such clients of a 200 MB job took it from 80 MiB to 913).
+// Past STREAM_BACKLOG_BYTES it is dropped: its connection is cut, and it
+// resumes with ?after=<the last seq it has> (the CLI does so by itself).
 import type { ServerResponse } from 'node:http';
 import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import { formatSize } from '../../core/size';
@@ -8,84 +14,171 @@ import type { JobEvents, JobItem } from '../job-events';
 import type { OutputWriter } from '../output-writer';
 import { FINAL_STATES } from '../jobs/job-view';
 
+/**
+ * Bytes written to a stream client but not yet taken by its connection, past
+ * which the client is dropped. Loopback and network buffers hold several MiB
+ * more, so a client that keeps up is never near it.
+ */
+export const STREAM_BACKLOG_BYTES = 8 * 1024 * 1024;
+
+/** Stored chunks read per query during a replay: one page in memory at a time (a chunk is one pipe read, at most 64 KiB). */
+const REPLAY_PAGE_ROWS = 32;
+
+type Output = Extract<JobItem, { kind: 'output' }>;
+
 export function openStream(res: ServerResponse): void {
   res.writeHead(200, { 'content-type': STREAM_CONTENT_TYPE, 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
   res.flushHeaders();
-}
-
-/** Subscribes before anything can happen to the job, so no event is missed. Returns a stop function. */
-export function pipeJob(events: JobEvents, jobId: string, res: ServerResponse): () => void {
-  let lastSeq = 0;
-  const stop = events.subscribe(jobId, (item: JobItem) => {
-    if (res.writableEnded) return;
-    if (item.kind === 'output') {
-      // A worker resends what the controller may have missed; pass each chunk on once.
-      if (item.seq <= lastSeq) return;
-      lastSeq = item.seq;
-      res.write(encodeOutput(item.stream, item.seq, item.data));
-      return;
-    }
-    writeEvent(res, item.event);
-    if (item.event.type === 'exit') {
-      stop();
-      res.end();
-    }
-  });
-  res.on('close', stop);
-  return stop;
 }
 
 export function writeEvent(res: ServerResponse, event: JobEvent): void {
   res.write(encodeEvent(event));
 }
 
+/** One client's frames: each chunk once and in order, and a client too far behind dropped. */
+class Sink {
+  /** The last chunk passed on: a worker resends what the controller may have missed, and a replay overlaps the live items. */
+  lastSeq: number;
+
+  constructor(private readonly res: ServerResponse, after: number) {
+    this.lastSeq = after;
+  }
+
+  get gone(): boolean {
+    return this.res.writableEnded || this.res.destroyed;
+  }
+
+  output(item: Output): void {
+    if (this.gone || item.seq <= this.lastSeq) return;
+    if (this.res.writableLength > STREAM_BACKLOG_BYTES) return this.drop();
+    this.lastSeq = item.seq;
+    this.res.write(encodeOutput(item.stream, item.seq, item.data));
+  }
+
+  /** Events are few and small: they are written even to a client that is behind. */
+  event(event: JobEvent): void {
+    if (!this.gone) writeEvent(this.res, event);
+  }
+
+  end(event: JobEvent): void {
+    if (!this.gone) this.res.end(encodeEvent(event));
+  }
+
+  /** Cuts the connection; what was queued for it is freed. */
+  drop(): void {
+    this.res.destroy();
+  }
+
+  /** Resolves once the client has taken what was written (or is gone), so a replay goes no faster than the client reads. */
+  drained(): Promise<void> {
+    const res = this.res;
+    if (this.gone || !res.writableNeedDrain) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  }
+}
+
+/** Subscribes before anything can happen to the job, so no event is missed. Returns a stop function. */
+export function pipeJob(events: JobEvents, jobId: string, res: ServerResponse): () => void {
+  const sink = new Sink(res, 0);
+  const stop = events.subscribe(jobId, (item) => {
+    if (item.kind === 'output') return sink.output(item);
+    if (item.event.type !== 'exit') return sink.event(item.event);
+    stop();
+    sink.end(item.event);
+  });
+  res.on('close', stop);
+  return stop;
+}
+
 export interface ReplayDeps { sql: Sql; events: JobEvents; writer: OutputWriter; outputLimitBytes: number }
 
+interface JobState { state: string; exit_code: number | null; reason: string | null; output_truncated: boolean }
+
 /**
- * Replays a job's stored output, then (with `follow`) its live output until it
- * ends. Live items that arrive during the replay are held and passed on after
- * it, skipping any sequence number already sent: no chunk lost, none repeated.
+ * Replays a job's stored output after `after`, then (with `follow`) its live
+ * output until it ends. Live items that arrive during the replay are held and
+ * passed on after it, skipping any sequence number already sent: no chunk
+ * lost, none repeated. At most STREAM_BACKLOG_BYTES of them are held; a
+ * client whose replay falls that far behind the job is dropped.
  */
 export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResponse, follow: boolean, after = 0): Promise<void> {
-  let lastSeq = after;
+  const sink = new Sink(res, after);
+  if (!follow) return snapshot(deps, jobId, sink);
   let live = false;
-  let done = false;
   const held: JobItem[] = [];
-  const send = (item: JobItem) => {
-    if (done || res.writableEnded) return;
-    if (item.kind === 'output') {
-      if (item.seq <= lastSeq) return;
-      lastSeq = item.seq;
-      res.write(encodeOutput(item.stream, item.seq, item.data));
-      return;
-    }
+  let heldBytes = 0;
+  const pass = (item: JobItem) => {
+    if (item.kind === 'output') return sink.output(item);
     if (item.event.type !== 'exit') return;
-    done = true;
-    writeEvent(res, item.event);
     stop();
-    res.end();
+    sink.end(item.event);
   };
-  const stop = deps.events.subscribe(jobId, (item) => (live ? send(item) : held.push(item)));
+  const stop = deps.events.subscribe(jobId, (item) => {
+    if (live) return pass(item);
+    held.push(item);
+    heldBytes += item.kind === 'output' ? item.data.length : 0;
+    if (heldBytes > STREAM_BACKLOG_BYTES) sink.drop();
+  });
   res.on('close', stop);
-  // Chunks that reached this controller before the subscription are stored by now.
+  // Chunks that reached this controller before the subscription are stored by now; later ones are held.
   await deps.writer.drain();
-  const rows = await deps.sql<{ seq: number; stream: 1 | 2; data: Buffer }[]>`
-    select seq, stream, data from job_output where job_id = ${jobId} and seq > ${after} order by seq`;
-  for (const r of rows) send({ kind: 'output', seq: r.seq, stream: r.stream, data: r.data });
-  const [job] = await deps.sql<{ state: string; exit_code: number | null; reason: string | null; output_truncated: boolean }[]>`
-    select state, exit_code, reason, output_truncated from jobs where id = ${jobId}`;
-  if (job?.output_truncated && !res.writableEnded) {
-    writeEvent(res, { type: 'notice', message: `output truncated: only the first ${formatSize(deps.outputLimitBytes)} of job ${jobId}'s output was kept; the rest was streamed live but not stored` });
-  }
+  await replayStored(deps.sql, jobId, sink, await lastStoredSeq(deps.sql, jobId));
+  const job = await jobState(deps.sql, jobId);
+  if (job?.output_truncated) sink.event(truncatedNotice(deps, jobId));
   live = true;
-  for (const item of held.splice(0)) send(item);
-  if (done || !job) return;
-  if (FINAL_STATES.has(job.state)) {
-    send({ kind: 'event', event: { type: 'exit', jobId, state: job.state, exitCode: job.exit_code, reason: job.reason } });
-  } else if (!follow) {
-    done = true;
-    writeEvent(res, { type: 'end', jobId, state: job.state });
-    stop();
-    res.end();
+  for (const item of held.splice(0)) pass(item);
+  if (sink.gone || !job) return;
+  if (FINAL_STATES.has(job.state)) pass({ kind: 'event', event: exitEvent(jobId, job) });
+}
+
+/**
+ * rc logs without -f: the output stored now, then the exit (a job that has
+ * ended) or an end (one still going). Nothing live is held for it.
+ */
+async function snapshot(deps: ReplayDeps, jobId: string, sink: Sink): Promise<void> {
+  // Read first: a job seen ended has all its output stored (its exit report waited for that).
+  const before = await jobState(deps.sql, jobId);
+  await deps.writer.drain();
+  await replayStored(deps.sql, jobId, sink, await lastStoredSeq(deps.sql, jobId));
+  // Read again: the output may have reached the bound during the replay.
+  const job = await jobState(deps.sql, jobId);
+  if (!before || !job) return sink.drop();
+  if (job.output_truncated) sink.event(truncatedNotice(deps, jobId));
+  sink.end(FINAL_STATES.has(before.state) ? exitEvent(jobId, job) : { type: 'end', jobId, state: before.state });
+}
+
+/** Stored chunks after the client's last one, up to `upTo`, a page at a time, written no faster than the client takes them. */
+async function replayStored(sql: Sql, jobId: string, sink: Sink, upTo: number): Promise<void> {
+  while (!sink.gone && sink.lastSeq < upTo) {
+    const rows = await sql<{ seq: number; stream: 1 | 2; data: Buffer }[]>`
+      select seq, stream, data from job_output where job_id = ${jobId} and seq > ${sink.lastSeq} and seq <= ${upTo}
+      order by seq limit ${REPLAY_PAGE_ROWS}`;
+    if (!rows.length) return;
+    for (const r of rows) {
+      sink.output({ kind: 'output', seq: r.seq, stream: r.stream, data: r.data });
+      await sink.drained();
+    }
   }
+}
+
+async function lastStoredSeq(sql: Sql, jobId: string): Promise<number> {
+  const [row] = await sql<{ seq: number }[]>`select coalesce(max(seq), 0)::int as seq from job_output where job_id = ${jobId}`;
+  return row?.seq ?? 0;
+}
+
+async function jobState(sql: Sql, jobId: string): Promise<JobState | undefined> {
+  const [job] = await sql<JobState[]>`select state, exit_code, reason, output_truncated from jobs where id = ${jobId}`;
+  return job;
+}
+
+function exitEvent(jobId: string, job: JobState): JobEvent {
+  return { type: 'exit', jobId, state: job.state, exitCode: job.exit_code, reason: job.reason };
+}
+
+function truncatedNotice(deps: ReplayDeps, jobId: string): JobEvent {
+  return { type: 'notice', message: `output truncated: only the first ${formatSize(deps.outputLimitBytes)} of job ${jobId}'s output was kept; the rest was streamed live but not stored` };
 }
