@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   if (config.RC_LOCAL_WORKER) {
     const host = process.env.RC_HOST_NAME ?? hostname();
     const workerCreds = await ensureLocalWorker(database.db, config.RC_DATA_DIR, host);
-    worker = new LocalWorker(url, workerCreds.credential, host, join(config.RC_DATA_DIR, 'workspace'));
+    worker = new LocalWorker(url, workerCreds.credential, host, join(config.RC_DATA_DIR, 'workspace'), join(config.RC_DATA_DIR, 'worker-state'));
     worker.start();
   }
   if (dashboard) void dashboard.start().then(() => log(`dashboard on ${url}/ (sign in with the adminToken or clientToken from local.json)`));
@@ -108,13 +108,13 @@ class LocalWorker {
   private child: ChildProcess | null = null;
   private stopping = false;
 
-  constructor(private readonly controller: string, private readonly credential: string, private readonly host: string, private readonly workspace: string) {}
+  constructor(private readonly controller: string, private readonly credential: string, private readonly host: string, private readonly workspace: string, private readonly stateDir: string) {}
 
   start(): void {
     const entry = join(dirname(fileURLToPath(import.meta.url)), 'worker.js');
     this.child = spawn(process.execPath, [entry], {
       stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, RC_CONTROLLER: this.controller, RC_HOST_TOKEN: this.credential, RC_HOST_NAME: this.host, RC_WORKSPACE: process.env.RC_WORKSPACE ?? this.workspace },
+      env: { ...process.env, RC_CONTROLLER: this.controller, RC_HOST_TOKEN: this.credential, RC_HOST_NAME: this.host, RC_WORKSPACE: process.env.RC_WORKSPACE ?? this.workspace, RC_STATE_DIR: process.env.RC_STATE_DIR ?? this.stateDir },
     });
     this.child.on('exit', (code, signal) => {
       if (this.stopping) return;

@@ -32,6 +32,15 @@ export const Hello = Inventory.extend({
   version: z.string().max(50),
   /** Jobs the worker is still running (or has finished but not yet reported). */
   running: z.array(z.object({ jobId: z.string().max(64), fence: z.number().int() })).max(1000),
+  /**
+   * Processes the worker killed and that are still there (stuck in the kernel): of its previous
+   * run's jobs, found at start-up, or of jobs that ended. Their devices are quarantined.
+   */
+  unkillable: z.array(z.object({
+    jobId: z.string().max(64),
+    devices: z.array(z.number().int().min(0).max(999)).max(64),
+    pids: z.array(z.number().int()).max(10_000),
+  })).max(1000).optional(),
 });
 export type Hello = z.infer<typeof Hello>;
 

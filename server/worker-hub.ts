@@ -180,7 +180,7 @@ export class WorkerHub implements Dispatcher {
     socket.on('hello', (raw: unknown, ack: Ack) => {
       const hello = Hello.safeParse(raw);
       if (!hello.success) return reply(ack, false, 'bad_hello');
-      this.onHello(hostName, hello.data).then(
+      this.quarantineUnkillable(hostName, hello.data).then(() => this.onHello(hostName, hello.data)).then(
         async (kill) => {
           if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
           for (const order of kill) socket.emit('job:kill', order);
@@ -263,6 +263,18 @@ export class WorkerHub implements Dispatcher {
   private async quarantine(hostName: string, q: Quarantine): Promise<void> {
     if (await quarantineDevice(this.deps.sql, hostName, q, `host:${hostName}`)) {
       this.deps.log(`quarantined ${hostName}:gpu${q.index}: ${q.reason}`);
+    }
+  }
+
+  /**
+   * Devices where the worker found processes it could not kill: quarantined before the
+   * hello's reconcile ends their jobs and frees their leases, so no job is given them meanwhile.
+   */
+  private async quarantineUnkillable(hostName: string, hello: Hello): Promise<void> {
+    for (const u of hello.unkillable ?? []) {
+      const shown = u.pids.slice(0, 10).join(', ') + (u.pids.length > 10 ? ', …' : '');
+      const reason = `processes of job ${u.jobId} from the worker's previous run could not be killed (pid ${shown})`;
+      for (const index of u.devices) await this.quarantine(hostName, { index, reason, evidence: { jobId: u.jobId, pids: u.pids.slice(0, 100) } });
     }
   }
 

@@ -1,10 +1,11 @@
 // The worker's environment, parsed once at start-up.
-import { hostname } from 'node:os';
+import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 
 /** A path, where an empty value means unset. */
 const optionalPath = z.string().optional().transform((v) => v || undefined);
+const flag = z.enum(['0', '1', 'true', 'false'], { message: 'is 0, 1, true or false' }).transform((v) => v === '1' || v === 'true');
 
 const Env = z.object({
   RC_CONTROLLER: z.string().url('RC_CONTROLLER must be the controller URL, e.g. http://rc.internal:8080'),
@@ -32,11 +33,20 @@ const Env = z.object({
   RC_GPU_MEM_THRESHOLD_MIB: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   /** Seconds a GPU may take to let go of a finished job's memory before that counts. */
   RC_GPU_SETTLE_S: z.coerce.number().min(0).max(300).default(5),
+  /** The worker's own state (the jobs it runs, for the next run after a crash); default per host name, see stateDirFor. */
+  RC_STATE_DIR: optionalPath,
+  /** A cgroup per host-runtime job where the host offers cgroup v2; 0: the RC_JOB_ID tag, process group and session only. */
+  RC_CGROUPS: flag.default(true),
 });
-export type WorkerConfig = z.infer<typeof Env>;
+export type WorkerConfig = z.infer<typeof Env> & { RC_STATE_DIR: string };
+
+/** $XDG_STATE_HOME/rc-worker/<host>, or ~/.local/state/rc-worker/<host>. */
+export function stateDirFor(host: string, env: NodeJS.ProcessEnv): string {
+  return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'rc-worker', host);
+}
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
-  const parsed = Env.safeParse(env);
+  const parsed = Env.transform((c) => ({ ...c, RC_STATE_DIR: c.RC_STATE_DIR ?? stateDirFor(c.RC_HOST_NAME, env) })).safeParse(env);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new Error(`${issue.path.join('.')}: ${issue.message}`);

@@ -17,7 +17,7 @@ import { dockerGpusValue, normalizeGpuSpec } from '../core/gpus';
 import { dockerCall, dockerError } from './docker-cli';
 import { jobEnv } from './host-runtime';
 import { containerNamespace, signalJobOnHost } from './proc-signal';
-import type { DeviceProblem, JobCallbacks, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
+import type { DeviceProblem, JobCallbacks, PreviousJob, ProcessTree, Reclaimed, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
 import { LOGIN_SHELL } from '../protocol/tty';
 import { PtyJob } from './tty';
 
@@ -122,16 +122,39 @@ export class DockerRuntime implements Runtime {
     this.labels = [{ key: 'runtime', value: 'docker' }, { key: 'image', value: opts.image }];
   }
 
+  /**
+   * Before hello: the one-off job containers of a previous worker run are
+   * removed, and every job process left in this host's device containers is
+   * killed (any RC_JOB_ID: no job of this run has started yet). The
+   * containers themselves stay, to be adopted by prepare.
+   */
+  async reclaim(_previous: PreviousJob[]): Promise<Reclaimed> {
+    const removed = await this.removeJobContainers();
+    const r = await dockerCall(this.docker, ['ps', '--filter', `label=rc.host=${this.opts.host}`, '--filter', 'label=rc.device', '--format', '{{.Names}}'], { timeoutMs: 20_000 });
+    const names = r.ok ? r.stdout.split('\n').filter(Boolean) : [];
+    let killed = 0;
+    let jobs = removed;
+    for (const name of names) {
+      const n = await this.signalTagged(name, 'KILL', '');
+      if (n > 0) this.log(`killed ${n} process(es) left over from earlier jobs in ${name}`);
+      killed += n;
+      if (n > 0) jobs += 1;
+    }
+    return { killed, jobs, unkillable: [] };
+  }
+
   async prepare(devices: RuntimeDevice[]): Promise<DeviceProblem[]> {
     try {
       mkdirSync(this.workspace, { recursive: true });
     } catch {
       // docker reports it below, per device, if the folder is really unusable.
     }
-    await this.removeJobContainers();
     const results = await Promise.all(devices.map((d) => this.ensure(d, true)));
     return results.flatMap((r) => (r.ok ? [] : [r.problem]));
   }
+
+  jobCgroup(): null { return null; }
+  close(): void {}
 
   run(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob {
     return order.devices.length > 1 ? this.runOneOff(order, cb) : this.runInDeviceContainer(order, cb, problem);
@@ -151,24 +174,13 @@ export class DockerRuntime implements Runtime {
       const name = jobContainerName(this.opts.host, order.jobId);
       const gpus = this.gpusFor(order.devices);
       if (!gpus.ok) { job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`); return job; }
-      job.start({
-        ...base,
-        args: this.oneOffArgs(order, gpus.arg, ['-it'], envArgs, argv),
-        signal: async (sig) => { await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]); },
-        afterExit: () => {},
-      });
+      job.start({ ...base, args: this.oneOffArgs(order, gpus.arg, ['-it'], envArgs, argv), tree: this.oneOffTree(name) });
       return job;
     }
     const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
       if (!await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message))) return;
-      job.start({
-        ...base,
-        args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv],
-        signal: (sig) => this.signalTagged(name, sig, order.jobId).then(() => {}),
-        // Nothing of a finished job may stay in the container.
-        afterExit: () => this.signalTagged(name, 'KILL', order.jobId).then(() => {}),
-      });
+      job.start({ ...base, args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv], tree: this.taggedTree(name, order.jobId) });
     };
     void start();
     return job;
@@ -185,8 +197,8 @@ export class DockerRuntime implements Runtime {
 
   /**
    * The device's container, running and made from the current spec: adopted
-   * if it is, (re)created if not. `adopting` (prepare) also kills whatever a
-   * previous worker run's jobs left in it.
+   * if it is, (re)created if not (`adopting`: prepare, which says so in the log;
+   * what a previous worker run's jobs left in it was killed by reclaim).
    */
   private ensure(device: RuntimeDevice, adopting: boolean): Promise<Ensured> {
     return this.withLock(device.index, async () => {
@@ -200,10 +212,7 @@ export class DockerRuntime implements Runtime {
       const state = await this.inspect(name);
       if (state && state.running && state.spec === spec) {
         this.hostView.set(name, this.viewOf(state.pid, spec));
-        if (adopting) {
-          const killed = await this.signalTagged(name, 'KILL', '');
-          this.log(`device ${device.index}: adopted the running container ${name} (${state.id.slice(0, 12)})${killed > 0 ? `; killed ${killed} process(es) left over from earlier jobs` : ''}`);
-        }
+        if (adopting) this.log(`device ${device.index}: adopted the running container ${name} (${state.id.slice(0, 12)})`);
         return { ok: true, name };
       }
       if (state) {
@@ -271,13 +280,30 @@ export class DockerRuntime implements Runtime {
     return Number(r.stdout.trim()) || 0;
   }
 
-  /** One-off job containers a previous worker run left behind. */
-  private async removeJobContainers(): Promise<void> {
+  /** One-off job containers a previous worker run left behind; resolves to how many. */
+  private async removeJobContainers(): Promise<number> {
     const r = await dockerCall(this.docker, ['ps', '-aq', '--filter', `label=rc.host=${this.opts.host}`, '--filter', 'label=rc.job']);
     const ids = r.ok ? r.stdout.split('\n').filter(Boolean) : [];
-    if (ids.length === 0) return;
+    if (ids.length === 0) return 0;
     this.log(`removing ${ids.length} job container(s) left over from earlier jobs`);
     await dockerCall(this.docker, ['rm', '-f', ...ids]);
+    return ids.length;
+  }
+
+  /** A job in a device container: its processes are those tagged with its RC_JOB_ID; nothing of a finished job may stay. */
+  private taggedTree(container: string, jobId: string): ProcessTree {
+    return {
+      signal: (sig) => this.signalTagged(container, sig, jobId).then(() => {}),
+      reap: () => this.signalTagged(container, 'KILL', jobId).then(() => []),
+    };
+  }
+
+  /** A one-off container (docker run --rm): signalled through docker; its processes go with it. */
+  private oneOffTree(name: string): ProcessTree {
+    return {
+      signal: async (sig) => { await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]); },
+      reap: () => Promise.resolve([]),
+    };
   }
 
   private envArgs(order: StartJob): string[] {
@@ -306,14 +332,11 @@ export class DockerRuntime implements Runtime {
       if (!await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message))) return;
       job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...this.envArgs(order), name, ...order.argv], {
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
-        // Nothing of a finished job may stay in the container.
-        afterExit: () => this.signalTagged(name, 'KILL', order.jobId).then(() => {}),
+        tree: this.taggedTree(name, order.jobId),
       });
     };
     void start();
-    return {
-      kill: (graceS) => job.kill(graceS, (sig) => this.signalTagged(name, sig, order.jobId).then(() => {})),
-    };
+    return { kill: (graceS) => job.kill(graceS) };
   }
 
   /** `docker run` of a one-off container holding all the job's GPUs (jobs on several devices). */
@@ -341,21 +364,17 @@ export class DockerRuntime implements Runtime {
         ? `rc: ${order.argv[0] ?? ''}: command not found in the image ${this.opts.image}\n`
         : `rc: cannot run the job in a container: ${dockerError(held)}\n`),
       // --rm: the container, and every process in it, is gone with the job.
-      afterExit: () => Promise.resolve(),
+      tree: this.oneOffTree(name),
     });
-    return {
-      kill: (graceS) => job.kill(graceS, async (sig) => {
-        await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]);
-      }),
-    };
+    return { kill: (graceS) => job.kill(graceS) };
   }
 }
 
 interface StartOptions {
   /** Docker's own error (held back from the job's stderr) as the line to show instead. */
   translate(held: string, code: number | null): string | { line: string; code: number };
-  /** Runs after the client exits and before cb.exit. */
-  afterExit(): Promise<void>;
+  /** The job's processes: signalled on a kill, reaped after the client exits and before cb.exit. */
+  tree: ProcessTree;
 }
 
 // Docker's own errors, as opposed to the job's output: held back so they can
@@ -370,6 +389,7 @@ class JobProcess {
   private started = false;
   private killTimers: NodeJS.Timeout[] = [];
   private child: ChildProcessByStdio<null, Readable, Readable> | null = null;
+  private tree: ProcessTree | null = null;
 
   constructor(private readonly cb: JobCallbacks) {}
 
@@ -388,6 +408,7 @@ class JobProcess {
       return;
     }
     this.started = true;
+    this.tree = opts.tree;
     const child = spawn(docker, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     let anyOutput = false;
@@ -418,7 +439,7 @@ class JobProcess {
       this.finish(DOCKER_FAILED, null);
     });
     child.on('exit', (code, signal) => {
-      void opts.afterExit().finally(() => {
+      void opts.tree.reap().catch(() => []).finally(() => {
         const end = () => {
           let finalCode = code;
           const text = Buffer.concat(held.map((h) => h.data)).toString('utf8');
@@ -441,14 +462,15 @@ class JobProcess {
     });
   }
 
-  kill(graceS: number, signal: (sig: 'TERM' | 'KILL') => Promise<void>): void {
+  kill(graceS: number): void {
     if (this.done) return;
     if (!this.started) { this.killedEarly = true; return; }
     if (this.killTimers.length > 0) return;
-    void signal('TERM');
+    const tree = this.tree!;
+    void tree.signal('TERM');
     this.killTimers.push(setTimeout(() => {
       if (this.done) return;
-      void signal('KILL');
+      void tree.signal('KILL');
       // If docker itself hangs, at least let go of the client.
       this.killTimers.push(setTimeout(() => { this.child?.kill('SIGKILL'); }, 10_000));
     }, graceS * 1000));

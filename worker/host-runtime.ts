@@ -1,22 +1,29 @@
-// Runs a job's command directly on the host: its own process group,
-// CUDA_VISIBLE_DEVICES set, stdout and stderr piped back. When the command
-// exits, whatever it left behind in its group is killed.
+// Runs a job's command directly on the host: its own session and process
+// group, CUDA_VISIBLE_DEVICES set, stdout and stderr piped back. The process
+// supervisor (job-supervisor.ts) knows all of the job's processes: a kill
+// reaches every one, and when the command exits whatever it left running is
+// killed and gone before the end is reported.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
 import { LOGIN_SHELL } from '../protocol/tty';
-import type { JobCallbacks, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
-import { findOnPath, PtyJob, signalHostTty } from './tty';
+import type { JobSupervisor } from './job-supervisor';
+import type { JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
+import { findOnPath, PtyJob } from './tty';
 
 /** Jobs run directly on the host, for hosts without Docker (and `npm start`'s local worker). */
 export class HostRuntime implements Runtime {
   readonly name = 'host' as const;
   readonly labels = [{ key: 'runtime', value: 'host' }];
-  constructor(private readonly workspace: string) {}
+  constructor(private readonly workspace: string, private readonly supervisor: JobSupervisor) {}
+  reclaim(previous: PreviousJob[]): Promise<Reclaimed> { return this.supervisor.reclaim(previous); }
   prepare(): Promise<[]> { return Promise.resolve([]); }
-  run(order: StartJob, cb: JobCallbacks): RunningJob { return runOnHost(order, this.workspace, cb); }
-  runTty(order: StartJob, cb: TtyCallbacks): RunningTty { return runTtyOnHost(order, this.workspace, cb); }
+  jobCgroup(jobId: string): string | null { return this.supervisor.cgroupOf(jobId); }
+  close(): void { this.supervisor.close(); }
+  run(order: StartJob, cb: JobCallbacks): RunningJob { return runOnHost(order, this.workspace, this.supervisor, cb); }
+  runTty(order: StartJob, cb: TtyCallbacks): RunningTty { return runTtyOnHost(order, this.workspace, this.supervisor, cb); }
 }
 
 const PASS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
@@ -32,53 +39,65 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): 
   return env;
 }
 
-export function runOnHost(order: StartJob, workspace: string, cb: JobCallbacks): RunningJob {
+export function runOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: JobCallbacks): RunningJob {
   const cwd = order.cwd ?? workspace;
   if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
     return failAtOnce(cb, 126, `rc: the working directory ${cwd} does not exist on this host\n`);
   }
-  const child: ChildProcessByStdio<null, Readable, Readable> = spawn(order.argv[0]!, order.argv.slice(1), {
-    cwd, env: jobEnv(order) as NodeJS.ProcessEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+  const env = jobEnv(order);
+  const command = order.argv[0]!;
+  // Checked here, since the cgroup's shell would otherwise say it in its own words.
+  const unusable = commandProblem(command, env.PATH, cwd);
+  if (unusable) return failAtOnce(cb, unusable.code, `rc: ${command}: ${unusable.why}\n`);
+  const tree = supervisor.open(order.jobId);
+  const spawned = tree.spawnArgs(command, order.argv.slice(1));
+  const child: ChildProcessByStdio<null, Readable, Readable> = spawn(spawned.file, spawned.args, {
+    cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (child.pid !== undefined) tree.started(child.pid);
   let done = false;
+  let closed = false;
   let killTimer: NodeJS.Timeout | null = null;
-  const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+  const finish = (code: number | null, signal: NodeJS.Signals | null, survivors: number[]) => {
     if (done) return;
     done = true;
     if (killTimer) clearTimeout(killTimer);
-    cb.exit(code, signal);
+    cb.exit(code, signal, survivors);
   };
   child.stdout.on('data', (d: Buffer) => cb.output(1, d));
   child.stderr.on('data', (d: Buffer) => cb.output(2, d));
+  child.on('close', () => { closed = true; });
   child.on('error', (err: NodeJS.ErrnoException) => {
     // Only a failed spawn matters here; later errors end in 'exit' anyway.
     if (child.pid !== undefined) return;
     const [code, why] = err.code === 'ENOENT' ? [127, 'command not found'] : err.code === 'EACCES' ? [126, 'permission denied'] : [126, err.message];
-    cb.output(2, Buffer.from(`rc: ${order.argv[0]}: ${why}\n`));
-    finish(code, null);
+    cb.output(2, Buffer.from(`rc: ${command}: ${why}\n`));
+    void tree.reap().then((survivors) => finish(code, null, survivors));
   });
   child.on('exit', (code, signal) => {
-    // The command is over: nothing it started may outlive it.
-    signalGroup(child.pid!, 'SIGKILL');
-    // Give the pipes a moment to drain what was written before the exit.
-    const t = setTimeout(() => { child.stdout.destroy(); child.stderr.destroy(); finish(code, signal); }, 2000);
-    child.once('close', () => { clearTimeout(t); finish(code, signal); });
+    // The command is over: nothing it started may outlive it, and its end waits until all of it is gone.
+    void tree.reap().catch(() => [] as number[]).then((survivors) => {
+      if (closed) return finish(code, signal, survivors);
+      // Give the pipes a moment to drain what was written before the exit.
+      const t = setTimeout(() => { child.stdout.destroy(); child.stderr.destroy(); finish(code, signal, survivors); }, 2000);
+      child.once('close', () => { clearTimeout(t); finish(code, signal, survivors); });
+    });
   });
   return {
     kill(graceS: number) {
       if (done || child.pid === undefined) return;
-      signalGroup(child.pid, 'SIGTERM');
-      if (!killTimer) killTimer = setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), graceS * 1000);
+      void tree.signal('TERM');
+      if (!killTimer) killTimer = setTimeout(() => void tree.signal('KILL'), graceS * 1000);
     },
   };
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is already gone.
-  }
+/** Why a command cannot run from this cwd with this PATH (as execvp would fail), or null when it can. */
+function commandProblem(command: string, path: string | undefined, cwd: string): { code: number; why: string } | null {
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
+  if (findOnPath(command, path, (p) => isExecutableFile(at(p)))) return null;
+  if (findOnPath(command, path, (p) => isFile(at(p)))) return { code: 126, why: 'permission denied' };
+  return { code: 127, why: 'command not found' };
 }
 
 function failAtOnce(cb: JobCallbacks, code: number, message: string): RunningJob {
@@ -87,7 +106,7 @@ function failAtOnce(cb: JobCallbacks, code: number, message: string): RunningJob
 }
 
 /** A job under a pseudo-terminal on the host: same cwd and environment as runOnHost, TERM=xterm-256color. */
-export function runTtyOnHost(order: StartJob, workspace: string, cb: TtyCallbacks): RunningTty {
+export function runTtyOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: TtyCallbacks): RunningTty {
   const job = new PtyJob(cb);
   const cwd = order.cwd ?? workspace;
   const argv = order.argv.length ? order.argv : LOGIN_SHELL;
@@ -101,17 +120,23 @@ export function runTtyOnHost(order: StartJob, workspace: string, cb: TtyCallback
     job.failAtOnce(127, `rc: ${argv[0]}: command not found\n`);
     return job;
   }
-  job.start({
-    file, args: argv.slice(1), cwd, env, cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24,
-    signal: (sig, pid) => { signalHostTty(pid, order.jobId, sig === 'TERM' ? 'SIGTERM' : 'SIGKILL'); },
-    afterExit: (pid) => { signalHostTty(pid, order.jobId, 'SIGKILL'); },
-  });
+  const tree = supervisor.open(order.jobId);
+  const spawned = tree.spawnArgs(file, argv.slice(1));
+  job.start({ file: spawned.file, args: spawned.args, cwd, env, cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24, tree, onSpawn: (pid) => tree.started(pid) });
   return job;
 }
 
 function isExecutableFile(path: string): boolean {
   try {
     accessSync(path, fsConstants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isFile(path: string): boolean {
+  try {
     return statSync(path).isFile();
   } catch {
     return false;

@@ -4,7 +4,13 @@
 //
 // Probes run at start (before hello), every RC_PROBE_INTERVAL_S and when the
 // controller sends PROBE_NOW; after each run the worker sends 'inventory'.
+//
+// Before it connects, the worker kills whatever the jobs of its previous run
+// left running (known from its state file, job-state.ts, and the runtime's own
+// leftovers: job cgroups, containers), so that no device is leased again while
+// its last job may still run.
 import { mkdirSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { io, type Socket } from 'socket.io-client';
 import type { Inventory, JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
 import { DEVICE_UNHEALTHY, FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, FileOp, PROBE_NOW, WORKER_NAMESPACE, type FileReply } from '../protocol/worker';
@@ -15,7 +21,9 @@ import { doctor } from './doctor';
 import { GpuMonitor } from './gpu-monitor';
 import { HostRuntime } from './host-runtime';
 import { holdLease } from './hold';
-import type { JobCallbacks, RunningJob, RunningTty, Runtime } from './runtime';
+import { JobState } from './job-state';
+import { JobSupervisor } from './job-supervisor';
+import type { JobCallbacks, Reclaimed, RunningJob, RunningTty, Runtime } from './runtime';
 import { TTY_ACK, TTY_INPUT, TTY_OUTPUT, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TTY_WORKER_WINDOW, TtyAck, TtyInput, TtyJobRef, TtyResize } from '../protocol/tty';
 import { Watchdog } from './watchdog';
 import { OutputOutbox } from './outbox';
@@ -48,7 +56,7 @@ class Worker {
   /** Device index → the job that just ended there, until its GPU memory had time to settle. */
   private readonly ending = new Map<number, { jobId: string; until: number }>();
 
-  constructor(private readonly config: WorkerConfig, private readonly prober: Prober, private readonly runtime: Runtime, private readonly gpus: GpuMonitor) {
+  constructor(private readonly config: WorkerConfig, private readonly prober: Prober, private readonly runtime: Runtime, private readonly gpus: GpuMonitor, private readonly state: JobState) {
     prober.onInventory = (inventory) => { if (this.ready) this.sendInventory(inventory); };
     this.probeTimer = setInterval(() => void prober.run(), config.RC_PROBE_INTERVAL_S * 1000);
     this.socket = io(config.RC_CONTROLLER + WORKER_NAMESPACE, {
@@ -114,7 +122,9 @@ class Worker {
     const inventory = this.prober.latest ?? await this.prober.run();
     const running = [...this.jobs.values()].map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
       .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
-    const reply = await this.socket.timeout(10_000).emitWithAck('hello', { version: RC_VERSION, ...inventory, running })
+    // Processes of the previous run's jobs that would not die: the controller quarantines their devices (an ended job's went in its exit).
+    const unkillable = this.state.unkillable();
+    const reply = await this.socket.timeout(10_000).emitWithAck('hello', { version: RC_VERSION, ...inventory, running, ...(unkillable.length ? { unkillable } : {}) })
       .catch(() => null) as { ok: boolean; heartbeatMs?: number; code?: string; resume?: Record<string, number> } | null;
     if (!reply?.ok) {
       log(`the controller refused our hello (${reply?.code ?? 'no answer'}); reconnecting`);
@@ -149,6 +159,8 @@ class Worker {
     if (this.jobs.has(order.jobId)) return;
     const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null };
     this.jobs.set(order.jobId, job);
+    // Known to the next run of the worker before it runs anything (a hold runs nothing).
+    if (order.kind !== 'hold') this.state.started({ jobId: order.jobId, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
     job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason) => {
       log(`job ${order.jobId}: ${reason}; killing it`);
       job.killedFor = reason;
@@ -162,14 +174,17 @@ class Worker {
         this.outbox.add(chunk);
         if (this.ready) this.socket.emit('job:output', chunk);
       },
-      exit: (exitCode, signal) => {
+      exit: (exitCode, signal, survivors = []) => {
         job.watchdog?.stop();
+        this.state.ended(order.jobId, survivors);
+        const stuck = survivors.length ? this.stuck(order, survivors) : [];
         const until = Date.now() + this.config.RC_GPU_SETTLE_S * 1000 + 10_000;
         for (const d of order.devices) this.ending.set(d.index, { jobId: order.jobId, until });
         // A GPU still holding memory is quarantined in the same report that ends the job,
         // so no other job can be given it in between.
-        void this.gpus.afterJob(order.jobId, order.devices).catch(() => [] as Quarantine[]).then((quarantine) => {
+        void this.gpus.afterJob(order.jobId, order.devices).catch(() => [] as Quarantine[]).then((found) => {
           this.jobs.delete(order.jobId);
+          const quarantine = [...stuck, ...found];
           const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor, quarantine };
           for (const q of quarantine) log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
           this.unreported.set(order.jobId, exit);
@@ -180,6 +195,17 @@ class Worker {
     job.run = order.kind === 'hold' ? holdLease(callbacks)
       : order.kind === 'tty' ? this.startTty(job, callbacks)
       : this.runtime.run(order, callbacks, (problem) => this.unusable(problem));
+  }
+
+  /** Processes of an ended job still there after the kill: its devices are quarantined in its end report. */
+  private stuck(order: StartJob, pids: number[]): Quarantine[] {
+    const shown = pids.slice(0, 10).join(', ') + (pids.length > 10 ? ', …' : '');
+    log(`job ${order.jobId}: ${pids.length} process(es) could not be killed (pid ${shown})`);
+    return order.devices.map((d) => ({
+      index: d.index,
+      reason: `processes of job ${order.jobId} could not be killed (pid ${shown})`,
+      evidence: { jobId: order.jobId, pids: pids.slice(0, 100) },
+    }));
   }
 
   /** A terminal job: its output is live only (not numbered, not kept), sent within a window the controller acknowledges. */
@@ -282,6 +308,8 @@ class Worker {
     this.stopHeartbeat();
     clearInterval(this.probeTimer);
     this.socket.disconnect();
+    this.runtime.close();
+    this.state.release();
   }
 }
 
@@ -302,9 +330,24 @@ async function main(): Promise<void> {
     console.error(`rc-worker: ${err instanceof Error ? err.message : String(err)}`);
     process.exit(2);
   }
-  const runtime: Runtime = config.RC_RUNTIME === 'docker'
-    ? new DockerRuntime({ host: config.RC_HOST_NAME, image: config.RC_DOCKER_IMAGE, workspace: config.RC_WORKSPACE, docker: config.RC_DOCKER, log })
-    : new HostRuntime(config.RC_WORKSPACE);
+  const state = new JobState(config.RC_STATE_DIR, log);
+  let previous: ReturnType<JobState['open']>;
+  try {
+    previous = state.open();
+  } catch (err) {
+    console.error(`rc-worker: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(2);
+  }
+  let runtime: Runtime;
+  if (config.RC_RUNTIME === 'docker') {
+    runtime = new DockerRuntime({ host: config.RC_HOST_NAME, image: config.RC_DOCKER_IMAGE, workspace: config.RC_WORKSPACE, docker: config.RC_DOCKER, log });
+  } else {
+    const supervisor = JobSupervisor.start({ host: config.RC_HOST_NAME, stateDir: config.RC_STATE_DIR, cgroups: config.RC_CGROUPS, log });
+    log(supervisor.describe());
+    runtime = new HostRuntime(config.RC_WORKSPACE, supervisor);
+  }
+  // Before the hello: what the previous run's jobs left must be gone before the controller leases their devices again.
+  await reclaim(runtime, state, previous);
   const prober = new Prober({
     runtimeLabels: runtime.labels,
     workspace: config.RC_WORKSPACE,
@@ -316,7 +359,7 @@ async function main(): Promise<void> {
   const first = await prober.run();
   log(`probed: ${first.devices.length} device(s), ${first.hostLabels.length} host label(s)`);
   const gpus = new GpuMonitor({ command: 'nvidia-smi', env: process.env, thresholdMiB: config.RC_GPU_MEM_THRESHOLD_MIB, settleMs: config.RC_GPU_SETTLE_S * 1000, log });
-  const worker = new Worker(config, prober, runtime, gpus);
+  const worker = new Worker(config, prober, runtime, gpus, state);
   // Containers are made (or adopted) while the worker is already connected; a device whose
   // container cannot be made is quarantined, with docker's words as the evidence.
   void runtime.prepare(first.devices.map((d) => ({ index: d.index, uuid: d.uuid ?? null }))).then((problems) => {
@@ -330,6 +373,21 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+}
+
+/** Kills what the previous run of the worker left (its jobs' processes) and says how many and how long it took. */
+async function reclaim(runtime: Runtime, state: JobState, previous: ReturnType<JobState['open']>): Promise<void> {
+  const t0 = performance.now();
+  const r: Reclaimed = await runtime.reclaim([...previous.jobs, ...previous.leftover]).catch((err: unknown) => {
+    log(`cleaning up after the previous run failed: ${String(err)}`);
+    return { killed: 0, jobs: 0, unkillable: [] };
+  });
+  const ms = Math.round(performance.now() - t0);
+  if (r.jobs || r.unkillable.length) log(`killed ${r.killed} process(es) of ${r.jobs} job(s) left by the previous run in ${ms} ms`);
+  for (const u of r.unkillable) {
+    log(`could not kill ${u.pids.length} process(es) of job ${u.jobId} (pid ${u.pids.join(', ')}); the controller quarantines ${u.devices.map((d) => `gpu${d}`).join(', ') || 'no device'}`);
+  }
+  state.reset(r.unkillable);
 }
 
 void main();

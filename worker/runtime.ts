@@ -7,8 +7,39 @@ export type RuntimeName = 'host' | 'docker';
 
 export interface JobCallbacks {
   output(stream: 1 | 2, data: Buffer): void;
-  /** Called once, after the command and everything it started are gone. */
-  exit(exitCode: number | null, signal: NodeJS.Signals | null): void;
+  /**
+   * Called once, after the command and everything it started are gone, or
+   * with `survivors`: the pids still there after the kill and a bounded wait
+   * (stuck in the kernel); the worker quarantines the job's devices then.
+   */
+  exit(exitCode: number | null, signal: NodeJS.Signals | null, survivors?: number[]): void;
+}
+
+/** Every process of one job, as a runtime signals it (the host's supervisor, a container's RC_JOB_ID sweep). */
+export interface ProcessTree {
+  /** TERM: every process, held still first so no shell sees its children die and exits 0 before its own TERM lands. KILL: every process. */
+  signal(sig: 'TERM' | 'KILL'): Promise<void>;
+  /** After the job's main process exited: kills what is left, waits (bounded) until it is gone; resolves to the pids still there. */
+  reap(): Promise<number[]>;
+}
+
+/** A job of the worker's previous run, from its state file: its processes may still run. */
+export interface PreviousJob {
+  jobId: string;
+  devices: number[];
+  /** Its cgroup (host runtime with cgroups). */
+  cgroup: string | null;
+}
+
+/** Processes of a job that were killed and are still there (stuck in the kernel): their devices must not be leased. */
+export interface Unkillable { jobId: string; devices: number[]; pids: number[] }
+
+/** What the clean-up of a previous run's jobs did. */
+export interface Reclaimed {
+  /** Processes killed, and the jobs they belonged to. */
+  killed: number;
+  jobs: number;
+  unkillable: Unkillable[];
 }
 
 export interface RunningJob {
@@ -27,8 +58,8 @@ export interface RunningTty extends RunningJob {
 
 export interface TtyCallbacks {
   output(data: Buffer): void;
-  /** Called once, after the program and everything it started are gone. */
-  exit(exitCode: number | null, signal: NodeJS.Signals | null): void;
+  /** Called once, after the program and everything it started are gone (or with the survivors, as JobCallbacks.exit). */
+  exit(exitCode: number | null, signal: NodeJS.Signals | null, survivors?: number[]): void;
 }
 
 /** A device the runtime could not make usable (e.g. its container cannot be created): the worker quarantines it. */
@@ -45,11 +76,21 @@ export interface Runtime {
   /** Labels the host gets from its runtime (runtime=..., image=...). */
   readonly labels: { key: string; value: string }[];
   /**
+   * Before the worker says hello: kills whatever the jobs of a previous run of
+   * the worker left running (`previous`, from its state file, and what the
+   * runtime finds of its own: job cgroups, one-off containers, tagged
+   * processes in the device containers) and waits until it is gone.
+   */
+  reclaim(previous: PreviousJob[]): Promise<Reclaimed>;
+  /**
    * Makes the devices usable, adopting what a previous run of the worker left
-   * (containers) and killing any job process left over from it. Resolves to the
-   * devices it could not prepare.
+   * (containers). Resolves to the devices it could not prepare.
    */
   prepare(devices: RuntimeDevice[]): Promise<DeviceProblem[]>;
+  /** The cgroup a job will run in, recorded in the state file before it starts; null where there is none. */
+  jobCgroup(jobId: string): string | null;
+  /** The worker stops: what the runtime made for itself and no longer needs goes. */
+  close(): void;
   /** Starts a job. A device problem found on the way (a container that cannot be recreated) is reported through `problem`. */
   run(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob;
   /** Starts a job under a pseudo-terminal (node-pty) of `order.tty`'s size; an empty argv runs a login shell. */

@@ -1,13 +1,12 @@
 // A job under a pseudo-terminal (rc run --tty, the dashboard's terminal),
-// through node-pty. The runtime says what to spawn and how to signal the
-// job's processes; this file does the terminal: output, input, resizes, flow
-// control (pause stops reading, so the program blocks) and kill with grace.
+// through node-pty. The runtime says what to spawn and gives the job's
+// process tree (how to signal all of it); this file does the terminal:
+// output, input, resizes, flow control (pause stops reading, so the program
+// blocks) and kill with grace.
 import { constants } from 'node:os';
-import { readdirSync, readFileSync } from 'node:fs';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
-import { jobTag } from './proc-signal';
 import { guardPtyEnd } from './pty-end';
-import type { RunningTty, TtyCallbacks } from './runtime';
+import type { ProcessTree, RunningTty, TtyCallbacks } from './runtime';
 
 export interface PtySpec {
   file: string;
@@ -16,10 +15,10 @@ export interface PtySpec {
   env: Record<string, string>;
   cols: number;
   rows: number;
-  /** Signals every process of the job (the program's pid is given). */
-  signal(sig: 'TERM' | 'KILL', pid: number): Promise<void> | void;
-  /** After the program exits: nothing it started may outlive it. */
-  afterExit(pid: number): Promise<void> | void;
+  /** Every process of the job: signalled on a kill, reaped after the program exits (nothing it started may outlive it). */
+  tree: ProcessTree;
+  /** The program's pid, once spawned. */
+  onSpawn?(pid: number): void;
 }
 
 const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
@@ -54,21 +53,24 @@ export class PtyJob implements RunningTty {
         encoding: null,
       } as Parameters<typeof ptySpawn>[2]);
     } catch (err) {
+      // Nothing ran; the tree's cgroup, if it has one, goes.
+      void spec.tree.reap().catch(() => {});
       this.failAtOnce(126, `rc: cannot start ${spec.file}: ${err instanceof Error ? err.message : String(err)}\n`);
       return;
     }
     this.pty = pty;
+    spec.onSpawn?.(pty.pid);
     guardPtyEnd(pty, () => { this.gone = true; });
     if (this.paused) pty.pause();
     pty.onData((d: string | Buffer) => { if (!this.done) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d); });
     pty.onExit(({ exitCode, signal }) => {
       const sig = signal ? SIGNAL_NAMES.get(signal) ?? 'SIGKILL' : null;
-      void Promise.resolve(spec.afterExit(pty.pid)).catch(() => {}).finally(() => this.finish(sig ? null : exitCode, sig));
+      void spec.tree.reap().catch(() => [] as number[]).then((survivors) => this.finish(sig ? null : exitCode, sig, survivors));
     });
-    this.signal = (sig) => spec.signal(sig, pty.pid);
+    this.signal = (sig) => spec.tree.signal(sig);
   }
 
-  private signal: (sig: 'TERM' | 'KILL') => Promise<void> | void = () => {};
+  private signal: (sig: 'TERM' | 'KILL') => Promise<void> = () => Promise.resolve();
 
   /** Bytes reach the program exactly as given (a string as UTF-8). */
   write(data: string | Buffer): void {
@@ -104,42 +106,12 @@ export class PtyJob implements RunningTty {
     }, graceS * 1000));
   }
 
-  private finish(code: number | null, signal: NodeJS.Signals | null): void {
+  private finish(code: number | null, signal: NodeJS.Signals | null, survivors: number[] = []): void {
     if (this.done) return;
     this.done = true;
     for (const t of this.killTimers) clearTimeout(t);
-    this.cb.exit(code, signal);
+    this.cb.exit(code, signal, survivors);
   }
-}
-
-/**
- * Signals, on this host, the terminal's session (the pty's process is a
- * session leader, and an interactive shell puts each background job in a
- * process group of its own, so the group alone is not enough) and every
- * process whose environment carries RC_JOB_ID=<jobId> (whatever left the session).
- */
-export function signalHostTty(pid: number, jobId: string, sig: NodeJS.Signals): number {
-  const hits = new Set<number>();
-  try { process.kill(-pid, sig); hits.add(pid); } catch { /* the group is gone */ }
-  for (const entry of safeReaddir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const p = Number(entry);
-    if (p === process.pid || hits.has(p)) continue;
-    let match = false;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      // pid (comm) state ppid pgrp session ...: comm may hold spaces and parentheses.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      match = Number(fields[3]) === pid || jobTag(p) === jobId;
-    } catch { /* gone, or not ours to read */ }
-    if (!match) continue;
-    try { process.kill(p, sig); hits.add(p); } catch { /* gone */ }
-  }
-  return hits.size;
-}
-
-function safeReaddir(dir: string): string[] {
-  try { return readdirSync(dir); } catch { return []; }
 }
 
 /** Where a command would be found on PATH (or the path itself); null when nowhere. */

@@ -85,6 +85,30 @@ test('after a restart the worker adopts its containers instead of making new one
   assert.equal(id(), before);
 });
 
+test('a worker killed with SIGKILL leaves its jobs running in their containers; the next one kills them, and removes its one-off containers, before it says hello', async () => {
+  const inside = () => docker('exec', `rc-${host}-gpu0`, 'ps').stdout;
+  const oneOffs = () => docker('ps', '-aq', '--filter', `label=rc.host=${host}`, '--filter', 'label=rc.job').stdout.trim();
+  for (const args of [['-d', `${host}:gpu0`], ['--gpus', '2']]) {
+    let out = '';
+    const job = stack.cli(['run', ...args, '--', 'sh', '-c', 'setsid sleep 4731 & sleep 4732 & echo started; wait'], { timeoutMs: 60_000, onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }) });
+    await stack.waitFor(() => out.includes('started'), 'the job to start');
+    await stack.stopWorker(host, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 300));
+    const oneOff = args[0] === '--gpus';
+    if (oneOff) assert.notEqual(oneOffs(), '', 'the one-off container runs on');
+    else assert.match(inside(), /sleep 4731/, 'the orphans run on in the container');
+    let log = '';
+    const starting = stack.startWorker(host, 2, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: image });
+    stack.workers.get(host)!.stdout!.on('data', (d: Buffer) => { log += d.toString(); });
+    await starting;
+    await stack.waitFor(() => /connected to /.test(log), 'the restarted worker to say hello', 30_000);
+    if (oneOff) assert.equal(oneOffs(), '', log);
+    else assert.doesNotMatch(inside(), /sleep 473[12]/, log);
+    assert.match(log, /left by the previous run in \d+ ms/);
+    assert.equal((await job).code, 205);
+  }
+});
+
 test('a container that cannot be created quarantines its device, with docker’s error as evidence', async () => {
   await stack.startWorker(`${host}bad`, 1, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:no-such-image' });
   await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === `${host}bad:gpu0`)?.state === 'unhealthy', 'the device to be quarantined', 30_000);

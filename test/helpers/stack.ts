@@ -87,7 +87,7 @@ export class Stack {
       this.hostCredentials.set(name, credential);
     }
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'worker.js')], {
-      env: { ...process.env, RC_CONTROLLER: this.controllerUrl, RC_HOST_TOKEN: credential, RC_HOST_NAME: name, RC_FAKE_DEVICES: String(devices), RC_WORKSPACE: join(this.dataDir, `ws-${name}`), RC_KILL_GRACE_S: '2', ...extraEnv },
+      env: { ...process.env, RC_CONTROLLER: this.controllerUrl, RC_HOST_TOKEN: credential, RC_HOST_NAME: name, RC_FAKE_DEVICES: String(devices), RC_WORKSPACE: join(this.dataDir, `ws-${name}`), RC_STATE_DIR: join(this.dataDir, `state-${name}`), RC_KILL_GRACE_S: '2', ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', () => {});

@@ -207,7 +207,7 @@ test('a removed container is recreated before the next job', async () => {
   assert.ok(log.some((l) => l.includes('not running')), log.join('\n'));
 });
 
-test('a new worker run adopts its running containers and kills leftover job processes', async () => {
+test('a new worker run kills leftover job processes before its hello (reclaim), then adopts its running containers', async () => {
   const { host, rt, name } = await prepared();
   const id = containerId(name);
   // A job process of the previous worker run, still going.
@@ -217,10 +217,12 @@ test('a new worker run adopts its running containers and kills leftover job proc
 
   const log: string[] = [];
   const rt2 = runtime(host, { log });
+  assert.deepEqual(await rt2.reclaim([{ jobId: 'old-job', devices: [0], cgroup: null }]), { killed: 1, jobs: 1, unkillable: [] });
+  assert.deepEqual(tagged(name, 'old-job'), []);
+  assert.ok(log.some((l) => l.includes(`killed 1 process(es) left over from earlier jobs in ${name}`)), log.join('\n'));
   assert.deepEqual(await rt2.prepare([CPU0]), []);
   assert.equal(containerId(name), id, 'the same container');
-  assert.deepEqual(tagged(name, 'old-job'), []);
-  assert.ok(log.some((l) => l.includes('adopted') && l.includes('killed 1')), log.join('\n'));
+  assert.ok(log.some((l) => l.includes('adopted')), log.join('\n'));
 
   // Another spec (here: another workspace) means another container.
   const other = mkdtempSync(join(tmpdir(), 'rc-docker-ws2-'));

@@ -23,7 +23,7 @@ function ptyJob(args: string[]): { output: () => string; exit: Promise<{ code: n
   let resolve!: (e: { code: number | null; at: number }) => void;
   const exit = new Promise<{ code: number | null; at: number }>((r) => { resolve = r; });
   const job = new PtyJob({ output: (d) => { out += d.toString(); }, exit: (code) => resolve({ code, at: Date.now() }) });
-  job.start({ file: '/bin/sh', args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cols: 80, rows: 24, signal: () => {}, afterExit: () => {} });
+  job.start({ file: '/bin/sh', args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cols: 80, rows: 24, tree: { signal: async () => {}, reap: async () => [] } });
   return { output: () => out, exit, job };
 }
 
