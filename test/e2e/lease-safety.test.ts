@@ -64,10 +64,11 @@ test('a host that stops answering: its job ends lost, and its device is not hand
   assert.equal((await stack.job(id)).state, 'lost');
   const [device] = await stack.devices();
   assert.deepEqual([device!.state, device!.holder?.jobId], ['offline', id], 'offline, and still held by the lost job');
-  // The worker comes back: its hello does not list the job (the previous run's processes are its to kill
-  // before it says hello), so the lease goes and the device is free again.
-  for (const pid of processesMatching('sleep 342')) process.kill(pid, 'SIGKILL');
+  assert.equal(processesMatching('sleep 342').length, 1, 'the lost job\'s command still runs, orphaned');
+  // The worker comes back: it kills what its previous run left before it says hello, and its hello
+  // (which does not list the job) frees the lease.
   await stack.startWorker('alpha', 1);
+  assert.equal(processesMatching('sleep 342').length, 0, 'the orphan was killed before the host came back');
   await stack.waitFor(async () => (await stack.devices())[0]!.state === 'free', 'the device to be free again', 20_000);
   const again = await stack.cli(['run', '-d', 'alpha:gpu0', '--', 'echo', 'ok']);
   assert.equal(again.code, 0, again.stderr);
