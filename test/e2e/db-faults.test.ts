@@ -64,17 +64,7 @@ function signalPostgres(sig: NodeJS.Signals): void {
   } catch { /* not started */ }
 }
 
-/** Starts `rc run` on alpha:gpu0 and resolves the job id once it printed it. */
-function run(script: string): { id: Promise<string>; done: ReturnType<Stack['cli']> } {
-  let resolveId: (id: string) => void = () => {};
-  const id = new Promise<string>((r) => { resolveId = r; });
-  let buf = '';
-  const done = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
-    onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i)); }),
-    timeoutMs: 120_000,
-  });
-  return { id, done };
-}
+const run = (script: string) => stack.runJob(['-d', 'alpha:gpu0'], script, { timeoutMs: 120_000 });
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line-${i + 1}\n`).join('');
 

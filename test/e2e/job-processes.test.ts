@@ -6,7 +6,6 @@
 // with a cgroup per job (where the host offers cgroup v2), beta on the
 // fallback (RC_CGROUPS=0: the RC_JOB_ID tag, the process group and the session).
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,18 +65,7 @@ function escapees(mode: string): { script: string; sleeps: string[] } {
   return { script, sleeps };
 }
 
-/** Starts `rc run` and resolves its job id once the job has printed it. */
-function started(args: string[], script: string): { id: Promise<string>; done: ReturnType<Stack['cli']>; child: () => ChildProcess } {
-  let child: ChildProcess | null = null;
-  let resolveId: (id: string) => void = () => {};
-  const id = new Promise<string>((r) => { resolveId = r; });
-  let buf = '';
-  const done = stack.cli(['run', ...args, '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
-    onSpawn: (c) => { child = c; c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i).trim()); }); },
-    timeoutMs: 60_000,
-  });
-  return { id, done, child: () => child! };
-}
+const started = (args: string[], script: string) => stack.runJob(args, script);
 
 const hostFree = (host: string) => stack.waitFor(async () => (await stack.devices()).filter((d) => d.name.startsWith(`${host}:`)).every((d) => d.state === 'free'), `${host}'s devices to be free`, 20_000);
 

@@ -17,16 +17,7 @@ after(async () => {
   await stack.stop();
 });
 
-function started(args: string[], script: string): { id: Promise<string>; done: ReturnType<Stack['cli']> } {
-  let resolveId: (id: string) => void = () => {};
-  const id = new Promise<string>((r) => { resolveId = r; });
-  let buf = '';
-  const done = stack.cli(['run', '-d', 'alpha:gpu0', ...args, '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
-    onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i)); }),
-    timeoutMs: 60_000,
-  });
-  return { id, done };
-}
+const started = (args: string[], script: string) => stack.runJob(['-d', 'alpha:gpu0', ...args], script);
 
 test('a job the controller ends past its limit keeps its device until its stuck worker reports the kill', { timeout: 60_000 }, async () => {
   const first = started(['--max-runtime', '2s'], 'sleep 341');

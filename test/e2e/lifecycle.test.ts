@@ -1,7 +1,6 @@
 // A job's whole life: watchdogs, wait timeouts, logs, attach, jobs, ps, the
 // output bound, and what happens when a worker or the controller goes away.
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { processesMatching, Stack } from '../helpers/stack';
 
@@ -13,18 +12,7 @@ before(async () => {
 after(async () => stack.stop());
 
 const allFree = () => stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'every device to be free', 20_000);
-/** Starts `rc run` and resolves its job id once the job has printed it. */
-function started(args: string[], script: string): { id: Promise<string>; done: ReturnType<Stack['cli']>; child: () => ChildProcess } {
-  let child: ChildProcess | null = null;
-  let resolveId: (id: string) => void = () => {};
-  const id = new Promise<string>((r) => { resolveId = r; });
-  let buf = '';
-  const done = stack.cli(['run', ...args, '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
-    onSpawn: (c) => { child = c; c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i)); }); },
-    timeoutMs: 60_000,
-  });
-  return { id, done, child: () => child! };
-}
+const started = (args: string[], script: string) => stack.runJob(args, script);
 
 test('--max-runtime kills the whole group with reason max_runtime exceeded, and rc exits 204', async () => {
   await allFree();

@@ -134,6 +134,22 @@ export class Stack {
     return new Promise((resolve) => child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); }));
   }
 
+  /**
+   * Starts `rc run <args> -- sh -c 'echo "$RC_JOB_ID"; <script>'` and resolves
+   * the job id as soon as the job has printed it; `done` is the CLI's result.
+   */
+  runJob(args: string[], script: string, opts: { timeoutMs?: number } = {}): { id: Promise<string>; done: Promise<CliResult>; child: () => ChildProcess } {
+    let child: ChildProcess | null = null;
+    let resolveId: (id: string) => void = () => {};
+    const id = new Promise<string>((r) => { resolveId = r; });
+    let buf = '';
+    const done = this.cli(['run', ...args, '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
+      onSpawn: (c) => { child = c; c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i).trim()); }); },
+      timeoutMs: opts.timeoutMs ?? 60_000,
+    });
+    return { id, done, child: () => child! };
+  }
+
   async job(id: string): Promise<{ state: string; exitCode: number | null; reason: string | null; devices: string[] | null }> {
     const r = await this.api('GET', `/api/jobs/${id}`);
     return (r.body as { job: { state: string; exitCode: number | null; reason: string | null; devices: string[] | null } }).job;
