@@ -37,29 +37,52 @@ async function main(): Promise<void> {
   health.start();
   const publicUrl = config.RC_PUBLIC_URL ?? null;
 
-  const controller = new Controller({ database, health, publicUrl, hostTimeoutS: config.RC_HOST_TIMEOUT_S, watchdogGraceS: config.RC_WATCHDOG_GRACE_S, outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES, reserveAfterS: config.RC_RESERVE_AFTER_S, ttyGraceS: config.RC_TTY_GRACE_S, ttyReplayBytes: config.RC_TTY_REPLAY_BYTES, log });
+  const controller = new Controller({
+    database,
+    health,
+    publicUrl,
+    hostTimeoutS: config.RC_HOST_TIMEOUT_S,
+    watchdogGraceS: config.RC_WATCHDOG_GRACE_S,
+    outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES,
+    reserveAfterS: config.RC_RESERVE_AFTER_S,
+    ttyGraceS: config.RC_TTY_GRACE_S,
+    ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
+    log,
+  });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;
   const http = createServer((req, res) => {
     setSecurityHeaders(res);
-    controller.handle(req, res).then((handled) => {
-      if (handled) return;
-      if (dashboard) dashboard.handle(req, res);
-      else { res.writeHead(404, { 'content-type': 'text/plain' }); res.end('the dashboard is disabled (RC_DASHBOARD=0)\n'); }
-    }, (err: unknown) => {
-      log(`internal error: ${err instanceof Error ? err.stack : String(err)}`);
-      if (!res.headersSent) { res.writeHead(500); res.end(); }
-    });
+    controller.handle(req, res).then(
+      (handled) => {
+        if (handled) return;
+        if (dashboard) dashboard.handle(req, res);
+        else {
+          res.writeHead(404, { 'content-type': 'text/plain' });
+          res.end('the dashboard is disabled (RC_DASHBOARD=0)\n');
+        }
+      },
+      (err: unknown) => {
+        log(`internal error: ${err instanceof Error ? err.stack : String(err)}`);
+        if (!res.headersSent) {
+          res.writeHead(500);
+          res.end();
+        }
+      },
+    );
   });
   const io = new Server(http, { serveClient: false, maxHttpBufferSize: 4 * 1024 * 1024 });
   // Browser sockets (the live view) need a client or admin token, like the API.
   io.use((socket, next) => {
     const cred = socketCredential(socket.handshake, publicUrl);
     if (!cred.ok) return next(new Error(cred.message));
-    identify(database.db, cred.secret).then((id) => {
-      if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
-      socket.data.tokenId = id.tokenId;
-      next();
-    }, () => next(new Error('unavailable')));
+    identify(database.db, cred.secret).then(
+      (id) => {
+        if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
+        socket.data.tokenId = id.tokenId;
+        next();
+      },
+      () => next(new Error('unavailable')),
+    );
   });
   await controller.start(io);
   await new Promise<void>((resolve, reject) => {
@@ -90,7 +113,7 @@ async function main(): Promise<void> {
     await worker?.stop();
     await controller.stop();
     await health.stop();
-    io.close();
+    await io.close();
     http.closeAllConnections();
     await database.close();
     await embedded?.stop();
@@ -98,7 +121,9 @@ async function main(): Promise<void> {
   };
   takeOverSignals();
   // A promise nobody awaited must not take the controller (and every stream through it) down.
-  process.on('unhandledRejection', (reason) => log(`unhandled rejection (the controller carries on): ${reason instanceof Error ? reason.stack : String(reason)}`));
+  process.on('unhandledRejection', (reason) =>
+    log(`unhandled rejection (the controller carries on): ${reason instanceof Error ? reason.stack : String(reason)}`),
+  );
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
@@ -108,13 +133,26 @@ class LocalWorker {
   private child: ChildProcess | null = null;
   private stopping = false;
 
-  constructor(private readonly controller: string, private readonly credential: string, private readonly host: string, private readonly workspace: string, private readonly stateDir: string) {}
+  constructor(
+    private readonly controller: string,
+    private readonly credential: string,
+    private readonly host: string,
+    private readonly workspace: string,
+    private readonly stateDir: string,
+  ) {}
 
   start(): void {
     const entry = join(dirname(fileURLToPath(import.meta.url)), 'worker.js');
     this.child = spawn(process.execPath, [entry], {
       stdio: ['ignore', 'inherit', 'inherit'],
-      env: { ...process.env, RC_CONTROLLER: this.controller, RC_HOST_TOKEN: this.credential, RC_HOST_NAME: this.host, RC_WORKSPACE: process.env.RC_WORKSPACE ?? this.workspace, RC_STATE_DIR: process.env.RC_STATE_DIR ?? this.stateDir },
+      env: {
+        ...process.env,
+        RC_CONTROLLER: this.controller,
+        RC_HOST_TOKEN: this.credential,
+        RC_HOST_NAME: this.host,
+        RC_WORKSPACE: process.env.RC_WORKSPACE ?? this.workspace,
+        RC_STATE_DIR: process.env.RC_STATE_DIR ?? this.stateDir,
+      },
     });
     this.child.on('exit', (code, signal) => {
       if (this.stopping) return;
@@ -129,7 +167,10 @@ class LocalWorker {
     if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      child.once('exit', () => { clearTimeout(t); resolve(); });
+      child.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
       child.kill('SIGTERM');
     });
   }
@@ -139,4 +180,3 @@ main().catch((err: unknown) => {
   console.error(`[rc] could not start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });
-

@@ -16,34 +16,65 @@ export default async function FleetPage() {
   return (
     <main>
       <h1>rc fleet</h1>
-      <p>Signed in as {identity.name} ({identity.kind}).</p>
+      <p>
+        Signed in as {identity.name} ({identity.kind}).
+      </p>
       <h2>Hosts</h2>
       <table style={{ borderCollapse: 'collapse' }}>
-        <thead><tr><th style={cell}>Host</th><th style={cell}>Status</th><th style={cell}>Last seen</th><th style={cell}>Worker</th></tr></thead>
+        <thead>
+          <tr>
+            <th style={cell}>Host</th>
+            <th style={cell}>Status</th>
+            <th style={cell}>Last seen</th>
+            <th style={cell}>Worker</th>
+          </tr>
+        </thead>
         <tbody>
           {hosts.map((h) => (
             <tr key={h.name} data-host={h.name}>
-              <td style={cell}>{h.name}</td><td style={cell}>{h.status}</td><td style={cell}>{h.lastSeenAt ?? 'never'}</td><td style={cell}>{h.workerVersion ?? '-'}</td>
+              <td style={cell}>{h.name}</td>
+              <td style={cell}>{h.status}</td>
+              <td style={cell}>{h.lastSeenAt ?? 'never'}</td>
+              <td style={cell}>{h.workerVersion ?? '-'}</td>
             </tr>
           ))}
         </tbody>
       </table>
       <h2>Devices</h2>
       <form method="get" action="/terminal" style={{ margin: '0.5rem 0 1rem' }}>
-        <label>Open a terminal on a device matching <input name="select" placeholder="vram>=40G (empty: any)" size={30} aria-label="selector" /></label>
+        <label>
+          Open a terminal on a device matching <input name="select" placeholder="vram>=40G (empty: any)" size={30} aria-label="selector" />
+        </label>
         <button type="submit">Open terminal</button>
         <span style={{ marginLeft: '0.75rem', fontSize: 13, color: '#555' }}>or pick a device below</span>
       </form>
       <table style={{ borderCollapse: 'collapse' }}>
-        <thead><tr><th style={cell}>Device</th><th style={cell}>State</th><th style={cell}>Holder</th><th style={cell}>GPU</th><th style={cell}>Labels</th></tr></thead>
+        <thead>
+          <tr>
+            <th style={cell}>Device</th>
+            <th style={cell}>State</th>
+            <th style={cell}>Holder</th>
+            <th style={cell}>GPU</th>
+            <th style={cell}>Labels</th>
+          </tr>
+        </thead>
         <tbody>
           {devices.map((d) => (
             <tr key={d.name} data-device={d.name}>
-              <td style={cell}><a href={`/devices/${encodeURIComponent(d.name)}`}>{d.name}</a></td>
-              <td style={cell}>{d.state}{d.unhealthy ? <div style={{ color: '#b00' }}>{d.unhealthy.reason}</div> : null}</td>
+              <td style={cell}>
+                <a href={`/devices/${encodeURIComponent(d.name)}`}>{d.name}</a>
+              </td>
+              <td style={cell}>
+                {d.state}
+                {d.unhealthy ? <div style={{ color: '#b00' }}>{d.unhealthy.reason}</div> : null}
+              </td>
               <td style={cell}>{d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : '-'}</td>
               <td style={cell}>{d.gpu ? <GpuBars gpu={d.gpu} /> : '-'}</td>
-              <td style={cell}>{Object.entries(d.labels).map(([k, v]) => `${k}=${v}`).join(', ')}</td>
+              <td style={cell}>
+                {Object.entries(d.labels)
+                  .map(([k, v]) => `${k}=${v}`)
+                  .join(', ')}
+              </td>
             </tr>
           ))}
         </tbody>

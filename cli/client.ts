@@ -4,12 +4,17 @@ import type { IncomingMessage } from 'node:http';
 import { Body, http1Request } from './http1';
 
 /** What both transports give back: a status, and the body. */
-export interface Response { statusCode: number; body: Body }
+export interface Response {
+  statusCode: number;
+  body: Body;
+}
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
 
-export interface ApiError { error: { code: string; message: string } }
+export interface ApiError {
+  error: { code: string; message: string };
+}
 
 export class Client {
   constructor(private readonly config: CliConfig) {}
@@ -56,16 +61,27 @@ export class Client {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.config.token}`,
       accept,
-      ...(payload === undefined ? {} : { 'content-type': raw ? 'application/octet-stream' : 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+      ...(payload === undefined
+        ? {}
+        : { 'content-type': raw ? 'application/octet-stream' : 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
     };
-    const sent: Promise<Response> = url.protocol === 'https:'
-      // https (and TLS with it) is loaded only when used.
-      ? new Promise((resolve, reject) => {
-        const { request } = process.getBuiltinModule('node:https');
-        request(url, { method, headers }, (msg) => resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) })).on('error', reject).end(payload);
+    const sent: Promise<Response> =
+      url.protocol === 'https:'
+        ? // https (and TLS with it) is loaded only when used.
+          new Promise((resolve, reject) => {
+            const { request } = process.getBuiltinModule('node:https');
+            request(url, { method, headers }, (msg) => resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) }))
+              .on('error', reject)
+              .end(payload);
+          })
+        : http1Request(url, method, headers, payload);
+    return sent
+      .catch((err: NodeJS.ErrnoException) => {
+        throw new Error(err.code ?? err.message);
       })
-      : http1Request(url, method, headers, payload);
-    return sent.catch((err: NodeJS.ErrnoException) => { throw new Error(err.code ?? err.message); }).catch((err: Error) => fail('unreachable', `cannot reach the controller at ${this.config.controller} (${err.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable));
+      .catch((err: Error) =>
+        fail('unreachable', `cannot reach the controller at ${this.config.controller} (${err.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable),
+      );
   }
 }
 

@@ -11,7 +11,11 @@ export interface CliConfig {
   submitter: string;
 }
 
-interface LocalFile { controller?: string; clientToken?: string; adminToken?: string }
+interface LocalFile {
+  controller?: string;
+  clientToken?: string;
+  adminToken?: string;
+}
 
 export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
   let local: LocalFile | null = null;
@@ -40,10 +44,16 @@ function defaultSubmitter(): string {
   try {
     const stat = readFileSync('/proc/self/stat', 'utf8');
     session = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3] ?? session;
-  } catch { /* not Linux: the parent's pid will do */ }
+  } catch {
+    /* not Linux: the parent's pid will do */
+  }
   // os is loaded only here: most agents set RC_SUBMITTER, and every import costs start-up time.
   const os = process.getBuiltinModule('node:os');
   let user = process.env.USER ?? 'user';
-  try { user = os.userInfo().username; } catch { /* no passwd entry */ }
+  try {
+    user = os.userInfo().username;
+  } catch {
+    /* no passwd entry */
+  }
   return `${user}@${os.hostname()}/s${session}`;
 }

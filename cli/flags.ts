@@ -22,16 +22,22 @@ export function parseFlags(command: string, args: readonly string[], specs: read
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    if (arg === '--') { rest.push(...args.slice(i + 1)); break; }
+    if (arg === '--') {
+      rest.push(...args.slice(i + 1));
+      break;
+    }
     if (!arg.startsWith('-') || arg === '-') {
-      if (stopAtPositional) { rest.push(...args.slice(i)); break; }
+      if (stopAtPositional) {
+        rest.push(...args.slice(i));
+        break;
+      }
       rest.push(arg);
       continue;
     }
     const eq = arg.indexOf('=');
     const nameText = arg.startsWith('--') ? arg.slice(2, eq > 0 ? eq : undefined) : arg.slice(1, 2);
     const spec = specs.find((s) => (arg.startsWith('--') ? s.name === nameText : s.short === nameText));
-    if (!spec) usage(`unknown flag ${arg.startsWith('--') ? '--' + nameText : arg} for rc ${command}; see rc ${command} --help`);
+    if (!spec) usage(`unknown flag ${arg.startsWith('--') ? `--${nameText}` : arg} for rc ${command}; see rc ${command} --help`);
     if (spec.type === 'boolean') {
       if (eq > 0) usage(`--${spec.name} takes no value`);
       flags.set(spec.name, true);
@@ -50,7 +56,8 @@ export function parseFlags(command: string, args: readonly string[], specs: read
 export function intFlag(parsed: Parsed, name: string, min: number, max: number): number | undefined {
   const v = parsed.flags.get(name);
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !/^-?\d+$/.test(v) || Number(v) < min || Number(v) > max) usage(`--${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
+  if (typeof v !== 'string' || !/^-?\d+$/.test(v) || Number(v) < min || Number(v) > max)
+    usage(`--${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
   return Number(v);
 }
 
@@ -64,6 +71,7 @@ export function durationFlag(parsed: Parsed, name: string, min: number): number 
   const v = stringFlag(parsed, name);
   if (v === undefined) return undefined;
   const s = parseDuration(v);
-  if (s === null || s < min || s > 30 * 86400) usage(`--${name} takes a duration such as 90s, 10m, 2h or 1h30m${min === 0 ? ' (0 disables it)' : ''}, at most 30d; not ${v}`);
+  if (s === null || s < min || s > 30 * 86400)
+    usage(`--${name} takes a duration such as 90s, 10m, 2h or 1h30m${min === 0 ? ' (0 disables it)' : ''}, at most 30d; not ${v}`);
   return s;
 }

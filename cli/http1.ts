@@ -89,12 +89,18 @@ export function http1Request(url: URL, method: string, headers: Record<string, s
         if (!res) return reject(Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
         res.body.end(closeDelimited(res.headers) ? null : Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
       },
-      error: (err) => { if (res) res.body.end(err); else reject(err); },
+      error: (err) => {
+        if (res) res.body.end(err);
+        else reject(err);
+      },
     });
     const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
     for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
-    const top = lines.join('\r\n') + '\r\n\r\n';
-    if (Buffer.isBuffer(payload)) { conn.write(top); conn.write(payload); } else conn.write(top + (payload ?? ''));
+    const top = `${lines.join('\r\n')}\r\n\r\n`;
+    if (Buffer.isBuffer(payload)) {
+      conn.write(top);
+      conn.write(payload);
+    } else conn.write(top + (payload ?? ''));
   });
 }
 
@@ -129,13 +135,21 @@ export function chunkedFeed(out: Pick<Body, 'push' | 'end'>): (data: Buffer) => 
         if (eol < 0) return;
         const size = parseInt(pending.subarray(0, eol).toString('latin1'), 16);
         pending = pending.subarray(eol + 2);
-        if (!Number.isFinite(size) || size === 0) { done = true; out.end(); return; }
+        if (!Number.isFinite(size) || size === 0) {
+          done = true;
+          out.end();
+          return;
+        }
         remaining = size;
       }
       if (pending.length < remaining + 2) {
         // Pass on what we have of the chunk now: output must not wait for the chunk's end.
         const take = Math.min(pending.length, remaining);
-        if (take > 0) { out.push(pending.subarray(0, take)); pending = pending.subarray(take); remaining -= take; }
+        if (take > 0) {
+          out.push(pending.subarray(0, take));
+          pending = pending.subarray(take);
+          remaining -= take;
+        }
         if (remaining > 0 || pending.length < 2) return;
       } else {
         out.push(pending.subarray(0, remaining));

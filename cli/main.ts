@@ -58,14 +58,23 @@ const COMMANDS: Record<string, { fn: Command; help: string }> = {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
-  if (name === '--version' || name === '-V') { out(`rc ${RC_VERSION}\n`); return EXIT.ok; }
-  if (!name || name === '--help' || name === '-h' || name === 'help') { out(HELP); return EXIT.ok; }
+  if (name === '--version' || name === '-V') {
+    out(`rc ${RC_VERSION}\n`);
+    return EXIT.ok;
+  }
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    out(HELP);
+    return EXIT.ok;
+  }
   const command = COMMANDS[name];
   if (!command) {
     err(`rc: usage: unknown command ${name}; rc --help lists the commands\n`);
     return EXIT.usage;
   }
-  if (args[0] === '--help' || args[0] === '-h') { out(command.help); return EXIT.ok; }
+  if (args[0] === '--help' || args[0] === '-h') {
+    out(command.help);
+    return EXIT.ok;
+  }
   return command.fn(new Client(loadCliConfig()), args);
 }
 
@@ -78,7 +87,14 @@ function watchStdio(): Record<'stdout' | 'stderr', boolean> {
   const opened = { stdout: false, stderr: false };
   for (const name of ['stdout', 'stderr'] as const) {
     const d = Object.getOwnPropertyDescriptor(process, name);
-    if (d?.get && d.configurable) Object.defineProperty(process, name, { ...d, get() { opened[name] = true; return d.get!.call(process); } });
+    if (d?.get && d.configurable)
+      Object.defineProperty(process, name, {
+        ...d,
+        get() {
+          opened[name] = true;
+          return d.get!.call(process);
+        },
+      });
     else opened[name] = true;
   }
   return opened;
@@ -90,14 +106,18 @@ const opened = watchStdio();
 function exitWhenFlushed(code: number): void {
   const streams = (['stdout', 'stderr'] as const).filter((name) => opened[name]);
   let pending = streams.length;
-  const done = () => { if (--pending <= 0) { process.exit(code); } };
+  const done = () => {
+    if (--pending <= 0) {
+      process.exit(code);
+    }
+  };
   if (!pending) return done();
   for (const name of streams) process[name].write('', done);
 }
 
 main(process.argv.slice(2)).then(exitWhenFlushed, (e: unknown) => {
   if (e instanceof CliExit) {
-    if (e.message) err(e.message + '\n');
+    if (e.message) err(`${e.message}\n`);
     return exitWhenFlushed(e.exitCode);
   }
   err(`rc: internal: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -5,7 +5,10 @@ import { EXIT } from '../core/exit-codes';
 import { safeText } from './safe-text';
 
 export class CliExit extends Error {
-  constructor(readonly exitCode: number, message: string | null) {
+  constructor(
+    readonly exitCode: number,
+    message: string | null,
+  ) {
     super(message ?? '');
   }
 }
@@ -42,13 +45,17 @@ export function errLine(line: string, crlf = false): void {
 
 /** --json: the API's JSON, never escaped, terminal or not. */
 export function json(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 export function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)].join('\n') + '\n';
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return `${[line(header), ...rows.map(line)].join('\n')}\n`;
 }
 
 /** "12s", "3m", "2h", "4d": how long ago an ISO time was. */
@@ -61,11 +68,15 @@ export function age(iso: string, now = Date.now()): string {
 }
 
 export function indent(text: string, by = '  '): string {
-  return text.replace(/\n+$/, '').split('\n').map((l) => (l ? by + l : l)).join('\n') + '\n';
+  return `${text
+    .replace(/\n+$/, '')
+    .split('\n')
+    .map((l) => (l ? by + l : l))
+    .join('\n')}\n`;
 }
 
 /** A command line for a table cell: shell-safe words as they are, others quoted, cut at `max` characters. */
 export function shortCommand(argv: readonly string[], max: number): string {
   const s = argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
-  return s.length > max ? s.slice(0, max - 3) + '...' : s;
+  return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }

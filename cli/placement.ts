@@ -11,7 +11,14 @@ export const PLACEMENT_FLAGS: readonly FlagSpec[] = [
   { name: 'timeout', type: 'string' },
 ];
 
-export function placementOf(parsed: Parsed): { selector: string; device: string | null; gpus: number; priority: number; wait: boolean; waitTimeoutS: number | undefined } {
+export function placementOf(parsed: Parsed): {
+  selector: string;
+  device: string | null;
+  gpus: number;
+  priority: number;
+  wait: boolean;
+  waitTimeoutS: number | undefined;
+} {
   return {
     selector: stringFlag(parsed, 'select') ?? '',
     device: stringFlag(parsed, 'device') ?? null,

@@ -32,10 +32,31 @@ function netConn(host: string, port: number, on: ConnHandlers): Conn {
   const socket = connect(port, host);
   socket.setNoDelay(true);
   let open = true;
-  socket.on('data', (d: Buffer) => { if (open) on.data(d); });
-  socket.on('end', () => { if (open) { open = false; on.end(); } });
-  socket.on('error', (err) => { if (open) { open = false; on.error(err); } });
-  return { via: 'net', write: (d) => { socket.write(d); }, destroy: () => { open = false; socket.destroy(); } };
+  socket.on('data', (d: Buffer) => {
+    if (open) on.data(d);
+  });
+  socket.on('end', () => {
+    if (open) {
+      open = false;
+      on.end();
+    }
+  });
+  socket.on('error', (err) => {
+    if (open) {
+      open = false;
+      on.error(err);
+    }
+  });
+  return {
+    via: 'net',
+    write: (d) => {
+      socket.write(d);
+    },
+    destroy: () => {
+      open = false;
+      socket.destroy();
+    },
+  };
 }
 
 /** libuv's end-of-stream status. */
@@ -61,18 +82,28 @@ interface TcpHandle {
   close(): void;
   onread: (buf: ArrayBuffer) => void;
 }
-interface WriteReq { handle: TcpHandle; oncomplete: (status: number) => void; async: boolean; data?: string | Buffer }
+interface WriteReq {
+  handle: TcpHandle;
+  oncomplete: (status: number) => void;
+  async: boolean;
+  data?: string | Buffer;
+}
 
 function bindings(): Bindings | null {
   // With pending deprecations shown, process.binding would print a warning: node:net then.
-  const pending = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('--pending-deprecation')) || process.env.NODE_PENDING_DEPRECATION === '1';
+  const pending =
+    [...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('--pending-deprecation')) || process.env.NODE_PENDING_DEPRECATION === '1';
   if (pending) return null;
   try {
     const binding = (process as unknown as { binding(name: string): Record<string, unknown> }).binding;
     const b = { ...binding('tcp_wrap'), ...binding('stream_wrap') } as unknown as Bindings;
-    const ok = typeof b.TCP === 'function' && typeof b.TCPConnectWrap === 'function' && typeof b.WriteWrap === 'function'
-      && b.streamBaseState instanceof Int32Array && [b.kReadBytesOrError, b.kArrayBufferOffset, b.kLastWriteWasAsync].every(Number.isInteger)
-      && typeof b.constants?.SOCKET === 'number';
+    const ok =
+      typeof b.TCP === 'function' &&
+      typeof b.TCPConnectWrap === 'function' &&
+      typeof b.WriteWrap === 'function' &&
+      b.streamBaseState instanceof Int32Array &&
+      [b.kReadBytesOrError, b.kArrayBufferOffset, b.kLastWriteWasAsync].every(Number.isInteger) &&
+      typeof b.constants?.SOCKET === 'number';
     return ok ? b : null;
   } catch {
     return null;
@@ -90,7 +121,12 @@ function handleConn(host: string, port: number, family: 4 | 6, on: ConnHandlers)
   const inflight = new Set<WriteReq>();
   let connected = false;
   let open = true;
-  const close = () => { if (open) { open = false; handle.close(); } };
+  const close = () => {
+    if (open) {
+      open = false;
+      handle.close();
+    }
+  };
   const fail = (status: number) => {
     if (!open) return;
     close();
@@ -98,7 +134,15 @@ function handleConn(host: string, port: number, family: 4 | 6, on: ConnHandlers)
     on.error(Object.assign(new Error(code), { code, errno: status }));
   };
   const send = (data: string | Buffer) => {
-    const req: WriteReq = Object.assign(new b.WriteWrap(), { handle, async: false, data, oncomplete: (status: number) => { inflight.delete(req); if (status < 0) fail(status); } });
+    const req: WriteReq = Object.assign(new b.WriteWrap(), {
+      handle,
+      async: false,
+      data,
+      oncomplete: (status: number) => {
+        inflight.delete(req);
+        if (status < 0) fail(status);
+      },
+    });
     const err = typeof data === 'string' ? handle.writeUtf8String(req, data) : handle.writeBuffer(req, data);
     if (err < 0) return fail(err);
     if (state[b.kLastWriteWasAsync]) inflight.add(req);
@@ -107,8 +151,10 @@ function handleConn(host: string, port: number, family: 4 | 6, on: ConnHandlers)
     const n = state[b.kReadBytesOrError]!;
     if (!open) return;
     if (n > 0) on.data(Buffer.from(buf, state[b.kArrayBufferOffset], n));
-    else if (n === UV_EOF) { close(); on.end(); }
-    else if (n < 0) fail(n);
+    else if (n === UV_EOF) {
+      close();
+      on.end();
+    } else if (n < 0) fail(n);
   };
   const req = new b.TCPConnectWrap();
   req.oncomplete = (status) => {
@@ -124,7 +170,11 @@ function handleConn(host: string, port: number, family: 4 | 6, on: ConnHandlers)
   if (err < 0) setImmediate(() => fail(err));
   return {
     via: 'handle',
-    write: (data) => { if (!open) return; if (connected) send(data); else pending.push(data); },
+    write: (data) => {
+      if (!open) return;
+      if (connected) send(data);
+      else pending.push(data);
+    },
     destroy: close,
   };
 }

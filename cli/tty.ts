@@ -36,7 +36,10 @@ export function runTty(o: TtyRun): Promise<number> {
   const raw = stdin.isTTY === true;
   const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
   const socket = io(o.controller + TTY_NAMESPACE, {
-    auth: { token: o.token }, transports: ['websocket'], reconnectionDelay: 300, reconnectionDelayMax: 2000,
+    auth: { token: o.token },
+    transports: ['websocket'],
+    reconnectionDelay: 300,
+    reconnectionDelayMax: 2000,
   });
 
   return new Promise<number>((resolve) => {
@@ -66,7 +69,9 @@ export function runTty(o: TtyRun): Promise<number> {
       socket.close();
       resolve(code);
     };
-    const onResize = () => { if (started) socket.emit('resize', size()); };
+    const onResize = () => {
+      if (started) socket.emit('resize', size());
+    };
     const onSigint = () => {
       // Only without a terminal: in raw mode Ctrl-C is a byte for the program.
       if (interrupted) return finish(EXIT.interrupted);
@@ -79,14 +84,28 @@ export function runTty(o: TtyRun): Promise<number> {
     socket.on('connect', () => {
       connected = true;
       lostSince = null;
-      if (giveUp) { clearTimeout(giveUp); giveUp = null; }
+      if (giveUp) {
+        clearTimeout(giveUp);
+        giveUp = null;
+      }
       if (jobId) socket.emit('open', { jobId, after: received, ...size() });
-      else if (!opened) { opened = true; socket.emit('open', { ...o.open, ...size() }); }
-      else { say('unreachable: lost the connection to the controller before it said which job it queued'); finish(EXIT.unreachable); }
+      else if (!opened) {
+        opened = true;
+        socket.emit('open', { ...o.open, ...size() });
+      } else {
+        say('unreachable: lost the connection to the controller before it said which job it queued');
+        finish(EXIT.unreachable);
+      }
     });
     socket.on('connect_error', (err: Error) => {
-      if (/^unauthorized|^forbidden/.test(err.message)) { say(err.message.replace(/^(\w+): /, '$1: ')); return finish(EXIT.unauthorized); }
-      if (!connected) { say(`unreachable: cannot reach the controller at ${o.controller} (${err.message}); is it running? Check RC_CONTROLLER`); finish(EXIT.unreachable); }
+      if (/^unauthorized|^forbidden/.test(err.message)) {
+        say(err.message.replace(/^(\w+): /, '$1: '));
+        return finish(EXIT.unauthorized);
+      }
+      if (!connected) {
+        say(`unreachable: cannot reach the controller at ${o.controller} (${err.message}); is it running? Check RC_CONTROLLER`);
+        finish(EXIT.unreachable);
+      }
     });
     socket.on('disconnect', () => {
       if (done) return;
@@ -108,7 +127,10 @@ export function runTty(o: TtyRun): Promise<number> {
     socket.on('started', (e: { jobId: string; offset: number }) => {
       jobId = e.jobId;
       received = e.offset;
-      if (queuedNotice) { clearTimeout(queuedNotice); queuedNotice = null; }
+      if (queuedNotice) {
+        clearTimeout(queuedNotice);
+        queuedNotice = null;
+      }
       if (started) return;
       started = true;
       if (raw) terminal = rawTerminal(stdin, stdout);
@@ -129,14 +151,19 @@ export function runTty(o: TtyRun): Promise<number> {
       stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));
     });
     socket.on('error', (e: { code: string; message: string }) => {
-      if (e.code === 'detached') { say(`${e.message}; detaching`); return finish(EXIT.interrupted); }
+      if (e.code === 'detached') {
+        say(`${e.message}; detaching`);
+        return finish(EXIT.interrupted);
+      }
       say(`${e.code}: ${e.message}`);
       finish(exitCodeForError(e.code));
     });
   });
 }
 
-interface RawTerminal { leave(): void }
+interface RawTerminal {
+  leave(): void;
+}
 
 /**
  * The local terminal made raw as ssh makes it (cfmakeraw). Node's raw mode

@@ -9,7 +9,10 @@ export const CP_CHUNK_BYTES = 1024 * 1024;
 /** How rc cp names the device host's shared workspace, on every host and runtime. */
 export const CP_ROOT = '/workspace';
 
-export interface RemoteTarget { device: string; path: string }
+export interface RemoteTarget {
+  device: string;
+  path: string;
+}
 
 /** `host:gpuN:/path` → the device and the path; anything else is a local path (null). */
 export function parseRemote(arg: string): RemoteTarget | null {
@@ -25,7 +28,7 @@ export type WorkspacePath = { ok: true; rel: string } | { ok: false; reason: str
  * absolute path) is refused. '' is the workspace itself.
  */
 export function workspaceRelative(path: string): WorkspacePath {
-  if (path === '' ) return { ok: true, rel: '' };
+  if (path === '') return { ok: true, rel: '' };
   if (path.includes('\0')) return { ok: false, reason: 'a path cannot contain a NUL byte' };
   if (path.length > 4096) return { ok: false, reason: 'the path is longer than 4096 characters' };
   const abs = posix.normalize(path.startsWith('/') ? path : `${CP_ROOT}/${path}`);

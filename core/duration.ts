@@ -17,8 +17,16 @@ export function formatDuration(seconds: number): string {
   if (seconds <= 0) return '0s';
   let rest = Math.round(seconds);
   let out = '';
-  for (const [u, n] of [['d', 86400], ['h', 3600], ['m', 60], ['s', 1]] as const) {
-    if (rest >= n) { out += `${Math.floor(rest / n)}${u}`; rest %= n; }
+  for (const [u, n] of [
+    ['d', 86400],
+    ['h', 3600],
+    ['m', 60],
+    ['s', 1],
+  ] as const) {
+    if (rest >= n) {
+      out += `${Math.floor(rest / n)}${u}`;
+      rest %= n;
+    }
   }
   return out;
 }

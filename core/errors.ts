@@ -29,7 +29,10 @@ export interface ApiErrorBody {
 
 /** An error that is meant for the user: a stable code and a sentence they can act on. */
 export class RcError extends Error {
-  constructor(readonly code: ErrorCode, message: string) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
     super(message);
   }
   get status(): number {

@@ -28,15 +28,24 @@ export type ExitName = keyof typeof EXIT;
 /** The exit code for an error code the controller returned. */
 export function exitCodeForError(code: string): number {
   switch (code) {
-    case 'no_matching_device': return EXIT.no_matching_device;
-    case 'busy': return EXIT.busy;
-    case 'bad_selector': return EXIT.bad_selector;
-    case 'quarantined': return EXIT.quarantined;
-    case 'bad_request': return EXIT.usage;
+    case 'no_matching_device':
+      return EXIT.no_matching_device;
+    case 'busy':
+      return EXIT.busy;
+    case 'bad_selector':
+      return EXIT.bad_selector;
+    case 'quarantined':
+      return EXIT.quarantined;
+    case 'bad_request':
+      return EXIT.usage;
     case 'unauthorized':
-    case 'forbidden': return EXIT.unauthorized;
-    case 'not_found': return EXIT.not_found;
-    case 'not_job_owner': return EXIT.not_job_owner;
-    default: return EXIT.error;
+    case 'forbidden':
+      return EXIT.unauthorized;
+    case 'not_found':
+      return EXIT.not_found;
+    case 'not_job_owner':
+      return EXIT.not_job_owner;
+    default:
+      return EXIT.error;
   }
 }

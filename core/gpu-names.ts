@@ -7,8 +7,22 @@
 // themselves, canonicalGpuModel is idempotent by construction.
 
 export const CANONICAL_GPU_MODELS: readonly string[] = Object.freeze([
-  'RTX5090', 'RTX5080', 'RTX4090', 'RTX3090', 'A6000', 'L4', 'T4', 'A10', 'L40S',
-  'V100', 'A100', 'A100-80GB', 'H100', 'H200', 'B200', 'B300',
+  'RTX5090',
+  'RTX5080',
+  'RTX4090',
+  'RTX3090',
+  'A6000',
+  'L4',
+  'T4',
+  'A10',
+  'L40S',
+  'V100',
+  'A100',
+  'A100-80GB',
+  'H100',
+  'H200',
+  'B200',
+  'B300',
 ]);
 
 const VENDOR_PREFIX = /^(?:NVIDIA|GEFORCE|TESLA)[-_]*/;
@@ -18,7 +32,7 @@ const MEMORY = String.raw`(?:\d+G(?:I?B)?)?`;
 
 // What may follow a model (after its memory): nothing, a separator, or a
 // form-factor word. Anything else (`A100X`, `A10G`, `V100S`) is another model.
-const TAIL = String.raw`(?:[^A-Z0-9].*|(?:PCIE|SXM|NVL|HBM).*)?`;
+const TAIL = '(?:[^A-Z0-9].*|(?:PCIE|SXM|NVL|HBM).*)?';
 
 function modelPattern(model: string): RegExp {
   return new RegExp(`^${model}${MEMORY}${TAIL}$`, 's');
@@ -26,9 +40,9 @@ function modelPattern(model: string): RegExp {
 
 // Order matters only where one name is a prefix of another: L40S before L4,
 // A10G before A10. A100 is handled before all of these.
-const DATACENTER: readonly (readonly [RegExp, string])[] = [
-  'H100', 'H200', 'B200', 'B300', 'L40S', 'L4', 'T4', 'V100', 'A10G', 'A10',
-].map((model) => [modelPattern(model), model] as const);
+const DATACENTER: readonly (readonly [RegExp, string])[] = ['H100', 'H200', 'B200', 'B300', 'L40S', 'L4', 'T4', 'V100', 'A10G', 'A10'].map(
+  (model) => [modelPattern(model), model] as const,
+);
 
 // Consumer and workstation cards: the whole name is the model (plus an
 // optional RTX and memory), so `RTX 3090 Ti` or `RTX 4090 D` stay distinct.

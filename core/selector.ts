@@ -92,9 +92,7 @@ function parseTerm(input: string, start: number, isFirst: boolean): TermStep {
   const ctx: TermContext = { input, start };
   const col = start + 1;
   if (input.charAt(start) === ',') {
-    return isFirst
-      ? fail('', col, `leading comma at column ${col}; remove it`)
-      : fail('', col, `empty term at column ${col} (two commas in a row?)`);
+    return isFirst ? fail('', col, `leading comma at column ${col}; remove it`) : fail('', col, `empty term at column ${col} (two commas in a row?)`);
   }
   if (!KEY_START.test(input.charAt(start))) return badKeyStart(ctx);
   const keyEnd = scanWhile(input, start + 1, KEY_CHAR);
@@ -250,10 +248,22 @@ function judgeTerm(term: SelectorTerm, label: string | undefined): { ok: boolean
   let ok: boolean;
   let failed: string;
   switch (term.op) {
-    case '=': ok = order === 0; failed = '!='; break;
-    case '!=': ok = order !== 0; failed = ''; break;
-    case '>=': ok = order >= 0; failed = '<'; break;
-    case '<=': ok = order <= 0; failed = '>'; break;
+    case '=':
+      ok = order === 0;
+      failed = '!=';
+      break;
+    case '!=':
+      ok = order !== 0;
+      failed = '';
+      break;
+    case '>=':
+      ok = order >= 0;
+      failed = '<';
+      break;
+    case '<=':
+      ok = order <= 0;
+      failed = '>';
+      break;
   }
   const shown = `${term.key}=${sides.labelText}`;
   if (ok) return { ok, reason: `${shown} ${term.op} ${sides.wantedText}` };

@@ -2,86 +2,127 @@
 // controller holds in memory survives a restart, and nothing needs to.
 import { sql } from 'drizzle-orm';
 import {
-  bigint, bigserial, boolean, customType, index, integer, jsonb, pgSequence, pgTable, primaryKey, smallint, text, timestamp, uniqueIndex,
+  bigint,
+  bigserial,
+  boolean,
+  customType,
+  index,
+  integer,
+  jsonb,
+  pgSequence,
+  pgTable,
+  primaryKey,
+  smallint,
+  text,
+  timestamp,
+  uniqueIndex,
 } from 'drizzle-orm/pg-core';
 
 const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
 /** Credentials. Only the SHA-256 of a secret is stored; the secret is shown once. */
-export const tokens = pgTable('tokens', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  kind: text('kind', { enum: ['client', 'admin', 'host'] }).notNull(),
-  name: text('name').notNull(),
-  hash: text('hash').notNull(),
-  hostName: text('host_name'),
-  /** A client token's binding: the only submitter it may act as (a name), or the names under
-   *  it (a value ending in /). Null: any name, the cooperative rule (server/auth.ts, actsAs). */
-  submitter: text('submitter'),
-  createdAt: ts('created_at').notNull().defaultNow(),
-  revokedAt: ts('revoked_at'),
-}, (t) => [uniqueIndex('tokens_hash_key').on(t.hash)]);
+export const tokens = pgTable(
+  'tokens',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    kind: text('kind', { enum: ['client', 'admin', 'host'] }).notNull(),
+    name: text('name').notNull(),
+    hash: text('hash').notNull(),
+    hostName: text('host_name'),
+    /** A client token's binding: the only submitter it may act as (a name), or the names under
+     *  it (a value ending in /). Null: any name, the cooperative rule (server/auth.ts, actsAs). */
+    submitter: text('submitter'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    revokedAt: ts('revoked_at'),
+  },
+  (t) => [uniqueIndex('tokens_hash_key').on(t.hash)],
+);
 
 export const hosts = pgTable('hosts', {
   name: text('name').primaryKey(),
   /** online: a worker is connected; away: its connection dropped, jobs keep running
    *  until the offline timeout; offline: gone, its jobs were marked lost. */
-  status: text('status', { enum: ['online', 'away', 'offline'] }).notNull().default('offline'),
+  status: text('status', { enum: ['online', 'away', 'offline'] })
+    .notNull()
+    .default('offline'),
   lastSeenAt: ts('last_seen_at'),
   workerVersion: text('worker_version'),
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 
-export const devices = pgTable('devices', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  hostName: text('host_name').notNull().references(() => hosts.name, { onDelete: 'cascade' }),
-  /** Index as the host numbers it (gpuN); the device's name is host:gpuN. */
-  index: integer('index').notNull(),
-  uuid: text('uuid'),
-  /** false when the host stopped reporting it. */
-  present: boolean('present').notNull().default(true),
-  createdAt: ts('created_at').notNull().defaultNow(),
-  /** Quarantine: set when something went wrong on the device; never scheduled until an admin clears it. */
-  unhealthySince: ts('unhealthy_since'),
-  unhealthyReason: text('unhealthy_reason'),
-  /** What showed it: a memory figure, a process, a probe's value, docker's error. */
-  unhealthyEvidence: jsonb('unhealthy_evidence').$type<Record<string, unknown>>(),
-  /** The last GPU sample of its worker's heartbeat (name, memory, utilisation); null on a CPU slot. */
-  gpuSample: jsonb('gpu_sample').$type<{ name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null }>(),
-  sampledAt: ts('sampled_at'),
-}, (t) => [uniqueIndex('devices_host_index_key').on(t.hostName, t.index)]);
+export const devices = pgTable(
+  'devices',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    hostName: text('host_name')
+      .notNull()
+      .references(() => hosts.name, { onDelete: 'cascade' }),
+    /** Index as the host numbers it (gpuN); the device's name is host:gpuN. */
+    index: integer('index').notNull(),
+    uuid: text('uuid'),
+    /** false when the host stopped reporting it. */
+    present: boolean('present').notNull().default(true),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    /** Quarantine: set when something went wrong on the device; never scheduled until an admin clears it. */
+    unhealthySince: ts('unhealthy_since'),
+    unhealthyReason: text('unhealthy_reason'),
+    /** What showed it: a memory figure, a process, a probe's value, docker's error. */
+    unhealthyEvidence: jsonb('unhealthy_evidence').$type<Record<string, unknown>>(),
+    /** The last GPU sample of its worker's heartbeat (name, memory, utilisation); null on a CPU slot. */
+    gpuSample: jsonb('gpu_sample').$type<{ name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null }>(),
+    sampledAt: ts('sampled_at'),
+  },
+  (t) => [uniqueIndex('devices_host_index_key').on(t.hostName, t.index)],
+);
 
 /** GPU samples over time, for charts; pruned after a day. */
-export const gpuSamples = pgTable('gpu_samples', {
-  hostName: text('host_name').notNull(),
-  deviceIndex: integer('device_index').notNull(),
-  at: ts('at').notNull().defaultNow(),
-  memUsedMiB: integer('mem_used_mib').notNull(),
-  memTotalMiB: integer('mem_total_mib').notNull(),
-  utilPct: smallint('util_pct'),
-}, (t) => [index('gpu_samples_device_at_idx').on(t.hostName, t.deviceIndex, t.at)]);
+export const gpuSamples = pgTable(
+  'gpu_samples',
+  {
+    hostName: text('host_name').notNull(),
+    deviceIndex: integer('device_index').notNull(),
+    at: ts('at').notNull().defaultNow(),
+    memUsedMiB: integer('mem_used_mib').notNull(),
+    memTotalMiB: integer('mem_total_mib').notNull(),
+    utilPct: smallint('util_pct'),
+  },
+  (t) => [index('gpu_samples_device_at_idx').on(t.hostName, t.deviceIndex, t.at)],
+);
 
 /** Labels per host (deviceIndex -1) or per device, with where they came from. */
-export const labels = pgTable('labels', {
-  hostName: text('host_name').notNull().references(() => hosts.name, { onDelete: 'cascade' }),
-  deviceIndex: integer('device_index').notNull(),
-  key: text('key').notNull(),
-  value: text('value').notNull(),
-  source: text('source', { enum: ['declared', 'detected'] }).notNull(),
-  probe: text('probe'),
-  seenAt: ts('seen_at').notNull().defaultNow(),
-  /** Why the value could not be refreshed; null while its probe works. */
-  stale: text('stale'),
-}, (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex, t.key, t.source] })]);
+export const labels = pgTable(
+  'labels',
+  {
+    hostName: text('host_name')
+      .notNull()
+      .references(() => hosts.name, { onDelete: 'cascade' }),
+    deviceIndex: integer('device_index').notNull(),
+    key: text('key').notNull(),
+    value: text('value').notNull(),
+    source: text('source', { enum: ['declared', 'detected'] }).notNull(),
+    probe: text('probe'),
+    seenAt: ts('seen_at').notNull().defaultNow(),
+    /** Why the value could not be refreshed; null while its probe works. */
+    stale: text('stale'),
+  },
+  (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex, t.key, t.source] })],
+);
 
 /** A host's Markdown usage sheet (deviceIndex -1) or a device's note, with who changed it and when. */
-export const sheets = pgTable('sheets', {
-  hostName: text('host_name').notNull().references(() => hosts.name, { onDelete: 'cascade' }),
-  deviceIndex: integer('device_index').notNull(),
-  body: text('body').notNull(),
-  updatedBy: text('updated_by').notNull(),
-  updatedAt: ts('updated_at').notNull().defaultNow(),
-}, (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex] })]);
+export const sheets = pgTable(
+  'sheets',
+  {
+    hostName: text('host_name')
+      .notNull()
+      .references(() => hosts.name, { onDelete: 'cascade' }),
+    deviceIndex: integer('device_index').notNull(),
+    body: text('body').notNull(),
+    updatedBy: text('updated_by').notNull(),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex] })],
+);
 
 /** Fencing numbers: every assignment of a job to a worker takes the next one. */
 export const fenceSeq = pgSequence('fence_seq');
@@ -92,71 +133,89 @@ export type JobState = (typeof JOB_STATES)[number];
 export const JOB_KINDS = ['run', 'tty', 'hold', 'cp'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 
-export const jobs = pgTable('jobs', {
-  id: text('id').primaryKey(),
-  /** run: a command with stored output; tty: an interactive terminal (output not stored);
-   *  hold: a lease with a TTL and no command; cp: the short lease of one file copy. */
-  kind: text('kind', { enum: JOB_KINDS }).notNull().default('run'),
-  /** Submission order; ties on priority are broken by it. */
-  seq: bigserial('seq', { mode: 'number' }).notNull(),
-  submitter: text('submitter').notNull(),
-  tokenId: bigint('token_id', { mode: 'number' }),
-  argv: jsonb('argv').$type<string[]>().notNull(),
-  cwd: text('cwd'),
-  selector: text('selector').notNull().default(''),
-  deviceName: text('device_name'),
-  gpus: integer('gpus').notNull().default(1),
-  priority: integer('priority').notNull().default(0),
-  state: text('state', { enum: JOB_STATES }).notNull().default('queued'),
-  hostName: text('host_name'),
-  /** Device names the job runs on, fixed when it starts. */
-  devices: jsonb('devices').$type<string[]>(),
-  /** Fencing number of the current assignment; a worker report carrying another is refused. */
-  fence: bigint('fence', { mode: 'number' }),
-  exitCode: integer('exit_code'),
-  reason: text('reason'),
-  killRequestedBy: text('kill_requested_by'),
-  /** Watchdogs, in seconds; null means none. */
-  maxRuntimeS: integer('max_runtime_s'),
-  idleTimeoutS: integer('idle_timeout_s'),
-  /** How long it may wait in the queue before it ends `cancelled`. */
-  waitTimeoutS: integer('wait_timeout_s'),
-  /** A hold's time to live, asked for at submit; its clock starts when it starts. */
-  holdTtlS: integer('hold_ttl_s'),
-  /** When a running hold ends by itself (start + TTL, moved by `rc hold extend`). */
-  expiresAt: ts('expires_at'),
-  /** Set once its stored output reached the bound; later output was streamed, not kept. */
-  outputTruncated: boolean('output_truncated').notNull().default(false),
-  createdAt: ts('created_at').notNull().defaultNow(),
-  startedAt: ts('started_at'),
-  endedAt: ts('ended_at'),
-}, (t) => [
-  index('jobs_queued_idx').on(t.priority, t.seq).where(sql`state = 'queued'`),
-  index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
-  index('jobs_created_idx').on(t.createdAt),
-]);
+export const jobs = pgTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    /** run: a command with stored output; tty: an interactive terminal (output not stored);
+     *  hold: a lease with a TTL and no command; cp: the short lease of one file copy. */
+    kind: text('kind', { enum: JOB_KINDS }).notNull().default('run'),
+    /** Submission order; ties on priority are broken by it. */
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
+    submitter: text('submitter').notNull(),
+    tokenId: bigint('token_id', { mode: 'number' }),
+    argv: jsonb('argv').$type<string[]>().notNull(),
+    cwd: text('cwd'),
+    selector: text('selector').notNull().default(''),
+    deviceName: text('device_name'),
+    gpus: integer('gpus').notNull().default(1),
+    priority: integer('priority').notNull().default(0),
+    state: text('state', { enum: JOB_STATES }).notNull().default('queued'),
+    hostName: text('host_name'),
+    /** Device names the job runs on, fixed when it starts. */
+    devices: jsonb('devices').$type<string[]>(),
+    /** Fencing number of the current assignment; a worker report carrying another is refused. */
+    fence: bigint('fence', { mode: 'number' }),
+    exitCode: integer('exit_code'),
+    reason: text('reason'),
+    killRequestedBy: text('kill_requested_by'),
+    /** Watchdogs, in seconds; null means none. */
+    maxRuntimeS: integer('max_runtime_s'),
+    idleTimeoutS: integer('idle_timeout_s'),
+    /** How long it may wait in the queue before it ends `cancelled`. */
+    waitTimeoutS: integer('wait_timeout_s'),
+    /** A hold's time to live, asked for at submit; its clock starts when it starts. */
+    holdTtlS: integer('hold_ttl_s'),
+    /** When a running hold ends by itself (start + TTL, moved by `rc hold extend`). */
+    expiresAt: ts('expires_at'),
+    /** Set once its stored output reached the bound; later output was streamed, not kept. */
+    outputTruncated: boolean('output_truncated').notNull().default(false),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    startedAt: ts('started_at'),
+    endedAt: ts('ended_at'),
+  },
+  (t) => [
+    index('jobs_queued_idx').on(t.priority, t.seq).where(sql`state = 'queued'`),
+    index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
+    index('jobs_created_idx').on(t.createdAt),
+  ],
+);
 
 /** A lease is the only way to a device. The job's fence (from fence_seq) names its current assignment. */
-export const leases = pgTable('leases', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  deviceId: bigint('device_id', { mode: 'number' }).notNull().references(() => devices.id, { onDelete: 'cascade' }),
-  jobId: text('job_id').notNull().references(() => jobs.id, { onDelete: 'cascade' }),
-  acquiredAt: ts('acquired_at').notNull().defaultNow(),
-  releasedAt: ts('released_at'),
-}, (t) => [
-  // The database, not only the code, guarantees one active lease per device.
-  uniqueIndex('leases_one_active_per_device').on(t.deviceId).where(sql`released_at IS NULL`),
-  index('leases_job_idx').on(t.jobId),
-]);
+export const leases = pgTable(
+  'leases',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    deviceId: bigint('device_id', { mode: 'number' })
+      .notNull()
+      .references(() => devices.id, { onDelete: 'cascade' }),
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    acquiredAt: ts('acquired_at').notNull().defaultNow(),
+    releasedAt: ts('released_at'),
+  },
+  (t) => [
+    // The database, not only the code, guarantees one active lease per device.
+    uniqueIndex('leases_one_active_per_device').on(t.deviceId).where(sql`released_at IS NULL`),
+    index('leases_job_idx').on(t.jobId),
+  ],
+);
 
-export const jobOutput = pgTable('job_output', {
-  jobId: text('job_id').notNull().references(() => jobs.id, { onDelete: 'cascade' }),
-  seq: integer('seq').notNull(),
-  /** 1 stdout, 2 stderr */
-  stream: smallint('stream').notNull(),
-  data: bytea('data').notNull(),
-  at: ts('at').notNull().defaultNow(),
-}, (t) => [primaryKey({ columns: [t.jobId, t.seq] })]);
+export const jobOutput = pgTable(
+  'job_output',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    /** 1 stdout, 2 stderr */
+    stream: smallint('stream').notNull(),
+    data: bytea('data').notNull(),
+    at: ts('at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.seq] })],
+);
 
 export const audit = pgTable('audit', {
   id: bigserial('id', { mode: 'number' }).primaryKey(),

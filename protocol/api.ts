@@ -8,10 +8,13 @@ import { z } from 'zod';
  * reorder a line: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
  */
 const shownName = /^[^\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]*$/;
-const SHOWN_NAME_RULE = 'must be printable text, without control characters (C0, DEL, C1) or bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)';
+const SHOWN_NAME_RULE =
+  'must be printable text, without control characters (C0, DEL, C1) or bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)';
 
 /** Who a job is for: every request that takes a submitter (jobs, kills, holds, rc cp, the terminal socket) checks it with this. */
-export const Submitter = z.string().trim()
+export const Submitter = z
+  .string()
+  .trim()
   .min(1, 'submitter is required (1-200 characters)')
   .max(200, 'submitter is at most 200 characters')
   .regex(shownName, `submitter ${SHOWN_NAME_RULE}: it is shown on other people's terminals (rc ps, rc describe)`);
@@ -26,36 +29,61 @@ export const JOB_PLACEMENT = {
   /** false: fail with `busy` instead of queueing. */
   wait: z.boolean().default(true),
   /** Seconds in the queue before giving up (`cancelled`); null waits for ever. */
-  waitTimeoutS: z.number().int().min(1).max(30 * 86400).nullish(),
+  waitTimeoutS: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86400)
+    .nullish(),
   /** Watchdogs in seconds: the job is killed past them. idleTimeoutS 0 or null disables it. */
-  maxRuntimeS: z.number().int().min(1).max(30 * 86400).nullish(),
-  idleTimeoutS: z.number().int().min(0).max(30 * 86400).nullish(),
+  maxRuntimeS: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86400)
+    .nullish(),
+  idleTimeoutS: z
+    .number()
+    .int()
+    .min(0)
+    .max(30 * 86400)
+    .nullish(),
 };
 
 /** The longest a hold may last, from its start or from an extend (documented in the README). */
 export const HOLD_MAX_TTL_S = 24 * 3600;
 
-const holdTtl = z.number().int().min(1).max(HOLD_MAX_TTL_S, `a hold's TTL is at most ${HOLD_MAX_TTL_S / 3600}h; extend it later with rc hold extend`);
+const holdTtl = z
+  .number()
+  .int()
+  .min(1)
+  .max(HOLD_MAX_TTL_S, `a hold's TTL is at most ${HOLD_MAX_TTL_S / 3600}h; extend it later with rc hold extend`);
 
-export const SubmitJob = z.object({
-  /** run: a command; hold: a lease with a TTL and no command (tty: see the terminal socket). */
-  kind: z.enum(['run', 'tty', 'hold']).default('run'),
-  argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
-  /** Required for a hold, refused otherwise. */
-  ttlS: holdTtl.nullish(),
-  submitter: Submitter,
-  ...JOB_PLACEMENT,
-}).strict().superRefine((j, ctx) => {
-  const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-  if (j.kind === 'hold') {
-    if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
-    if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
-    if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
-  } else {
-    if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');
-    if (j.ttlS != null) say('ttlS', 'only a hold has a TTL; bound a job with --max-runtime');
-  }
-});
+export const SubmitJob = z
+  .object({
+    /** run: a command; hold: a lease with a TTL and no command (tty: see the terminal socket). */
+    kind: z.enum(['run', 'tty', 'hold']).default('run'),
+    argv: z
+      .array(z.string().max(128 * 1024))
+      .max(4096)
+      .default([]),
+    /** Required for a hold, refused otherwise. */
+    ttlS: holdTtl.nullish(),
+    submitter: Submitter,
+    ...JOB_PLACEMENT,
+  })
+  .strict()
+  .superRefine((j, ctx) => {
+    const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (j.kind === 'hold') {
+      if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
+      if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
+      if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
+    } else {
+      if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');
+      if (j.ttlS != null) say('ttlS', 'only a hold has a TTL; bound a job with --max-runtime');
+    }
+  });
 export type SubmitJob = z.infer<typeof SubmitJob>;
 
 /** Releasing a hold (its holder, or an admin). */
@@ -64,21 +92,29 @@ export const ReleaseHold = z.object({ submitter: Submitter }).strict();
 /** Extending a running hold: it then ends ttlS from now. */
 export const ExtendHold = z.object({ submitter: Submitter, ttlS: holdTtl }).strict();
 
-export const KillJob = z.object({
-  submitter: Submitter,
-  reason: z.string().max(500).optional(),
-}).strict();
+export const KillJob = z
+  .object({
+    submitter: Submitter,
+    reason: z.string().max(500).optional(),
+  })
+  .strict();
 export type KillJob = z.infer<typeof KillJob>;
 
-const hostNameRule = z.string().min(1).max(63).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'host names are letters, digits, . _ - and start with a letter or digit');
+const hostNameRule = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'host names are letters, digits, . _ - and start with a letter or digit');
 
 export const RegisterHost = z.object({ name: hostNameRule }).strict();
 export type RegisterHost = z.infer<typeof RegisterHost>;
 
 /** Clearing a quarantine: the reason is required, it goes into the audit log. */
-export const ClearQuarantine = z.object({
-  reason: z.string().trim().min(3, 'say why the device is fine again (--reason "...")').max(500),
-}).strict();
+export const ClearQuarantine = z
+  .object({
+    reason: z.string().trim().min(3, 'say why the device is fine again (--reason "...")').max(500),
+  })
+  .strict();
 
 /** The longest prefix a token may be bound to: its dashboard terminals are `<prefix>web`, itself a submitter. */
 const BINDING_PREFIX_MAX = 200 - 'web'.length;
@@ -88,32 +124,45 @@ const BINDING_PREFIX_MAX = 200 - 'web'.length;
  * `/` binds a prefix (the token acts only as names that start with it), anything
  * else one exact name. It is itself a submitter, by the same rule.
  */
-export const TokenSubmitter = Submitter.refine((v) => !v.endsWith('/') || v.length <= BINDING_PREFIX_MAX,
-  `a prefix binding is at most ${BINDING_PREFIX_MAX} characters, so that <prefix>web (its dashboard terminals) is a submitter too`);
+export const TokenSubmitter = Submitter.refine(
+  (v) => !v.endsWith('/') || v.length <= BINDING_PREFIX_MAX,
+  `a prefix binding is at most ${BINDING_PREFIX_MAX} characters, so that <prefix>web (its dashboard terminals) is a submitter too`,
+);
 
-export const CreateToken = z.object({
-  /** web:<name> is the submitter of the dashboard's terminals (of an unbound token). */
-  name: z.string().trim().min(1).max(200).regex(shownName, `a token name ${SHOWN_NAME_RULE}: web:<name> is the submitter of its dashboard terminals`),
-  kind: z.enum(['client', 'admin']).default('client'),
-  /** Bind the token to a submitter name or prefix (TokenSubmitter); absent or null: unbound. */
-  submitter: TokenSubmitter.nullish(),
-}).strict().superRefine((t, ctx) => {
-  if (t.kind === 'admin' && t.submitter != null) {
-    ctx.addIssue({ code: 'custom', path: ['submitter'], message: 'an admin token acts as anyone (it may stop anyone\'s job, audited), so it cannot be bound; bind a client token' });
-  }
-});
+export const CreateToken = z
+  .object({
+    /** web:<name> is the submitter of the dashboard's terminals (of an unbound token). */
+    name: z.string().trim().min(1).max(200).regex(shownName, `a token name ${SHOWN_NAME_RULE}: web:<name> is the submitter of its dashboard terminals`),
+    kind: z.enum(['client', 'admin']).default('client'),
+    /** Bind the token to a submitter name or prefix (TokenSubmitter); absent or null: unbound. */
+    submitter: TokenSubmitter.nullish(),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    if (t.kind === 'admin' && t.submitter != null) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['submitter'],
+        message: "an admin token acts as anyone (it may stop anyone's job, audited), so it cannot be bound; bind a client token",
+      });
+    }
+  });
 export type CreateToken = z.infer<typeof CreateToken>;
 
 export const HostName = hostNameRule;
 
-export const WriteSheet = z.object({
-  /** Markdown; an empty string removes the sheet. */
-  body: z.string().max(64 * 1024, 'a sheet is at most 64 KiB of Markdown'),
-}).strict();
+export const WriteSheet = z
+  .object({
+    /** Markdown; an empty string removes the sheet. */
+    body: z.string().max(64 * 1024, 'a sheet is at most 64 KiB of Markdown'),
+  })
+  .strict();
 export type WriteSheet = z.infer<typeof WriteSheet>;
 
-export const Explain = z.object({
-  selector: z.string().max(4096).default(''),
-  device: z.string().max(300).nullish(),
-}).strict();
+export const Explain = z
+  .object({
+    selector: z.string().max(4096).default(''),
+    device: z.string().max(300).nullish(),
+  })
+  .strict();
 export type Explain = z.infer<typeof Explain>;

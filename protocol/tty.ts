@@ -17,15 +17,23 @@ export type TtySize = z.infer<typeof TtySize>;
  * `after`: bytes of the session's output the client already has (re-attach);
  * the controller replays what it still keeps after that.
  */
-export const TtyOpen = z.object({
-  jobId: z.string().regex(/^j[0-9a-v]{10}$/).optional(),
-  after: z.number().int().min(0).optional(),
-  argv: z.array(z.string().max(128 * 1024)).max(4096).default([]),
-  /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`, or for a bound token its name or `<prefix>web` (webSubmitter, server/auth.ts). */
-  submitter: Submitter.optional(),
-  ...JOB_PLACEMENT,
-  ...size,
-}).strict();
+export const TtyOpen = z
+  .object({
+    jobId: z
+      .string()
+      .regex(/^j[0-9a-v]{10}$/)
+      .optional(),
+    after: z.number().int().min(0).optional(),
+    argv: z
+      .array(z.string().max(128 * 1024))
+      .max(4096)
+      .default([]),
+    /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`, or for a bound token its name or `<prefix>web` (webSubmitter, server/auth.ts). */
+    submitter: Submitter.optional(),
+    ...JOB_PLACEMENT,
+    ...size,
+  })
+  .strict();
 export type TtyOpen = z.infer<typeof TtyOpen>;
 
 /** At most this much input per `input` message. */

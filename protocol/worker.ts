@@ -3,7 +3,11 @@ import { z } from 'zod';
 
 export const WORKER_NAMESPACE = '/worker';
 
-const labelKey = z.string().min(1).max(100).regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/);
+const labelKey = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z_][A-Za-z0-9_.-]*$/);
 export const ReportedLabel = z.object({
   key: labelKey,
   value: z.string().max(1000),
@@ -20,11 +24,15 @@ export type ReportedLabel = z.infer<typeof ReportedLabel>;
 /** A host's whole inventory: sent in hello, and again after every probe run. */
 export const Inventory = z.object({
   hostLabels: z.array(ReportedLabel).max(1000),
-  devices: z.array(z.object({
-    index: z.number().int().min(0).max(999),
-    uuid: z.string().max(200).nullish(),
-    labels: z.array(ReportedLabel).max(1000),
-  })).max(64),
+  devices: z
+    .array(
+      z.object({
+        index: z.number().int().min(0).max(999),
+        uuid: z.string().max(200).nullish(),
+        labels: z.array(ReportedLabel).max(1000),
+      }),
+    )
+    .max(64),
 });
 export type Inventory = z.infer<typeof Inventory>;
 
@@ -36,11 +44,16 @@ export const Hello = Inventory.extend({
    * Processes the worker killed and that are still there (stuck in the kernel): of its previous
    * run's jobs, found at start-up, or of jobs that ended. Their devices are quarantined.
    */
-  unkillable: z.array(z.object({
-    jobId: z.string().max(64),
-    devices: z.array(z.number().int().min(0).max(999)).max(64),
-    pids: z.array(z.number().int()).max(10_000),
-  })).max(1000).optional(),
+  unkillable: z
+    .array(
+      z.object({
+        jobId: z.string().max(64),
+        devices: z.array(z.number().int().min(0).max(999)).max(64),
+        pids: z.array(z.number().int()).max(10_000),
+      }),
+    )
+    .max(1000)
+    .optional(),
 });
 export type Hello = z.infer<typeof Hello>;
 
@@ -136,7 +149,12 @@ export const FileOp = z.object({
   path: z.string().max(4096),
   temp: z.string().max(100).optional(),
   offset: z.number().int().min(0).optional(),
-  length: z.number().int().min(0).max(4 * 1024 * 1024).optional(),
+  length: z
+    .number()
+    .int()
+    .min(0)
+    .max(4 * 1024 * 1024)
+    .optional(),
   size: z.number().int().min(0).optional(),
   data: z.instanceof(Buffer).optional(),
 });

@@ -16,16 +16,32 @@ export async function startFleet({ localWorker }) {
   chmodSync(dir, 0o711); // Postgres runs as its own user and must pass through
   const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort());
   const server = spawn(process.execPath, [join(root, 'dist/server.js')], {
-    env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data'), PORT: '0', RC_DASHBOARD: '0', RC_HOST_NAME: 'bench', RC_LOCAL_WORKER: localWorker ? '1' : '0' },
+    env: {
+      ...process.env,
+      DATABASE_URL: pg.url,
+      RC_DATA_DIR: join(dir, 'data'),
+      PORT: '0',
+      RC_DASHBOARD: '0',
+      RC_HOST_NAME: 'bench',
+      RC_LOCAL_WORKER: localWorker ? '1' : '0',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let log = '';
-  server.stdout.on('data', (c) => { log += c; });
+  server.stdout.on('data', (c) => {
+    log += c;
+  });
   const ready = localWorker ? /connected to .* as bench/ : /controller on (http:\/\/\S+);/;
-  await until(() => ready.test(log), () => `the controller did not come up:\n${log}`);
+  await until(
+    () => ready.test(log),
+    () => `the controller did not come up:\n${log}`,
+  );
   const { controller, clientToken, adminToken } = JSON.parse(readFileSync(join(dir, 'data', 'local.json'), 'utf8'));
   return {
-    dir, controller, clientToken, adminToken,
+    dir,
+    controller,
+    clientToken,
+    adminToken,
     async stop() {
       server.kill('SIGTERM');
       await new Promise((r) => server.once('exit', r));
@@ -38,15 +54,26 @@ export async function startFleet({ localWorker }) {
 export function report(name, xs) {
   const s = [...xs].sort((a, b) => a - b);
   const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
-  console.log(`${name.padEnd(46)} n=${s.length}  p50 ${q(0.5).toFixed(1)} ms  p90 ${q(0.9).toFixed(1)} ms  p99 ${q(0.99).toFixed(1)} ms  max ${s[s.length - 1].toFixed(1)} ms`);
+  console.log(
+    `${name.padEnd(46)} n=${s.length}  p50 ${q(0.5).toFixed(1)} ms  p90 ${q(0.9).toFixed(1)} ms  p99 ${q(0.99).toFixed(1)} ms  max ${s[s.length - 1].toFixed(1)} ms`,
+  );
 }
 
 export async function until(check, what, ms = 20_000) {
   const end = Date.now() + ms;
-  while (Date.now() < end) { if (await check()) return; await new Promise((r) => setTimeout(r, 20)); }
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
   throw new Error(typeof what === 'function' ? what() : `timed out waiting for ${what}`);
 }
 
 function freePort() {
-  return new Promise((resolve) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); }); });
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
 }

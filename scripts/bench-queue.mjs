@@ -24,7 +24,13 @@ try {
   for (let i = 0; i < 200; i++) {
     const sent = performance.now();
     let started = 0;
-    await runJob(['true'], () => {}, () => { started = performance.now(); });
+    await runJob(
+      ['true'],
+      () => {},
+      () => {
+        started = performance.now();
+      },
+    );
     lat.push(started - sent);
   }
   report('submit→start, idle device (200 jobs)', lat);
@@ -32,14 +38,23 @@ try {
   // 2. Throughput: 300 jobs, 24 submitters at a time, two devices.
   const t0 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: 24 }, async () => { while (next < 300) { next++; await runJob(['true']); } }));
+  await Promise.all(
+    Array.from({ length: 24 }, async () => {
+      while (next < 300) {
+        next++;
+        await runJob(['true']);
+      }
+    }),
+  );
   const secs = (performance.now() - t0) / 1000;
   console.log(`${'throughput, 300 x true through 2 devices'.padEnd(44)} ${(300 / secs).toFixed(1)} jobs/s (${secs.toFixed(2)} s)`);
 
   // 3. A worker SIGKILLed mid-job: time until its job is lost.
   const lost = [];
   for (let i = 0; i < 5; i++) {
-    const id = await new Promise((resolve) => { void runJob(['sleep', '613.5'], resolve); });
+    const id = await new Promise((resolve) => {
+      void runJob(['sleep', '613.5'], resolve);
+    });
     await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'running', 'the job to run');
     const t = Date.now();
     worker.kill('SIGKILL');
@@ -67,24 +82,40 @@ function startWorker() {
 function runJob(argv, onId = () => {}, onStarted = () => {}) {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ argv, submitter: 'bench' });
-    const req = request(controller + '/api/jobs', { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } }, (res) => {
-      let id = null; let buf = Buffer.alloc(0);
-      res.on('data', (c) => {
-        buf = Buffer.concat([buf, c]);
-        while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
-          const len = buf.readUInt32BE(1);
-          if (buf[0] === 3) { const e = JSON.parse(buf.subarray(5, 5 + len)); if (e.type === 'queued') { id = e.jobId; onId(id); } if (e.type === 'started') onStarted(); }
-          buf = buf.subarray(5 + len);
-        }
-      });
-      res.on('end', () => resolve(id));
-    });
+    const req = request(
+      `${controller}/api/jobs`,
+      { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
+      (res) => {
+        let id = null;
+        let buf = Buffer.alloc(0);
+        res.on('data', (c) => {
+          buf = Buffer.concat([buf, c]);
+          while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+            const len = buf.readUInt32BE(1);
+            if (buf[0] === 3) {
+              const e = JSON.parse(buf.subarray(5, 5 + len));
+              if (e.type === 'queued') {
+                id = e.jobId;
+                onId(id);
+              }
+              if (e.type === 'started') onStarted();
+            }
+            buf = buf.subarray(5 + len);
+          }
+        });
+        res.on('end', () => resolve(id));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
 async function api(method, path, body, token = clientToken) {
-  const r = await fetch(controller + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
+  const r = await fetch(controller + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   return r.json();
 }

@@ -19,7 +19,9 @@ const env = { ...process.env, RC_CONTROLLER: controller, RC_TOKEN: clientToken, 
 const rc = join(root, 'node_modules/.bin/rc');
 
 try {
-  console.log(`machine: ${process.env.NODE_EXTRA_CA_CERTS ? 'NODE_EXTRA_CA_CERTS is set (node loads extra CA certificates at every start)' : 'no NODE_EXTRA_CA_CERTS'}`);
+  console.log(
+    `machine: ${process.env.NODE_EXTRA_CA_CERTS ? 'NODE_EXTRA_CA_CERTS is set (node loads extra CA certificates at every start)' : 'no NODE_EXTRA_CA_CERTS'}`,
+  );
   // Interleaved, so a noisy moment on the machine weighs on all three alike.
   const [node, version, run] = timeRuns([
     () => spawnSync(process.execPath, ['-e', '0'], { env }),
@@ -33,7 +35,10 @@ try {
   report('rc --version', version);
   report('rc run -- true', run);
   const trips = [];
-  for (let i = 0; i <= runs; i++) { const t = await serverRoundTrip(); if (i > 0) trips.push(t); }
+  for (let i = 0; i <= runs; i++) {
+    const t = await serverRoundTrip();
+    if (i > 0) trips.push(t);
+  }
   report('  of which controller + worker (no CLI start)', trips);
   const gaps = [];
   for (let i = 0; i < Math.min(runs, 20); i++) {
@@ -70,7 +75,14 @@ function spawnRc(args) {
   return spawn(rc, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
 }
 function firstLine(child) {
-  return new Promise((resolve) => { let b = ''; child.stdout.on('data', (c) => { b += c; const i = b.indexOf('\n'); if (i >= 0) resolve(b.slice(0, i)); }); });
+  return new Promise((resolve) => {
+    let b = '';
+    child.stdout.on('data', (c) => {
+      b += c;
+      const i = b.indexOf('\n');
+      if (i >= 0) resolve(b.slice(0, i));
+    });
+  });
 }
 function exited(child) {
   return new Promise((resolve) => child.on('close', resolve));
@@ -87,7 +99,10 @@ function serverRoundTrip() {
     let got = '';
     socket.on('data', (d) => {
       got += d.toString('latin1');
-      if (got.includes('"type":"exit"')) { resolve(performance.now() - t); socket.destroy(); }
+      if (got.includes('"type":"exit"')) {
+        resolve(performance.now() - t);
+        socket.destroy();
+      }
     });
     socket.on('error', reject);
     socket.write(request);

@@ -7,7 +7,15 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-const common = { absWorkingDir: root, bundle: true, platform: 'node', target: 'node20', define: { RC_VERSION: JSON.stringify(version) }, logLevel: 'warning', legalComments: 'none' };
+const common = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  define: { RC_VERSION: JSON.stringify(version) },
+  logLevel: 'warning',
+  legalComments: 'none',
+};
 
 await Promise.all([
   // The CLI is one self-contained CommonJS file: no module resolution at start-up.

@@ -11,12 +11,18 @@ const root = new URL('..', import.meta.url).pathname;
 const step = (name, cmd, args) => {
   const t = Date.now();
   const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) { console.error(`npm test: ${name} failed`); process.exit(r.status ?? 1); }
+  if (r.status !== 0) {
+    console.error(`npm test: ${name} failed`);
+    process.exit(r.status ?? 1);
+  }
   console.log(`npm test: ${name} ok (${((Date.now() - t) / 1000).toFixed(1)}s)`);
 };
 
-// RC_TEST_SKIP_TYPECHECK=1 is for quick local runs of a few files; CI always type-checks.
-if (process.env.RC_TEST_SKIP_TYPECHECK !== '1') step('typecheck', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', '.']);
+// RC_TEST_SKIP_TYPECHECK=1 is for quick local runs of a few files; CI always lints, checks the format and type-checks.
+if (process.env.RC_TEST_SKIP_TYPECHECK !== '1') {
+  step('lint and format', process.execPath, [join(root, 'node_modules/@biomejs/biome/bin/biome'), 'ci', '--colors=off', '.']);
+  step('typecheck', process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', '.']);
+}
 step('build', process.execPath, [join(root, 'scripts/build.mjs')]);
 
 const { startEmbeddedPostgres } = await import('../dist/test-support.js');
@@ -43,15 +49,20 @@ process.exit(code);
 
 function testFiles(path) {
   if (!statSync(path).isDirectory()) return [path];
-  return readdirSync(path).sort().flatMap((f) => {
-    const full = join(path, f);
-    return statSync(full).isDirectory() ? testFiles(full) : f.endsWith('.test.ts') ? [full] : [];
-  });
+  return readdirSync(path)
+    .sort()
+    .flatMap((f) => {
+      const full = join(path, f);
+      return statSync(full).isDirectory() ? testFiles(full) : f.endsWith('.test.ts') ? [full] : [];
+    });
 }
 
 function freePort() {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
   });
 }

@@ -23,8 +23,15 @@ export async function identify(db: DbOrTx, secret: string | null | undefined): P
   const hash = hashSecret(secret);
   const hit = cache.get(hash);
   if (hit && Date.now() - hit.at < CACHE_MS) return hit.identity;
-  const [row] = await db.select().from(tokens).where(and(eq(tokens.hash, hash), isNull(tokens.revokedAt))).limit(1);
-  if (!row) { cache.delete(hash); return null; }
+  const [row] = await db
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.hash, hash), isNull(tokens.revokedAt)))
+    .limit(1);
+  if (!row) {
+    cache.delete(hash);
+    return null;
+  }
   const identity: Identity = { tokenId: row.id, kind: row.kind, name: row.name, hostName: row.hostName, submitter: row.submitter };
   if (cache.size > 10_000) cache.clear();
   cache.set(hash, { identity, at: Date.now() });
@@ -50,9 +57,12 @@ export function actsAs(identity: Identity, submitter: string): void {
   if (bound === null) return;
   const prefix = bound.endsWith('/');
   if (prefix ? submitter.startsWith(bound) : submitter === bound) return;
-  throw new RcError('forbidden', prefix
-    ? `this token acts only as ${bound}…, not ${submitter}; set RC_SUBMITTER to a name under ${bound} (${bound}<anything>)`
-    : `this token acts only as ${bound}, not ${submitter}; set RC_SUBMITTER=${bound}`);
+  throw new RcError(
+    'forbidden',
+    prefix
+      ? `this token acts only as ${bound}…, not ${submitter}; set RC_SUBMITTER to a name under ${bound} (${bound}<anything>)`
+      : `this token acts only as ${bound}, not ${submitter}; set RC_SUBMITTER=${bound}`,
+  );
 }
 
 /** Who did something, for a job's reason and the audit log: the claimed submitter and the token, `alice (token 7 agent-a)`. */
@@ -74,19 +84,37 @@ export function webSubmitter(identity: Identity): string {
 
 /** Stores the hash of a secret; returns the secret, which is never stored. */
 export async function createToken(db: DbOrTx, kind: TokenKind, name: string, hostName: string | null = null, secret = newSecret(kind)): Promise<string> {
-  await db.insert(tokens).values({ kind, name, hash: hashSecret(secret), hostName }).onConflictDoNothing();
+  await db
+    .insert(tokens)
+    .values({ kind, name, hash: hashSecret(secret), hostName })
+    .onConflictDoNothing();
   return secret;
 }
 
 /** A new client or admin token (rc admin token create), audited (run it in a transaction). The secret is returned once, never stored. */
-export async function issueToken(db: DbOrTx, t: { name: string; kind: 'client' | 'admin'; submitter: string | null }, actor: string): Promise<{ token: TokenView; secret: string }> {
+export async function issueToken(
+  db: DbOrTx,
+  t: { name: string; kind: 'client' | 'admin'; submitter: string | null },
+  actor: string,
+): Promise<{ token: TokenView; secret: string }> {
   const secret = newSecret(t.kind);
-  const [row] = await db.insert(tokens).values({ kind: t.kind, name: t.name, hash: hashSecret(secret), submitter: t.submitter }).returning();
+  const [row] = await db
+    .insert(tokens)
+    .values({ kind: t.kind, name: t.name, hash: hashSecret(secret), submitter: t.submitter })
+    .returning();
   await db.insert(audit).values({ actor, action: 'token.create', target: t.name, detail: { id: row!.id, kind: t.kind, submitter: t.submitter } });
   return { token: tokenView(row!), secret };
 }
 
-export interface TokenView { id: number; name: string; kind: TokenKind; hostName: string | null; submitter: string | null; createdAt: string; revokedAt: string | null }
+export interface TokenView {
+  id: number;
+  name: string;
+  kind: TokenKind;
+  hostName: string | null;
+  submitter: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
 
 /** Every token, revoked ones included, oldest first (never a secret or a hash). */
 export async function listTokens(db: DbOrTx): Promise<TokenView[]> {
@@ -95,7 +123,11 @@ export async function listTokens(db: DbOrTx): Promise<TokenView[]> {
 
 /** Revokes a token, audited (run it in a transaction). Revoking one already revoked changes nothing. */
 export async function revokeToken(db: DbOrTx, id: number, actor: string): Promise<{ token: TokenView; already: boolean }> {
-  const [revoked] = await db.update(tokens).set({ revokedAt: sql`now()` }).where(and(eq(tokens.id, id), isNull(tokens.revokedAt))).returning();
+  const [revoked] = await db
+    .update(tokens)
+    .set({ revokedAt: sql`now()` })
+    .where(and(eq(tokens.id, id), isNull(tokens.revokedAt)))
+    .returning();
   const row = revoked ?? (await db.select().from(tokens).where(eq(tokens.id, id)))[0];
   if (!row) throw new RcError('not_found', `no token ${id}; rc admin tokens lists them`);
   if (revoked) await db.insert(audit).values({ actor, action: 'token.revoke', target: row.name, detail: { id, kind: row.kind } });
@@ -108,7 +140,15 @@ export function forgetToken(tokenId: number): void {
 }
 
 function tokenView(r: typeof tokens.$inferSelect): TokenView {
-  return { id: r.id, name: r.name, kind: r.kind, hostName: r.hostName, submitter: r.submitter, createdAt: r.createdAt.toISOString(), revokedAt: r.revokedAt?.toISOString() ?? null };
+  return {
+    id: r.id,
+    name: r.name,
+    kind: r.kind,
+    hostName: r.hostName,
+    submitter: r.submitter,
+    createdAt: r.createdAt.toISOString(),
+    revokedAt: r.revokedAt?.toISOString() ?? null,
+  };
 }
 
 export function bearer(header: string | undefined): string | null {

@@ -11,7 +11,11 @@ const Env = z.object({
   RC_BIND: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().url().optional(),
   /** The dashboard's address as browsers reach it, when a proxy (TLS) stands in front: https://rc.example.org. */
-  RC_PUBLIC_URL: z.string().url().refine((u) => /^https?:\/\//.test(u), 'RC_PUBLIC_URL must be an http:// or https:// URL').optional(),
+  RC_PUBLIC_URL: z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'RC_PUBLIC_URL must be an http:// or https:// URL')
+    .optional(),
   RC_DATA_DIR: z.string().min(1).default(join(ROOT, '.rc')),
   RC_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
   RC_LOCAL_WORKER: flag.default(true),
@@ -19,7 +23,12 @@ const Env = z.object({
   /** Seconds a worker may be silent before its host is offline and its jobs lost. */
   RC_HOST_TIMEOUT_S: z.coerce.number().positive().max(3600).default(15),
   /** Output kept per job (bytes); the rest is streamed live but not stored. */
-  RC_OUTPUT_LIMIT_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(16 * 1024 * 1024),
+  RC_OUTPUT_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3)
+    .default(16 * 1024 * 1024),
   /** Seconds a multi-GPU job waits before devices are held back for it (no starvation by one-GPU jobs). */
   RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
   /** Seconds past --max-runtime/--idle-timeout before the controller ends a job its worker did not kill. */
@@ -27,7 +36,12 @@ const Env = z.object({
   /** Seconds a terminal (rc run --tty, the dashboard's) may have nobody attached before its job ends. */
   RC_TTY_GRACE_S: z.coerce.number().min(1).max(86400).default(45),
   /** Bytes of a terminal's recent output kept for a re-attach (reload, dropped connection). */
-  RC_TTY_REPLAY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(256 * 1024),
+  RC_TTY_REPLAY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(256 * 1024),
 });
 export type ControllerConfig = z.infer<typeof Env>;
 

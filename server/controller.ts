@@ -59,8 +59,14 @@ export class Controller {
     this.sql = opts.database.client;
     this.writer = new OutputWriter(this.db, (err) => log(`storing output failed: ${String(err)}`));
     this.hub = new WorkerHub({
-      db: this.db, sql: this.sql, events: this.events, writer: this.writer, log,
-      poke: () => { void this.scheduler.poke(); },
+      db: this.db,
+      sql: this.sql,
+      events: this.events,
+      writer: this.writer,
+      log,
+      poke: () => {
+        void this.scheduler.poke();
+      },
       freed: () => this.scheduler.pokeIfQueued(),
       heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
       outputLimitBytes: this.outputLimitBytes,
@@ -90,28 +96,49 @@ export class Controller {
     await this.tty.start(io);
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
     // One pass of each loop at a time: passes queued behind a stalled database would judge stale time when it comes back.
-    this.every(reapEvery, () => reapSilentHosts({
-      db: this.db, sql: this.sql, events: this.events, timeoutS: this.opts.hostTimeoutS,
-      dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
-      heardFrom: (ms) => this.hub.heardFrom(ms),
-    }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)));
-    this.every(1000, () => enforceLimits({ sql: this.sql, events: this.events, hub: this.hub, graceS: this.opts.watchdogGraceS ?? 30 })
-      .then((ended) => { if (ended) void this.scheduler.poke(); })
-      .catch((err: unknown) => log(`watchdogs failed: ${String(err)}`)));
-    this.timers.push(setInterval(() => { pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`)); }, 600_000));
+    this.every(reapEvery, () =>
+      reapSilentHosts({
+        db: this.db,
+        sql: this.sql,
+        events: this.events,
+        timeoutS: this.opts.hostTimeoutS,
+        dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
+        heardFrom: (ms) => this.hub.heardFrom(ms),
+      }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)),
+    );
+    this.every(1000, () =>
+      enforceLimits({ sql: this.sql, events: this.events, hub: this.hub, graceS: this.opts.watchdogGraceS ?? 30 })
+        .then((ended) => {
+          if (ended) void this.scheduler.poke();
+        })
+        .catch((err: unknown) => log(`watchdogs failed: ${String(err)}`)),
+    );
+    this.timers.push(
+      setInterval(() => {
+        pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`));
+      }, 600_000),
+    );
     // A safety net only: every change that can start a job pokes the scheduler at once.
-    this.timers.push(setInterval(() => { void this.scheduler.poke(); }, 5000));
+    this.timers.push(
+      setInterval(() => {
+        void this.scheduler.poke();
+      }, 5000),
+    );
     void this.scheduler.poke();
   }
 
   /** Runs `pass` every `ms`, skipping a tick while the previous pass has not finished. */
   private every(ms: number, pass: () => Promise<unknown>): void {
     let running = false;
-    this.timers.push(setInterval(() => {
-      if (running) return;
-      running = true;
-      void pass().finally(() => { running = false; });
-    }, ms));
+    this.timers.push(
+      setInterval(() => {
+        if (running) return;
+        running = true;
+        void pass().finally(() => {
+          running = false;
+        });
+      }, ms),
+    );
   }
 
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {

@@ -34,11 +34,20 @@ export class Dashboard {
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     if (this.handler) {
-      this.handler(req, res).catch(() => { if (!res.headersSent) { res.statusCode = 500; res.end('dashboard error'); } });
+      this.handler(req, res).catch(() => {
+        if (!res.headersSent) {
+          res.statusCode = 500;
+          res.end('dashboard error');
+        }
+      });
       return;
     }
     res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '10' });
-    res.end(this.failed ? `The dashboard failed to start: ${this.failed}\n` : 'The dashboard is still being built; reload in a minute. The API and the rc CLI already work.\n');
+    res.end(
+      this.failed
+        ? `The dashboard failed to start: ${this.failed}\n`
+        : 'The dashboard is still being built; reload in a minute. The API and the rc CLI already work.\n',
+    );
   }
 }
 
@@ -59,11 +68,17 @@ function newestMtime(path: string): number {
 function runNextBuild(): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next'), 'build'], {
-      cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
     });
     let out = '';
-    child.stdout.on('data', (c: Buffer) => { out = (out + c.toString()).slice(-4000); });
-    child.stderr.on('data', (c: Buffer) => { out = (out + c.toString()).slice(-4000); });
+    child.stdout.on('data', (c: Buffer) => {
+      out = (out + c.toString()).slice(-4000);
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out = (out + c.toString()).slice(-4000);
+    });
     child.on('error', reject);
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`next build exited ${code}:\n${out}`))));
   });

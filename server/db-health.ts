@@ -55,7 +55,9 @@ export class DbHealth {
   /** Calls fn once when the database is next found away; returns how to stop waiting. */
   onDown(fn: () => void): () => void {
     this.waiters.add(fn);
-    return () => { this.waiters.delete(fn); };
+    return () => {
+      this.waiters.delete(fn);
+    };
   }
 
   private check(): void {
@@ -67,8 +69,14 @@ export class DbHealth {
     const asking = { since: now };
     this.asking = asking;
     this.sql`select 1`.then(
-      () => { if (this.asking === asking) this.asking = null; this.markUp(); },
-      (err: unknown) => { if (this.asking === asking) this.asking = null; this.markDown((err as Error).message ?? String(err)); },
+      () => {
+        if (this.asking === asking) this.asking = null;
+        this.markUp();
+      },
+      (err: unknown) => {
+        if (this.asking === asking) this.asking = null;
+        this.markDown((err as Error).message ?? String(err));
+      },
     );
   }
 

@@ -37,7 +37,18 @@ export async function runMigrations(database: Database): Promise<void> {
 }
 
 /** Errors that mean the database is away (refused, closed, restarting), not that the request was wrong. */
-const DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'DATABASE_STALLED']);
+const DOWN_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'DATABASE_STALLED',
+]);
 
 export function databaseDown(err: unknown): boolean {
   const code = errorCode(err);

@@ -8,7 +8,11 @@ import { loadDevices, type DeviceRow } from './fleet';
 import { rowToJob } from './jobs/job-row';
 import { jobView, type JobView } from './jobs/job-view';
 
-export interface SheetView { body: string; updatedBy: string; updatedAt: string }
+export interface SheetView {
+  body: string;
+  updatedBy: string;
+  updatedAt: string;
+}
 
 export interface DeviceDescription {
   device: DeviceRow;
@@ -83,13 +87,17 @@ export async function explain(sql: Sql, selector: string, device: string | null)
   ]);
   const job = { terms: parsed.terms, deviceName: device };
   const matching = devices.filter((d) => deviceMatches(job, d));
-  const notMatching = devices.filter((d) => !deviceMatches(job, d)).map((d) => ({
-    name: d.name,
-    reasons: [
-      ...(device !== null && d.name !== device ? [`not ${device}`] : []),
-      ...explainTerms(parsed.terms, d.labels).filter((v) => !v.ok).map((v) => v.reason),
-    ],
-  }));
+  const notMatching = devices
+    .filter((d) => !deviceMatches(job, d))
+    .map((d) => ({
+      name: d.name,
+      reasons: [
+        ...(device !== null && d.name !== device ? [`not ${device}`] : []),
+        ...explainTerms(parsed.terms, d.labels)
+          .filter((v) => !v.ok)
+          .map((v) => v.reason),
+      ],
+    }));
   const depth = queued.filter((q) => {
     const p = parseSelector(q.selector);
     return p.ok && matching.some((d) => (q.device_name === null || q.device_name === d.name) && matchTerms(p.terms, d.labels));

@@ -12,7 +12,10 @@ export interface EmbeddedDb {
   stop(): Promise<void>;
 }
 
-interface Secrets { user: string; password: string }
+interface Secrets {
+  user: string;
+  password: string;
+}
 
 export interface StartOptions {
   /** Postgres's own output. */
@@ -30,14 +33,17 @@ export async function startEmbeddedPostgres(dir: string, port: number, opts: Sta
   const dataDir = join(dir, 'pgdata');
   const secretsFile = join(dir, 'pg.json');
   const fresh = !existsSync(join(dataDir, 'PG_VERSION'));
-  const secrets: Secrets = !fresh && existsSync(secretsFile)
-    ? JSON.parse(readFileSync(secretsFile, 'utf8')) as Secrets
-    : { user: 'rc', password: randomBytes(18).toString('base64url') };
+  const secrets: Secrets =
+    !fresh && existsSync(secretsFile)
+      ? (JSON.parse(readFileSync(secretsFile, 'utf8')) as Secrets)
+      : { user: 'rc', password: randomBytes(18).toString('base64url') };
   if (process.getuid?.() === 0) assertReachableByOthers(dir);
   // First this folder's own Postgres, which a controller killed with -9 leaves running; then the port.
   const left = findLeftover(dataDir);
   if (left.kind === 'in-use') {
-    throw new Error(`rc is already running from this checkout (pid ${left.parent}, its Postgres pid ${left.pid}, data in ${dataDir}); stop that one first (Ctrl-C in its terminal, or kill ${left.parent}), or give this one its own RC_DATA_DIR and RC_PG_PORT`);
+    throw new Error(
+      `rc is already running from this checkout (pid ${left.parent}, its Postgres pid ${left.pid}, data in ${dataDir}); stop that one first (Ctrl-C in its terminal, or kill ${left.parent}), or give this one its own RC_DATA_DIR and RC_PG_PORT`,
+    );
   }
   if (left.kind === 'orphan') {
     const t = Date.now();
@@ -54,7 +60,10 @@ export async function startEmbeddedPostgres(dir: string, port: number, opts: Sta
     persistent: true,
     // Postgres refuses to run as root; the package then runs it as a `postgres` user.
     createPostgresUser: process.getuid?.() === 0,
-    onLog: (m: string) => { lastLines = [...lastLines, m].slice(-20); log(m); },
+    onLog: (m: string) => {
+      lastLines = [...lastLines, m].slice(-20);
+      log(m);
+    },
     onError: (e: unknown) => log(String(e)),
   });
   if (fresh) {
@@ -83,16 +92,21 @@ export async function startEmbeddedPostgres(dir: string, port: number, opts: Sta
 
 /** The refusal for a port held by someone else: who holds it, if /proc tells, and the way out. */
 export function portInUseMessage(port: number, holder: { pid: number; program: string; pgdata: string | null } | null): string {
-  const by = !holder ? 'another program'
-    : holder.pgdata ? `another Postgres (pid ${holder.pid}, data in ${holder.pgdata}), not this checkout's`
-    : `${holder.program} (pid ${holder.pid})`;
+  const by = !holder
+    ? 'another program'
+    : holder.pgdata
+      ? `another Postgres (pid ${holder.pid}, data in ${holder.pgdata}), not this checkout's`
+      : `${holder.program} (pid ${holder.pid})`;
   return `port ${port} for the embedded Postgres is in use by ${by}; stop it, or set RC_PG_PORT to a free port`;
 }
 
 function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -101,7 +115,9 @@ function portInUse(port: number): Promise<boolean> {
 function assertReachableByOthers(dir: string): void {
   for (let d = dir; d !== dirname(d); d = dirname(d)) {
     if ((statSync(d).mode & 0o001) === 0) {
-      throw new Error(`the embedded Postgres runs as the postgres user, which cannot enter ${d}; put the checkout elsewhere, set RC_DATA_DIR to a folder outside it, or set DATABASE_URL`);
+      throw new Error(
+        `the embedded Postgres runs as the postgres user, which cannot enter ${d}; put the checkout elsewhere, set RC_DATA_DIR to a folder outside it, or set DATABASE_URL`,
+      );
     }
   }
 }

@@ -13,9 +13,20 @@ import { finishJob } from './jobs/finish';
 import { newJobId } from './jobs/submit';
 import type { WorkerHub } from './worker-hub';
 
-export interface CopyDeps { sql: Sql; hub: WorkerHub; freed: () => void }
+export interface CopyDeps {
+  sql: Sql;
+  hub: WorkerHub;
+  freed: () => void;
+}
 
-export async function upload(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, path: string, data: Buffer): Promise<{ bytes: number; lease: string }> {
+export async function upload(
+  deps: CopyDeps,
+  identity: Identity,
+  submitter: string,
+  deviceName: string,
+  path: string,
+  data: Buffer,
+): Promise<{ bytes: number; lease: string }> {
   const done = await withCopyLease(deps, identity, submitter, deviceName, ['cp', 'up', path], async (host, lease) => {
     const begun = await call(deps, host, FILE_BEGIN, { path });
     const temp = begun.temp!;
@@ -34,7 +45,13 @@ export async function upload(deps: CopyDeps, identity: Identity, submitter: stri
   return done;
 }
 
-export async function download(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, path: string): Promise<{ data: Buffer; lease: string }> {
+export async function download(
+  deps: CopyDeps,
+  identity: Identity,
+  submitter: string,
+  deviceName: string,
+  path: string,
+): Promise<{ data: Buffer; lease: string }> {
   const done = await withCopyLease(deps, identity, submitter, deviceName, ['cp', 'down', path], async (host, lease) => {
     const first = await call(deps, host, FILE_READ, { path, offset: 0, length: CP_CHUNK_BYTES });
     const pieces = [first.data!];
@@ -54,7 +71,15 @@ export async function download(deps: CopyDeps, identity: Identity, submitter: st
 }
 
 /** A copy that was made: who (the submitter and the token), what, under which lease. */
-async function audited(sql: Sql, identity: Identity, submitter: string, action: 'cp.up' | 'cp.down', target: string, lease: string, bytes: number): Promise<void> {
+async function audited(
+  sql: Sql,
+  identity: Identity,
+  submitter: string,
+  action: 'cp.up' | 'cp.down',
+  target: string,
+  lease: string,
+  bytes: number,
+): Promise<void> {
   await sql`insert into audit (actor, action, target, detail)
     values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb)`;
 }
@@ -67,7 +92,14 @@ async function call(deps: CopyDeps, host: string, event: string, op: Record<stri
 }
 
 /** Runs fn under a lease on the device: the caller's own hold, or a short lease taken (and released) here. */
-async function withCopyLease<T>(deps: CopyDeps, identity: Identity, submitter: string, deviceName: string, argv: string[], fn: (host: string, lease: string) => Promise<T>): Promise<T> {
+async function withCopyLease<T>(
+  deps: CopyDeps,
+  identity: Identity,
+  submitter: string,
+  deviceName: string,
+  argv: string[],
+  fn: (host: string, lease: string) => Promise<T>,
+): Promise<T> {
   actsAs(identity, submitter);
   const device = (await loadDevices(deps.sql)).find((d) => d.name === deviceName);
   if (!device) throw new RcError('not_found', `no device is named ${deviceName}; rc devices lists them`);
@@ -86,7 +118,9 @@ async function withCopyLease<T>(deps: CopyDeps, identity: Identity, submitter: s
     await finishJob(deps.sql, job.id, job.fence, { state: 'succeeded', exitCode: 0, reason: null }, ['running']);
     return out;
   } catch (err) {
-    await finishJob(deps.sql, job.id, job.fence, { state: 'failed', exitCode: 1, reason: err instanceof Error ? err.message.slice(0, 500) : String(err) }, ['running']);
+    await finishJob(deps.sql, job.id, job.fence, { state: 'failed', exitCode: 1, reason: err instanceof Error ? err.message.slice(0, 500) : String(err) }, [
+      'running',
+    ]);
     throw err;
   } finally {
     deps.freed();
@@ -122,7 +156,11 @@ async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d
 
 /** The request body, refused early (by its Content-Length) or as soon as it passes the cap. */
 export function readUpload(req: import('node:http').IncomingMessage): Promise<Buffer> {
-  const tooBig = () => new RcError('payload_too_large', `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`);
+  const tooBig = () =>
+    new RcError(
+      'payload_too_large',
+      `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`,
+    );
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > CP_MAX_BYTES) return Promise.reject(tooBig());
   return new Promise((resolve, reject) => {
@@ -130,7 +168,11 @@ export function readUpload(req: import('node:http').IncomingMessage): Promise<Bu
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > CP_MAX_BYTES) { req.destroy(); reject(tooBig()); return; }
+      if (size > CP_MAX_BYTES) {
+        req.destroy();
+        reject(tooBig());
+        return;
+      }
       chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks)));

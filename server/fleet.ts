@@ -38,13 +38,29 @@ export interface DeviceRow {
 }
 
 interface RawDevice extends Record<string, unknown> {
-  id: string | number; host_name: string; index: number; uuid: string | null; host_status: DeviceRow['hostStatus'];
-  job_id: string | null; submitter: string | null; acquired_at: Date | null;
-  unhealthy_since: Date | null; unhealthy_reason: string | null; unhealthy_evidence: Record<string, unknown> | null;
-  gpu_sample: Omit<NonNullable<DeviceRow['gpu']>, 'at'> | null; sampled_at: Date | null;
+  id: string | number;
+  host_name: string;
+  index: number;
+  uuid: string | null;
+  host_status: DeviceRow['hostStatus'];
+  job_id: string | null;
+  submitter: string | null;
+  acquired_at: Date | null;
+  unhealthy_since: Date | null;
+  unhealthy_reason: string | null;
+  unhealthy_evidence: Record<string, unknown> | null;
+  gpu_sample: Omit<NonNullable<DeviceRow['gpu']>, 'at'> | null;
+  sampled_at: Date | null;
 }
 interface RawLabel extends Record<string, unknown> {
-  host_name: string; device_index: number; key: string; value: string; source: 'declared' | 'detected'; probe: string | null; seen_at: Date; stale: string | null;
+  host_name: string;
+  device_index: number;
+  key: string;
+  value: string;
+  source: 'declared' | 'detected';
+  probe: string | null;
+  seen_at: Date;
+  stale: string | null;
 }
 
 export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
@@ -68,10 +84,20 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
   }
   return devices.map((d) => {
     const own = (byHost.get(d.host_name) ?? []).filter((l) => l.device_index === -1 || l.device_index === d.index);
-    const details = markEffective(own.map((l): LabelView => ({
-      key: l.key, value: l.value, source: l.source, probe: l.probe, seenAt: new Date(l.seen_at).toISOString(), stale: l.stale,
-      hostWide: l.device_index === -1, effective: false,
-    })));
+    const details = markEffective(
+      own.map(
+        (l): LabelView => ({
+          key: l.key,
+          value: l.value,
+          source: l.source,
+          probe: l.probe,
+          seenAt: new Date(l.seen_at).toISOString(),
+          stale: l.stale,
+          hostWide: l.device_index === -1,
+          effective: false,
+        }),
+      ),
+    );
     return {
       id: Number(d.id),
       name: deviceName(d.host_name, d.index),
@@ -119,5 +145,10 @@ export interface HostRow {
 export async function loadHosts(sql: Sql): Promise<HostRow[]> {
   const rows = await sql<{ name: string; status: HostRow['status']; last_seen_at: Date | null; worker_version: string | null }[]>`
     select name, status, last_seen_at, worker_version from hosts order by name`;
-  return rows.map((h) => ({ name: h.name, status: h.status, lastSeenAt: h.last_seen_at ? new Date(h.last_seen_at).toISOString() : null, workerVersion: h.worker_version }));
+  return rows.map((h) => ({
+    name: h.name,
+    status: h.status,
+    lastSeenAt: h.last_seen_at ? new Date(h.last_seen_at).toISOString() : null,
+    workerVersion: h.worker_version,
+  }));
 }

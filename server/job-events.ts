@@ -3,9 +3,7 @@
 import { EventEmitter } from 'node:events';
 import type { JobEvent } from '../core/frames';
 
-export type JobItem =
-  | { kind: 'output'; seq: number; stream: 1 | 2; data: Buffer }
-  | { kind: 'event'; event: JobEvent };
+export type JobItem = { kind: 'output'; seq: number; stream: 1 | 2; data: Buffer } | { kind: 'event'; event: JobEvent };
 
 export class JobEvents {
   private readonly emitter = new EventEmitter().setMaxListeners(0);

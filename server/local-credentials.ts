@@ -31,7 +31,7 @@ export async function ensureLocalCredentials(db: Db, dataDir: string, controller
   };
   await createToken(db, 'client', 'local client (npm start)', null, creds.clientToken);
   await createToken(db, 'admin', 'local admin (npm start)', null, creds.adminToken);
-  writeFileSync(file, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600 });
   return creds;
 }
 
@@ -41,7 +41,7 @@ export async function ensureLocalWorker(db: Db, dataDir: string, hostName: strin
   const creds: LocalWorkerCredentials = old?.hostName === hostName ? old : { hostName, credential: newSecret('host') };
   await db.insert(hosts).values({ name: hostName }).onConflictDoNothing();
   await createToken(db, 'host', `local worker on ${hostName}`, hostName, creds.credential);
-  writeFileSync(file, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify(creds, null, 2)}\n`, { mode: 0o600 });
   return creds;
 }
 

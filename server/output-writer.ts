@@ -11,7 +11,12 @@
 import { jobOutput } from '../db/schema';
 import { databaseDown, type Db } from './db';
 
-interface Row { jobId: string; seq: number; stream: 1 | 2; data: Buffer }
+interface Row {
+  jobId: string;
+  seq: number;
+  stream: 1 | 2;
+  data: Buffer;
+}
 
 /** Bytes of output waiting for the database past which the hub stops taking more. */
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
@@ -26,14 +31,20 @@ export class OutputWriter {
   private stopped = false;
   private failing = false;
 
-  constructor(private readonly db: Db, private readonly onError: (err: unknown) => void) {}
+  constructor(
+    private readonly db: Db,
+    private readonly onError: (err: unknown) => void,
+  ) {}
 
   add(row: Row): void {
     this.queue.push(row);
     this.pendingBytes += row.data.length;
     if (!this.scheduled) {
       this.scheduled = true;
-      setImmediate(() => { this.scheduled = false; void this.flush(); });
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.flush();
+      });
     }
   }
 

@@ -7,7 +7,11 @@ import { readFileSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
 
 /** postmaster.pid's first lines (Postgres docs, "Database File Layout"): pid, data directory, start time, port. */
-export interface PidFile { pid: number; dataDir: string; port: number | null }
+export interface PidFile {
+  pid: number;
+  dataDir: string;
+  port: number | null;
+}
 
 /**
  * Null for a file that names no postmaster: empty, garbled, or a negative pid
@@ -23,7 +27,14 @@ export function parsePidFile(text: string): PidFile | null {
 }
 
 /** What /proc says of a process; a field it would not show (another user's, as non-root) is null. */
-export interface Proc { pid: number; ppid: number; state: string; argv: string[]; cwd: string | null; exe: string | null }
+export interface Proc {
+  pid: number;
+  ppid: number;
+  state: string;
+  argv: string[];
+  cwd: string | null;
+  exe: string | null;
+}
 
 /** `pid (comm) state ppid …`: comm may hold spaces and parentheses, so the fields after it count from the last ')'. */
 export function parseStat(text: string): { state: string; ppid: number } | null {
@@ -63,10 +74,13 @@ export function parentIsLiveRc(parent: Proc | null): boolean {
 /** The inodes of sockets listening on `port` in a /proc/net/tcp or tcp6 table (hex local address, state 0A is LISTEN). */
 export function listeningInodes(table: string, port: number): string[] {
   const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  return table.split('\n').slice(1).flatMap((line) => {
-    const f = line.trim().split(/\s+/);
-    return f[1]?.endsWith(`:${hexPort}`) && f[3] === '0A' && f[9] && f[9] !== '0' ? [f[9]] : [];
-  });
+  return table
+    .split('\n')
+    .slice(1)
+    .flatMap((line) => {
+      const f = line.trim().split(/\s+/);
+      return f[1]?.endsWith(`:${hexPort}`) && f[3] === '0A' && f[9] && f[9] !== '0' ? [f[9]] : [];
+    });
 }
 
 // ---- I/O: /proc and signals ----
@@ -109,7 +123,11 @@ export function findLeftover(pgdata: string): Leftover {
  */
 export async function stopPostmaster(pid: number, pgdata: string): Promise<void> {
   const real = realpathSync(pgdata);
-  const steps: [NodeJS.Signals, number][] = [['SIGINT', 10_000], ['SIGQUIT', 5_000], ['SIGKILL', 5_000]];
+  const steps: [NodeJS.Signals, number][] = [
+    ['SIGINT', 10_000],
+    ['SIGQUIT', 5_000],
+    ['SIGKILL', 5_000],
+  ];
   for (const [signal, waitMs] of steps) {
     if (!isOurs(pid, real)) return;
     process.kill(pid, signal);
@@ -129,13 +147,23 @@ function isOurs(pid: number, real: string): boolean {
 
 /** Who listens on `port`: its pid and program, and its data folder if it is a Postgres postmaster. Null if /proc does not tell. */
 export function portHolder(port: number): { pid: number; program: string; pgdata: string | null } | null {
-  const inodes = new Set(['tcp', 'tcp6'].flatMap((t) => listeningInodes(readOr(() => readFileSync(`/proc/net/${t}`, 'utf8'), ''), port)));
+  const inodes = new Set(
+    ['tcp', 'tcp6'].flatMap((t) =>
+      listeningInodes(
+        readOr(() => readFileSync(`/proc/net/${t}`, 'utf8'), ''),
+        port,
+      ),
+    ),
+  );
   if (inodes.size === 0) return null;
-  const holders = readOr(() => readdirSync('/proc'), [] as string[]).filter((d) => /^\d+$/.test(d)).filter((d) =>
-    readOr(() => readdirSync(`/proc/${d}/fd`), [] as string[]).some((fd) => {
-      const m = /^socket:\[(\d+)\]$/.exec(readOr(() => readlinkSync(`/proc/${d}/fd/${fd}`), ''));
-      return m !== null && inodes.has(m[1]!);
-    }));
+  const holders = readOr(() => readdirSync('/proc'), [] as string[])
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) =>
+      readOr(() => readdirSync(`/proc/${d}/fd`), [] as string[]).some((fd) => {
+        const m = /^socket:\[(\d+)\]$/.exec(readOr(() => readlinkSync(`/proc/${d}/fd/${fd}`), ''));
+        return m !== null && inodes.has(m[1]!);
+      }),
+    );
   const procs = holders.map((d) => readProc(Number(d))).filter((p): p is Proc => p !== null);
   // A postmaster's children close its listening sockets; if one is seen, prefer the postmaster.
   const p = procs.find((x) => basename(x.argv[0] ?? '') === 'postgres') ?? procs[0];
@@ -145,5 +173,9 @@ export function portHolder(port: number): { pid: number; program: string; pgdata
 }
 
 function readOr<T>(read: () => T, fallback: T): T {
-  try { return read(); } catch { return fallback; }
+  try {
+    return read();
+  } catch {
+    return fallback;
+  }
 }

@@ -26,7 +26,12 @@ export async function quarantineDevice(sql: Sql, hostName: string, q: Quarantine
 }
 
 /** Clears a quarantine (admin only, checked by the route); the audit entry keeps what was cleared and why. */
-export async function clearQuarantine(sql: Sql, device: string, reason: string, actor: string): Promise<{ device: string; was: { reason: string; since: string } }> {
+export async function clearQuarantine(
+  sql: Sql,
+  device: string,
+  reason: string,
+  actor: string,
+): Promise<{ device: string; was: { reason: string; since: string } }> {
   const parsed = parseDeviceName(device);
   if (!parsed) throw new RcError('bad_request', `${device} is not a device name; device names look like host:gpu0`);
   const rows = await sql<{ old_reason: string | null; old_since: Date | null; evidence: unknown }[]>`
@@ -65,7 +70,11 @@ export function quarantinesFromLabels(devices: DeviceRow[]): { hostName: string;
     const from = health.source === 'declared' ? 'the worker config declares' : `probe ${health.probe ?? '?'} reports`;
     out.push({
       hostName: d.hostName,
-      q: { index: d.index, reason: `${from} health=${health.value}`, evidence: { label: 'health', value: health.value, source: health.source, probe: health.probe, seenAt: health.seenAt } },
+      q: {
+        index: d.index,
+        reason: `${from} health=${health.value}`,
+        evidence: { label: 'health', value: health.value, source: health.source, probe: health.probe, seenAt: health.seenAt },
+      },
     });
   }
   return out;

@@ -28,18 +28,27 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
   const { db, events, timeoutS } = deps;
   if (deps.dbUpForMs() < timeoutS * 1000) return 0;
   const alive = deps.heardFrom(timeoutS * 1000);
-  const gone = await db.update(hosts).set({ status: 'offline' })
-    .where(and(
-      inArray(hosts.status, ['online', 'away']),
-      sql`${hosts.lastSeenAt} < now() - make_interval(secs => ${timeoutS})`,
-      alive.length ? notInArray(hosts.name, alive) : undefined,
-    ))
+  const gone = await db
+    .update(hosts)
+    .set({ status: 'offline' })
+    .where(
+      and(
+        inArray(hosts.status, ['online', 'away']),
+        sql`${hosts.lastSeenAt} < now() - make_interval(secs => ${timeoutS})`,
+        alive.length ? notInArray(hosts.name, alive) : undefined,
+      ),
+    )
     .returning({ name: hosts.name });
   let lost = 0;
   for (const { name } of gone) {
-    const running = await db.select({ id: jobs.id, fence: jobs.fence }).from(jobs).where(and(eq(jobs.hostName, name), eq(jobs.state, 'running')));
+    const running = await db
+      .select({ id: jobs.id, fence: jobs.fence })
+      .from(jobs)
+      .where(and(eq(jobs.hostName, name), eq(jobs.state, 'running')));
     for (const job of running) {
-      const ended = await finishJob(deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: `host ${name} stopped answering` }, ['running'], { keepLeases: true });
+      const ended = await finishJob(deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: `host ${name} stopped answering` }, ['running'], {
+        keepLeases: true,
+      });
       if (ended) {
         lost++;
         events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
@@ -51,5 +60,8 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
 
 /** At start-up no worker is connected to this controller yet: give every host the full timeout to come back. */
 export async function markHostsAway(db: Db): Promise<void> {
-  await db.update(hosts).set({ status: 'away', lastSeenAt: sql`now()` }).where(inArray(hosts.status, ['online', 'away']));
+  await db
+    .update(hosts)
+    .set({ status: 'away', lastSeenAt: sql`now()` })
+    .where(inArray(hosts.status, ['online', 'away']));
 }

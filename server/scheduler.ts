@@ -54,7 +54,9 @@ export class Scheduler {
       this.again = true;
       return this.current;
     }
-    this.current = this.loop().finally(() => { this.current = null; });
+    this.current = this.loop().finally(() => {
+      this.current = null;
+    });
     return this.current;
   }
 
@@ -74,8 +76,15 @@ export class Scheduler {
       this.sql<Record<string, unknown>[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`.then((rows) => rows.map(rowToJob)),
       loadDevices(this.sql),
     ]);
-    if (!queued.length) { this.maybeQueued = false; return; }
-    const plan = decide(queued.map((j) => this.toQueued(j)), devices.map((d) => ({ ...d, free: d.state === 'free' })), this.reserveAfterS);
+    if (!queued.length) {
+      this.maybeQueued = false;
+      return;
+    }
+    const plan = decide(
+      queued.map((j) => this.toQueued(j)),
+      devices.map((d) => ({ ...d, free: d.state === 'free' })),
+      this.reserveAfterS,
+    );
     const uuids = new Map(devices.map((d) => [d.id, d.uuid]));
     // Jobs stay queued when the plan cannot start them all.
     this.maybeQueued = plan.length < queued.length;
@@ -105,8 +114,13 @@ export class Scheduler {
   /** The worker vanished between the decision and the dispatch: put the job back. */
   private async requeue(job: JobRow): Promise<void> {
     await this.db.transaction(async (tx) => {
-      await tx.update(leases).set({ releasedAt: sql`now()` }).where(and(eq(leases.jobId, job.id), isNull(leases.releasedAt)));
-      await tx.update(jobs).set({ state: 'queued', startedAt: null, hostName: null, devices: null, fence: null })
+      await tx
+        .update(leases)
+        .set({ releasedAt: sql`now()` })
+        .where(and(eq(leases.jobId, job.id), isNull(leases.releasedAt)));
+      await tx
+        .update(jobs)
+        .set({ state: 'queued', startedAt: null, hostName: null, devices: null, fence: null })
         .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running'), eq(jobs.fence, job.fence!)));
     });
   }

@@ -6,7 +6,7 @@ import type { Socket } from 'socket.io';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './http/session';
 
 export type SocketCredential =
-  | { ok: true; secret: string | null; /** true: the session cookie (a browser page) */ web: boolean }
+  | { ok: true; secret: string | null /** true: the session cookie (a browser page) */; web: boolean }
   | { ok: false; message: string };
 
 export function socketCredential(handshake: Socket['handshake'], publicUrl: string | null): SocketCredential {

@@ -45,7 +45,7 @@ export function boundBacklog(socket: Socket, log: (msg: string) => void): void {
 
 /** What the websocket has not handed to the kernel yet. */
 function websocketBytes(conn: Conn): number {
-  return conn.transport.name === 'websocket' ? conn.transport.socket?.bufferedAmount ?? 0 : 0;
+  return conn.transport.name === 'websocket' ? (conn.transport.socket?.bufferedAmount ?? 0) : 0;
 }
 
 /** A close handshake would wait behind what the client is not reading: the websocket is destroyed instead. */

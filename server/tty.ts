@@ -57,8 +57,13 @@ export class Ring {
       while (this.bytes > this.cap) {
         const first = this.chunks[0]!;
         const over = this.bytes - this.cap;
-        if (first.length <= over) { this.chunks.shift(); this.bytes -= first.length; }
-        else { this.chunks[0] = Buffer.from(first.subarray(over)); this.bytes -= over; }
+        if (first.length <= over) {
+          this.chunks.shift();
+          this.bytes -= first.length;
+        } else {
+          this.chunks[0] = Buffer.from(first.subarray(over));
+          this.bytes -= over;
+        }
       }
     }
     this.total += data.length;
@@ -95,7 +100,10 @@ type Reply = { code: string; message: string };
 export class TtyHub {
   private readonly sessions = new Map<string, Session>();
 
-  constructor(private readonly c: Controller, private readonly opts: TtyOptions) {
+  constructor(
+    private readonly c: Controller,
+    private readonly opts: TtyOptions,
+  ) {
     c.hub.tty = {
       sizeOf: (jobId) => this.sessions.get(jobId)?.size ?? null,
       started: (job) => this.onStarted(job),
@@ -110,8 +118,12 @@ export class TtyHub {
 
   /** Sessions and the bytes they hold now. */
   stats(): { sessions: number; ringBytes: number; unacked: number } {
-    let ringBytes = 0; let unacked = 0;
-    for (const s of this.sessions.values()) { ringBytes += s.ring.bytes; unacked += s.unacked; }
+    let ringBytes = 0;
+    let unacked = 0;
+    for (const s of this.sessions.values()) {
+      ringBytes += s.ring.bytes;
+      unacked += s.unacked;
+    }
     return { sessions: this.sessions.size, ringBytes, unacked };
   }
 
@@ -120,13 +132,16 @@ export class TtyHub {
     ns.use((socket, next) => {
       const cred = socketCredential(socket.handshake, this.opts.publicUrl);
       if (!cred.ok) return next(new Error(cred.message));
-      identify(this.c.db, cred.secret).then((id) => {
-        if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
-        socket.data.identity = id;
-        socket.data.tokenId = id.tokenId;
-        socket.data.web = cred.web;
-        next();
-      }, () => next(new Error('unavailable')));
+      identify(this.c.db, cred.secret).then(
+        (id) => {
+          if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
+          socket.data.identity = id;
+          socket.data.tokenId = id.tokenId;
+          socket.data.web = cred.web;
+          next();
+        },
+        () => next(new Error('unavailable')),
+      );
     });
     ns.on('connection', (socket) => this.onConnection(socket));
     // Terminals running from before a controller restart: whoever opened them has this long to come back.
@@ -143,7 +158,10 @@ export class TtyHub {
     const identity = socket.data.identity as Identity;
     const fail = (err: unknown) => {
       if (!(err instanceof RcError)) this.opts.log(`terminal: ${err instanceof Error ? err.stack : String(err)}`);
-      const body: Reply = err instanceof RcError ? { code: err.code, message: err.message } : { code: 'internal', message: 'the controller hit an internal error; its log has the details' };
+      const body: Reply =
+        err instanceof RcError
+          ? { code: err.code, message: err.message }
+          : { code: 'internal', message: 'the controller hit an internal error; its log has the details' };
       socket.emit('error', body);
     };
     socket.on('open', (raw: unknown) => {
@@ -158,7 +176,7 @@ export class TtyHub {
     });
     socket.on('input', (data: unknown) => {
       const s = this.mine(socket);
-      if (!s || !s.host || s.fence === null) return;
+      if (!s?.host || s.fence === null) return;
       if (!(typeof data === 'string' || Buffer.isBuffer(data)) || data.length > TTY_MAX_INPUT) return;
       this.c.hub.emitTo(s.host, TTY_INPUT, { jobId: s.jobId, fence: s.fence, data });
     });
@@ -193,9 +211,18 @@ export class TtyHub {
     const submitter = socket.data.web ? webSubmitter(identity) : open.submitter;
     if (!submitter) throw new RcError('bad_request', 'submitter: required (RC_SUBMITTER)');
     const body = SubmitJob.safeParse({
-      kind: 'tty', argv: open.argv, selector: open.selector, device: open.device ?? null, cwd: open.cwd ?? null, submitter,
-      gpus: open.gpus, priority: open.priority, wait: open.wait, waitTimeoutS: open.waitTimeoutS ?? null,
-      maxRuntimeS: open.maxRuntimeS ?? null, idleTimeoutS: open.idleTimeoutS ?? null,
+      kind: 'tty',
+      argv: open.argv,
+      selector: open.selector,
+      device: open.device ?? null,
+      cwd: open.cwd ?? null,
+      submitter,
+      gpus: open.gpus,
+      priority: open.priority,
+      wait: open.wait,
+      waitTimeoutS: open.waitTimeoutS ?? null,
+      maxRuntimeS: open.maxRuntimeS ?? null,
+      idleTimeoutS: open.idleTimeoutS ?? null,
     });
     if (!body.success) throw new RcError('bad_request', body.error.issues[0]!.message);
     const { job, position, targets } = await submitJob(this.c.sql, identity, body.data, { startAtOnce: !this.c.scheduler.mayHaveQueued });
@@ -212,8 +239,9 @@ export class TtyHub {
   /** Back to a terminal after a reload or a dropped connection: the recent screen is replayed. */
   private async attach(socket: Socket, identity: Identity, jobId: string, open: TtyOpen): Promise<void> {
     const [job] = await this.c.db.select().from(jobs).where(eq(jobs.id, jobId));
-    if (!job || job.kind !== 'tty') throw new RcError('not_found', `no terminal job ${jobId}`);
-    if (job.tokenId !== identity.tokenId && identity.kind !== 'admin') throw new RcError('not_job_owner', `the terminal ${jobId} was opened with another token`);
+    if (job?.kind !== 'tty') throw new RcError('not_found', `no terminal job ${jobId}`);
+    if (job.tokenId !== identity.tokenId && identity.kind !== 'admin')
+      throw new RcError('not_job_owner', `the terminal ${jobId} was opened with another token`);
     if (FINAL_STATES.has(job.state)) {
       socket.emit('exit', { jobId, state: job.state, exitCode: job.exitCode, reason: job.reason });
       return;
@@ -221,7 +249,10 @@ export class TtyHub {
     const s = this.session(job);
     this.bind(s, socket);
     s.size = { cols: open.cols, rows: open.rows };
-    if (s.host === null) { socket.emit('queued', { jobId, position: null }); return; }
+    if (s.host === null) {
+      socket.emit('queued', { jobId, position: null });
+      return;
+    }
     const replay = s.ring.since(open.after ?? 0);
     socket.emit('started', { jobId, host: s.host, devices: job.devices ?? [], offset: replay.offset });
     if (s.fence !== null) this.c.hub.emitTo(s.host, TTY_RESIZE, { jobId, fence: s.fence, ...s.size });
@@ -232,8 +263,15 @@ export class TtyHub {
     let s = this.sessions.get(job.id);
     if (s) return s;
     s = {
-      jobId: job.id, fence: job.state === 'running' ? job.fence : null, host: job.state === 'running' ? job.hostName : null,
-      size: { cols: 80, rows: 24 }, ring: new Ring(this.opts.replayBytes), client: null, unacked: 0, paused: false, grace: null,
+      jobId: job.id,
+      fence: job.state === 'running' ? job.fence : null,
+      host: job.state === 'running' ? job.hostName : null,
+      size: { cols: 80, rows: 24 },
+      ring: new Ring(this.opts.replayBytes),
+      client: null,
+      unacked: 0,
+      paused: false,
+      grace: null,
       unsubscribe: () => {},
     };
     const session = s;
@@ -259,7 +297,10 @@ export class TtyHub {
     s.client = socket;
     s.unacked = 0;
     socket.data.jobId = s.jobId;
-    if (s.grace) { clearTimeout(s.grace); s.grace = null; }
+    if (s.grace) {
+      clearTimeout(s.grace);
+      s.grace = null;
+    }
     this.flow(s);
   }
 

@@ -10,7 +10,12 @@ import type { JobEvents } from './job-events';
 import { finishJob } from './jobs/finish';
 import type { WorkerHub } from './worker-hub';
 
-export interface WatchdogDeps { sql: Sql; events: JobEvents; hub: WorkerHub; graceS: number }
+export interface WatchdogDeps {
+  sql: Sql;
+  events: JobEvents;
+  hub: WorkerHub;
+  graceS: number;
+}
 
 export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
   const { sql, events, hub, graceS } = deps;
@@ -21,10 +26,24 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
   for (const j of expired) {
     const reason = `wait timeout: no device within ${formatDuration(j.wait_timeout_s)}`;
     const done = await finishJob(sql, j.id, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
-    if (done) { ended++; events.event(j.id, { type: 'exit', jobId: j.id, state: 'cancelled', exitCode: null, reason }); }
+    if (done) {
+      ended++;
+      events.event(j.id, { type: 'exit', jobId: j.id, state: 'cancelled', exitCode: null, reason });
+    }
   }
 
-  const running = await sql<{ id: string; fence: string; host_name: string; max_runtime_s: number | null; idle_timeout_s: number | null; run_s: number; hold_ttl_s: number | null; expired_s: number | null }[]>`
+  const running = await sql<
+    {
+      id: string;
+      fence: string;
+      host_name: string;
+      max_runtime_s: number | null;
+      idle_timeout_s: number | null;
+      run_s: number;
+      hold_ttl_s: number | null;
+      expired_s: number | null;
+    }[]
+  >`
     select id, fence, host_name, max_runtime_s, idle_timeout_s, hold_ttl_s, extract(epoch from now() - started_at)::float8 as run_s,
       extract(epoch from now() - expires_at)::float8 as expired_s from jobs
     where state = 'running' and (max_runtime_s is not null or idle_timeout_s is not null or expires_at is not null)`;
@@ -37,9 +56,12 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
       continue;
     }
     const idleS = hub.idleSeconds(j.id);
-    const reason = j.max_runtime_s !== null && j.run_s > j.max_runtime_s ? 'max_runtime exceeded'
-      : j.idle_timeout_s !== null && idleS > j.idle_timeout_s ? `idle: no output for ${formatDuration(j.idle_timeout_s)}`
-        : null;
+    const reason =
+      j.max_runtime_s !== null && j.run_s > j.max_runtime_s
+        ? 'max_runtime exceeded'
+        : j.idle_timeout_s !== null && idleS > j.idle_timeout_s
+          ? `idle: no output for ${formatDuration(j.idle_timeout_s)}`
+          : null;
     if (!reason) continue;
     const over = reason === 'max_runtime exceeded' ? j.run_s - j.max_runtime_s! : idleS - j.idle_timeout_s!;
     // The worker enforces the limit itself and gets the first second; this is the backstop for a worker that cannot.

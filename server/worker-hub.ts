@@ -4,7 +4,20 @@
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { devices as devicesT, hosts, jobs, labels } from '../db/schema';
-import { DEVICE_UNHEALTHY, type FileReply, Heartbeat, Hello, Inventory, JobExit, JobOutput, PROBE_NOW, Quarantine, WORKER_NAMESPACE, type KillJobOrder, type StartJob } from '../protocol/worker';
+import {
+  DEVICE_UNHEALTHY,
+  type FileReply,
+  Heartbeat,
+  Hello,
+  Inventory,
+  JobExit,
+  JobOutput,
+  PROBE_NOW,
+  Quarantine,
+  WORKER_NAMESPACE,
+  type KillJobOrder,
+  type StartJob,
+} from '../protocol/worker';
 import { loadDevices } from './fleet';
 import { quarantineDevice, quarantinesFromLabels } from './quarantine';
 import { storeHeartbeat } from './heartbeat';
@@ -69,12 +82,15 @@ export class WorkerHub implements Dispatcher {
     this.ns = ns;
     ns.use((socket, next) => {
       const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : null;
-      identify(this.deps.db, token).then((id) => {
-        if (!id || id.kind !== 'host' || !id.hostName) return next(new Error('unauthorized: a host credential is required'));
-        socket.data.hostName = id.hostName;
-        socket.data.tokenId = id.tokenId;
-        next();
-      }, () => next(new Error('unavailable')));
+      identify(this.deps.db, token).then(
+        (id) => {
+          if (id?.kind !== 'host' || !id.hostName) return next(new Error('unauthorized: a host credential is required'));
+          socket.data.hostName = id.hostName;
+          socket.data.tokenId = id.tokenId;
+          next();
+        },
+        () => next(new Error('unavailable')),
+      );
     });
     ns.on('connection', (socket) => this.onConnection(socket));
   }
@@ -94,7 +110,16 @@ export class WorkerHub implements Dispatcher {
     if (!socket) return false;
     this.fences.set(job.id, { host: job.hostName!, fence: job.fence! });
     this.lastOutput.set(job.id, Date.now());
-    const order: StartJob = { jobId: job.id, kind: job.kind, fence: job.fence!, argv: job.argv, cwd: job.cwd, devices, maxRuntimeS: job.maxRuntimeS, idleTimeoutS: job.idleTimeoutS };
+    const order: StartJob = {
+      jobId: job.id,
+      kind: job.kind,
+      fence: job.fence!,
+      argv: job.argv,
+      cwd: job.cwd,
+      devices,
+      maxRuntimeS: job.maxRuntimeS,
+      idleTimeoutS: job.idleTimeoutS,
+    };
     if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };
     socket.emit('job:start', order);
     if (job.kind === 'tty') this.tty?.started(job);
@@ -117,7 +142,13 @@ export class WorkerHub implements Dispatcher {
   async fileCall(hostName: string, event: string, op: Record<string, unknown>, timeoutMs = 30_000): Promise<FileReply | null> {
     const socket = this.sockets.get(hostName);
     if (!socket) return null;
-    return socket.timeout(timeoutMs).emitWithAck(event, op).then((r: FileReply) => r, () => null);
+    return socket
+      .timeout(timeoutMs)
+      .emitWithAck(event, op)
+      .then(
+        (r: FileReply) => r,
+        () => null,
+      );
   }
 
   /** Asks a host's worker to run its probes now; false when it is not connected here. */
@@ -142,7 +173,9 @@ export class WorkerHub implements Dispatcher {
     this.storedBytes.set(jobId, Infinity);
     // Keep what fits; replays then say that the rest was not stored.
     if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
-    this.deps.sql`update jobs set output_truncated = true where id = ${jobId}`.catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+    this.deps.sql`update jobs set output_truncated = true where id = ${jobId}`.catch((err: unknown) =>
+      this.deps.log(`marking ${jobId} truncated: ${String(err)}`),
+    );
   }
 
   /**
@@ -175,20 +208,27 @@ export class WorkerHub implements Dispatcher {
     if (old && old !== socket) old.disconnect(true);
     this.sockets.set(hostName, socket);
     this.heard.set(hostName, Date.now());
-    socket.onAny(() => { if (this.sockets.get(hostName) === socket) this.heard.set(hostName, Date.now()); });
+    socket.onAny(() => {
+      if (this.sockets.get(hostName) === socket) this.heard.set(hostName, Date.now());
+    });
 
     socket.on('hello', (raw: unknown, ack: Ack) => {
       const hello = Hello.safeParse(raw);
       if (!hello.success) return reply(ack, false, 'bad_hello');
-      this.quarantineUnkillable(hostName, hello.data).then(() => this.onHello(hostName, hello.data)).then(
-        async (kill) => {
-          if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
-          for (const order of kill) socket.emit('job:kill', order);
-          await this.quarantineFromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
-          this.deps.poke();
-        },
-        (err) => { log(`hello from ${hostName} failed: ${String(err)}`); reply(ack, false, 'internal'); },
-      );
+      this.quarantineUnkillable(hostName, hello.data)
+        .then(() => this.onHello(hostName, hello.data))
+        .then(
+          async (kill) => {
+            if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
+            for (const order of kill) socket.emit('job:kill', order);
+            await this.quarantineFromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
+            this.deps.poke();
+          },
+          (err) => {
+            log(`hello from ${hostName} failed: ${String(err)}`);
+            reply(ack, false, 'internal');
+          },
+        );
     });
 
     socket.on('inventory', (raw: unknown) => {
@@ -196,7 +236,10 @@ export class WorkerHub implements Dispatcher {
       if (!inv.success) return log(`bad inventory from ${hostName}: ${inv.error.issues[0]?.message}`);
       db.transaction((tx) => storeInventory(tx, hostName, inv.data))
         .then(() => this.quarantineFromProbes(hostName))
-        .then(() => this.deps.poke(), (err: unknown) => log(`inventory from ${hostName}: ${String(err)}`));
+        .then(
+          () => this.deps.poke(),
+          (err: unknown) => log(`inventory from ${hostName}: ${String(err)}`),
+        );
     });
 
     socket.on('heartbeat', (raw: unknown) => {
@@ -204,17 +247,25 @@ export class WorkerHub implements Dispatcher {
       // Workers before GPU samples sent no payload.
       const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
       storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
-        .then((cameBack) => { if (cameBack) return this.cameBack(hostName, socket); }, (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`))
+        .then(
+          (cameBack) => {
+            if (cameBack) return this.cameBack(hostName, socket);
+          },
+          (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`),
+        )
         .catch((err: unknown) => log(`${hostName} came back: ${String(err)}`));
     });
 
     socket.on(DEVICE_UNHEALTHY, (raw: unknown, ack: Ack) => {
       const q = Quarantine.safeParse(raw);
       if (!q.success) return reply(ack, false, 'bad_quarantine');
-      this.quarantine(hostName, q.data).then(() => reply(ack, true), (err: unknown) => {
-        log(`quarantine report from ${hostName}: ${String(err)}`);
-        reply(ack, false, 'internal');
-      });
+      this.quarantine(hostName, q.data).then(
+        () => reply(ack, true),
+        (err: unknown) => {
+          log(`quarantine report from ${hostName}: ${String(err)}`);
+          reply(ack, false, 'internal');
+        },
+      );
     });
 
     socket.on('job:output', (raw: unknown) => {
@@ -246,7 +297,10 @@ export class WorkerHub implements Dispatcher {
           if (!ok) this.refused(hostName, 'job:exit', exit.data.jobId);
           reply(ack, ok, ok ? undefined : 'stale_lease');
         },
-        (err) => { log(`exit report for ${exit.data.jobId} failed: ${String(err)}`); reply(ack, false, 'internal'); },
+        (err) => {
+          log(`exit report for ${exit.data.jobId} failed: ${String(err)}`);
+          reply(ack, false, 'internal');
+        },
       );
     });
 
@@ -255,7 +309,9 @@ export class WorkerHub implements Dispatcher {
       this.sockets.delete(hostName);
       this.heard.delete(hostName);
       // Away, not offline: running jobs keep running until the host timeout.
-      db.update(hosts).set({ status: 'away' }).where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
+      db.update(hosts)
+        .set({ status: 'away' })
+        .where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
         .catch((err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`));
     });
   }
@@ -293,7 +349,12 @@ export class WorkerHub implements Dispatcher {
     const rows = await this.deps.sql<{ id: string; fence: string; reason: string | null }[]>`
       select distinct j.id, j.fence, j.reason from leases l join jobs j on j.id = l.job_id
       where l.released_at is null and j.host_name = ${hostName} and j.state not in ('queued', 'running')`;
-    for (const j of rows) socket.emit('job:kill', { jobId: j.id, fence: Number(j.fence), reason: `ended by the controller meanwhile (${j.reason ?? 'no reason recorded'})` } satisfies KillJobOrder);
+    for (const j of rows)
+      socket.emit('job:kill', {
+        jobId: j.id,
+        fence: Number(j.fence),
+        reason: `ended by the controller meanwhile (${j.reason ?? 'no reason recorded'})`,
+      } satisfies KillJobOrder);
     this.deps.poke();
   }
 
@@ -352,18 +413,27 @@ export class WorkerHub implements Dispatcher {
     r.count = 0;
     r.auditedAt = now;
     this.deps.log(`refused ${detail.refused} report(s) from ${hostName} about jobs it does not run now, stale or forged (the latest: ${event} for ${jobId})`);
-    this.deps.sql`insert into audit (actor, action, target, detail) values (${`host:${hostName}`}, 'worker.refused', ${jobId}, ${JSON.stringify(detail)}::text::jsonb)`
-      .catch((err: unknown) => this.deps.log(`auditing refused reports from ${hostName}: ${String(err)}`));
+    this.deps
+      .sql`insert into audit (actor, action, target, detail) values (${`host:${hostName}`}, 'worker.refused', ${jobId}, ${JSON.stringify(detail)}::text::jsonb)`.catch(
+      (err: unknown) => this.deps.log(`auditing refused reports from ${hostName}: ${String(err)}`),
+    );
   }
 
   /** Records the host's devices and labels, and reconciles its jobs. Returns jobs the worker must stop. */
   private async onHello(hostName: string, hello: Hello): Promise<KillJobOrder[]> {
-    return this.deps.db.transaction(async (tx) => {
-      await tx.insert(hosts).values({ name: hostName, status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version })
-        .onConflictDoUpdate({ target: hosts.name, set: { status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version } });
-      await storeInventory(tx, hostName, hello);
-      return tx.select().from(jobs).where(and(eq(jobs.hostName, hostName), eq(jobs.state, 'running')));
-    }).then((running) => this.reconcile(hostName, hello, running));
+    return this.deps.db
+      .transaction(async (tx) => {
+        await tx
+          .insert(hosts)
+          .values({ name: hostName, status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version })
+          .onConflictDoUpdate({ target: hosts.name, set: { status: 'online', lastSeenAt: sql`now()`, workerVersion: hello.version } });
+        await storeInventory(tx, hostName, hello);
+        return tx
+          .select()
+          .from(jobs)
+          .where(and(eq(jobs.hostName, hostName), eq(jobs.state, 'running')));
+      })
+      .then((running) => this.reconcile(hostName, hello, running));
   }
 
   /**
@@ -383,14 +453,25 @@ export class WorkerHub implements Dispatcher {
         if (!this.lastOutput.has(job.id)) this.lastOutput.set(job.id, Date.now());
         continue;
       }
-      const ended = await finishJob(this.deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: 'the worker restarted and no longer had the job' });
+      const ended = await finishJob(this.deps.sql, job.id, job.fence, {
+        state: 'lost',
+        exitCode: null,
+        reason: 'the worker restarted and no longer had the job',
+      });
       if (ended) this.deps.events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
     }
-    if (await releaseLeftBehind(this.deps.sql, hostName, hello.running.map((r) => r.jobId)) > 0) this.deps.freed();
+    if (
+      (await releaseLeftBehind(
+        this.deps.sql,
+        hostName,
+        hello.running.map((r) => r.jobId),
+      )) > 0
+    )
+      this.deps.freed();
     // A kill asked for while the worker was away is sent again now.
-    const pendingKills = running.filter((j) => known.has(j.id) && j.killRequestedBy)
-      .map((j) => ({ jobId: j.id, fence: j.fence!, reason: j.killRequestedBy! }));
-    return hello.running.filter((r) => !known.has(r.jobId))
+    const pendingKills = running.filter((j) => known.has(j.id) && j.killRequestedBy).map((j) => ({ jobId: j.id, fence: j.fence!, reason: j.killRequestedBy! }));
+    return hello.running
+      .filter((r) => !known.has(r.jobId))
       .map((r) => ({ jobId: r.jobId, fence: r.fence, reason: 'the controller no longer holds a lease for this job' }))
       .concat(pendingKills);
   }
@@ -435,18 +516,28 @@ const REFUSAL_AUDIT_EVERY_MS = 60_000;
 async function storeInventory(tx: Tx, hostName: string, inv: Inventory): Promise<void> {
   const indexes = inv.devices.map((d) => d.index);
   for (const d of inv.devices) {
-    await tx.insert(devicesT).values({ hostName, index: d.index, uuid: d.uuid ?? null, present: true })
+    await tx
+      .insert(devicesT)
+      .values({ hostName, index: d.index, uuid: d.uuid ?? null, present: true })
       .onConflictDoUpdate({ target: [devicesT.hostName, devicesT.index], set: { uuid: d.uuid ?? null, present: true } });
   }
-  await tx.update(devicesT).set({ present: false })
+  await tx
+    .update(devicesT)
+    .set({ present: false })
     .where(and(eq(devicesT.hostName, hostName), indexes.length ? notInArray(devicesT.index, indexes) : undefined));
   await tx.delete(labels).where(eq(labels.hostName, hostName));
   const rows = [
     ...inv.hostLabels.map((l) => ({ ...l, deviceIndex: -1 })),
     ...inv.devices.flatMap((d) => d.labels.map((l) => ({ ...l, deviceIndex: d.index }))),
   ].map((l) => ({
-    hostName, deviceIndex: l.deviceIndex, key: l.key, value: l.value, source: l.source, probe: l.probe ?? null,
-    seenAt: l.seenAt ? new Date(l.seenAt) : new Date(), stale: l.stale ?? null,
+    hostName,
+    deviceIndex: l.deviceIndex,
+    key: l.key,
+    value: l.value,
+    source: l.source,
+    probe: l.probe ?? null,
+    seenAt: l.seenAt ? new Date(l.seenAt) : new Date(),
+    stale: l.stale ?? null,
   }));
   if (rows.length) await tx.insert(labels).values(rows).onConflictDoNothing();
 }

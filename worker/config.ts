@@ -4,13 +4,19 @@ import { join } from 'node:path';
 import { z } from 'zod';
 
 /** A path, where an empty value means unset. */
-const optionalPath = z.string().optional().transform((v) => v || undefined);
+const optionalPath = z
+  .string()
+  .optional()
+  .transform((v) => v || undefined);
 const flag = z.enum(['0', '1', 'true', 'false'], { message: 'is 0, 1, true or false' }).transform((v) => v === '1' || v === 'true');
 
 const Env = z.object({
   RC_CONTROLLER: z.string().url('RC_CONTROLLER must be the controller URL, e.g. http://rc.internal:8080'),
   RC_HOST_TOKEN: z.string().min(10, 'RC_HOST_TOKEN must be the host credential from `rc admin host add`'),
-  RC_HOST_NAME: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/).default(hostname()),
+  RC_HOST_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/)
+    .default(hostname()),
   /** Default working directory of jobs. */
   RC_WORKSPACE: z.string().min(1).default(join(process.cwd(), 'rc-workspace')),
   /** CPU slots declared when the host has no nvidia-smi, so rc is usable at once. */
@@ -22,11 +28,20 @@ const Env = z.object({
   /** Folder of site probes; wins over the config file's probesDir. */
   RC_PROBES_DIR: optionalPath,
   /** Seconds between probe runs. */
-  RC_PROBE_INTERVAL_S: z.coerce.number().min(5, 'RC_PROBE_INTERVAL_S is at least 5 (seconds)').max(86_400, 'RC_PROBE_INTERVAL_S is at most 86400 (a day)').default(300),
+  RC_PROBE_INTERVAL_S: z.coerce
+    .number()
+    .min(5, 'RC_PROBE_INTERVAL_S is at least 5 (seconds)')
+    .max(86_400, 'RC_PROBE_INTERVAL_S is at most 86400 (a day)')
+    .default(300),
   /** Where jobs run: directly on the host, or in one long-lived container per device. */
   RC_RUNTIME: z.enum(['host', 'docker'], { message: 'RC_RUNTIME is host or docker' }).default('host'),
   /** The image of the device containers (docker runtime); build it from docker/worker-image. */
-  RC_DOCKER_IMAGE: z.string().min(1).max(300).regex(/^[A-Za-z0-9][A-Za-z0-9._\/:@-]*$/, 'RC_DOCKER_IMAGE must be an image reference like rc-worker:ubuntu-24.04').default('rc-worker:ubuntu-24.04'),
+  RC_DOCKER_IMAGE: z
+    .string()
+    .min(1)
+    .max(300)
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, 'RC_DOCKER_IMAGE must be an image reference like rc-worker:ubuntu-24.04')
+    .default('rc-worker:ubuntu-24.04'),
   /** The docker CLI. */
   RC_DOCKER: z.string().min(1).default('docker'),
   /** GPU memory (MiB) still used after a job above which the GPU is quarantined. */

@@ -21,7 +21,13 @@ export async function dockerCall(docker: string, args: string[], opts: DockerCal
   const r = await runCommand(docker, args, { env: process.env, timeoutMs, maxBytes: 4 * 1024 * 1024 });
   switch (r.kind) {
     case 'exited':
-      return { ok: r.code === 0, code: r.code, stdout: r.stdout, stderr: r.stderr, error: r.code === 0 ? '' : dockerError(r.stderr) || `${docker} ${args[0]} exited ${r.code}` };
+      return {
+        ok: r.code === 0,
+        code: r.code,
+        stdout: r.stdout,
+        stderr: r.stderr,
+        error: r.code === 0 ? '' : dockerError(r.stderr) || `${docker} ${args[0]} exited ${r.code}`,
+      };
     case 'signalled':
       return { ok: false, code: null, stdout: r.stdout, stderr: r.stderr, error: `${docker} ${args[0]} was killed by ${r.signal}` };
     case 'timed-out':
@@ -30,7 +36,10 @@ export async function dockerCall(docker: string, args: string[], opts: DockerCal
       return { ok: false, code: null, stdout: '', stderr: '', error: `${docker} ${args[0]} printed too much` };
     case 'not-started':
       return {
-        ok: false, code: null, stdout: '', stderr: '',
+        ok: false,
+        code: null,
+        stdout: '',
+        stderr: '',
         error: r.code === 'ENOENT' ? `the docker CLI (${docker}) is not installed or not on PATH` : `${docker} could not start: ${r.message}`,
       };
   }
@@ -42,7 +51,10 @@ export async function dockerCall(docker: string, args: string[], opts: DockerCal
  * line that matters says "Error response from daemon" or "Error: ...".
  */
 export function dockerError(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '' && !/^Run '.*--help'/.test(l) && !/^See '.*--help'/.test(l));
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^Run '.*--help'/.test(l) && !/^See '.*--help'/.test(l));
   const main = lines.find((l) => /Error response from daemon|^Error|^docker: /i.test(l)) ?? lines[lines.length - 1] ?? '';
   return main.replace(/^docker: /, '').replace(/\.$/, '');
 }

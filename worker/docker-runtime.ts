@@ -119,7 +119,10 @@ export class DockerRuntime implements Runtime {
     this.docker = opts.docker ?? 'docker';
     this.workspace = resolve(opts.workspace);
     this.log = opts.log ?? (() => {});
-    this.labels = [{ key: 'runtime', value: 'docker' }, { key: 'image', value: opts.image }];
+    this.labels = [
+      { key: 'runtime', value: 'docker' },
+      { key: 'image', value: opts.image },
+    ];
   }
 
   /**
@@ -130,7 +133,9 @@ export class DockerRuntime implements Runtime {
    */
   async reclaim(_previous: PreviousJob[]): Promise<Reclaimed> {
     const removed = await this.removeJobContainers();
-    const r = await dockerCall(this.docker, ['ps', '--filter', `label=rc.host=${this.opts.host}`, '--filter', 'label=rc.device', '--format', '{{.Names}}'], { timeoutMs: 20_000 });
+    const r = await dockerCall(this.docker, ['ps', '--filter', `label=rc.host=${this.opts.host}`, '--filter', 'label=rc.device', '--format', '{{.Names}}'], {
+      timeoutMs: 20_000,
+    });
     const names = r.ok ? r.stdout.split('\n').filter(Boolean) : [];
     let killed = 0;
     let jobs = removed;
@@ -153,7 +158,9 @@ export class DockerRuntime implements Runtime {
     return results.flatMap((r) => (r.ok ? [] : [r.problem]));
   }
 
-  jobCgroup(): null { return null; }
+  jobCgroup(): null {
+    return null;
+  }
   close(): void {}
 
   run(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob {
@@ -173,13 +180,16 @@ export class DockerRuntime implements Runtime {
     if (order.devices.length > 1) {
       const name = jobContainerName(this.opts.host, order.jobId);
       const gpus = this.gpusFor(order.devices);
-      if (!gpus.ok) { job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`); return job; }
+      if (!gpus.ok) {
+        job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`);
+        return job;
+      }
       job.start({ ...base, args: this.oneOffArgs(order, gpus.arg, ['-it'], envArgs, argv), tree: this.oneOffTree(name) });
       return job;
     }
     const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
-      if (!await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message))) return;
+      if (!(await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message)))) return;
       job.start({ ...base, args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv], tree: this.taggedTree(name, order.jobId) });
     };
     void start();
@@ -191,7 +201,10 @@ export class DockerRuntime implements Runtime {
   private withLock<T>(index: number, fn: () => Promise<T>): Promise<T> {
     const prev = this.locks.get(index) ?? Promise.resolve();
     const next = prev.then(fn, fn);
-    this.locks.set(index, next.catch(() => {}));
+    this.locks.set(
+      index,
+      next.catch(() => {}),
+    );
     return next;
   }
 
@@ -210,7 +223,7 @@ export class DockerRuntime implements Runtime {
       const seen = this.hostView.get(name);
       if (!adopting && seen && seen.spec === spec && containerNamespace(seen.pid) === seen.ns) return { ok: true, name };
       const state = await this.inspect(name);
-      if (state && state.running && state.spec === spec) {
+      if (state?.running && state.spec === spec) {
         this.hostView.set(name, this.viewOf(state.pid, spec));
         if (adopting) this.log(`device ${device.index}: adopted the running container ${name} (${state.id.slice(0, 12)})`);
         return { ok: true, name };
@@ -224,11 +237,26 @@ export class DockerRuntime implements Runtime {
         }
       }
       const args = [
-        'run', '-d', '--init', '--network', 'host', '--ipc', 'host', '--name', name,
-        '--label', `rc.host=${this.opts.host}`, '--label', `rc.device=${device.index}`, '--label', `rc.spec=${spec}`,
-        '-v', `${this.workspace}:${CONTAINER_WORKSPACE}`,
+        'run',
+        '-d',
+        '--init',
+        '--network',
+        'host',
+        '--ipc',
+        'host',
+        '--name',
+        name,
+        '--label',
+        `rc.host=${this.opts.host}`,
+        '--label',
+        `rc.device=${device.index}`,
+        '--label',
+        `rc.spec=${spec}`,
+        '-v',
+        `${this.workspace}:${CONTAINER_WORKSPACE}`,
         ...(gpus.arg ? ['--gpus', dockerGpusValue(gpus.arg)] : []),
-        this.opts.image, ...KEEP_ALIVE,
+        this.opts.image,
+        ...KEEP_ALIVE,
       ];
       const created = await dockerCall(this.docker, args, { timeoutMs: CREATE_TIMEOUT_MS });
       if (!created.ok) {
@@ -236,7 +264,15 @@ export class DockerRuntime implements Runtime {
         await dockerCall(this.docker, ['rm', '-f', name]);
         const present = (await dockerCall(this.docker, ['image', 'inspect', '-f', '{{.Id}}', this.opts.image])).ok;
         const why = present ? '' : ` (the image is not on this host and could not be pulled)`;
-        return { ok: false, problem: this.problem(device.index, name, `cannot create the container ${name} from the image ${this.opts.image}${why}: ${created.error}`, created.error) };
+        return {
+          ok: false,
+          problem: this.problem(
+            device.index,
+            name,
+            `cannot create the container ${name} from the image ${this.opts.image}${why}: ${created.error}`,
+            created.error,
+          ),
+        };
       }
       this.log(`device ${device.index}: started the container ${name} (${created.stdout.trim().slice(0, 12)}) from ${this.opts.image}`);
       const made = await this.inspect(name);
@@ -258,7 +294,14 @@ export class DockerRuntime implements Runtime {
   }
 
   private async inspect(name: string): Promise<{ id: string; running: boolean; spec: string; pid: number } | null> {
-    const r = await dockerCall(this.docker, ['inspect', '--type', 'container', '-f', '{{.Id}} {{.State.Running}} {{.State.Pid}} {{index .Config.Labels "rc.spec"}}', name]);
+    const r = await dockerCall(this.docker, [
+      'inspect',
+      '--type',
+      'container',
+      '-f',
+      '{{.Id}} {{.State.Running}} {{.State.Pid}} {{index .Config.Labels "rc.spec"}}',
+      name,
+    ]);
     if (!r.ok) return null;
     const [id = '', running = '', pid = '0', spec = ''] = r.stdout.trim().split(' ');
     return { id, running: running === 'true', spec, pid: Number(pid) || 0 };
@@ -301,7 +344,9 @@ export class DockerRuntime implements Runtime {
   /** A one-off container (docker run --rm): signalled through docker; its processes go with it. */
   private oneOffTree(name: string): ProcessTree {
     return {
-      signal: async (sig) => { await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]); },
+      signal: async (sig) => {
+        await dockerCall(this.docker, sig === 'TERM' ? ['kill', '-s', 'TERM', name] : ['kill', name]);
+      },
       reap: () => Promise.resolve([]),
     };
   }
@@ -316,7 +361,10 @@ export class DockerRuntime implements Runtime {
   /** The job's device container is up (made or remade if need be); false after failing the job and reporting the device. */
   private async readyFor(order: StartJob, problem: (p: DeviceProblem) => void, failJob: (message: string) => void): Promise<boolean> {
     const device = order.devices[0];
-    if (!device) { failJob('rc: the job has no device to run on\n'); return false; }
+    if (!device) {
+      failJob('rc: the job has no device to run on\n');
+      return false;
+    }
     const ensured = await this.ensure(device, false);
     if (ensured.ok) return true;
     problem(ensured.problem);
@@ -329,7 +377,7 @@ export class DockerRuntime implements Runtime {
     const job = new JobProcess(cb);
     const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
-      if (!await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message))) return;
+      if (!(await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message)))) return;
       job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...this.envArgs(order), name, ...order.argv], {
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
         tree: this.taggedTree(name, order.jobId),
@@ -343,11 +391,32 @@ export class DockerRuntime implements Runtime {
   private oneOffArgs(order: StartJob, gpusArg: string | null, extra: string[], envArgs: string[], argv: string[]): string[] {
     return [
       // The image was pulled (if it could be) when the device containers were made.
-      'run', '--rm', ...extra, '--pull', 'never', '--init', '--network', 'host', '--ipc', 'host', '--name', jobContainerName(this.opts.host, order.jobId),
-      '--label', `rc.host=${this.opts.host}`, '--label', `rc.job=${order.jobId}`,
-      '-v', `${this.workspace}:${CONTAINER_WORKSPACE}`,
+      'run',
+      '--rm',
+      ...extra,
+      '--pull',
+      'never',
+      '--init',
+      '--network',
+      'host',
+      '--ipc',
+      'host',
+      '--name',
+      jobContainerName(this.opts.host, order.jobId),
+      '--label',
+      `rc.host=${this.opts.host}`,
+      '--label',
+      `rc.job=${order.jobId}`,
+      '-v',
+      `${this.workspace}:${CONTAINER_WORKSPACE}`,
       ...(gpusArg ? ['--gpus', dockerGpusValue(gpusArg)] : []),
-      '-u', '0:0', '-w', order.cwd ?? CONTAINER_WORKSPACE, ...envArgs, this.opts.image, ...argv,
+      '-u',
+      '0:0',
+      '-w',
+      order.cwd ?? CONTAINER_WORKSPACE,
+      ...envArgs,
+      this.opts.image,
+      ...argv,
     ];
   }
 
@@ -360,9 +429,10 @@ export class DockerRuntime implements Runtime {
       return { kill() {} };
     }
     job.start(this.docker, this.oneOffArgs(order, gpus.arg, [], this.envArgs(order), order.argv), {
-      translate: (held) => (/FATAL tini.*exec .* failed: No such file/.test(held)
-        ? `rc: ${order.argv[0] ?? ''}: command not found in the image ${this.opts.image}\n`
-        : `rc: cannot run the job in a container: ${dockerError(held)}\n`),
+      translate: (held) =>
+        /FATAL tini.*exec .* failed: No such file/.test(held)
+          ? `rc: ${order.argv[0] ?? ''}: command not found in the image ${this.opts.image}\n`
+          : `rc: cannot run the job in a container: ${dockerError(held)}\n`,
       // --rm: the container, and every process in it, is gone with the job.
       tree: this.oneOffTree(name),
     });
@@ -415,9 +485,14 @@ class JobProcess {
     // Output that looks like docker's own error, held until the exit code says whose it was.
     let held: { stream: 1 | 2; data: Buffer }[] = [];
     let heldBytes = 0;
-    const release = () => { for (const h of held) this.cb.output(h.stream, h.data); held = []; };
+    const release = () => {
+      for (const h of held) this.cb.output(h.stream, h.data);
+      held = [];
+    };
     let closed = false;
-    child.on('close', () => { closed = true; });
+    child.on('close', () => {
+      closed = true;
+    });
     // docker prints its own exec failures on stdout (OCI errors) or stderr.
     const onData = (stream: 1 | 2, d: Buffer) => {
       if (held.length > 0 || (!anyOutput && DOCKER_ERROR.test(d.toString('utf8')))) {
@@ -439,41 +514,60 @@ class JobProcess {
       this.finish(DOCKER_FAILED, null);
     });
     child.on('exit', (code, signal) => {
-      void opts.tree.reap().catch(() => []).finally(() => {
-        const end = () => {
-          let finalCode = code;
-          const text = Buffer.concat(held.map((h) => h.data)).toString('utf8');
-          // docker's failures end in 125 (docker), 126/127 (the command), or 1 (a daemon error).
-          if (held.length > 0 && code !== null && (code >= 125 || (code === 1 && /Error response from daemon/.test(text)))) {
-            const t = opts.translate(text, code);
-            const line = typeof t === 'string' ? t : t.line;
-            if (typeof t !== 'string') finalCode = t.code;
-            this.cb.output(2, Buffer.from(line));
-          } else {
-            release();
-          }
-          this.finish(finalCode, signal);
-        };
-        if (closed) return end();
-        // Something outside the sweep may still hold the pipes: stop waiting soon.
-        const t = setTimeout(() => { child.stdout.destroy(); child.stderr.destroy(); end(); }, PIPE_GRACE_MS);
-        child.once('close', () => { clearTimeout(t); end(); });
-      });
+      void opts.tree
+        .reap()
+        .catch(() => [])
+        .finally(() => {
+          const end = () => {
+            let finalCode = code;
+            const text = Buffer.concat(held.map((h) => h.data)).toString('utf8');
+            // docker's failures end in 125 (docker), 126/127 (the command), or 1 (a daemon error).
+            if (held.length > 0 && code !== null && (code >= 125 || (code === 1 && /Error response from daemon/.test(text)))) {
+              const t = opts.translate(text, code);
+              const line = typeof t === 'string' ? t : t.line;
+              if (typeof t !== 'string') finalCode = t.code;
+              this.cb.output(2, Buffer.from(line));
+            } else {
+              release();
+            }
+            this.finish(finalCode, signal);
+          };
+          if (closed) return end();
+          // Something outside the sweep may still hold the pipes: stop waiting soon.
+          const t = setTimeout(() => {
+            child.stdout.destroy();
+            child.stderr.destroy();
+            end();
+          }, PIPE_GRACE_MS);
+          child.once('close', () => {
+            clearTimeout(t);
+            end();
+          });
+        });
     });
   }
 
   kill(graceS: number): void {
     if (this.done) return;
-    if (!this.started) { this.killedEarly = true; return; }
+    if (!this.started) {
+      this.killedEarly = true;
+      return;
+    }
     if (this.killTimers.length > 0) return;
     const tree = this.tree!;
     void tree.signal('TERM');
-    this.killTimers.push(setTimeout(() => {
-      if (this.done) return;
-      void tree.signal('KILL');
-      // If docker itself hangs, at least let go of the client.
-      this.killTimers.push(setTimeout(() => { this.child?.kill('SIGKILL'); }, 10_000));
-    }, graceS * 1000));
+    this.killTimers.push(
+      setTimeout(() => {
+        if (this.done) return;
+        void tree.signal('KILL');
+        // If docker itself hangs, at least let go of the client.
+        this.killTimers.push(
+          setTimeout(() => {
+            this.child?.kill('SIGKILL');
+          }, 10_000),
+        );
+      }, graceS * 1000),
+    );
   }
 
   private finish(code: number | null, signal: NodeJS.Signals | null): void {
@@ -499,8 +593,6 @@ export function translateExecError(held: string, code: number | null, cwd: strin
   if (/is not running|No such container/i.test(text)) {
     return { line: `rc: the container ${container} stopped before the job could start in it\n`, code: DOCKER_FAILED };
   }
-  const why = text
-    .replace(/^OCI runtime exec failed: (exec failed: )?(unable to start container process: )?/i, '')
-    .replace(/: unknown$/, '');
+  const why = text.replace(/^OCI runtime exec failed: (exec failed: )?(unable to start container process: )?/i, '').replace(/: unknown$/, '');
   return { line: `rc: cannot start ${command} in the container ${container}: ${why}\n`, code: code ?? DOCKER_FAILED };
 }

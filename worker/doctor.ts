@@ -7,7 +7,11 @@ import { parseNvidiaSmiCsv } from './probes/parse';
 import { commandFailure, NVIDIA_SMI_QUERY, runCommand } from './probes/run';
 
 export type RowStatus = 'ok' | 'n/a' | 'fail';
-export interface DoctorRow { check: string; status: RowStatus; detail: string }
+export interface DoctorRow {
+  check: string;
+  status: RowStatus;
+  detail: string;
+}
 
 export async function doctor(env: NodeJS.ProcessEnv, print: (line: string) => void): Promise<number> {
   const rows = await doctorRows(env);
@@ -42,31 +46,41 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
     const v = await run(docker, ['version', '--format', '{{.Server.Version}}']);
     const why = commandFailure(v, docker, true);
     dockerOk = !why && v.kind === 'exited';
-    rows.push(dockerOk && v.kind === 'exited'
-      ? { check: 'docker', status: 'ok', detail: `dockerd ${v.stdout.trim()} reachable` }
-      : { check: 'docker', status: 'fail', detail: `cannot reach dockerd: ${why}; start it, or check DOCKER_HOST and this user's access to its socket` });
+    rows.push(
+      dockerOk && v.kind === 'exited'
+        ? { check: 'docker', status: 'ok', detail: `dockerd ${v.stdout.trim()} reachable` }
+        : { check: 'docker', status: 'fail', detail: `cannot reach dockerd: ${why}; start it, or check DOCKER_HOST and this user's access to its socket` },
+    );
     if (!dockerOk) {
       rows.push({ check: 'image', status: 'fail', detail: `${image}: not checked, Docker is not reachable` });
     } else {
       const i = await run(docker, ['image', 'inspect', '--format', '{{.Id}}', image]);
       imageOk = i.kind === 'exited' && i.code === 0;
-      rows.push(imageOk && i.kind === 'exited'
-        ? { check: 'image', status: 'ok', detail: `${image} present (${i.stdout.trim().slice(0, 19)})` }
-        : { check: 'image', status: 'fail', detail: `${image} is not present: build it from docker/worker-image (docker build -t ${image} docker/worker-image) or docker load it, or set RC_DOCKER_IMAGE` });
+      rows.push(
+        imageOk && i.kind === 'exited'
+          ? { check: 'image', status: 'ok', detail: `${image} present (${i.stdout.trim().slice(0, 19)})` }
+          : {
+              check: 'image',
+              status: 'fail',
+              detail: `${image} is not present: build it from docker/worker-image (docker build -t ${image} docker/worker-image) or docker load it, or set RC_DOCKER_IMAGE`,
+            },
+      );
     }
   }
 
   rows.push(await gpuRow(run, runtime, docker, image, dockerOk && imageOk));
-  rows.push(...await controllerRows(env));
+  rows.push(...(await controllerRows(env)));
   if (config) {
     try {
       accessSync(config.RC_WORKSPACE, constants.W_OK);
       rows.push({ check: 'workspace', status: 'ok', detail: `${config.RC_WORKSPACE} writable` });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      rows.push(code === 'ENOENT'
-        ? { check: 'workspace', status: 'ok', detail: `${config.RC_WORKSPACE} does not exist yet; the worker creates it` }
-        : { check: 'workspace', status: 'fail', detail: `${config.RC_WORKSPACE} is not writable (${code})` });
+      rows.push(
+        code === 'ENOENT'
+          ? { check: 'workspace', status: 'ok', detail: `${config.RC_WORKSPACE} does not exist yet; the worker creates it` }
+          : { check: 'workspace', status: 'fail', detail: `${config.RC_WORKSPACE} is not writable (${code})` },
+      );
     }
   }
   return rows;
@@ -84,21 +98,34 @@ async function gpuRow(run: Run, runtime: string, docker: string, image: string, 
   if (!gpus.length) return { check: 'gpu', status: 'fail', detail: 'nvidia-smi lists no GPU; check the driver (nvidia-smi -L)' };
   const names = `${gpus.length} GPU(s): ${[...new Set(gpus.map((g) => g.labels.find((l) => l.key === 'gpu_name')?.value))].join(', ')}`;
   if (runtime !== 'docker') return { check: 'gpu', status: 'ok', detail: `${names} (host runtime: jobs use them directly)` };
-  if (!canTryContainer) return { check: 'gpu', status: 'ok', detail: `${names}; whether containers get them is not checked (Docker or the image is missing, see above)` };
+  if (!canTryContainer)
+    return { check: 'gpu', status: 'ok', detail: `${names}; whether containers get them is not checked (Docker or the image is missing, see above)` };
   const c = await run(docker, ['run', '--rm', '--gpus', 'all', image, 'nvidia-smi', '-L'], 60_000);
   const cwhy = commandFailure(c, 'docker run --gpus all', true);
-  if (cwhy) return { check: 'gpu', status: 'fail', detail: `${names}, but a container cannot get them (${cwhy}); install nvidia-container-toolkit and enable Docker's nvidia runtime` };
+  if (cwhy)
+    return {
+      check: 'gpu',
+      status: 'fail',
+      detail: `${names}, but a container cannot get them (${cwhy}); install nvidia-container-toolkit and enable Docker's nvidia runtime`,
+    };
   return { check: 'gpu', status: 'ok', detail: `${names}; containers get them (docker run --gpus all ${image} nvidia-smi -L)` };
 }
 
 /** Reachable (any HTTP answer), then whether it accepts RC_HOST_TOKEN as a host credential. */
 async function controllerRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
   const url = env.RC_CONTROLLER;
-  if (!url) return [{ check: 'controller', status: 'fail', detail: 'RC_CONTROLLER is not set' }, { check: 'credential', status: 'fail', detail: 'not checked: no controller' }];
+  if (!url)
+    return [
+      { check: 'controller', status: 'fail', detail: 'RC_CONTROLLER is not set' },
+      { check: 'credential', status: 'fail', detail: 'not checked: no controller' },
+    ];
   const started = Date.now();
   let res: Response;
   try {
-    res = await fetch(new URL('/api/worker/whoami', url), { headers: { authorization: `Bearer ${env.RC_HOST_TOKEN ?? ''}` }, signal: AbortSignal.timeout(10_000) });
+    res = await fetch(new URL('/api/worker/whoami', url), {
+      headers: { authorization: `Bearer ${env.RC_HOST_TOKEN ?? ''}` },
+      signal: AbortSignal.timeout(10_000),
+    });
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     return [
@@ -107,9 +134,16 @@ async function controllerRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
     ];
   }
   const ms = Date.now() - started;
-  const body = await res.json().catch(() => null) as { host?: string; error?: { message?: string } } | null;
+  const body = (await res.json().catch(() => null)) as { host?: string; error?: { message?: string } } | null;
   const reached: DoctorRow = { check: 'controller', status: 'ok', detail: `${url} answered in ${ms} ms` };
   if (res.ok && body?.host) return [reached, { check: 'credential', status: 'ok', detail: `RC_HOST_TOKEN is the credential of host ${body.host}` }];
   if (!env.RC_HOST_TOKEN) return [reached, { check: 'credential', status: 'fail', detail: 'RC_HOST_TOKEN is not set: rc admin host add <name> prints one' }];
-  return [reached, { check: 'credential', status: 'fail', detail: `the controller refused RC_HOST_TOKEN (${res.status}: ${body?.error?.message ?? 'no reason given'}); ask the operator for a new one (rc admin host add)` }];
+  return [
+    reached,
+    {
+      check: 'credential',
+      status: 'fail',
+      detail: `the controller refused RC_HOST_TOKEN (${res.status}: ${body?.error?.message ?? 'no reason given'}); ask the operator for a new one (rc admin host add)`,
+    },
+  ];
 }

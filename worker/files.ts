@@ -12,12 +12,32 @@
 // place within the same open folder only when it is whole, so a failed copy
 // leaves nothing behind.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readSync, realpathSync, renameSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { CP_MAX_BYTES, workspaceRelative } from '../core/cp';
 
 export class FileError extends Error {
-  constructor(readonly code: 'not_found' | 'bad_request' | 'payload_too_large', message: string) { super(message); }
+  constructor(
+    readonly code: 'not_found' | 'bad_request' | 'payload_too_large',
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 const TEMP = /^\.rc-cp-[0-9a-f]{16}\.part$/;
@@ -29,7 +49,10 @@ const PROC_FD = existsSync('/proc/self/fd');
 /** A name in an open folder, as a path the kernel resolves from that folder (what openat would take). */
 const at = (dir: number, name: string) => `/proc/self/fd/${dir}/${name}`;
 
-interface Target { parts: string[]; shown: string }
+interface Target {
+  parts: string[];
+  shown: string;
+}
 
 function target(path: string): Target {
   const rel = workspaceRelative(path);
@@ -69,14 +92,21 @@ function openIn(workspace: string, dir: number, t: Target, i: number, want: 'fil
     // O_NOFOLLOW gives ELOOP on a link, or ENOTDIR with O_DIRECTORY.
     if (code === 'ELOOP' || (code === 'ENOTDIR' && isLink(dir, name))) throw linkRefusal(workspace, t, i, want);
     if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw new FileError('not_found', want === 'file' ? `${t.shown} does not exist on the device host` : `the folder ${dirname(t.shown)} does not exist on the device host`);
+      throw new FileError(
+        'not_found',
+        want === 'file' ? `${t.shown} does not exist on the device host` : `the folder ${dirname(t.shown)} does not exist on the device host`,
+      );
     }
     throw err;
   }
 }
 
 function isLink(dir: number, name: string): boolean {
-  try { return lstatSync(at(dir, name)).isSymbolicLink(); } catch { return false; }
+  try {
+    return lstatSync(at(dir, name)).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 function linkRefusal(workspace: string, t: Target, i: number, want: 'file' | 'parent'): FileError {
@@ -84,9 +114,12 @@ function linkRefusal(workspace: string, t: Target, i: number, want: 'file' | 'pa
   if (!leadsOut(workspace, t.parts.slice(0, i + 1))) {
     return new FileError('bad_request', `${link} is a link; rc cp follows no links, even ones that stay in the workspace: name the path without it`);
   }
-  return new FileError('bad_request', want === 'file'
-    ? `${link} is a link that leads out of the workspace; rc cp does not follow it`
-    : `${dirname(t.shown)} leads out of the workspace through a link; rc cp does not follow it`);
+  return new FileError(
+    'bad_request',
+    want === 'file'
+      ? `${link} is a link that leads out of the workspace; rc cp does not follow it`
+      : `${dirname(t.shown)} leads out of the workspace through a link; rc cp does not follow it`,
+  );
 }
 
 /** For the words only (the link is refused either way): whether it leads out of the workspace now. */
@@ -100,7 +133,11 @@ function leadsOut(workspace: string, parts: string[]): boolean {
   }
 }
 
-export interface ReadPiece { data: Buffer; size: number; mtimeMs: number }
+export interface ReadPiece {
+  data: Buffer;
+  size: number;
+  mtimeMs: number;
+}
 
 /** One piece of a file; `size` and `mtimeMs` let the caller notice a file that changes under the copy. */
 export function readPiece(workspace: string, path: string, offset: number, length: number): ReadPiece {
@@ -111,7 +148,10 @@ export function readPiece(workspace: string, path: string, offset: number, lengt
       const st = fstatSync(fd);
       if (!st.isFile()) throw new FileError('bad_request', `${t.shown} is not a regular file`);
       if (st.size > CP_MAX_BYTES) {
-        throw new FileError('payload_too_large', `${t.shown} is ${st.size} bytes; rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`);
+        throw new FileError(
+          'payload_too_large',
+          `${t.shown} is ${st.size} bytes; rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`,
+        );
       }
       const buf = Buffer.alloc(Math.max(0, Math.min(length, st.size - offset)));
       const n = buf.length ? readSync(fd, buf, 0, buf.length, offset) : 0;
@@ -137,7 +177,11 @@ export function beginWrite(workspace: string, path: string): string {
 /** The destination may be new or a file, never a link (it would be written through) or a folder. */
 function checkDestination(dir: number, name: string, t: Target): void {
   let st: Stats;
-  try { st = lstatSync(at(dir, name)); } catch { return; }
+  try {
+    st = lstatSync(at(dir, name));
+  } catch {
+    return;
+  }
   if (st.isSymbolicLink()) throw new FileError('bad_request', `${t.shown} is a link; rc cp does not write through links`);
   if (st.isDirectory()) throw new FileError('bad_request', `${t.shown} is a folder; end the destination with / to copy into it`);
 }
@@ -149,14 +193,21 @@ function sweepStaleTemps(dir: number): void {
       if (!TEMP.test(f)) continue;
       if (Date.now() - lstatSync(at(dir, f)).mtimeMs > 3600_000) unlinkSync(at(dir, f));
     }
-  } catch { /* best effort */ }
+  } catch {
+    /* best effort */
+  }
 }
 
 /** fn(fd, stats) on this copy's temporary file in the open folder: a plain file of its own, not a link or another file's hard link. */
 function withTemp(dir: number, temp: string, t: Target, flags: number, fn: (fd: number, st: Stats) => void): void {
-  const changed = () => new FileError('bad_request', `the temporary file of this copy in ${dirname(t.shown)} was changed or removed meanwhile; nothing was written`);
+  const changed = () =>
+    new FileError('bad_request', `the temporary file of this copy in ${dirname(t.shown)} was changed or removed meanwhile; nothing was written`);
   let fd: number;
-  try { fd = openSync(at(dir, temp), flags | NO_LINK); } catch { throw changed(); }
+  try {
+    fd = openSync(at(dir, temp), flags | NO_LINK);
+  } catch {
+    throw changed();
+  }
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.nlink !== 1) throw changed();
@@ -174,7 +225,11 @@ export function writePiece(workspace: string, path: string, temp: string, offset
   checkTemp(temp);
   const t = target(path);
   if (offset + data.length > CP_MAX_BYTES) throw new FileError('payload_too_large', `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB`);
-  inFolder(workspace, t, 'parent', (dir) => withTemp(dir, temp, t, O_WRONLY, (fd) => { writeSync(fd, data, 0, data.length, offset); }));
+  inFolder(workspace, t, 'parent', (dir) =>
+    withTemp(dir, temp, t, O_WRONLY, (fd) => {
+      writeSync(fd, data, 0, data.length, offset);
+    }),
+  );
 }
 
 /** The file is whole: onto disk, then into place in one rename within the open folder. */
@@ -195,5 +250,7 @@ export function abortWrite(workspace: string, path: string, temp: string): void 
   try {
     checkTemp(temp);
     inFolder(workspace, target(path), 'parent', (dir) => unlinkSync(at(dir, temp)));
-  } catch { /* already gone, or out of reach: the sweep takes it within the hour */ }
+  } catch {
+    /* already gone, or out of reach: the sweep takes it within the hour */
+  }
 }

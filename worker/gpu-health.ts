@@ -3,7 +3,10 @@
 import type { Quarantine } from '../protocol/worker';
 import type { GpuProcess, ParsedSample } from './probes/parse';
 
-export interface DeviceRef { index: number; uuid: string | null }
+export interface DeviceRef {
+  index: number;
+  uuid: string | null;
+}
 
 /**
  * After a job: its devices whose memory use is still over the threshold.
@@ -30,7 +33,10 @@ export function heldAfterJob(jobId: string, devices: DeviceRef[], samples: Parse
  * that device. `tagOf` reads a process's RC_JOB_ID (null when none or unreadable).
  */
 export function foreignProcesses(
-  devices: DeviceRef[], processes: GpuProcess[], jobOn: (index: number) => string | null, tagOf: (pid: number) => string | null,
+  devices: DeviceRef[],
+  processes: GpuProcess[],
+  jobOn: (index: number) => string | null,
+  tagOf: (pid: number) => string | null,
 ): Quarantine[] {
   const byDevice = new Map<number, { pid: number; name: string; usedMiB: number | null; rcJob: string | null }[]>();
   for (const p of processes) {

@@ -34,9 +34,15 @@ export class GpuMonitor {
     if (this.absent) return null;
     const run = (args: string[]) => runCommand(this.opts.command, args, { env: this.opts.env, timeoutMs: 10_000, maxBytes: 1024 * 1024 });
     const query = await run(GPU_SAMPLE_QUERY);
-    if (query.kind === 'not-started' && query.code === 'ENOENT') { this.absent = true; return null; }
+    if (query.kind === 'not-started' && query.code === 'ENOENT') {
+      this.absent = true;
+      return null;
+    }
     const failed = commandFailure(query, 'nvidia-smi', true);
-    if (failed || query.kind !== 'exited') { this.say(failed ?? 'nvidia-smi failed'); return null; }
+    if (failed || query.kind !== 'exited') {
+      this.say(failed ?? 'nvidia-smi failed');
+      return null;
+    }
     const apps = await run(COMPUTE_APPS_QUERY);
     const processes = apps.kind === 'exited' && apps.code === 0 ? parseComputeApps(apps.stdout) : [];
     this.say(null);
@@ -56,11 +62,18 @@ export class GpuMonitor {
       if (!r) return;
       this.latest = r.samples.map((s) => ({ index: s.index, name: s.name, memTotalMiB: s.memTotalMiB, memUsedMiB: s.memUsedMiB, utilPct: s.utilPct }));
       // Exempt devices (held ones: people work on them directly) are sampled but not policed.
-      const suspects = foreignProcesses(devices.filter((d) => !exempt.has(d.index)), r.processes, jobOn, jobTag);
+      const suspects = foreignProcesses(
+        devices.filter((d) => !exempt.has(d.index)),
+        r.processes,
+        jobOn,
+        jobTag,
+      );
       const now = new Set(suspects.flatMap((q) => (q.evidence.processes as { pid: number }[]).map((p) => `${q.index}:${p.pid}`)));
       found = suspects.filter((q) => (q.evidence.processes as { pid: number }[]).some((p) => this.seen.has(`${q.index}:${p.pid}`)));
       this.seen = now;
-    })().finally(() => { this.sampling = null; });
+    })().finally(() => {
+      this.sampling = null;
+    });
     await this.sampling;
     return found;
   }

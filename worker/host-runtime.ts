@@ -17,20 +17,38 @@ import { findOnPath, PtyJob } from './tty';
 export class HostRuntime implements Runtime {
   readonly name = 'host' as const;
   readonly labels = [{ key: 'runtime', value: 'host' }];
-  constructor(private readonly workspace: string, private readonly supervisor: JobSupervisor) {}
-  reclaim(previous: PreviousJob[]): Promise<Reclaimed> { return this.supervisor.reclaim(previous); }
-  prepare(): Promise<[]> { return Promise.resolve([]); }
-  jobCgroup(jobId: string): string | null { return this.supervisor.cgroupOf(jobId); }
-  close(): void { this.supervisor.close(); }
-  run(order: StartJob, cb: JobCallbacks): RunningJob { return runOnHost(order, this.workspace, this.supervisor, cb); }
-  runTty(order: StartJob, cb: TtyCallbacks): RunningTty { return runTtyOnHost(order, this.workspace, this.supervisor, cb); }
+  constructor(
+    private readonly workspace: string,
+    private readonly supervisor: JobSupervisor,
+  ) {}
+  reclaim(previous: PreviousJob[]): Promise<Reclaimed> {
+    return this.supervisor.reclaim(previous);
+  }
+  prepare(): Promise<[]> {
+    return Promise.resolve([]);
+  }
+  jobCgroup(jobId: string): string | null {
+    return this.supervisor.cgroupOf(jobId);
+  }
+  close(): void {
+    this.supervisor.close();
+  }
+  run(order: StartJob, cb: JobCallbacks): RunningJob {
+    return runOnHost(order, this.workspace, this.supervisor, cb);
+  }
+  runTty(order: StartJob, cb: TtyCallbacks): RunningTty {
+    return runTtyOnHost(order, this.workspace, this.supervisor, cb);
+  }
 }
 
 const PASS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
 
 export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const k of PASS_ENV) { const v = base[k]; if (v !== undefined) env[k] = v; }
+  for (const k of PASS_ENV) {
+    const v = base[k];
+    if (v !== undefined) env[k] = v;
+  }
   // UUIDs name the same card whatever order CUDA enumerates them in.
   env.CUDA_VISIBLE_DEVICES = order.devices.map((d) => d.uuid ?? String(d.index)).join(',');
   env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
@@ -52,7 +70,10 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
   const tree = supervisor.open(order.jobId);
   const spawned = tree.spawnArgs(command, order.argv.slice(1));
   const child: ChildProcessByStdio<null, Readable, Readable> = spawn(spawned.file, spawned.args, {
-    cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
+    env: env as NodeJS.ProcessEnv,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid !== undefined) tree.started(child.pid);
   let done = false;
@@ -66,7 +87,9 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
   };
   child.stdout.on('data', (d: Buffer) => cb.output(1, d));
   child.stderr.on('data', (d: Buffer) => cb.output(2, d));
-  child.on('close', () => { closed = true; });
+  child.on('close', () => {
+    closed = true;
+  });
   child.on('error', (err: NodeJS.ErrnoException) => {
     // Only a failed spawn matters here; later errors end in 'exit' anyway.
     if (child.pid !== undefined) return;
@@ -76,12 +99,22 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
   });
   child.on('exit', (code, signal) => {
     // The command is over: nothing it started may outlive it, and its end waits until all of it is gone.
-    void tree.reap().catch(() => [] as number[]).then((survivors) => {
-      if (closed) return finish(code, signal, survivors);
-      // Give the pipes a moment to drain what was written before the exit.
-      const t = setTimeout(() => { child.stdout.destroy(); child.stderr.destroy(); finish(code, signal, survivors); }, 2000);
-      child.once('close', () => { clearTimeout(t); finish(code, signal, survivors); });
-    });
+    void tree
+      .reap()
+      .catch(() => [] as number[])
+      .then((survivors) => {
+        if (closed) return finish(code, signal, survivors);
+        // Give the pipes a moment to drain what was written before the exit.
+        const t = setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+          finish(code, signal, survivors);
+        }, 2000);
+        child.once('close', () => {
+          clearTimeout(t);
+          finish(code, signal, survivors);
+        });
+      });
   });
   return {
     kill(graceS: number) {
@@ -101,7 +134,10 @@ function commandProblem(command: string, path: string | undefined, cwd: string):
 }
 
 function failAtOnce(cb: JobCallbacks, code: number, message: string): RunningJob {
-  setImmediate(() => { cb.output(2, Buffer.from(message)); cb.exit(code, null); });
+  setImmediate(() => {
+    cb.output(2, Buffer.from(message));
+    cb.exit(code, null);
+  });
   return { kill() {} };
 }
 
@@ -122,7 +158,16 @@ export function runTtyOnHost(order: StartJob, workspace: string, supervisor: Job
   }
   const tree = supervisor.open(order.jobId);
   const spawned = tree.spawnArgs(file, argv.slice(1));
-  job.start({ file: spawned.file, args: spawned.args, cwd, env, cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24, tree, onSpawn: (pid) => tree.started(pid) });
+  job.start({
+    file: spawned.file,
+    args: spawned.args,
+    cwd,
+    env,
+    cols: order.tty?.cols ?? 80,
+    rows: order.tty?.rows ?? 24,
+    tree,
+    onSpawn: (pid) => tree.started(pid),
+  });
   return job;
 }
 

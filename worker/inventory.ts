@@ -3,14 +3,9 @@
 // (marked stale), adds the declared labels of the config file, and builds the
 // Inventory sent in hello and in 'inventory' messages.
 import type { Inventory, ReportedLabel } from '../protocol/worker';
-import {
-  applyProbeResult, buildInventory, declaredLabels, markStale, unknownDevices,
-  type ProbeLabels, type ProbeResult, type ProbeState,
-} from './labels';
+import { applyProbeResult, buildInventory, declaredLabels, markStale, unknownDevices, type ProbeLabels, type ProbeResult, type ProbeState } from './labels';
 import { parseNvidiaSmiCsv } from './probes/parse';
-import {
-  hostProbe, listSiteProbes, nvidiaSmiProbe, runSiteProbe, PROBE_MAX_OUTPUT, PROBE_TIMEOUT_MS,
-} from './probes/run';
+import { hostProbe, listSiteProbes, nvidiaSmiProbe, runSiteProbe, PROBE_MAX_OUTPUT, PROBE_TIMEOUT_MS } from './probes/run';
 import { readWorkerConfigFile, type WorkerFileConfig } from './worker-config';
 
 export interface InventoryDevice {
@@ -82,10 +77,15 @@ export class Prober {
 
   run(): Promise<Inventory> {
     if (!this.running) {
-      this.running = this.runSafely().finally(() => { this.running = null; });
+      this.running = this.runSafely().finally(() => {
+        this.running = null;
+      });
       return this.running;
     }
-    this.queued ??= this.running.then(() => { this.queued = null; return this.run(); });
+    this.queued ??= this.running.then(() => {
+      this.queued = null;
+      return this.run();
+    });
     return this.queued;
   }
 
@@ -98,7 +98,11 @@ export class Prober {
       inventory = this.latest ?? { hostLabels: [], devices: [] };
     }
     this.latest = inventory;
-    try { this.onInventory?.(inventory); } catch (err) { this.log(`sending the inventory failed: ${String(err)}`); }
+    try {
+      this.onInventory?.(inventory);
+    } catch (err) {
+      this.log(`sending the inventory failed: ${String(err)}`);
+    }
     return inventory;
   }
 
@@ -141,9 +145,10 @@ export class Prober {
     const inventory = buildInventory(next, this.declared, DEVICE_PROBES);
     for (const [name, labels] of [...next, ['config file', this.declared] as const]) {
       const missing = labels ? unknownDevices(labels, inventory) : [];
-      this.say(`devices of ${name}`, missing.length
-        ? `${name} labels device(s) ${missing.join(', ')}, which this host does not offer; those labels are ignored`
-        : null);
+      this.say(
+        `devices of ${name}`,
+        missing.length ? `${name} labels device(s) ${missing.join(', ')}, which this host does not offer; those labels are ignored` : null,
+      );
     }
     return inventory;
   }
@@ -171,14 +176,20 @@ export class Prober {
       return;
     }
     const hadLabels = !!prev && (prev.host.length > 0 || prev.devices.size > 0);
-    const what = hadLabels ? 'its last labels are kept, marked stale'
-      : result.probe === 'nvidia-smi' ? 'this host offers no GPUs until it works' : 'it has no labels yet';
+    const what = hadLabels
+      ? 'its last labels are kept, marked stale'
+      : result.probe === 'nvidia-smi'
+        ? 'this host offers no GPUs until it works'
+        : 'it has no labels yet';
     this.say(`probe ${result.probe}`, `probe ${result.probe} failed: ${result.reason}; ${what}`, result.reason);
   }
 
   /** Logs a problem about a subject when it changes; null means the subject is fine now. */
   private say(subject: string, message: string | null, key: string | null = message): void {
-    if (key === null) { this.said.delete(subject); return; }
+    if (key === null) {
+      this.said.delete(subject);
+      return;
+    }
     if (this.said.get(subject) === key) return;
     this.said.set(subject, key);
     this.log(message!);

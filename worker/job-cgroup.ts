@@ -53,7 +53,8 @@ export function workerCgroupDir(mountinfo: string, procCgroup: string): { dir: s
   // `(deleted)`: our cgroup was removed under us; a path outside the mount's root cannot be reached from it.
   if (path.endsWith(' (deleted)')) return { why: `the worker's cgroup ${path} was deleted` };
   const root = mount.root === '/' ? '' : mount.root;
-  if (root && path !== root && !path.startsWith(root + '/')) return { why: `the worker's cgroup ${path} is not under the cgroup2 mount at ${mount.mountPoint}` };
+  if (root && path !== root && !path.startsWith(`${root}/`))
+    return { why: `the worker's cgroup ${path} is not under the cgroup2 mount at ${mount.mountPoint}` };
   return { dir: join(mount.mountPoint, path.slice(root.length)).replace(/(.)\/$/, '$1') };
 }
 
@@ -67,7 +68,10 @@ export const ENTER_CGROUP = '{ echo 0 > "$0/cgroup.procs"; } 2>/dev/null || { ec
 
 /** The worker's folder of job cgroups. */
 export class CgroupFolder {
-  private constructor(readonly path: string, readonly mountPoint: string) {}
+  private constructor(
+    readonly path: string,
+    readonly mountPoint: string,
+  ) {}
 
   /**
    * Makes (or finds) the folder and checks that a process can really be moved
@@ -90,13 +94,19 @@ export class CgroupFolder {
     try {
       mkdirSync(probe, { recursive: true });
     } catch (err) {
-      return { why: `cannot make ${folder.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (under systemd the worker's unit needs Delegate=yes)` };
+      return {
+        why: `cannot make ${folder.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (under systemd the worker's unit needs Delegate=yes)`,
+      };
     }
     try {
       const r = spawnSync('/bin/sh', ['-c', ENTER_CGROUP, probe, 'true'], { stdio: ['ignore', 'ignore', 'pipe'], timeout: 5000 });
       if (r.status !== 0) return { why: `cannot move a process into ${probe}: ${r.error?.message ?? (r.stderr.toString().trim() || `exit ${r.status}`)}` };
     } finally {
-      try { rmdirSync(probe); } catch { /* still in use: it is empty in a moment, and removed with the rest at the next start */ }
+      try {
+        rmdirSync(probe);
+      } catch {
+        /* still in use: it is empty in a moment, and removed with the rest at the next start */
+      }
     }
     return folder;
   }
@@ -109,7 +119,9 @@ export class CgroupFolder {
   /** The job ids of the job cgroups in the folder (what a previous run left, at start-up). */
   jobIds(): string[] {
     try {
-      return readdirSync(this.path, { withFileTypes: true }).filter((d) => d.isDirectory() && JOB_ID.test(d.name)).map((d) => d.name);
+      return readdirSync(this.path, { withFileTypes: true })
+        .filter((d) => d.isDirectory() && JOB_ID.test(d.name))
+        .map((d) => d.name);
     } catch {
       return [];
     }
@@ -118,7 +130,11 @@ export class CgroupFolder {
   /** Removes the empty job cgroups, then the folder if it is empty (a worker that stops). */
   removeEmpty(): void {
     for (const id of this.jobIds()) new JobCgroup(join(this.path, id)).remove();
-    try { rmdirSync(this.path); } catch { /* a job cgroup is still in use */ }
+    try {
+      rmdirSync(this.path);
+    } catch {
+      /* a job cgroup is still in use */
+    }
   }
 }
 
@@ -129,12 +145,16 @@ export class CgroupFolder {
 export function recordedJobCgroup(path: string, jobId: string): JobCgroup | null {
   if (!JOB_ID.test(jobId) || basename(path) !== jobId || !basename(dirname(path)).startsWith('rc-')) return null;
   const mount = cgroup2MountPoint();
-  if (!mount || !resolve(path).startsWith(mount + '/')) return null;
+  if (!mount || !resolve(path).startsWith(`${mount}/`)) return null;
   return new JobCgroup(resolve(path));
 }
 
 function cgroup2MountPoint(): string | null {
-  try { return cgroup2Mount(readFileSync('/proc/self/mountinfo', 'utf8'))?.mountPoint ?? null; } catch { return null; }
+  try {
+    return cgroup2Mount(readFileSync('/proc/self/mountinfo', 'utf8'))?.mountPoint ?? null;
+  } catch {
+    return null;
+  }
 }
 
 export class JobCgroup {
@@ -175,7 +195,11 @@ export class JobCgroup {
     }
     if (!on) return true;
     for (let i = 0; i < 40; i++) {
-      try { if (/^frozen 1$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'utf8'))) return true; } catch { return true; }
+      try {
+        if (/^frozen 1$/m.test(readFileSync(join(this.path, 'cgroup.events'), 'utf8'))) return true;
+      } catch {
+        return true;
+      }
       await sleep(5);
     }
     return true;
@@ -211,7 +235,11 @@ export class JobCgroup {
 }
 
 export function sendSignal(pid: number, sig: NodeJS.Signals): void {
-  try { process.kill(pid, sig); } catch { /* gone */ }
+  try {
+    process.kill(pid, sig);
+  } catch {
+    /* gone */
+  }
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -29,7 +29,10 @@ export class JobState {
   /** The leftovers of the previous run (hello reports those; this run's own were reported as their jobs ended). */
   private readonly inherited = new Set<string>();
 
-  constructor(private readonly dir: string, private readonly log: (msg: string) => void) {
+  constructor(
+    private readonly dir: string,
+    private readonly log: (msg: string) => void,
+  ) {
     this.file = join(dir, 'jobs.json');
   }
 
@@ -46,7 +49,9 @@ export class JobState {
       const parsed = File.parse(JSON.parse(readFileSync(this.file, 'utf8')));
       return { jobs: parsed.jobs, leftover: parsed.leftover };
     } catch (err) {
-      this.log(`cannot read ${this.file} (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); only the job cgroups left in the worker's folder are cleaned up`);
+      this.log(
+        `cannot read ${this.file} (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); only the job cgroups left in the worker's folder are cleaned up`,
+      );
       return { jobs: [], leftover: [] };
     }
   }
@@ -54,7 +59,11 @@ export class JobState {
   private claim(): void {
     const pidFile = join(this.dir, 'worker.pid');
     let holder: string[] = [];
-    try { holder = readFileSync(pidFile, 'utf8').trim().split(' '); } catch { /* nobody */ }
+    try {
+      holder = readFileSync(pidFile, 'utf8').trim().split(' ');
+    } catch {
+      /* nobody */
+    }
     const [pid, start] = holder;
     if (pid && start && Number(pid) !== process.pid && startTime(Number(pid)) === start) {
       throw new Error(`another worker (pid ${pid}) runs on the state folder ${this.dir}; stop it first, or give this one its own RC_STATE_DIR`);
@@ -96,13 +105,17 @@ export class JobState {
 
   /** The worker stops: the folder is free for the next one. */
   release(): void {
-    try { unlinkSync(join(this.dir, 'worker.pid')); } catch { /* gone */ }
+    try {
+      unlinkSync(join(this.dir, 'worker.pid'));
+    } catch {
+      /* gone */
+    }
   }
 
   private write(): void {
     const data = { version: 1, jobs: [...this.jobs.values()], leftover: this.leftover };
     try {
-      this.writeAtomically(this.file, JSON.stringify(data) + '\n');
+      this.writeAtomically(this.file, `${JSON.stringify(data)}\n`);
     } catch (err) {
       this.log(`cannot write ${this.file}: ${(err as Error).message}`);
     }

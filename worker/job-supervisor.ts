@@ -14,7 +14,7 @@
 // At start-up the worker hands it the jobs its previous run left (state file)
 // and it kills them (reclaim), with the job cgroups left in its folder.
 import { readdirSync, readFileSync } from 'node:fs';
-import { CgroupFolder, ENTER_CGROUP, isJobId, JobCgroup, recordedJobCgroup, sendSignal, sleep } from './job-cgroup';
+import { CgroupFolder, ENTER_CGROUP, isJobId, type JobCgroup, recordedJobCgroup, sendSignal, sleep } from './job-cgroup';
 import { jobTag } from './proc-signal';
 import type { PreviousJob, ProcessTree, Reclaimed, Unkillable } from './runtime';
 
@@ -46,7 +46,11 @@ export class JobSupervisor {
   private readonly signal: (pid: number, sig: NodeJS.Signals) => void;
   private readonly reapWaitMs: number;
 
-  private constructor(private readonly opts: SupervisorOptions, private readonly folder: CgroupFolder | null, readonly why: string) {
+  private constructor(
+    private readonly opts: SupervisorOptions,
+    private readonly folder: CgroupFolder | null,
+    readonly why: string,
+  ) {
     this.signal = opts.signal ?? sendSignal;
     this.reapWaitMs = opts.reapWaitMs ?? REAP_WAIT_MS;
   }
@@ -63,7 +67,8 @@ export class JobSupervisor {
 
   /** One line for the worker's log: how jobs are followed here. */
   describe(): string {
-    return this.folder ? `each job runs in a cgroup of its own under ${this.folder.path}`
+    return this.folder
+      ? `each job runs in a cgroup of its own under ${this.folder.path}`
       : `jobs are followed by their RC_JOB_ID tag, process group and session (no job cgroups: ${this.why})`;
   }
 
@@ -96,7 +101,10 @@ export class JobSupervisor {
     const jobs = new Map<string, { devices: number[]; cgroups: JobCgroup[] }>();
     const entry = (jobId: string) => {
       let e = jobs.get(jobId);
-      if (!e) { e = { devices: [], cgroups: [] }; jobs.set(jobId, e); }
+      if (!e) {
+        e = { devices: [], cgroups: [] };
+        jobs.set(jobId, e);
+      }
       return e;
     };
     for (const p of previous) {
@@ -182,7 +190,12 @@ class CgroupTree implements HostJobTree {
   private pid: number | null = null;
   readonly cgroup: string;
 
-  constructor(private readonly cg: JobCgroup, private readonly jobId: string, private readonly send: (pid: number, sig: NodeJS.Signals) => void, private readonly waitMs: number) {
+  constructor(
+    private readonly cg: JobCgroup,
+    private readonly jobId: string,
+    private readonly send: (pid: number, sig: NodeJS.Signals) => void,
+    private readonly waitMs: number,
+  ) {
     this.cgroup = cg.path;
   }
 
@@ -234,7 +247,11 @@ class TaggedTree implements HostJobTree {
   private pid: number | null = null;
   readonly cgroup = null;
 
-  constructor(private readonly jobId: string, private readonly send: (pid: number, sig: NodeJS.Signals) => void, private readonly waitMs: number) {}
+  constructor(
+    private readonly jobId: string,
+    private readonly send: (pid: number, sig: NodeJS.Signals) => void,
+    private readonly waitMs: number,
+  ) {}
 
   spawnArgs(file: string, args: string[]): { file: string; args: string[] } {
     return { file, args };
@@ -277,7 +294,12 @@ class TaggedTree implements HostJobTree {
   }
 }
 
-interface ProcInfo { pid: number; state: string; pgrp: number; session: number }
+interface ProcInfo {
+  pid: number;
+  state: string;
+  pgrp: number;
+  session: number;
+}
 
 function procInfo(pid: number): ProcInfo | null {
   try {
@@ -298,7 +320,10 @@ function isLive(pid: number): boolean {
 
 function procPids(): number[] {
   try {
-    return readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).filter((p) => p !== process.pid);
+    return readdirSync('/proc')
+      .filter((n) => /^\d+$/.test(n))
+      .map(Number)
+      .filter((p) => p !== process.pid);
   } catch {
     return [];
   }

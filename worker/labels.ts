@@ -7,12 +7,12 @@ import type { Found, Pair } from './probes/parse';
 /** The outcome of running one probe once. */
 export type ProbeResult =
   | {
-    probe: string;
-    ok: true;
-    found: Found;
-    /** Host-wide keys this run could not refresh, and why: their last values are kept, stale. */
-    unrefreshed?: { key: string; reason: string }[];
-  }
+      probe: string;
+      ok: true;
+      found: Found;
+      /** Host-wide keys this run could not refresh, and why: their last values are kept, stale. */
+      unrefreshed?: { key: string; reason: string }[];
+    }
   | { probe: string; ok: false; reason: string };
 
 /** The labels one probe currently contributes. */
@@ -86,11 +86,14 @@ export function buildInventory(state: ProbeState, declared: ProbeLabels | null, 
   const indexes = new Set<number>();
   for (const name of deviceProbes) for (const index of state.get(name)?.devices.keys() ?? []) indexes.add(index);
   const sources = [...(declared ? [declared] : []), ...state.values()];
-  const devices = [...indexes].sort((a, b) => a - b).slice(0, MAX_DEVICES).map((index) => {
-    const labels = unique(sources.flatMap((s) => s.devices.get(index) ?? []));
-    const uuid = labels.find((l) => l.key === 'gpu_uuid' && l.source === 'detected' && l.value.startsWith('GPU-'))?.value ?? null;
-    return { index, uuid, labels };
-  });
+  const devices = [...indexes]
+    .sort((a, b) => a - b)
+    .slice(0, MAX_DEVICES)
+    .map((index) => {
+      const labels = unique(sources.flatMap((s) => s.devices.get(index) ?? []));
+      const uuid = labels.find((l) => l.key === 'gpu_uuid' && l.source === 'detected' && l.value.startsWith('GPU-'))?.value ?? null;
+      return { index, uuid, labels };
+    });
   return { hostLabels: unique(sources.flatMap((s) => s.host)), devices };
 }
 

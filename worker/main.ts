@@ -13,7 +13,18 @@ import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { io, type Socket } from 'socket.io-client';
 import type { Inventory, JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
-import { DEVICE_UNHEALTHY, FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, FileOp, PROBE_NOW, WORKER_NAMESPACE, type FileReply } from '../protocol/worker';
+import {
+  DEVICE_UNHEALTHY,
+  FILE_ABORT,
+  FILE_BEGIN,
+  FILE_COMMIT,
+  FILE_READ,
+  FILE_WRITE,
+  FileOp,
+  PROBE_NOW,
+  WORKER_NAMESPACE,
+  type FileReply,
+} from '../protocol/worker';
 import { abortWrite, beginWrite, commitWrite, FileError, readPiece, writePiece } from './files';
 import { loadWorkerConfig, type WorkerConfig } from './config';
 import { DockerRuntime } from './docker-runtime';
@@ -33,10 +44,21 @@ import { readWorkerConfigFile } from './worker-config';
 declare const RC_VERSION: string;
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
 
-interface Job { order: StartJob; seq: number; run: RunningJob; watchdog: Watchdog | null; killedFor: string | null; tty?: TtyState }
+interface Job {
+  order: StartJob;
+  seq: number;
+  run: RunningJob;
+  watchdog: Watchdog | null;
+  killedFor: string | null;
+  tty?: TtyState;
+}
 
 /** A terminal job's flow control: paused while disconnected, while the controller says so, or with a full send window. */
-interface TtyState { run: RunningTty; inflight: number; held: boolean }
+interface TtyState {
+  run: RunningTty;
+  inflight: number;
+  held: boolean;
+}
 
 class Worker {
   private readonly jobs = new Map<string, Job>();
@@ -56,8 +78,16 @@ class Worker {
   /** Device index → the job that just ended there, until its GPU memory had time to settle. */
   private readonly ending = new Map<number, { jobId: string; until: number }>();
 
-  constructor(private readonly config: WorkerConfig, private readonly prober: Prober, private readonly runtime: Runtime, private readonly gpus: GpuMonitor, private readonly state: JobState) {
-    prober.onInventory = (inventory) => { if (this.ready) this.sendInventory(inventory); };
+  constructor(
+    private readonly config: WorkerConfig,
+    private readonly prober: Prober,
+    private readonly runtime: Runtime,
+    private readonly gpus: GpuMonitor,
+    private readonly state: JobState,
+  ) {
+    prober.onInventory = (inventory) => {
+      if (this.ready) this.sendInventory(inventory);
+    };
     this.probeTimer = setInterval(() => void prober.run(), config.RC_PROBE_INTERVAL_S * 1000);
     this.socket = io(config.RC_CONTROLLER + WORKER_NAMESPACE, {
       auth: { token: config.RC_HOST_TOKEN },
@@ -78,13 +108,25 @@ class Worker {
     this.socket.on('job:ack', (a: { jobId: string; seq: number }) => this.outbox.ack(a.jobId, a.seq));
     this.socket.on('job:kill', (order: KillJobOrder) => this.kill(order));
     this.socket.on(PROBE_NOW, () => void prober.run());
-    this.socket.on(FILE_READ, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => readPiece(this.config.RC_WORKSPACE, op.path, op.offset ?? 0, op.length ?? 0)));
+    this.socket.on(FILE_READ, (raw: unknown, ack: unknown) =>
+      this.file(raw, ack, (op) => readPiece(this.config.RC_WORKSPACE, op.path, op.offset ?? 0, op.length ?? 0)),
+    );
     this.socket.on(FILE_BEGIN, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => ({ temp: beginWrite(this.config.RC_WORKSPACE, op.path) })));
-    this.socket.on(FILE_WRITE, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => writePiece(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.offset ?? 0, op.data ?? Buffer.alloc(0))));
-    this.socket.on(FILE_COMMIT, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => commitWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.size ?? -1)));
+    this.socket.on(FILE_WRITE, (raw: unknown, ack: unknown) =>
+      this.file(raw, ack, (op) => writePiece(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.offset ?? 0, op.data ?? Buffer.alloc(0))),
+    );
+    this.socket.on(FILE_COMMIT, (raw: unknown, ack: unknown) =>
+      this.file(raw, ack, (op) => commitWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.size ?? -1)),
+    );
     this.socket.on(FILE_ABORT, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => abortWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '')));
-    this.socket.on(TTY_INPUT, (raw: unknown) => { const m = TtyInput.safeParse(raw); if (m.success) this.ttyJob(m.data)?.tty!.run.write(m.data.data); });
-    this.socket.on(TTY_RESIZE, (raw: unknown) => { const m = TtyResize.safeParse(raw); if (m.success) this.ttyJob(m.data)?.tty!.run.resize(m.data.cols, m.data.rows); });
+    this.socket.on(TTY_INPUT, (raw: unknown) => {
+      const m = TtyInput.safeParse(raw);
+      if (m.success) this.ttyJob(m.data)?.tty?.run.write(m.data.data);
+    });
+    this.socket.on(TTY_RESIZE, (raw: unknown) => {
+      const m = TtyResize.safeParse(raw);
+      if (m.success) this.ttyJob(m.data)?.tty?.run.resize(m.data.cols, m.data.rows);
+    });
     this.socket.on(TTY_PAUSE, (raw: unknown) => this.ttyHold(raw, true));
     this.socket.on(TTY_RESUME, (raw: unknown) => this.ttyHold(raw, false));
     this.socket.on(TTY_ACK, (raw: unknown) => {
@@ -96,7 +138,8 @@ class Worker {
     });
   }
 
-/** Runs one rc cp step and answers with a FileReply; refusals carry a code and a sentence, never a stack. */
+  /** Runs one rc cp step and answers with a FileReply; refusals carry a code and a sentence, never a stack. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a step answers with what it read, or nothing (a write).
   private file(raw: unknown, ack: unknown, fn: (op: FileOp) => object | void): void {
     if (typeof ack !== 'function') return;
     const op = FileOp.safeParse(raw);
@@ -106,8 +149,10 @@ class Worker {
       try {
         reply = { ok: true, ...(fn(op.data) ?? {}) };
       } catch (err) {
-        reply = err instanceof FileError ? { ok: false, code: err.code, message: err.message }
-          : { ok: false, code: 'internal', message: `${(err as NodeJS.ErrnoException).code ?? 'error'}: ${(err as Error).message}` };
+        reply =
+          err instanceof FileError
+            ? { ok: false, code: err.code, message: err.message }
+            : { ok: false, code: 'internal', message: `${(err as NodeJS.ErrnoException).code ?? 'error'}: ${(err as Error).message}` };
       }
     }
     (ack as (r: FileReply) => void)(reply);
@@ -119,13 +164,16 @@ class Worker {
   }
 
   private async hello(): Promise<void> {
-    const inventory = this.prober.latest ?? await this.prober.run();
-    const running = [...this.jobs.values()].map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
+    const inventory = this.prober.latest ?? (await this.prober.run());
+    const running = [...this.jobs.values()]
+      .map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
       .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
     // Processes of the previous run's jobs that would not die: the controller quarantines their devices (an ended job's went in its exit).
     const unkillable = this.state.unkillable();
-    const reply = await this.socket.timeout(10_000).emitWithAck('hello', { version: RC_VERSION, ...inventory, running, ...(unkillable.length ? { unkillable } : {}) })
-      .catch(() => null) as { ok: boolean; heartbeatMs?: number; code?: string; resume?: Record<string, number> } | null;
+    const reply = (await this.socket
+      .timeout(10_000)
+      .emitWithAck('hello', { version: RC_VERSION, ...inventory, running, ...(unkillable.length ? { unkillable } : {}) })
+      .catch(() => null)) as { ok: boolean; heartbeatMs?: number; code?: string; resume?: Record<string, number> } | null;
     if (!reply?.ok) {
       log(`the controller refused our hello (${reply?.code ?? 'no answer'}); reconnecting`);
       this.socket.disconnect().connect();
@@ -160,7 +208,8 @@ class Worker {
     const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null };
     this.jobs.set(order.jobId, job);
     // Known to the next run of the worker before it runs anything (a hold runs nothing).
-    if (order.kind !== 'hold') this.state.started({ jobId: order.jobId, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
+    if (order.kind !== 'hold')
+      this.state.started({ jobId: order.jobId, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
     job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason) => {
       log(`job ${order.jobId}: ${reason}; killing it`);
       job.killedFor = reason;
@@ -182,19 +231,25 @@ class Worker {
         for (const d of order.devices) this.ending.set(d.index, { jobId: order.jobId, until });
         // A GPU still holding memory is quarantined in the same report that ends the job,
         // so no other job can be given it in between.
-        void this.gpus.afterJob(order.jobId, order.devices).catch(() => [] as Quarantine[]).then((found) => {
-          this.jobs.delete(order.jobId);
-          const quarantine = [...stuck, ...found];
-          const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor, quarantine };
-          for (const q of quarantine) log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
-          this.unreported.set(order.jobId, exit);
-          if (this.ready) this.sendExit(exit);
-        });
+        void this.gpus
+          .afterJob(order.jobId, order.devices)
+          .catch(() => [] as Quarantine[])
+          .then((found) => {
+            this.jobs.delete(order.jobId);
+            const quarantine = [...stuck, ...found];
+            const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor, quarantine };
+            for (const q of quarantine) log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
+            this.unreported.set(order.jobId, exit);
+            if (this.ready) this.sendExit(exit);
+          });
       },
     };
-    job.run = order.kind === 'hold' ? holdLease(callbacks)
-      : order.kind === 'tty' ? this.startTty(job, callbacks)
-      : this.runtime.run(order, callbacks, (problem) => this.unusable(problem));
+    job.run =
+      order.kind === 'hold'
+        ? holdLease(callbacks)
+        : order.kind === 'tty'
+          ? this.startTty(job, callbacks)
+          : this.runtime.run(order, callbacks, (problem) => this.unusable(problem));
   }
 
   /** Processes of an ended job still there after the kill: its devices are quarantined in its end report. */
@@ -211,17 +266,21 @@ class Worker {
   /** A terminal job: its output is live only (not numbered, not kept), sent within a window the controller acknowledges. */
   private startTty(job: Job, callbacks: JobCallbacks): RunningTty {
     const { jobId, fence } = job.order;
-    const run = this.runtime.runTty(job.order, {
-      output: (data) => {
-        job.watchdog?.activity();
-        if (!job.tty) return;
-        job.tty.inflight += data.length;
-        // While disconnected socket.io keeps it; the terminal is paused meanwhile, so that is bounded.
-        this.socket.emit(TTY_OUTPUT, { jobId, fence, data });
-        this.ttyFlow(job);
+    const run = this.runtime.runTty(
+      job.order,
+      {
+        output: (data) => {
+          job.watchdog?.activity();
+          if (!job.tty) return;
+          job.tty.inflight += data.length;
+          // While disconnected socket.io keeps it; the terminal is paused meanwhile, so that is bounded.
+          this.socket.emit(TTY_OUTPUT, { jobId, fence, data });
+          this.ttyFlow(job);
+        },
+        exit: callbacks.exit,
       },
-      exit: callbacks.exit,
-    }, (problem) => this.unusable(problem));
+      (problem) => this.unusable(problem),
+    );
     job.tty = { run, inflight: 0, held: false };
     this.ttyFlow(job);
     return run;
@@ -251,7 +310,10 @@ class Worker {
     for (const job of this.jobs.values()) {
       if (!job.tty) continue;
       // A controller that restarted has forgotten its pause; it pauses again when it must.
-      if (resetWindow) { job.tty.inflight = 0; job.tty.held = false; }
+      if (resetWindow) {
+        job.tty.inflight = 0;
+        job.tty.held = false;
+      }
       this.ttyFlow(job);
     }
   }
@@ -268,9 +330,15 @@ class Worker {
       const e = this.ending.get(index);
       return e && e.until > now ? e.jobId : null;
     };
-    void this.gpus.tick(devices, jobOn, held).then((found) => {
-      for (const q of found) { log(`quarantining gpu${q.index}: ${q.reason}`); this.send(DEVICE_UNHEALTHY, q); }
-    }, (err: unknown) => log(`GPU check failed: ${String(err)}`));
+    void this.gpus.tick(devices, jobOn, held).then(
+      (found) => {
+        for (const q of found) {
+          log(`quarantining gpu${q.index}: ${q.reason}`);
+          this.send(DEVICE_UNHEALTHY, q);
+        }
+      },
+      (err: unknown) => log(`GPU check failed: ${String(err)}`),
+    );
   }
 
   /** A device the runtime cannot use: the controller quarantines it. */
@@ -280,13 +348,21 @@ class Worker {
   }
 
   private sendExit(exit: JobExit): void {
-    this.socket.timeout(10_000).emitWithAck('job:exit', exit).then(
-      (reply: { ok: boolean; code?: string }) => {
-        // Acknowledged, or refused as stale: either way there is nothing left to report.
-        if (reply.ok || reply.code === 'stale_lease') { this.unreported.delete(exit.jobId); this.outbox.forget(exit.jobId); }
-      },
-      () => { /* no answer: resent after the next hello */ },
-    );
+    this.socket
+      .timeout(10_000)
+      .emitWithAck('job:exit', exit)
+      .then(
+        (reply: { ok: boolean; code?: string }) => {
+          // Acknowledged, or refused as stale: either way there is nothing left to report.
+          if (reply.ok || reply.code === 'stale_lease') {
+            this.unreported.delete(exit.jobId);
+            this.outbox.forget(exit.jobId);
+          }
+        },
+        () => {
+          /* no answer: resent after the next hello */
+        },
+      );
   }
 
   private kill(order: KillJobOrder): void {
@@ -314,7 +390,7 @@ class Worker {
 }
 
 async function main(): Promise<void> {
-  if (process.argv[2] === 'doctor') process.exit(await doctor(process.env, (line) => process.stdout.write(line + '\n')));
+  if (process.argv[2] === 'doctor') process.exit(await doctor(process.env, (line) => process.stdout.write(`${line}\n`)));
   if (process.argv[2] && process.argv[2] !== 'run') {
     console.error(`rc-worker: unknown command ${process.argv[2]}; usage: rc-worker [doctor]`);
     process.exit(2);
@@ -358,13 +434,22 @@ async function main(): Promise<void> {
   });
   const first = await prober.run();
   log(`probed: ${first.devices.length} device(s), ${first.hostLabels.length} host label(s)`);
-  const gpus = new GpuMonitor({ command: 'nvidia-smi', env: process.env, thresholdMiB: config.RC_GPU_MEM_THRESHOLD_MIB, settleMs: config.RC_GPU_SETTLE_S * 1000, log });
+  const gpus = new GpuMonitor({
+    command: 'nvidia-smi',
+    env: process.env,
+    thresholdMiB: config.RC_GPU_MEM_THRESHOLD_MIB,
+    settleMs: config.RC_GPU_SETTLE_S * 1000,
+    log,
+  });
   const worker = new Worker(config, prober, runtime, gpus, state);
   // Containers are made (or adopted) while the worker is already connected; a device whose
   // container cannot be made is quarantined, with docker's words as the evidence.
-  void runtime.prepare(first.devices.map((d) => ({ index: d.index, uuid: d.uuid ?? null }))).then((problems) => {
-    for (const p of problems) worker.unusable(p);
-  }, (err: unknown) => log(`preparing the ${runtime.name} runtime failed: ${String(err)}`));
+  void runtime.prepare(first.devices.map((d) => ({ index: d.index, uuid: d.uuid ?? null }))).then(
+    (problems) => {
+      for (const p of problems) worker.unusable(p);
+    },
+    (err: unknown) => log(`preparing the ${runtime.name} runtime failed: ${String(err)}`),
+  );
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -385,7 +470,9 @@ async function reclaim(runtime: Runtime, state: JobState, previous: ReturnType<J
   const ms = Math.round(performance.now() - t0);
   if (r.jobs || r.unkillable.length) log(`killed ${r.killed} process(es) of ${r.jobs} job(s) left by the previous run in ${ms} ms`);
   for (const u of r.unkillable) {
-    log(`could not kill ${u.pids.length} process(es) of job ${u.jobId} (pid ${u.pids.join(', ')}); the controller quarantines ${u.devices.map((d) => `gpu${d}`).join(', ') || 'no device'}`);
+    log(
+      `could not kill ${u.pids.length} process(es) of job ${u.jobId} (pid ${u.pids.join(', ')}); the controller quarantines ${u.devices.map((d) => `gpu${d}`).join(', ') || 'no device'}`,
+    );
   }
   state.reset(r.unkillable);
 }

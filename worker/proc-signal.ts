@@ -33,14 +33,24 @@ function tagged(ns: string, jobId: string): number[] {
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     let inside = false;
-    try { inside = readlinkSync(`/proc/${name}/ns/pid`) === ns; } catch { /* gone */ }
+    try {
+      inside = readlinkSync(`/proc/${name}/ns/pid`) === ns;
+    } catch {
+      /* gone */
+    }
     if (inside && jobTag(Number(name)) === jobId) out.push(Number(name));
   }
   return out;
 }
 
 function send(pids: number[], sig: NodeJS.Signals): void {
-  for (const pid of pids) { try { process.kill(pid, sig); } catch { /* gone */ } }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 /**

@@ -43,11 +43,13 @@ export function guardPtyEnd(pty: IPty, ended: () => void = () => {}): void {
     ended();
     // What the stream already holds goes first: resume() hands it out on the next tick.
     sock.resume();
-    writer.close(() => setImmediate(() => {
-      const decoder = sock.readableEncoding ? new StringDecoder(sock.readableEncoding) : null;
-      for (const chunk of readRest(fd)) sock.emit('data', decoder ? decoder.write(chunk) : chunk);
-      destroy(...args);
-    }));
+    writer.close(() =>
+      setImmediate(() => {
+        const decoder = sock.readableEncoding ? new StringDecoder(sock.readableEncoding) : null;
+        for (const chunk of readRest(fd)) sock.emit('data', decoder ? decoder.write(chunk) : chunk);
+        destroy(...args);
+      }),
+    );
     return sock;
   };
 }
@@ -77,7 +79,10 @@ class PtyWriter {
   close(then: () => void): void {
     this.closed = true;
     this.queue = [];
-    if (this.retry) { clearTimeout(this.retry); this.retry = null; }
+    if (this.retry) {
+      clearTimeout(this.retry);
+      this.retry = null;
+    }
     if (this.writing) this.whenIdle = then;
     else then();
   }
@@ -94,7 +99,10 @@ class PtyWriter {
     this.writing = true;
     fsWrite(this.fd, buf, 0, buf.length, null, (err, written) => {
       this.writing = false;
-      if (this.closed) { this.idle(); return; }
+      if (this.closed) {
+        this.idle();
+        return;
+      }
       if (err) {
         if (err.code === 'EAGAIN') this.retry = setTimeout(() => this.next(), RETRY_MS);
         // Anything else: the terminal is going; what was queued goes with it.
@@ -126,9 +134,13 @@ const REST_LIMIT = 1024 * 1024;
 function readRest(fd: number): Buffer[] {
   const chunks: Buffer[] = [];
   const buf = Buffer.allocUnsafe(64 * 1024);
-  for (let total = 0; total < REST_LIMIT;) {
+  for (let total = 0; total < REST_LIMIT; ) {
     let n: number;
-    try { n = readSync(fd, buf, 0, buf.length, null); } catch { break; }
+    try {
+      n = readSync(fd, buf, 0, buf.length, null);
+    } catch {
+      break;
+    }
     if (n <= 0) break;
     chunks.push(Buffer.from(buf.subarray(0, n)));
     total += n;

@@ -32,7 +32,11 @@ export interface PreviousJob {
 }
 
 /** Processes of a job that were killed and are still there (stuck in the kernel): their devices must not be leased. */
-export interface Unkillable { jobId: string; devices: number[]; pids: number[] }
+export interface Unkillable {
+  jobId: string;
+  devices: number[];
+  pids: number[];
+}
 
 /** What the clean-up of a previous run's jobs did. */
 export interface Reclaimed {
@@ -69,7 +73,10 @@ export interface DeviceProblem {
   evidence: Record<string, unknown>;
 }
 
-export interface RuntimeDevice { index: number; uuid: string | null }
+export interface RuntimeDevice {
+  index: number;
+  uuid: string | null;
+}
 
 export interface Runtime {
   readonly name: RuntimeName;

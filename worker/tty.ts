@@ -44,11 +44,18 @@ export class PtyJob implements RunningTty {
   }
 
   start(spec: PtySpec): void {
-    if (this.killedEarly) { this.finish(null, 'SIGTERM'); return; }
+    if (this.killedEarly) {
+      this.finish(null, 'SIGTERM');
+      return;
+    }
     let pty: IPty;
     try {
       pty = ptySpawn(spec.file, spec.args, {
-        name: 'xterm-256color', cols: spec.cols, rows: spec.rows, cwd: spec.cwd, env: { ...spec.env, TERM: 'xterm-256color' },
+        name: 'xterm-256color',
+        cols: spec.cols,
+        rows: spec.rows,
+        cwd: spec.cwd,
+        env: { ...spec.env, TERM: 'xterm-256color' },
         // Bytes, not strings: output reaches the client exactly as the program wrote it.
         encoding: null,
       } as Parameters<typeof ptySpawn>[2]);
@@ -60,12 +67,19 @@ export class PtyJob implements RunningTty {
     }
     this.pty = pty;
     spec.onSpawn?.(pty.pid);
-    guardPtyEnd(pty, () => { this.gone = true; });
+    guardPtyEnd(pty, () => {
+      this.gone = true;
+    });
     if (this.paused) pty.pause();
-    pty.onData((d: string | Buffer) => { if (!this.done) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d); });
+    pty.onData((d: string | Buffer) => {
+      if (!this.done) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d);
+    });
     pty.onExit(({ exitCode, signal }) => {
-      const sig = signal ? SIGNAL_NAMES.get(signal) ?? 'SIGKILL' : null;
-      void spec.tree.reap().catch(() => [] as number[]).then((survivors) => this.finish(sig ? null : exitCode, sig, survivors));
+      const sig = signal ? (SIGNAL_NAMES.get(signal) ?? 'SIGKILL') : null;
+      void spec.tree
+        .reap()
+        .catch(() => [] as number[])
+        .then((survivors) => this.finish(sig ? null : exitCode, sig, survivors));
     });
     this.signal = (sig) => spec.tree.signal(sig);
   }
@@ -79,7 +93,11 @@ export class PtyJob implements RunningTty {
 
   resize(cols: number, rows: number): void {
     if (this.done || !this.pty) return;
-    try { this.pty.resize(cols, rows); } catch { /* the terminal is closing */ }
+    try {
+      this.pty.resize(cols, rows);
+    } catch {
+      /* the terminal is closing */
+    }
   }
 
   pause(): void {
@@ -97,13 +115,18 @@ export class PtyJob implements RunningTty {
 
   kill(graceS: number): void {
     if (this.done) return;
-    if (!this.pty) { this.killedEarly = true; return; }
+    if (!this.pty) {
+      this.killedEarly = true;
+      return;
+    }
     if (this.killTimers.length) return;
     void Promise.resolve(this.signal('TERM')).catch(() => {});
-    this.killTimers.push(setTimeout(() => {
-      if (this.done) return;
-      void Promise.resolve(this.signal('KILL')).catch(() => {});
-    }, graceS * 1000));
+    this.killTimers.push(
+      setTimeout(() => {
+        if (this.done) return;
+        void Promise.resolve(this.signal('KILL')).catch(() => {});
+      }, graceS * 1000),
+    );
   }
 
   private finish(code: number | null, signal: NodeJS.Signals | null, survivors: number[] = []): void {

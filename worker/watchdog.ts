@@ -7,7 +7,10 @@ export class Watchdog {
   private idleTimer: NodeJS.Timeout | null = null;
   private fired = false;
 
-  constructor(private readonly limits: { maxRuntimeS: number | null; idleTimeoutS: number | null }, private readonly onFire: (reason: string) => void) {
+  constructor(
+    private readonly limits: { maxRuntimeS: number | null; idleTimeoutS: number | null },
+    private readonly onFire: (reason: string) => void,
+  ) {
     this.runtimeTimer = limits.maxRuntimeS ? setTimeout(() => this.fire('max_runtime exceeded'), limits.maxRuntimeS * 1000) : null;
     this.activity();
   }

@@ -17,14 +17,19 @@ const Labels = z.record(
   z.string({ error: 'a label value must be a string' }).max(MAX_VALUE_LENGTH, `a label value is at most ${MAX_VALUE_LENGTH} characters`),
 );
 
-const FileSchema = z.strictObject({
-  labels: Labels.optional(),
-  devices: z.record(
-    z.string().regex(/^\d{1,3}$/), // 0–999, the protocol's device indexes
-    z.strictObject({ labels: Labels.optional() }, { error: 'expected an object like { "labels": { … } }' }),
-  ).optional(),
-  probesDir: z.string({ error: 'must be a string (a folder path)' }).min(1, 'must not be empty').optional(),
-}, { error: (issue) => (issue.code === 'invalid_type' ? 'expected a JSON object' : undefined) });
+const FileSchema = z.strictObject(
+  {
+    labels: Labels.optional(),
+    devices: z
+      .record(
+        z.string().regex(/^\d{1,3}$/), // 0–999, the protocol's device indexes
+        z.strictObject({ labels: Labels.optional() }, { error: 'expected an object like { "labels": { … } }' }),
+      )
+      .optional(),
+    probesDir: z.string({ error: 'must be a string (a folder path)' }).min(1, 'must not be empty').optional(),
+  },
+  { error: (issue) => (issue.code === 'invalid_type' ? 'expected a JSON object' : undefined) },
+);
 
 export interface WorkerFileConfig {
   /** The file it came from, as given. */
@@ -46,7 +51,8 @@ export function readWorkerConfigFile(file: string): WorkerFileConfig {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a folder, not a file' : (err as Error).message;
+    const why =
+      code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a folder, not a file' : (err as Error).message;
     throw new WorkerConfigError(`${file}: cannot read it: ${why}`);
   }
   let json: unknown;

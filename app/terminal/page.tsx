@@ -22,7 +22,9 @@ export default async function TerminalPage({ searchParams }: { searchParams: Sea
   const what = job ? `job ${job}` : device ? device : `a device matching ${select ?? '(any)'}`;
   return (
     <main>
-      <p><a href="/">← fleet</a></p>
+      <p>
+        <a href="/">← fleet</a>
+      </p>
       <h1>Terminal: {what}</h1>
       <TerminalView device={device} select={select} job={job} />
     </main>

@@ -6,8 +6,17 @@
 import { useEffect, useRef, useState } from 'react';
 import '@xterm/xterm/css/xterm.css';
 
-interface Props { device: string | null; select: string | null; job: string | null }
-interface ExitEvent { jobId: string; state: string; exitCode: number | null; reason: string | null }
+interface Props {
+  device: string | null;
+  select: string | null;
+  job: string | null;
+}
+interface ExitEvent {
+  jobId: string;
+  state: string;
+  exitCode: number | null;
+  reason: string | null;
+}
 
 export function TerminalView({ device, select, job }: Props) {
   const box = useRef<HTMLDivElement>(null);
@@ -34,7 +43,10 @@ export function TerminalView({ device, select, job }: Props) {
       const socket = io('/tty', { transports: ['websocket'], reconnectionDelay: 500, reconnectionDelayMax: 3000 });
       socket.on('connect', () => {
         if (jobId) socket.emit('open', { jobId, after: received, cols: term.cols, rows: term.rows });
-        else if (!opened) { opened = true; socket.emit('open', { device, selector: select ?? '', cols: term.cols, rows: term.rows }); }
+        else if (!opened) {
+          opened = true;
+          socket.emit('open', { device, selector: select ?? '', cols: term.cols, rows: term.rows });
+        }
       });
       socket.on('queued', (e: { jobId: string; position: number | null }) => {
         jobId = e.jobId;
@@ -65,20 +77,36 @@ export function TerminalView({ device, select, job }: Props) {
         if (e.code === 'detached') socket.close();
       });
       socket.on('connect_error', (err: Error) => setStatus(`cannot connect: ${err.message}`));
-      socket.on('disconnect', () => { if (!ended) setStatus('connection lost; reconnecting…'); });
+      socket.on('disconnect', () => {
+        if (!ended) setStatus('connection lost; reconnecting…');
+      });
       term.onData((d) => socket.emit('input', d));
-      term.onBinary((d) => socket.emit('input', Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
+      term.onBinary((d) =>
+        socket.emit(
+          'input',
+          Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff),
+        ),
+      );
       term.onResize(({ cols, rows }) => socket.emit('resize', { cols, rows }));
       const onWindowResize = () => fit.fit();
       window.addEventListener('resize', onWindowResize);
-      cleanup = () => { window.removeEventListener('resize', onWindowResize); socket.close(); term.dispose(); };
+      cleanup = () => {
+        window.removeEventListener('resize', onWindowResize);
+        socket.close();
+        term.dispose();
+      };
     })();
-    return () => { disposed = true; cleanup(); };
+    return () => {
+      disposed = true;
+      cleanup();
+    };
   }, [device, select, job]);
 
   return (
     <div>
-      <p data-testid="terminal-status" style={{ fontSize: 13, color: '#555' }}>{status}</p>
+      <p data-testid="terminal-status" style={{ fontSize: 13, color: '#555' }}>
+        {status}
+      </p>
       <div ref={box} data-testid="terminal" style={{ height: '75vh', background: '#000', padding: 4 }} />
     </div>
   );

@@ -28,20 +28,38 @@ where npm start wrote .rc/local.json.
 
 export async function admin(client: Client, args: readonly string[]): Promise<number> {
   const [group, verb, ...rest] = args;
-  if (!group || group === '--help' || group === '-h') { out(ADMIN_HELP); return EXIT.ok; }
+  if (!group || group === '--help' || group === '-h') {
+    out(ADMIN_HELP);
+    return EXIT.ok;
+  }
   if (group === 'host' && verb === 'add') {
     const parsed = parseFlags('admin host add', rest, [], false);
     if (parsed.rest.length !== 1) usage('rc admin host add <name>');
     const r = await client.json<{ host: string; credential: string }>('POST', '/api/admin/hosts', { name: parsed.rest[0] });
-    out(`host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`);
+    out(
+      `host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`,
+    );
     return EXIT.ok;
   }
   if (group === 'token' && verb === 'create') {
-    const parsed = parseFlags('admin token create', rest, [{ name: 'admin', type: 'boolean' }, { name: 'name', type: 'string' }, { name: 'submitter', type: 'string' }], false);
+    const parsed = parseFlags(
+      'admin token create',
+      rest,
+      [
+        { name: 'admin', type: 'boolean' },
+        { name: 'name', type: 'string' },
+        { name: 'submitter', type: 'string' },
+      ],
+      false,
+    );
     const name = parsed.rest[0] ?? stringFlag(parsed, 'name');
     if (!name || parsed.rest.length > 1) usage('rc admin token create <name> [--admin] [--submitter <name or prefix/>]');
     // The controller checks the binding (an empty one too): one rule, protocol/api.ts.
-    const r = await client.json<{ id: number; token: string; kind: string; submitter: string | null }>('POST', '/api/admin/tokens', { name, kind: parsed.flags.has('admin') ? 'admin' : 'client', submitter: stringFlag(parsed, 'submitter') });
+    const r = await client.json<{ id: number; token: string; kind: string; submitter: string | null }>('POST', '/api/admin/tokens', {
+      name,
+      kind: parsed.flags.has('admin') ? 'admin' : 'client',
+      submitter: stringFlag(parsed, 'submitter'),
+    });
     const bound = r.submitter === null ? '' : `, acting only as ${actsAsText(r.submitter)}`;
     out(`${r.kind} token ${r.id} for ${name}${bound} (shown once, only its hash is kept):\n${r.token}\n`);
     return EXIT.ok;
@@ -49,10 +67,20 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
   if (group === 'tokens') {
     if (verb !== undefined) usage('rc admin tokens');
     const r = await client.json<{ tokens: TokenRow[] }>('GET', '/api/admin/tokens');
-    out(table(['ID', 'NAME', 'KIND', 'ACTS AS', 'HOST', 'CREATED', 'REVOKED'], r.tokens.map((t) => [
-      String(t.id), t.name, t.kind, t.kind === 'host' ? '-' : t.submitter === null ? 'anyone' : actsAsText(t.submitter),
-      t.hostName ?? '-', `${age(t.createdAt)} ago`, t.revokedAt ? `${age(t.revokedAt)} ago` : '-',
-    ])));
+    out(
+      table(
+        ['ID', 'NAME', 'KIND', 'ACTS AS', 'HOST', 'CREATED', 'REVOKED'],
+        r.tokens.map((t) => [
+          String(t.id),
+          t.name,
+          t.kind,
+          t.kind === 'host' ? '-' : t.submitter === null ? 'anyone' : actsAsText(t.submitter),
+          t.hostName ?? '-',
+          `${age(t.createdAt)} ago`,
+          t.revokedAt ? `${age(t.revokedAt)} ago` : '-',
+        ]),
+      ),
+    );
     return EXIT.ok;
   }
   if (group === 'token' && verb === 'revoke') {
@@ -74,7 +102,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
   }
   if (group === 'note' && verb === 'set') {
     const [device, text, ...extra] = rest;
-    if (!device || text === undefined || extra.length) usage("rc admin note set <host:gpuN> <text>");
+    if (!device || text === undefined || extra.length) usage('rc admin note set <host:gpuN> <text>');
     await client.json('PUT', `/api/devices/${encodeURIComponent(device)}/note`, { body: text });
     out(text ? `note on ${device} set\n` : `note on ${device} removed\n`);
     return EXIT.ok;
@@ -86,11 +114,18 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     return EXIT.ok;
   }
   if (group === 'clear') {
-    const parsed = parseFlags('admin clear', [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''), [{ name: 'reason', type: 'string' }], false);
+    const parsed = parseFlags(
+      'admin clear',
+      [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''),
+      [{ name: 'reason', type: 'string' }],
+      false,
+    );
     const device = parsed.rest[0];
     const reason = stringFlag(parsed, 'reason');
     if (!device || parsed.rest.length !== 1 || !reason) usage('rc admin clear <host:gpuN> --reason "what was checked and why it is fine"');
-    const r = await client.json<{ cleared: string; was: { reason: string; since: string } }>('POST', `/api/admin/devices/${encodeURIComponent(device)}/clear`, { reason });
+    const r = await client.json<{ cleared: string; was: { reason: string; since: string } }>('POST', `/api/admin/devices/${encodeURIComponent(device)}/clear`, {
+      reason,
+    });
     out(`${r.cleared} cleared; it was quarantined since ${r.was.since}: ${r.was.reason}\n`);
     return EXIT.ok;
   }
@@ -110,4 +145,12 @@ function actsAsText(submitter: string): string {
   return submitter.endsWith('/') ? `${submitter}…` : submitter;
 }
 
-interface TokenRow { id: number; name: string; kind: string; hostName: string | null; submitter: string | null; createdAt: string; revokedAt: string | null }
+interface TokenRow {
+  id: number;
+  name: string;
+  kind: string;
+  hostName: string | null;
+  submitter: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}

@@ -23,14 +23,18 @@ source's name. A failed copy leaves no partial file.
 
 export async function cp(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('cp', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(CP_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) {
+    out(CP_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length !== 2) usage('rc cp takes a source and a destination: rc cp ./file host:gpu0:/workspace/ (or the other way)');
   const [src, dst] = parsed.rest as [string, string];
   const from = parseRemote(src);
   const to = parseRemote(dst);
   if (from && to) usage('rc cp copies between this machine and one device; copy to here first');
   if (!from && !to) usage(`neither ${src} nor ${dst} names a device: write the device side as host:gpuN:/workspace/path`);
-  const q = (device: string, path: string) => `/api/devices/${encodeURIComponent(device)}/files?path=${encodeURIComponent(path)}&submitter=${encodeURIComponent(client.submitter)}`;
+  const q = (device: string, path: string) =>
+    `/api/devices/${encodeURIComponent(device)}/files?path=${encodeURIComponent(path)}&submitter=${encodeURIComponent(client.submitter)}`;
 
   if (to) {
     let data: Buffer;
@@ -38,7 +42,11 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
       const st = statSync(src);
       if (!st.isFile()) usage(`${src} is not a regular file; rc cp copies one file`);
       if (st.size > CP_MAX_BYTES) {
-        fail('payload_too_large', `${src} is ${st.size} bytes; rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (rc describe ${to.device} shows the host's usage sheet)`, EXIT.error);
+        fail(
+          'payload_too_large',
+          `${src} is ${st.size} bytes; rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (rc describe ${to.device} shows the host's usage sheet)`,
+          EXIT.error,
+        );
       }
       data = readFileSync(src);
     } catch (err) {
@@ -53,7 +61,11 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
 
   const source = from!;
   let dest = dst;
-  try { if (statSync(dst).isDirectory()) dest = join(dst, basename(source.path)); } catch { /* a new file */ }
+  try {
+    if (statSync(dst).isDirectory()) dest = join(dst, basename(source.path));
+  } catch {
+    /* a new file */
+  }
   dest = landingPath(dest, basename(source.path));
   const data = await client.bytes('GET', q(source.device, source.path));
   writeWhole(dest, data);
@@ -74,7 +86,11 @@ function writeWhole(dest: string, data: Buffer): void {
     renameSync(temp, dest);
   } catch (err) {
     if (fd !== null) closeSync(fd);
-    try { unlinkSync(temp); } catch { /* never made */ }
+    try {
+      unlinkSync(temp);
+    } catch {
+      /* never made */
+    }
     fail('error', `cannot write ${dest}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.error);
   }
 }

@@ -14,11 +14,29 @@ before you use the host: it is the operator talking to you.
       --json   the API's JSON (docs/api.md, GET /api/devices/:name)
 `;
 
-interface Label { key: string; value: string; source: string; probe: string | null; seenAt: string; stale: string | null; hostWide: boolean; effective: boolean }
-interface Sheet { body: string; updatedBy: string; updatedAt: string }
+interface Label {
+  key: string;
+  value: string;
+  source: string;
+  probe: string | null;
+  seenAt: string;
+  stale: string | null;
+  hostWide: boolean;
+  effective: boolean;
+}
+interface Sheet {
+  body: string;
+  updatedBy: string;
+  updatedAt: string;
+}
 interface Description {
   device: {
-    name: string; state: string; hostStatus: string; uuid: string | null; holder: { jobId: string; submitter: string; since: string } | null; labelDetails: Label[];
+    name: string;
+    state: string;
+    hostStatus: string;
+    uuid: string | null;
+    holder: { jobId: string; submitter: string; since: string } | null;
+    labelDetails: Label[];
     unhealthy?: { since: string; reason: string; evidence: Record<string, unknown> } | null;
     gpu?: { name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null; at: string } | null;
   };
@@ -28,11 +46,25 @@ interface Description {
 }
 
 export async function describe(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('describe', args, [{ name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(DESCRIBE_HELP); return EXIT.ok; }
+  const parsed = parseFlags(
+    'describe',
+    args,
+    [
+      { name: 'json', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  if (parsed.flags.has('help')) {
+    out(DESCRIBE_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length !== 1) usage('rc describe takes one device: rc describe host:gpu0');
   const d = await client.json<Description>('GET', `/api/devices/${encodeURIComponent(parsed.rest[0]!)}`);
-  if (parsed.flags.has('json')) { json(d); return EXIT.ok; }
+  if (parsed.flags.has('json')) {
+    json(d);
+    return EXIT.ok;
+  }
   out(renderDescription(d));
   return EXIT.ok;
 }
@@ -61,13 +93,25 @@ export function renderDescription(d: Description, now = Date.now()): string {
   ]);
   text += indent(table(['KEY', 'VALUE', 'SOURCE', 'AGE', ''], rows));
   text += '\nUSAGE SHEET\n';
-  text += d.sheet ? `  host-wide note, updated ${age(d.sheet.updatedAt, now)} ago by ${d.sheet.updatedBy}\n${indent(d.sheet.body)}` : '  (none: the operator has not written one for this host)\n';
+  text += d.sheet
+    ? `  host-wide note, updated ${age(d.sheet.updatedAt, now)} ago by ${d.sheet.updatedBy}\n${indent(d.sheet.body)}`
+    : '  (none: the operator has not written one for this host)\n';
   if (d.note) text += `\nDEVICE NOTE\n  updated ${age(d.note.updatedAt, now)} ago by ${d.note.updatedBy}\n${indent(d.note.body)}`;
   text += '\nRECENT JOBS\n';
   text += d.recentJobs.length
-    ? indent(table(['JOB', 'STATE', 'EXIT', 'SUBMITTER', 'WHEN', 'COMMAND'], d.recentJobs.map((j) => [
-      j.id, j.state, j.exitCode === null ? '-' : String(j.exitCode), j.submitter, `${age(j.endedAt ?? j.createdAt, now)} ago`, shortCommand(j.argv, 60),
-    ])))
+    ? indent(
+        table(
+          ['JOB', 'STATE', 'EXIT', 'SUBMITTER', 'WHEN', 'COMMAND'],
+          d.recentJobs.map((j) => [
+            j.id,
+            j.state,
+            j.exitCode === null ? '-' : String(j.exitCode),
+            j.submitter,
+            `${age(j.endedAt ?? j.createdAt, now)} ago`,
+            shortCommand(j.argv, 60),
+          ]),
+        ),
+      )
     : '  (none)\n';
   return text;
 }

@@ -13,16 +13,29 @@ Lists every device with its state (free, busy, offline, unhealthy) and holder.
 `;
 
 interface Device {
-  name: string; state: string; holder: { jobId: string; submitter: string } | null; labels: Record<string, string>;
+  name: string;
+  state: string;
+  holder: { jobId: string; submitter: string } | null;
+  labels: Record<string, string>;
   unhealthy?: { reason: string } | null;
   gpu?: { memTotalMiB: number; memUsedMiB: number; utilPct: number | null } | null;
 }
 
 export async function devices(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('devices', args, [
-    { name: 'select', short: 's', type: 'string' }, { name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' },
-  ], false);
-  if (parsed.flags.has('help')) { out(DEVICES_HELP); return EXIT.ok; }
+  const parsed = parseFlags(
+    'devices',
+    args,
+    [
+      { name: 'select', short: 's', type: 'string' },
+      { name: 'json', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  if (parsed.flags.has('help')) {
+    out(DEVICES_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length) usage(`rc devices takes no arguments (got ${parsed.rest[0]})`);
   const select = stringFlag(parsed, 'select');
   const query = select === undefined ? '' : `?select=${encodeURIComponent(select)}`;

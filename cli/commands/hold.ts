@@ -31,23 +31,29 @@ export const RELEASE_HELP = `usage: rc release <hold-id>
 Ends a hold: yours, or any with an admin token. The device is free at once.
 `;
 
-const SPECS: FlagSpec[] = [
-  { name: 'ttl', type: 'string' },
-  ...PLACEMENT_FLAGS,
-  { name: 'help', short: 'h', type: 'boolean' },
-];
+const SPECS: FlagSpec[] = [{ name: 'ttl', type: 'string' }, ...PLACEMENT_FLAGS, { name: 'help', short: 'h', type: 'boolean' }];
 
-interface HoldJob { id: string; devices: string[] | null; expiresAt: string | null; state: string; reason: string | null }
+interface HoldJob {
+  id: string;
+  devices: string[] | null;
+  expiresAt: string | null;
+  state: string;
+  reason: string | null;
+}
 
 export async function hold(client: Client, args: readonly string[]): Promise<number> {
   if (args[0] === 'extend') return extend(client, args.slice(1));
   const parsed = parseFlags('hold', args, SPECS, false);
-  if (parsed.flags.has('help')) { out(HOLD_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) {
+    out(HOLD_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length) usage(`rc hold runs no command (got ${parsed.rest[0]}); use rc run for that, or hold and ssh to the host`);
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
   const body = {
-    kind: 'hold', ttlS,
+    kind: 'hold',
+    ttlS,
     ...placementOf(parsed),
     submitter: client.submitter,
   };
@@ -61,7 +67,10 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
       if (id) client.json('POST', `/api/holds/${id}/release`, { submitter: client.submitter }).catch(() => {});
     };
     const onSigint = () => {
-      if (interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
+      if (interrupted) {
+        process.exitCode = EXIT.interrupted;
+        process.exit();
+      }
       interrupted = true;
       err(`\nrc: releasing hold ${id ?? ''}\n`);
       release();
@@ -76,11 +85,14 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
           break;
         case 'started':
           if (notice) clearTimeout(notice);
-          void client.json<{ job: HoldJob }>('GET', `/api/jobs/${e.jobId}`).then(({ job }) => {
-            const until = job.expiresAt ? new Date(job.expiresAt) : null;
-            out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
-            err(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
-          }, () => {});
+          void client.json<{ job: HoldJob }>('GET', `/api/jobs/${e.jobId}`).then(
+            ({ job }) => {
+              const until = job.expiresAt ? new Date(job.expiresAt) : null;
+              out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
+              err(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
+            },
+            () => {},
+          );
           break;
         case 'exit':
           if (e.state === 'cancelled' && /could not be queued/.test(e.reason ?? '')) {
@@ -111,7 +123,10 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
     const done = () => {
       if (notice) clearTimeout(notice);
       process.off('SIGINT', onSigint);
-      if (result === null) err(`rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`);
+      if (result === null)
+        err(
+          `rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`,
+        );
       resolve(result ?? EXIT.unreachable);
     };
     res.consume({ data: (chunk) => decoder.push(chunk), end: done, error: done });
@@ -119,19 +134,37 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
 }
 
 async function extend(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('hold extend', args, [{ name: 'ttl', type: 'string' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(HOLD_HELP); return EXIT.ok; }
+  const parsed = parseFlags(
+    'hold extend',
+    args,
+    [
+      { name: 'ttl', type: 'string' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  if (parsed.flags.has('help')) {
+    out(HOLD_HELP);
+    return EXIT.ok;
+  }
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (parsed.rest.length !== 1 || ttlS === undefined) usage('rc hold extend <hold-id> --ttl <dur>');
   const id = parsed.rest[0]!;
   const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/extend`, { submitter: client.submitter, ttlS });
-  out(job.expiresAt ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n` : `hold ${job.id} is still queued; it will last ${formatDuration(ttlS!)} once it starts\n`);
+  out(
+    job.expiresAt
+      ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n`
+      : `hold ${job.id} is still queued; it will last ${formatDuration(ttlS!)} once it starts\n`,
+  );
   return EXIT.ok;
 }
 
 export async function release(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('release', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(RELEASE_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) {
+    out(RELEASE_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length !== 1) usage('rc release takes one hold id: rc release <hold-id>');
   const id = parsed.rest[0]!;
   const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/release`, { submitter: client.submitter });

@@ -8,10 +8,23 @@ import { age, json, out, shortCommand, table, usage } from '../output';
 import { follow, reattachTty } from './run';
 
 interface Job {
-  id: string; state: string; submitter: string; argv: string[]; devices: string[] | null; device: string | null; selector: string;
-  exitCode: number | null; reason: string | null; createdAt: string; startedAt: string | null; endedAt: string | null;
-  maxRuntimeS: number | null; position?: number | null; outputTruncated: boolean;
-  kind?: string; expiresAt?: string | null;
+  id: string;
+  state: string;
+  submitter: string;
+  argv: string[];
+  devices: string[] | null;
+  device: string | null;
+  selector: string;
+  exitCode: number | null;
+  reason: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  maxRuntimeS: number | null;
+  position?: number | null;
+  outputTruncated: boolean;
+  kind?: string;
+  expiresAt?: string | null;
 }
 
 /** What a job runs, as the tables show it: a hold runs nothing. */
@@ -36,20 +49,48 @@ States: queued, running, succeeded, failed, killed, lost, cancelled.
 `;
 
 export async function jobs(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('jobs', args, [
-    { name: 'state', type: 'string' }, { name: 'device', short: 'd', type: 'string' }, { name: 'submitter', type: 'string' },
-    { name: 'limit', type: 'string' }, { name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' },
-  ], false);
-  if (parsed.flags.has('help')) { out(JOBS_HELP); return EXIT.ok; }
+  const parsed = parseFlags(
+    'jobs',
+    args,
+    [
+      { name: 'state', type: 'string' },
+      { name: 'device', short: 'd', type: 'string' },
+      { name: 'submitter', type: 'string' },
+      { name: 'limit', type: 'string' },
+      { name: 'json', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  if (parsed.flags.has('help')) {
+    out(JOBS_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter`);
   const q = new URLSearchParams();
-  for (const k of ['state', 'device', 'submitter', 'limit']) { const v = stringFlag(parsed, k); if (v !== undefined) q.set(k, v); }
+  for (const k of ['state', 'device', 'submitter', 'limit']) {
+    const v = stringFlag(parsed, k);
+    if (v !== undefined) q.set(k, v);
+  }
   const body = await client.json<{ jobs: Job[] }>('GET', `/api/jobs${q.size ? `?${q}` : ''}`);
-  if (parsed.flags.has('json')) { json(body); return EXIT.ok; }
-  out(table(['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'], body.jobs.map((j) => [
-    j.id, j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''), j.exitCode === null ? '-' : String(j.exitCode),
-    (j.devices ?? []).join(',') || j.device || '-', j.submitter, `${age(j.createdAt)} ago`, what(j),
-  ])));
+  if (parsed.flags.has('json')) {
+    json(body);
+    return EXIT.ok;
+  }
+  out(
+    table(
+      ['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'],
+      body.jobs.map((j) => [
+        j.id,
+        j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''),
+        j.exitCode === null ? '-' : String(j.exitCode),
+        (j.devices ?? []).join(',') || j.device || '-',
+        j.submitter,
+        `${age(j.createdAt)} ago`,
+        what(j),
+      ]),
+    ),
+  );
   return EXIT.ok;
 }
 
@@ -60,20 +101,39 @@ What is running and queued now, whose it is, and each queued job's position
 `;
 
 export async function ps(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('ps', args, [{ name: 'json', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(PS_HELP); return EXIT.ok; }
+  const parsed = parseFlags(
+    'ps',
+    args,
+    [
+      { name: 'json', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  if (parsed.flags.has('help')) {
+    out(PS_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length) usage('rc ps takes no arguments');
   const body = await client.json<{ jobs: Job[] }>('GET', '/api/ps');
-  if (parsed.flags.has('json')) { json(body); return EXIT.ok; }
-  out(table(['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'], body.jobs.map((j) => [
-    j.id,
-    j.state === 'queued' ? `queued #${j.position}` : j.state,
-    j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
-    j.submitter,
-    age(j.startedAt ?? j.createdAt),
-    limit(j),
-    what(j),
-  ])));
+  if (parsed.flags.has('json')) {
+    json(body);
+    return EXIT.ok;
+  }
+  out(
+    table(
+      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'],
+      body.jobs.map((j) => [
+        j.id,
+        j.state === 'queued' ? `queued #${j.position}` : j.state,
+        j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
+        j.submitter,
+        age(j.startedAt ?? j.createdAt),
+        limit(j),
+        what(j),
+      ]),
+    ),
+  );
   return EXIT.ok;
 }
 
@@ -85,11 +145,27 @@ stops following without touching the job.
 `;
 
 export async function logs(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('logs', args, [{ name: 'follow', short: 'f', type: 'boolean' }, { name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(LOGS_HELP); return EXIT.ok; }
+  const parsed = parseFlags(
+    'logs',
+    args,
+    [
+      { name: 'follow', short: 'f', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  if (parsed.flags.has('help')) {
+    out(LOGS_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length !== 1) usage('rc logs takes one job id: rc logs [-f] <job-id>');
   const id = parsed.rest[0]!;
-  const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream${parsed.flags.has('follow') ? '?follow=1' : ''}`, undefined, STREAM_CONTENT_TYPE);
+  const res = await client.stream(
+    'GET',
+    `/api/jobs/${encodeURIComponent(id)}/stream${parsed.flags.has('follow') ? '?follow=1' : ''}`,
+    undefined,
+    STREAM_CONTENT_TYPE,
+  );
   const code = await follow(client, res, { detachOnInterrupt: true, knownJobId: id, reconnect: parsed.flags.has('follow') });
   return code === EXIT.unreachable ? code : EXIT.ok;
 }
@@ -104,7 +180,10 @@ its recent screen is replayed and your keys go to it again.
 
 export async function attach(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('attach', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(ATTACH_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) {
+    out(ATTACH_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length !== 1) usage('rc attach takes one job id: rc attach <job-id>');
   const id = parsed.rest[0]!;
   const { job } = await client.json<{ job: Job & { kind?: string } }>('GET', `/api/jobs/${encodeURIComponent(id)}`);

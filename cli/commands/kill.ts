@@ -12,10 +12,15 @@ its whole process group dies with it.
 
 export async function kill(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('kill', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
-  if (parsed.flags.has('help')) { out(KILL_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) {
+    out(KILL_HELP);
+    return EXIT.ok;
+  }
   if (parsed.rest.length !== 1) usage('rc kill takes one job id: rc kill <job-id>');
   const id = parsed.rest[0]!;
-  const { job } = await client.json<{ job: { id: string; state: string } }>('POST', `/api/jobs/${encodeURIComponent(id)}/kill`, { submitter: client.submitter });
+  const { job } = await client.json<{ job: { id: string; state: string } }>('POST', `/api/jobs/${encodeURIComponent(id)}/kill`, {
+    submitter: client.submitter,
+  });
   out(job.state === 'running' ? `stopping ${job.id}\n` : `${job.id} is ${job.state}\n`);
   return EXIT.ok;
 }

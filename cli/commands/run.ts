@@ -44,7 +44,10 @@ const SPECS: FlagSpec[] = [
 /** Resolves to the exit code. */
 export async function run(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags('run', args, SPECS, true);
-  if (parsed.flags.has('help')) { out(RUN_HELP); return EXIT.ok; }
+  if (parsed.flags.has('help')) {
+    out(RUN_HELP);
+    return EXIT.ok;
+  }
   if (parsed.flags.has('explain')) return explain(client, stringFlag(parsed, 'select') ?? '', stringFlag(parsed, 'device') ?? null);
   const tty = parsed.flags.has('tty');
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
@@ -73,13 +76,20 @@ const RECONNECT_MS = 120_000;
  * reconnects and resumes after the last chunk it printed. Ctrl-C kills the job
  * (rc run) or, with `detachOnInterrupt`, only stops following (rc attach, rc logs -f).
  */
-export async function follow(client: Client, first: Body, opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean } = {}): Promise<number> {
+export async function follow(
+  client: Client,
+  first: Body,
+  opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean } = {},
+): Promise<number> {
   const state: FollowState = { jobId: opts.knownJobId ?? null, interrupted: false, lastSeq: 0, result: null };
   const kill = () => {
     if (state.jobId) client.json('POST', `/api/jobs/${state.jobId}/kill`, { submitter: client.submitter }).catch(() => {});
   };
   const onSigint = () => {
-    if (opts.detachOnInterrupt || state.interrupted) { process.exitCode = EXIT.interrupted; process.exit(); }
+    if (opts.detachOnInterrupt || state.interrupted) {
+      process.exitCode = EXIT.interrupted;
+      process.exit();
+    }
     state.interrupted = true;
     err(`\nrc: stopping job ${state.jobId ?? ''} (Ctrl-C again to leave without waiting)\n`);
     kill();
@@ -90,9 +100,14 @@ export async function follow(client: Client, first: Body, opts: { detachOnInterr
     let deadline = Date.now() + RECONNECT_MS;
     let told = false;
     while (state.result === null && state.jobId && opts.reconnect !== false && Date.now() < deadline) {
-      if (!told) { err(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`); told = true; }
+      if (!told) {
+        err(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`);
+        told = true;
+      }
       await new Promise((r) => setTimeout(r, 500));
-      const res = await client.stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE).catch(() => null);
+      const res = await client
+        .stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE)
+        .catch(() => null);
       if (!res) continue;
       // Back on the stream: a later loss (a controller restart, or this client dropped for
       // falling too far behind) is told again and gets its own time to reconnect.
@@ -110,7 +125,12 @@ export async function follow(client: Client, first: Body, opts: { detachOnInterr
   return state.result;
 }
 
-interface FollowState { jobId: string | null; interrupted: boolean; lastSeq: number; result: number | null }
+interface FollowState {
+  jobId: string | null;
+  interrupted: boolean;
+  lastSeq: number;
+  result: number | null;
+}
 
 function readStream(body: Body, state: FollowState, kill: () => void): Promise<void> {
   return new Promise((resolve) => {
@@ -149,7 +169,10 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
       state.lastSeq = seq;
       (type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);
     });
-    const done = () => { if (queuedNotice) clearTimeout(queuedNotice); resolve(); };
+    const done = () => {
+      if (queuedNotice) clearTimeout(queuedNotice);
+      resolve();
+    };
     body.consume({ data: (chunk) => decoder.push(chunk), end: done, error: done });
   });
 }
@@ -159,7 +182,11 @@ function runTtyJob(client: Client, body: Record<string, unknown>, jobId?: string
   const { join } = require('node:path') as typeof import('node:path');
   const mod = require(join(__dirname, 'rc-tty.cjs')) as typeof import('../tty');
   return mod.runTty({
-    controller: client.controller, token: client.token, open: body, jobId, exitCodeOf,
+    controller: client.controller,
+    token: client.token,
+    open: body,
+    jobId,
+    exitCodeOf,
     kill: (jobId) => client.json('POST', `/api/jobs/${jobId}/kill`, { submitter: client.submitter }).then(() => {}),
   });
 }
@@ -177,7 +204,7 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
     case 'killed':
       if (interrupted) return EXIT.interrupted;
       err(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
-      return /^(max_runtime exceeded|idle: no output for)/.test(event.reason ?? '') ? EXIT.watchdog : event.exitCode ?? EXIT.error;
+      return /^(max_runtime exceeded|idle: no output for)/.test(event.reason ?? '') ? EXIT.watchdog : (event.exitCode ?? EXIT.error);
     case 'lost':
       err(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
       return EXIT.lost;
@@ -195,7 +222,10 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
 }
 
 interface Explanation {
-  selector: string; device: string | null; free: number; queued: number;
+  selector: string;
+  device: string | null;
+  free: number;
+  queued: number;
   matching: { name: string; state: string; holder: { jobId: string; submitter: string } | null }[];
   notMatching: { name: string; reasons: string[] }[];
 }

@@ -40,7 +40,10 @@ class Sink {
   /** The last chunk passed on: a worker resends what the controller may have missed, and a replay overlaps the live items. */
   lastSeq: number;
 
-  constructor(private readonly res: ServerResponse, after: number) {
+  constructor(
+    private readonly res: ServerResponse,
+    after: number,
+  ) {
     this.lastSeq = after;
   }
 
@@ -74,7 +77,11 @@ class Sink {
     const res = this.res;
     if (this.gone || !res.writableNeedDrain) return Promise.resolve();
     return new Promise((resolve) => {
-      const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
       res.on('drain', done);
       res.on('close', done);
     });
@@ -94,9 +101,19 @@ export function pipeJob(events: JobEvents, jobId: string, res: ServerResponse): 
   return stop;
 }
 
-export interface ReplayDeps { sql: Sql; events: JobEvents; writer: OutputWriter; outputLimitBytes: number }
+export interface ReplayDeps {
+  sql: Sql;
+  events: JobEvents;
+  writer: OutputWriter;
+  outputLimitBytes: number;
+}
 
-interface JobState { state: string; exit_code: number | null; reason: string | null; output_truncated: boolean }
+interface JobState {
+  state: string;
+  exit_code: number | null;
+  reason: string | null;
+  output_truncated: boolean;
+}
 
 /**
  * Replays a job's stored output after `after`, then (with `follow`) its live
@@ -180,5 +197,8 @@ function exitEvent(jobId: string, job: JobState): JobEvent {
 }
 
 function truncatedNotice(deps: ReplayDeps, jobId: string): JobEvent {
-  return { type: 'notice', message: `output truncated: only the first ${formatSize(deps.outputLimitBytes)} of job ${jobId}'s output was kept; the rest was streamed live but not stored` };
+  return {
+    type: 'notice',
+    message: `output truncated: only the first ${formatSize(deps.outputLimitBytes)} of job ${jobId}'s output was kept; the rest was streamed live but not stored`,
+  };
 }

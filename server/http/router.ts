@@ -28,14 +28,25 @@ export interface RouterOptions {
 type Access = 'client' | 'admin' | 'host' | 'public';
 type Handler = (ctx: RouteContext) => Promise<unknown>;
 
-interface Route { method: string; path: string; pattern: RegExp; keys: string[]; access: Access; handler: Handler }
+interface Route {
+  method: string;
+  path: string;
+  pattern: RegExp;
+  keys: string[];
+  access: Access;
+  handler: Handler;
+}
 
 const MAX_BODY = 2 * 1024 * 1024;
 
 export class Router {
   private readonly routes: Route[] = [];
 
-  constructor(private readonly db: Db, private readonly log: (msg: string) => void, private readonly opts: RouterOptions = { publicUrl: null }) {}
+  constructor(
+    private readonly db: Db,
+    private readonly log: (msg: string) => void,
+    private readonly opts: RouterOptions = { publicUrl: null },
+  ) {}
 
   get publicUrl(): string | null {
     return this.opts.publicUrl;
@@ -52,7 +63,14 @@ export class Router {
 
   private addRoute(method: string, path: string, access: Access, handler: Handler): void {
     const keys: string[] = [];
-    const pattern = new RegExp('^' + path.replace(/:(\w+)/g, (_, k: string) => { keys.push(k); return '([^/]+)'; }) + '$');
+    const pattern = new RegExp(
+      '^' +
+        path.replace(/:(\w+)/g, (_, k: string) => {
+          keys.push(k);
+          return '([^/]+)';
+        }) +
+        '$',
+    );
     this.routes.push({ method, path, pattern, keys, access, handler });
   }
 
@@ -75,10 +93,19 @@ export class Router {
     try {
       const { route, params } = this.match(req.method ?? 'GET', url.pathname);
       checkText(url.searchParams, params);
-      if (health && !health.up) throw new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
+      if (health && !health.up)
+        throw new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
       // A database that stops answering mid-request would hold the client for as long as it is away.
       const stalled = new Promise<never>((_, reject) => {
-        stopWaiting = health?.onDown(() => reject(new RcError('database_unavailable', 'the database stopped answering while the controller handled this request; it may or may not have taken effect: check with rc ps or rc jobs once it is back'))) ?? (() => {});
+        stopWaiting =
+          health?.onDown(() =>
+            reject(
+              new RcError(
+                'database_unavailable',
+                'the database stopped answering while the controller handled this request; it may or may not have taken effect: check with rc ps or rc jobs once it is back',
+              ),
+            ),
+          ) ?? (() => {});
       });
       const result = await Promise.race([this.run(route, req, res, params, url.searchParams), stalled]);
       if (result !== undefined) sendJson(res, 200, result);
@@ -109,7 +136,8 @@ export class Router {
     const cookie = sessionCookie(req.headers.cookie);
     if (cookie === null || SAFE_METHODS.has(req.method ?? 'GET')) return cookie;
     const refusal = crossSiteRefusal(req.headers, ownOrigins(req.headers, this.opts.publicUrl));
-    if (refusal) throw new RcError('forbidden', `${refusal}; the session cookie is only accepted from the dashboard's own pages (scripts use a bearer token: RC_TOKEN)`);
+    if (refusal)
+      throw new RcError('forbidden', `${refusal}; the session cookie is only accepted from the dashboard's own pages (scripts use a bearer token: RC_TOKEN)`);
     if (!isJson(req.headers['content-type'])) {
       throw new RcError('unsupported_media_type', 'a change made with the session cookie must send its body as application/json');
     }
@@ -124,7 +152,9 @@ export class Router {
       pathMatched = true;
       if (route.method !== method) continue;
       const params: Record<string, string> = {};
-      route.keys.forEach((k, i) => { params[k] = decodePart(m[i + 1]!); });
+      route.keys.forEach((k, i) => {
+        params[k] = decodePart(m[i + 1]!);
+      });
       return { route, params };
     }
     throw new RcError('not_found', pathMatched ? `${method} is not supported on ${path}` : `no API route ${path}; docs/api.md lists them`);
@@ -138,7 +168,10 @@ export class Router {
   private fail(res: ServerResponse, err: unknown): void {
     const rc = asRcError(err);
     if (!rc) this.log(`internal error: ${err instanceof Error ? err.stack : String(err)}`);
-    if (res.headersSent) { res.destroy(); return; }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
     const body: ApiErrorBody = rc ? rc.toBody() : { error: { code: 'internal', message: 'the controller hit an internal error; its log has the details' } };
     sendJson(res, rc ? rc.status : 500, body, rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : {});
   }
@@ -153,7 +186,8 @@ function asRcError(err: unknown): RcError | null {
   if (err instanceof RcError) return err;
   const code = errorCode(err);
   if (code !== null && /^22[0-9A-Z]{3}$/.test(code)) return new RcError('bad_request', 'a value in the request is not valid here');
-  if (databaseDown(err)) return new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
+  if (databaseDown(err))
+    return new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
   return null;
 }
 
@@ -174,7 +208,9 @@ function decodePart(part: string): string {
 
 /** Postgres cannot store a NUL byte in text: refuse it in the request rather than fail in the database. */
 function checkText(query: URLSearchParams, params: Record<string, string>): void {
-  for (const [k, v] of query) if (k.includes('\0') || v.includes('\0')) throw new RcError('bad_request', `the query parameter ${JSON.stringify(k.replace(/\0/g, ''))} contains a NUL byte`);
+  for (const [k, v] of query)
+    if (k.includes('\0') || v.includes('\0'))
+      throw new RcError('bad_request', `the query parameter ${JSON.stringify(k.replace(/\0/g, ''))} contains a NUL byte`);
   for (const [k, v] of Object.entries(params)) if (v.includes('\0')) throw new RcError('bad_request', `the path's ${k} contains a NUL byte`);
 }
 
@@ -182,7 +218,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   // Someone answered already (a 503 while the database was away), or the client left.
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    ...headers,
+  });
   res.end(text);
 }
 

@@ -7,7 +7,11 @@ import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
 /** Where a claimed job runs: what the worker needs to know of each device. */
-export interface Target { index: number; name: string; uuid: string | null }
+export interface Target {
+  index: number;
+  name: string;
+  uuid: string | null;
+}
 
 /** The targets of claimed devices; their UUIDs come from the loaded fleet (`uuids` by device id), which a plan does not carry. */
 export function targetsOf(claimed: readonly { id: number; index: number; name: string }[], uuids: ReadonlyMap<number, string | null>): Target[] {
@@ -15,13 +19,17 @@ export function targetsOf(claimed: readonly { id: number; index: number; name: s
 }
 
 export function claimDevices(sql: Sql, jobId: string, hostName: string, devices: { id: number; name: string }[]): Promise<JobRow | null> {
-  return withLeases(sql, devices, (healthy) => sql`
+  return withLeases(
+    sql,
+    devices,
+    (healthy) => sql`
     update jobs set state = 'running', started_at = now(), host_name = ${hostName},
       devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, fence = nextval('fence_seq'),
       -- A hold's TTL counts from its start, not from its submit.
       expires_at = case when kind = 'hold' then now() + make_interval(secs => hold_ttl_s) end
     where id = ${jobId} and state = 'queued' and ${healthy}
-    returning *`);
+    returning *`,
+  );
 }
 
 /**

@@ -20,7 +20,10 @@ export interface Outcome {
  * Returns null when there was nothing to end.
  */
 export function finishJob(
-  sql: Sql, jobId: string, fence: number | null, outcome: Outcome,
+  sql: Sql,
+  jobId: string,
+  fence: number | null,
+  outcome: Outcome,
   fromStates: ('queued' | 'running')[] = ['queued', 'running'],
   opts: { keepLeases?: boolean } = {},
 ): Promise<JobRow | null> {
@@ -32,7 +35,15 @@ export function finishJob(
  * turns the outcome into `killed`, decided in the same statement so no race
  * between the kill and the exit can lose it.
  */
-export function finishFromExit(sql: Sql, jobId: string, fence: number, exitCode: number | null, signal: string | null, killedFor: string | null = null, hostName: string | null = null): Promise<JobRow | null> {
+export function finishFromExit(
+  sql: Sql,
+  jobId: string,
+  fence: number,
+  exitCode: number | null,
+  signal: string | null,
+  killedFor: string | null = null,
+  hostName: string | null = null,
+): Promise<JobRow | null> {
   const code = exitCode ?? (signal ? 128 + signalNumber(signal) : null);
   if (killedFor) return endJob(sql, jobId, fence, hostName, ['running'], 'killed', code, killedFor, true);
   const reason = signal ? `terminated by ${signal}` : null;
@@ -71,7 +82,15 @@ export async function releaseLeftBehind(sql: Sql, hostName: string, stillRunning
 
 /** A kill asked for earlier wins over the reported outcome: `killed`, with the kill's reason. */
 async function endJob(
-  sql: Sql, jobId: string, fence: number | null, hostName: string | null, fromStates: string[], state: Outcome['state'], exitCode: number | null, reason: string | null, release: boolean,
+  sql: Sql,
+  jobId: string,
+  fence: number | null,
+  hostName: string | null,
+  fromStates: string[],
+  state: Outcome['state'],
+  exitCode: number | null,
+  reason: string | null,
+  release: boolean,
 ): Promise<JobRow | null> {
   const rows = await sql<Record<string, unknown>[]>`
     with j as (
@@ -90,7 +109,23 @@ async function endJob(
   return rows[0] ? rowToJob(rows[0]) : null;
 }
 
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGILL: 4, SIGTRAP: 5, SIGABRT: 6, SIGBUS: 7, SIGFPE: 8, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+const SIGNALS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGILL: 4,
+  SIGTRAP: 5,
+  SIGABRT: 6,
+  SIGBUS: 7,
+  SIGFPE: 8,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGSEGV: 11,
+  SIGUSR2: 12,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+};
 function signalNumber(signal: string): number {
   return SIGNALS[signal] ?? 0;
 }

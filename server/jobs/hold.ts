@@ -12,7 +12,8 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
   if (hold.submitter !== submitter && identity.kind !== 'admin') {
     throw new RcError('not_job_owner', `hold ${hold.id} belongs to ${hold.submitter}, not ${submitter}; leave it alone`);
   }
-  if (FINAL_STATES.has(hold.state)) throw new RcError('conflict', `hold ${hold.id} has already ended (${hold.state}: ${hold.reason ?? 'no reason'}); take a new one with rc hold`);
+  if (FINAL_STATES.has(hold.state))
+    throw new RcError('conflict', `hold ${hold.id} has already ended (${hold.state}: ${hold.reason ?? 'no reason'}); take a new one with rc hold`);
   const rows = await deps.sql<Record<string, unknown>[]>`
     with j as (
       update jobs set

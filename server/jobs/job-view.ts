@@ -31,11 +31,28 @@ export interface JobView {
 
 export function jobView(j: JobRow): JobView {
   return {
-    id: j.id, kind: j.kind, state: j.state, submitter: j.submitter, argv: j.argv, cwd: j.cwd, selector: j.selector,
-    device: j.deviceName, gpus: j.gpus, priority: j.priority, host: j.hostName, devices: j.devices,
-    exitCode: j.exitCode, reason: j.reason, maxRuntimeS: j.maxRuntimeS, idleTimeoutS: j.idleTimeoutS, waitTimeoutS: j.waitTimeoutS,
-    outputTruncated: j.outputTruncated, expiresAt: j.expiresAt?.toISOString() ?? null, createdAt: j.createdAt.toISOString(),
-    startedAt: j.startedAt?.toISOString() ?? null, endedAt: j.endedAt?.toISOString() ?? null,
+    id: j.id,
+    kind: j.kind,
+    state: j.state,
+    submitter: j.submitter,
+    argv: j.argv,
+    cwd: j.cwd,
+    selector: j.selector,
+    device: j.deviceName,
+    gpus: j.gpus,
+    priority: j.priority,
+    host: j.hostName,
+    devices: j.devices,
+    exitCode: j.exitCode,
+    reason: j.reason,
+    maxRuntimeS: j.maxRuntimeS,
+    idleTimeoutS: j.idleTimeoutS,
+    waitTimeoutS: j.waitTimeoutS,
+    outputTruncated: j.outputTruncated,
+    expiresAt: j.expiresAt?.toISOString() ?? null,
+    createdAt: j.createdAt.toISOString(),
+    startedAt: j.startedAt?.toISOString() ?? null,
+    endedAt: j.endedAt?.toISOString() ?? null,
   };
 }
 

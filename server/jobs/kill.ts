@@ -10,7 +10,12 @@ import type { WorkerHub } from '../worker-hub';
 import { finishJob } from './finish';
 import { FINAL_STATES, type JobRow } from './job-view';
 
-export interface KillDeps { db: Db; sql: Sql; events: JobEvents; hub: WorkerHub }
+export interface KillDeps {
+  db: Db;
+  sql: Sql;
+  events: JobEvents;
+  hub: WorkerHub;
+}
 
 /**
  * rc kill and rc release: by the job's submitter (claimed as this token may,
@@ -26,7 +31,12 @@ export async function killJob(deps: KillDeps, identity: Identity, jobId: string,
   }
   if (FINAL_STATES.has(job.state)) return job;
   const actor = actorText(identity, submitter);
-  await deps.db.insert(audit).values({ actor, action: verb === 'released' ? 'hold.release' : 'job.kill', target: jobId, detail: { ...actorDetail(identity, submitter), owner: job.submitter } });
+  await deps.db.insert(audit).values({
+    actor,
+    action: verb === 'released' ? 'hold.release' : 'job.kill',
+    target: jobId,
+    detail: { ...actorDetail(identity, submitter), owner: job.submitter },
+  });
   return stopJob(deps, job, `${verb} by ${actor}`);
 }
 
@@ -39,8 +49,11 @@ export async function stopJob(deps: KillDeps, job: JobRow, reason: string): Prom
       return ended;
     }
   }
-  const [running] = await deps.db.update(jobs).set({ killRequestedBy: sql`coalesce(${jobs.killRequestedBy}, ${reason})` })
-    .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running'))).returning();
+  const [running] = await deps.db
+    .update(jobs)
+    .set({ killRequestedBy: sql`coalesce(${jobs.killRequestedBy}, ${reason})` })
+    .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running')))
+    .returning();
   if (running) deps.hub.killJob(running.hostName!, { jobId: job.id, fence: running.fence!, reason: running.killRequestedBy ?? reason });
   return running ?? job;
 }

@@ -4,10 +4,18 @@ import type { Sql } from '../db';
 import { rowToJob } from './job-row';
 import { JOB_STATE_NAMES, jobView, type JobView } from './job-view';
 
-export interface JobFilter { states: string[]; device: string | null; submitter: string | null; limit: number }
+export interface JobFilter {
+  states: string[];
+  device: string | null;
+  submitter: string | null;
+  limit: number;
+}
 
 export function parseJobFilter(query: URLSearchParams): JobFilter {
-  const states = (query.get('state') ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const states = (query.get('state') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const s of states) if (!JOB_STATE_NAMES.includes(s)) throw new RcError('bad_request', `unknown state ${s}; states are ${JOB_STATE_NAMES.join(', ')}`);
   const limitText = query.get('limit') ?? '50';
   const limit = Number(limitText);

@@ -22,7 +22,7 @@ export interface Submitted {
 export function newJobId(): string {
   // 10 base32 characters: short enough to type, 50 bits so collisions are a non-issue.
   const n = randomBytes(8).readBigUInt64BE(0) >> 14n;
-  return 'j' + n.toString(32).padStart(10, '0');
+  return `j${n.toString(32).padStart(10, '0')}`;
 }
 
 /**
@@ -43,17 +43,23 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
   }
   const candidates = (await loadDevices(sql)).filter((d) => deviceMatches({ terms, deviceName: wanted }, d));
   if (candidates.length === 0) {
-    throw new RcError('no_matching_device', wanted !== null
-      ? `no device matches: ${wanted} does not exist${terms.length ? ` or does not satisfy ${selectorText}` : ''}`
-      : `no device matches the selector: ${selectorText}`);
+    throw new RcError(
+      'no_matching_device',
+      wanted !== null
+        ? `no device matches: ${wanted} does not exist${terms.length ? ` or does not satisfy ${selectorText}` : ''}`
+        : `no device matches the selector: ${selectorText}`,
+    );
   }
   // Quarantined devices are never scheduled: say so now rather than queue forever.
   const healthy = candidates.filter((d) => d.state !== 'unhealthy');
   if (healthy.length === 0) {
     const [first] = candidates;
-    throw new RcError('quarantined', wanted !== null
-      ? `${wanted} is quarantined (unhealthy: ${first!.unhealthy?.reason ?? 'no reason recorded'}); pick another device (rc devices lists them) and tell an operator, who alone can clear it`
-      : `every device matching ${selectorText || 'the request'} is quarantined (${candidates.map((d) => d.name).join(', ')}); widen the selector or pick another device, and tell an operator, who alone can clear them`);
+    throw new RcError(
+      'quarantined',
+      wanted !== null
+        ? `${wanted} is quarantined (unhealthy: ${first!.unhealthy?.reason ?? 'no reason recorded'}); pick another device (rc devices lists them) and tell an operator, who alone can clear it`
+        : `every device matching ${selectorText || 'the request'} is quarantined (${candidates.map((d) => d.name).join(', ')}); widen the selector or pick another device, and tell an operator, who alone can clear them`,
+    );
   }
   if (body.gpus > 1) {
     const perHost = new Map<string, number>();
@@ -63,10 +69,12 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
     }
   }
   const id = newJobId();
-  const [plan] = !opts.startAtOnce ? [] : decide(
-    [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
-    healthy.map((d) => ({ ...d, free: d.state === 'free' })),
-  );
+  const [plan] = !opts.startAtOnce
+    ? []
+    : decide(
+        [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
+        healthy.map((d) => ({ ...d, free: d.state === 'free' })),
+      );
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {
     const started = await startAtOnce(sql, fields, body, plan.devices);
@@ -90,14 +98,18 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
  */
 function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceView[]): Promise<JobRow | null> {
   // A lease conflict (another claim took a device first) gives null too: the job is then queued like any other.
-  return withLeases(sql, devices, (healthy) => sql`
+  return withLeases(
+    sql,
+    devices,
+    (healthy) => sql`
     insert into jobs (${fields.columns}, state, started_at, host_name, devices, fence, expires_at)
     select ${fields.values},
       'running', now(), ${devices[0]!.hostName}, ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, nextval('fence_seq'),
       -- A hold's TTL counts from its start.
       case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
     where not exists (select 1 from jobs where state = 'queued') and ${healthy}
-    returning *`);
+    returning *`,
+  );
 }
 
 /** What was submitted, as an INSERT's column list and values: both INSERTs above store exactly this. */

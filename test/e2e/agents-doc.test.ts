@@ -18,7 +18,15 @@ import { Stack } from '../helpers/stack';
 const ROOT = join(import.meta.dirname, '..', '..');
 const PAGE = readFileSync(join(ROOT, 'docs', 'agents.md'), 'utf8');
 
-interface Block { code: string; line: number; exit: number; stderr: string | null; stdout: string | null; setup: string | null; ttyInput: string | null }
+interface Block {
+  code: string;
+  line: number;
+  exit: number;
+  stderr: string | null;
+  stdout: string | null;
+  setup: string | null;
+  ttyInput: string | null;
+}
 
 /** The page's ```sh blocks with the annotation just above each. */
 export function blocks(page: string): Block[] {
@@ -37,7 +45,7 @@ export function blocks(page: string): Block[] {
       stderr: field('stderr'),
       stdout: field('stdout'),
       setup: /setup=([\w-]+)/.exec(note)?.[1] ?? null,
-      ttyInput: /\btty\b/.test(note) ? field('input') ?? '' : null,
+      ttyInput: /\btty\b/.test(note) ? (field('input') ?? '') : null,
     });
   }
   return out;
@@ -78,9 +86,13 @@ before(async () => {
   assert.equal(others.code, 0);
   const ids = ((await stack.api('GET', '/api/jobs?limit=2')).body as { jobs: { id: string; submitter: string }[] }).jobs;
   Object.assign(env, {
-    PATH: `${bin}:${process.env.PATH}`, HOME: process.env.HOME ?? '/root',
-    RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'agent',
-    LAST_JOB: ids.find((j) => j.submitter === 'agent')!.id, OTHERS_JOB: ids.find((j) => j.submitter === 'alice')!.id,
+    PATH: `${bin}:${process.env.PATH}`,
+    HOME: process.env.HOME ?? '/root',
+    RC_CONTROLLER: stack.controllerUrl,
+    RC_TOKEN: stack.clientToken,
+    RC_SUBMITTER: 'agent',
+    LAST_JOB: ids.find((j) => j.submitter === 'agent')!.id,
+    OTHERS_JOB: ids.find((j) => j.submitter === 'alice')!.id,
   });
 });
 after(async () => {
@@ -92,30 +104,53 @@ async function setup(name: string): Promise<void> {
   assert.equal(name, 'alice-holds-gpu1', `unknown setup ${name}`);
   if ((await stack.devices()).find((d) => d.name === 'gpubox:gpu1')?.holder) return;
   let out = '';
-  void stack.cli(['hold', '-d', 'gpubox:gpu1', '--ttl', '5m'], { env: { RC_SUBMITTER: 'alice' }, timeoutMs: 300_000, onSpawn: (c) => { aliceHolds.push(c); c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }); } });
+  void stack.cli(['hold', '-d', 'gpubox:gpu1', '--ttl', '5m'], {
+    env: { RC_SUBMITTER: 'alice' },
+    timeoutMs: 300_000,
+    onSpawn: (c) => {
+      aliceHolds.push(c);
+      c.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+      });
+    },
+  });
   await stack.waitFor(() => out.includes('\n'), 'alice to hold gpubox:gpu1');
 }
 
 function runBlock(b: Block): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const code = b.code
-    .replaceAll('http://rc.internal.example:8080', stack.controllerUrl)
-    .replaceAll('rc_c_your-client-token', stack.clientToken);
+  const code = b.code.replaceAll('http://rc.internal.example:8080', stack.controllerUrl).replaceAll('rc_c_your-client-token', stack.clientToken);
   const child = spawn('bash', ['-e', '-c', code], { cwd: work, env: env as unknown as NodeJS.ProcessEnv, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
+  child.stdout!.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
   if (b.ttyInput !== null) {
     // Typed a line at a time, as a person would, once the shell is up.
     setTimeout(() => child.stdin!.end(b.ttyInput), 1500);
   } else child.stdin!.end();
-  const timer = setTimeout(() => { try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ } }, 60_000);
-  return new Promise((resolve) => child.on('close', (code) => {
-    clearTimeout(timer);
-    // Whatever the block left in the background goes with it.
-    try { process.kill(-child.pid!, 'SIGTERM'); } catch { /* gone */ }
-    resolve({ code, stdout, stderr });
-  }));
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }, 60_000);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      // Whatever the block left in the background goes with it.
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+      resolve({ code, stdout, stderr });
+    }),
+  );
 }
 
 test('docs/agents.md: every command example runs as the page says', async () => {

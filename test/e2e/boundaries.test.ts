@@ -9,30 +9,51 @@ import { io } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
 
 let stack: Stack;
-before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] }); });
+before(async () => {
+  stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] });
+});
 after(async () => stack.stop());
 
 /** A raw request: the path goes on the wire exactly as given (fetch would normalise it). */
-function raw(method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function raw(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const url = new URL(stack.controllerUrl);
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, method, path, headers: { ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }), ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => { text += c.toString(); });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        headers: { ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }), ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
-
 
 /** Opens a socket and tells how its handshake ended: 'connected', the server's refusal, or 'no answer'. */
 function handshake(ns: string, extraHeaders: Record<string, string>): Promise<string> {
   const socket = io(stack.controllerUrl + ns, { transports: ['websocket'], reconnection: false, forceNew: true, timeout: 4000, extraHeaders });
   return new Promise<string>((resolve) => {
     const timer = setTimeout(() => resolve('no answer'), 5000);
-    const done = (what: string) => { clearTimeout(timer); socket.close(); resolve(what); };
+    const done = (what: string) => {
+      clearTimeout(timer);
+      socket.close();
+      resolve(what);
+    };
     socket.on('connect', () => done('connected'));
     socket.on('connect_error', (e) => done(e.message));
   });
@@ -41,7 +62,11 @@ function handshake(ns: string, extraHeaders: Record<string, string>): Promise<st
 const alive = async () => (await stack.api('GET', '/api/whoami')).status === 200;
 
 function errorCode(body: string): string | null {
-  try { return (JSON.parse(body) as { error?: { code?: string } }).error?.code ?? null; } catch { return null; }
+  try {
+    return (JSON.parse(body) as { error?: { code?: string } }).error?.code ?? null;
+  } catch {
+    return null;
+  }
 }
 
 test('a malformed session cookie on a socket handshake does not take the controller down', { timeout: 30_000 }, async () => {
@@ -105,7 +130,7 @@ async function tokenNames(): Promise<string[]> {
   return (r.body as { tokens: { name: string }[] }).tokens.map((t) => t.name);
 }
 
-test('a request the session cookie authenticates changes nothing unless it comes from the dashboard\'s own origin', { timeout: 30_000 }, async () => {
+test("a request the session cookie authenticates changes nothing unless it comes from the dashboard's own origin", { timeout: 30_000 }, async () => {
   const body = JSON.stringify({ name: 'forged', kind: 'admin' });
   const attempts: [string, Record<string, string>, number][] = [
     // Another port of the same host is same-site: SameSite=Strict lets the cookie through.
@@ -126,17 +151,32 @@ test('a request the session cookie authenticates changes nothing unless it comes
   }
   assert.ok(!(await tokenNames()).includes('forged'), 'no token was created');
   // The dashboard itself: same origin, JSON.
-  const ok = await raw('POST', '/api/admin/tokens', { ...cookie(), origin: own(), 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' }, JSON.stringify({ name: 'from-dashboard', kind: 'client' }));
+  const ok = await raw(
+    'POST',
+    '/api/admin/tokens',
+    { ...cookie(), origin: own(), 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' },
+    JSON.stringify({ name: 'from-dashboard', kind: 'client' }),
+  );
   assert.equal(ok.status, 201, ok.body);
   // Reads are not changes: a GET with the cookie needs no Origin.
   assert.equal((await raw('GET', '/api/whoami', cookie())).status, 200);
 });
 
 test('bearer-token clients are unaffected by the origin and content-type rules', { timeout: 30_000 }, async () => {
-  const r = await raw('PUT', '/api/hosts/alpha/sheet', { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, JSON.stringify({ body: '# alpha' }));
+  const r = await raw(
+    'PUT',
+    '/api/hosts/alpha/sheet',
+    { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' },
+    JSON.stringify({ body: '# alpha' }),
+  );
   assert.equal(r.status, 200, r.body);
   // rc cp's upload is raw bytes, not JSON.
-  const up = await raw('PUT', '/api/devices/alpha:gpu0/files?path=/workspace/bearer.txt&submitter=tester', { authorization: `Bearer ${stack.clientToken}`, 'content-type': 'application/octet-stream' }, 'hello');
+  const up = await raw(
+    'PUT',
+    '/api/devices/alpha:gpu0/files?path=/workspace/bearer.txt&submitter=tester',
+    { authorization: `Bearer ${stack.clientToken}`, 'content-type': 'application/octet-stream' },
+    'hello',
+  );
   assert.equal(up.status, 200, up.body);
 });
 
@@ -145,12 +185,22 @@ test('the cookie is Secure when the controller is reached over HTTPS (through a 
   assert.equal(plain.status, 200, plain.body);
   assert.doesNotMatch(String(plain.headers['set-cookie']), /Secure/);
   const host = new URL(stack.controllerUrl).host;
-  const proxied = await raw('POST', '/api/session', { 'content-type': 'application/json', origin: `https://${host}`, 'x-forwarded-proto': 'https' }, JSON.stringify({ token: stack.clientToken }));
+  const proxied = await raw(
+    'POST',
+    '/api/session',
+    { 'content-type': 'application/json', origin: `https://${host}`, 'x-forwarded-proto': 'https' },
+    JSON.stringify({ token: stack.clientToken }),
+  );
   assert.equal(proxied.status, 200, proxied.body);
   assert.match(String(proxied.headers['set-cookie']), /; Secure/);
   assert.match(String(proxied.headers['set-cookie']), /HttpOnly/);
   // Signing in from another origin is refused (login CSRF).
-  const other = await raw('POST', '/api/session', { 'content-type': 'application/x-www-form-urlencoded', origin: evil() }, `token=${encodeURIComponent(stack.clientToken)}`);
+  const other = await raw(
+    'POST',
+    '/api/session',
+    { 'content-type': 'application/x-www-form-urlencoded', origin: evil() },
+    `token=${encodeURIComponent(stack.clientToken)}`,
+  );
   assert.equal(other.status, 403, other.body);
 });
 
@@ -164,9 +214,12 @@ test('responses forbid framing and carry a Content-Security-Policy', { timeout: 
   }
 });
 
-test('a socket the session cookie authenticates opens only from the dashboard\'s own origin', { timeout: 30_000 }, async () => {
+test("a socket the session cookie authenticates opens only from the dashboard's own origin", { timeout: 30_000 }, async () => {
   for (const ns of ['/', '/tty']) {
-    for (const [origin, want] of [[evil(), /forbidden/], [own(), /connected/]] as const) {
+    for (const [origin, want] of [
+      [evil(), /forbidden/],
+      [own(), /connected/],
+    ] as const) {
       assert.match(await handshake(ns, { ...cookie(), origin }), want, `${ns} from ${origin}`);
     }
   }

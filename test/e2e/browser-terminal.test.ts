@@ -18,19 +18,33 @@ let stack: Stack;
 let context: BrowserContext;
 const userDataDir = mkdtempSync(join(tmpdir(), 'rc-chromium-'));
 
-before(async () => {
-  if (skip) return;
-  stack = await Stack.start({ dashboard: true, workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_TTY_GRACE_S: '5' } });
-  const { chromium } = await import('playwright-core');
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-}, { timeout: 660_000 });
+before(
+  async () => {
+    if (skip) return;
+    stack = await Stack.start({ dashboard: true, workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_TTY_GRACE_S: '5' } });
+    const { chromium } = await import('playwright-core');
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+  },
+  { timeout: 660_000 },
+);
 
 // A failed test's pages are closed, so its terminal ends after the grace period and frees its device.
-afterEach(async () => { for (const p of context?.pages() ?? []) await p.close(); });
+afterEach(async () => {
+  for (const p of context?.pages() ?? []) await p.close();
+});
 
 after(async () => {
   await context?.close();
@@ -40,7 +54,11 @@ after(async () => {
 
 /** The terminal's visible lines, as xterm's DOM renderer shows them. */
 function lines(page: Page): Promise<string[]> {
-  return page.evaluate(() => (document.querySelector('.xterm-rows') as HTMLElement | null)?.innerText.split('\n').map((l) => l.replace(/\u00a0/g, ' ').trimEnd()) ?? []);
+  return page.evaluate(
+    // innerText, not textContent: each row is a div, and only innerText puts a line break between them.
+    // biome-ignore lint/performance/useDomNodeTextContent: the rows' line breaks are the point.
+    () => (document.querySelector('.xterm-rows') as HTMLElement | null)?.innerText.split('\n').map((l) => l.replace(/\u00a0/g, ' ').trimEnd()) ?? [],
+  );
 }
 
 async function untilLine(page: Page, test: (line: string) => boolean, what: string, ms = 20_000): Promise<void> {
@@ -54,9 +72,9 @@ async function untilLine(page: Page, test: (line: string) => boolean, what: stri
 }
 
 async function signIn(page: Page): Promise<void> {
-  await page.goto(stack.controllerUrl + '/login');
+  await page.goto(`${stack.controllerUrl}/login`);
   await page.fill('input[name=token]', stack.clientToken);
-  await Promise.all([page.waitForURL(stack.controllerUrl + '/'), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForURL(`${stack.controllerUrl}/`), page.click('button[type=submit]')]);
 }
 
 async function type(page: Page, text: string): Promise<void> {
@@ -65,7 +83,10 @@ async function type(page: Page, text: string): Promise<void> {
   await page.keyboard.press('Enter');
 }
 
-const started = (page: Page) => page.waitForFunction(() => /^job j[0-9a-v]{10} on /.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, { timeout: 20_000 });
+const started = (page: Page) =>
+  page.waitForFunction(() => /^job j[0-9a-v]{10} on /.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, {
+    timeout: 20_000,
+  });
 
 test('sign in, open a terminal on a device, type; a reload finds the same session with its screen', { skip, timeout: 120_000 }, async () => {
   const page = await context.newPage();
@@ -114,13 +135,15 @@ test('sign in, open a terminal on a device, type; a reload finds the same sessio
   assert.ok(colsN! < colsW! && rowsN! < rowsW!, `the terminal shrank with the window: ${wide} → ${narrow}`);
 
   await type(page, 'exit 0');
-  await page.waitForFunction(() => /ended: succeeded/.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, { timeout: 15_000 });
+  await page.waitForFunction(() => /ended: succeeded/.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, {
+    timeout: 15_000,
+  });
   await page.close();
 });
 
-test('20M of output: it finishes, the page stays responsive, the controller\'s memory stays bounded', { skip, timeout: 300_000 }, async () => {
+test("20M of output: it finishes, the page stays responsive, the controller's memory stays bounded", { skip, timeout: 300_000 }, async () => {
   const page = await context.newPage();
-  await page.goto(stack.controllerUrl + '/');
+  await page.goto(`${stack.controllerUrl}/`);
   await page.fill('input[name=select]', 'kind=cpu-slot');
   await page.click('form[action="/terminal"] button[type=submit]');
   await started(page);
@@ -148,7 +171,9 @@ test('20M of output: it finishes, the page stays responsive, the controller\'s m
     await sampler;
   }
   const seconds = (Date.now() - t0) / 1000;
-  console.log(`# 20M through the browser terminal: ${seconds.toFixed(1)} s; controller RSS ${baseline.toFixed(0)} MiB before, at most ${maxRss.toFixed(0)} MiB during; slowest page round trip ${maxLagMs} ms`);
+  console.log(
+    `# 20M through the browser terminal: ${seconds.toFixed(1)} s; controller RSS ${baseline.toFixed(0)} MiB before, at most ${maxRss.toFixed(0)} MiB during; slowest page round trip ${maxLagMs} ms`,
+  );
   assert.ok(maxLagMs < 3000, `the page answered within 3 s throughout (slowest: ${maxLagMs} ms)`);
   assert.ok(maxRss - baseline < 64, `the controller grew by ${(maxRss - baseline).toFixed(0)} MiB (bounded: the terminal is paused while the page is behind)`);
   await type(page, 'echo still-here');

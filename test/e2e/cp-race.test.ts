@@ -44,16 +44,24 @@ async function stopRacer(): Promise<void> {
   const child = racer;
   racer = null;
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGKILL'); });
+  await new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
 }
 
 /** Runs fn(0..n-1), `lanes` at a time. */
 async function inLanes<T>(n: number, lanes: number, fn: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = new Array(n);
   let next = 0;
-  await Promise.all(Array.from({ length: lanes }, async () => {
-    while (next < n) { const i = next++; out[i] = await fn(i); }
-  }));
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await fn(i);
+      }
+    }),
+  );
   return out;
 }
 
@@ -76,8 +84,14 @@ test('rc cp cannot be raced out of the workspace by a job that swaps a folder fo
   // The racer stopped anywhere in its loop: the real folder is `swap` or `swap.dir`, and `swap` may be the link.
   const insideDir = join(ws, existsSync(join(ws, 'swap')) && lstatSync(join(ws, 'swap')).isDirectory() ? 'swap' : 'swap.dir');
   const landed = ups.filter((r) => r.status === 200).length;
-  const counts = (rs: { status: number }[]) => JSON.stringify(rs.reduce<Record<number, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {}));
-  t.diagnostic(`cp race: ${outsideReads} of ${N} downloads read the file outside, ${strays.length} of ${N} uploads wrote outside (${strays.slice(0, 5).join(' ')}); downloads ${counts(downs)}, uploads ${counts(ups)}; ${seconds.toFixed(1)}s`);
+  const counts = (rs: { status: number }[]) => {
+    const by: Record<number, number> = {};
+    for (const r of rs) by[r.status] = (by[r.status] ?? 0) + 1;
+    return JSON.stringify(by);
+  };
+  t.diagnostic(
+    `cp race: ${outsideReads} of ${N} downloads read the file outside, ${strays.length} of ${N} uploads wrote outside (${strays.slice(0, 5).join(' ')}); downloads ${counts(downs)}, uploads ${counts(ups)}; ${seconds.toFixed(1)}s`,
+  );
 
   assert.equal(outsideReads, 0, `${outsideReads} of ${N} downloads read the file outside the workspace`);
   assert.deepEqual(strays, [], `${strays.length} of ${N} uploads wrote outside the workspace`);
@@ -88,9 +102,14 @@ test('rc cp cannot be raced out of the workspace by a job that swaps a folder fo
     assert.ok([400, 404].includes(r.status), JSON.stringify(r));
     assert.match(JSON.stringify(r.body), /link|does not exist/);
   }
-  assert.ok(downs.some((r) => r.status === 200), 'some downloads found the folder in place');
+  assert.ok(
+    downs.some((r) => r.status === 200),
+    'some downloads found the folder in place',
+  );
   for (const r of downs) if (r.status === 200) assert.equal(r.body, INSIDE);
-  ups.forEach((r, i) => { if (r.status === 200) assert.equal(readFileSync(join(insideDir, `up-${i}.txt`), 'utf8'), `upload ${i}\n`); });
+  ups.forEach((r, i) => {
+    if (r.status === 200) assert.equal(readFileSync(join(insideDir, `up-${i}.txt`), 'utf8'), `upload ${i}\n`);
+  });
   assert.equal(readdirSync(insideDir).filter((f) => f.startsWith('up-')).length, landed, 'every upload that succeeded landed inside, and no other');
 
   const released = await stack.api('POST', `/api/holds/${holdId}/release`, { submitter: SUBMITTER });

@@ -37,7 +37,10 @@ test('a file goes up and comes back byte for byte, in pieces, under a short leas
   assert.equal(cps.length, 3);
   assert.ok(cps.every((j) => j.state === 'succeeded'));
   assert.deepEqual(cps.at(-1)!.argv, ['cp', 'up', '/workspace/model.bin']);
-  assert.ok((await stack.devices()).every((d) => d.state === 'free'), 'the short leases are released');
+  assert.ok(
+    (await stack.devices()).every((d) => d.state === 'free'),
+    'the short leases are released',
+  );
   assert.deepEqual(leftovers(ws), []);
   assert.deepEqual(leftovers(local), []);
 });
@@ -48,7 +51,11 @@ test('a file over the cap is refused with a pointer to shared storage, and nothi
   assert.equal(r.code, 211);
   assert.match(r.stderr, /payload_too_large: .* at most 16 MiB .*shared storage/);
   assert.equal(existsSync(join(ws, 'big.bin')), false);
-  const api = await stack.api('PUT', '/api/devices/alpha:gpu0/files?path=/workspace/big.bin&submitter=x', Buffer.alloc(16 * 1024 * 1024 + 1).toString('latin1'));
+  const api = await stack.api(
+    'PUT',
+    '/api/devices/alpha:gpu0/files?path=/workspace/big.bin&submitter=x',
+    Buffer.alloc(16 * 1024 * 1024 + 1).toString('latin1'),
+  );
   assert.equal(api.status, 413);
   writeFileSync(join(ws, 'huge.bin'), Buffer.alloc(16 * 1024 * 1024 + 1));
   const down = await stack.cli(['cp', 'alpha:gpu0:/workspace/huge.bin', join(local, 'huge.bin')]);
@@ -87,15 +94,29 @@ test('paths cannot leave the workspace, by .. or by a link; no link is followed,
 test('a device someone else holds is refused by name; your own hold is used', async () => {
   writeFileSync(join(local, 'a.txt'), 'hello');
   let aliceOut = '';
-  const alice = stack.cli(['hold', '-d', 'alpha:gpu0', '--ttl', '1m'], { env: { RC_SUBMITTER: 'alice' }, onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { aliceOut += b.toString(); }) });
+  const alice = stack.cli(['hold', '-d', 'alpha:gpu0', '--ttl', '1m'], {
+    env: { RC_SUBMITTER: 'alice' },
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        aliceOut += b.toString();
+      }),
+  });
   await stack.waitFor(() => aliceOut.includes('\n'), 'alice to hold gpu0');
   const aliceHold = /^hold (j\w+)/.exec(aliceOut)![1]!;
   const refused = await stack.cli(['cp', join(local, 'a.txt'), 'alpha:gpu0:/workspace/']);
   assert.equal(refused.code, 202);
-  assert.match(refused.stderr, new RegExp(`alpha:gpu0 is held by alice \\(hold ${aliceHold}\\); rc cp only copies to or from a device that is free or that you hold`));
+  assert.match(
+    refused.stderr,
+    new RegExp(`alpha:gpu0 is held by alice \\(hold ${aliceHold}\\); rc cp only copies to or from a device that is free or that you hold`),
+  );
 
   let mine = '';
-  const myHold = stack.cli(['hold', '-d', 'alpha:gpu1', '--ttl', '1m'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { mine += b.toString(); }) });
+  const myHold = stack.cli(['hold', '-d', 'alpha:gpu1', '--ttl', '1m'], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        mine += b.toString();
+      }),
+  });
   await stack.waitFor(() => mine.includes('\n'), 'my hold on gpu1');
   const before = ((await stack.api('GET', '/api/jobs?limit=50')).body as { jobs: unknown[] }).jobs.length;
   const ok = await stack.cli(['cp', join(local, 'a.txt'), 'alpha:gpu1:/workspace/held.txt']);

@@ -23,13 +23,14 @@ let evilUrl = '';
 const userDataDir = mkdtempSync(join(tmpdir(), 'rc-chromium-csrf-'));
 const marker = join(mkdtempSync(join(tmpdir(), 'rc-csrf-')), 'ran');
 
-before(async () => {
-  if (skip) return;
-  stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] });
-  const ctl = stack.controllerUrl;
-  // JSON in a text/plain form: the field name carries the object, the value closes it (the body reads …"submitter":"csrf="}).
-  const smuggled = JSON.stringify({ argv: ['sh', '-c', `touch ${marker}`], submitter: 'csrf' }).slice(0, -2);
-  const page = `<!doctype html><title>cat pictures</title>
+before(
+  async () => {
+    if (skip) return;
+    stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] });
+    const ctl = stack.controllerUrl;
+    // JSON in a text/plain form: the field name carries the object, the value closes it (the body reads …"submitter":"csrf="}).
+    const smuggled = JSON.stringify({ argv: ['sh', '-c', `touch ${marker}`], submitter: 'csrf' }).slice(0, -2);
+    const page = `<!doctype html><title>cat pictures</title>
 <form id="f" method="POST" action="${ctl}/api/jobs" enctype="text/plain"><input type="hidden" name='${smuggled}' value='"}'></form>
 <script>
 fetch(${JSON.stringify(ctl)} + '/api/admin/tokens', { method: 'POST', credentials: 'include', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ name: 'csrf-admin', kind: 'admin' }) })
@@ -37,18 +38,32 @@ fetch(${JSON.stringify(ctl)} + '/api/admin/tokens', { method: 'POST', credential
   .then(() => fetch(${JSON.stringify(ctl)} + '/api/jobs', { method: 'POST', credentials: 'include', mode: 'no-cors', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ argv: ['sh', '-c', 'touch ${marker}'], submitter: 'csrf' }) }).catch(() => null))
   .then(() => { document.title = 'sent'; document.getElementById('f').submit(); });
 </script>`;
-  evil = createServer((_, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(page); });
-  await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
-  evilUrl = `http://127.0.0.1:${(evil.address() as { port: number }).port}/`;
-  const { chromium } = await import('playwright-core');
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  // Signed in as an operator, as the dashboard's sign-in leaves it.
-  await context.addCookies([{ name: 'rc_session', value: encodeURIComponent(stack.adminToken), url: ctl, httpOnly: true, sameSite: 'Strict' }]);
-}, { timeout: 120_000 });
+    evil = createServer((_, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(page);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    evilUrl = `http://127.0.0.1:${(evil.address() as { port: number }).port}/`;
+    const { chromium } = await import('playwright-core');
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    // Signed in as an operator, as the dashboard's sign-in leaves it.
+    await context.addCookies([{ name: 'rc_session', value: encodeURIComponent(stack.adminToken), url: ctl, httpOnly: true, sameSite: 'Strict' }]);
+  },
+  { timeout: 120_000 },
+);
 
 after(async () => {
   await context?.close();
@@ -57,12 +72,14 @@ after(async () => {
   rmSync(userDataDir, { recursive: true, force: true });
 });
 
-test('a page on another port of the same host cannot run a command or create a token with the operator\'s cookie', { skip, timeout: 60_000 }, async () => {
+test("a page on another port of the same host cannot run a command or create a token with the operator's cookie", { skip, timeout: 60_000 }, async () => {
   const page = await context.newPage();
   // The cookie really reaches the controller from this browser: a same-origin read works.
-  await page.goto(stack.controllerUrl + '/api/whoami');
-  assert.match(await page.textContent('body') ?? '', /"kind":"admin"/);
-  const answer = page.waitForResponse((r) => r.url() === `${stack.controllerUrl}/api/jobs` && r.request().method() === 'POST' && r.request().resourceType() === 'document');
+  await page.goto(`${stack.controllerUrl}/api/whoami`);
+  assert.match((await page.textContent('body')) ?? '', /"kind":"admin"/);
+  const answer = page.waitForResponse(
+    (r) => r.url() === `${stack.controllerUrl}/api/jobs` && r.request().method() === 'POST' && r.request().resourceType() === 'document',
+  );
   await page.goto(evilUrl);
   const form = await answer;
   assert.equal(form.status(), 403, 'the smuggled form is refused');

@@ -20,22 +20,28 @@ const dir = mkdtempSync(join(tmpdir(), 'rc-db-faults-'));
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port: p } = s.address() as { port: number }; s.close(() => resolve(p)); });
+    s.listen(0, '127.0.0.1', () => {
+      const { port: p } = s.address() as { port: number };
+      s.close(() => resolve(p));
+    });
   });
 }
 
-before(async () => {
-  port = await freePort();
-  pg = await startEmbeddedPostgres(dir, port);
-  const admin = connect(pg.url, 1);
-  await admin.client.unsafe('create database rc');
-  await admin.close();
-  const url = pg.url.replace(/\/postgres$/, '/rc');
-  const db = connect(url, 2);
-  await runMigrations(db);
-  await db.close();
-  stack = await Stack.start({ databaseUrl: url, hostTimeoutS: HOST_TIMEOUT_S, workers: [{ name: 'alpha', devices: 1 }] });
-}, { timeout: 120_000 });
+before(
+  async () => {
+    port = await freePort();
+    pg = await startEmbeddedPostgres(dir, port);
+    const admin = connect(pg.url, 1);
+    await admin.client.unsafe('create database rc');
+    await admin.close();
+    const url = pg.url.replace(/\/postgres$/, '/rc');
+    const db = connect(url, 2);
+    await runMigrations(db);
+    await db.close();
+    stack = await Stack.start({ databaseUrl: url, hostTimeoutS: HOST_TIMEOUT_S, workers: [{ name: 'alpha', devices: 1 }] });
+  },
+  { timeout: 120_000 },
+);
 
 after(async () => {
   signalPostgres('SIGCONT');
@@ -53,15 +59,25 @@ function postgresPids(): number[] {
     try {
       const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
       if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster) pids.push(Number(e));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return pids;
 }
 
 function signalPostgres(sig: NodeJS.Signals): void {
   try {
-    for (const pid of postgresPids()) { try { process.kill(pid, sig); } catch { /* gone */ } }
-  } catch { /* not started */ }
+    for (const pid of postgresPids()) {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        /* gone */
+      }
+    }
+  } catch {
+    /* not started */
+  }
 }
 
 const run = (script: string) => stack.runJob(['-d', 'alpha:gpu0'], script, { timeoutMs: 120_000 });

@@ -20,7 +20,10 @@ before(async () => {
   stack = await Stack.start({ workers: [], controllerEnv: { RC_TTY_GRACE_S: '2' } });
   await stack.startWorker(host, 1, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: image });
 });
-afterEach(() => { for (const p of open) p.kill('SIGKILL'); open.clear(); });
+afterEach(() => {
+  for (const p of open) p.kill('SIGKILL');
+  open.clear();
+});
 after(async () => {
   await stack.stop();
   const ids = docker('ps', '-aq', '--filter', `label=rc.host=${host}`).stdout.split('\n').filter(Boolean);
@@ -29,15 +32,25 @@ after(async () => {
 
 function rcTty(args: string[]) {
   const p = pty.spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
-    name: 'xterm-256color', cols: 80, rows: 24, cwd: ROOT,
+    name: 'xterm-256color',
+    cols: 80,
+    rows: 24,
+    cwd: ROOT,
     env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
   // rc may exit right after its last output: read to the end as the worker reads its jobs' terminals.
   guardPtyEnd(p);
   open.add(p);
   let out = '';
-  p.onData((d) => { out += d; });
-  const exit = new Promise<number>((resolve) => p.onExit(({ exitCode }) => { open.delete(p); resolve(exitCode); }));
+  p.onData((d) => {
+    out += d;
+  });
+  const exit = new Promise<number>((resolve) =>
+    p.onExit(({ exitCode }) => {
+      open.delete(p);
+      resolve(exitCode);
+    }),
+  );
   const until = async (re: RegExp, ms = 20_000) => {
     const end = Date.now() + ms;
     while (!re.test(out)) {

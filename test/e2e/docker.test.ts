@@ -47,7 +47,15 @@ test('the runtime and the image are host labels', async () => {
 });
 
 test('an install stays for the next job in the same container; the shared workspace persists', async () => {
-  const a = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', 'mkdir -p /opt/tools && printf "#!/bin/sh\\necho tool ok\\n" > /opt/tools/mytool && chmod +x /opt/tools/mytool && echo dep > /workspace/dep.txt']);
+  const a = await stack.cli([
+    'run',
+    '-d',
+    `${host}:gpu0`,
+    '--',
+    'sh',
+    '-c',
+    'mkdir -p /opt/tools && printf "#!/bin/sh\\necho tool ok\\n" > /opt/tools/mytool && chmod +x /opt/tools/mytool && echo dep > /workspace/dep.txt',
+  ]);
   assert.equal(a.code, 0, a.stderr);
   const b = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', '/opt/tools/mytool; cat /workspace/dep.txt']);
   assert.equal(b.stdout, 'tool ok\ndep\n');
@@ -55,7 +63,12 @@ test('an install stays for the next job in the same container; the shared worksp
 
 test('rc kill ends the whole process tree inside the container, grandchildren included', async () => {
   let out = '';
-  const job = stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', 'sh -c "sleep 4721" & sleep 4722 & echo started; wait'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }) });
+  const job = stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', 'sh -c "sleep 4721" & sleep 4722 & echo started; wait'], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+      }),
+  });
   await stack.waitFor(() => out.includes('started'), 'the job to start');
   const inside = () => docker('exec', `rc-${host}-gpu0`, 'ps').stdout;
   assert.match(inside(), /sleep 4721/);
@@ -88,9 +101,18 @@ test('after a restart the worker adopts its containers instead of making new one
 test('a worker killed with SIGKILL leaves its jobs running in their containers; the next one kills them, and removes its one-off containers, before it says hello', async () => {
   const inside = () => docker('exec', `rc-${host}-gpu0`, 'ps').stdout;
   const oneOffs = () => docker('ps', '-aq', '--filter', `label=rc.host=${host}`, '--filter', 'label=rc.job').stdout.trim();
-  for (const args of [['-d', `${host}:gpu0`], ['--gpus', '2']]) {
+  for (const args of [
+    ['-d', `${host}:gpu0`],
+    ['--gpus', '2'],
+  ]) {
     let out = '';
-    const job = stack.cli(['run', ...args, '--', 'sh', '-c', 'setsid sleep 4731 & sleep 4732 & echo started; wait'], { timeoutMs: 60_000, onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }) });
+    const job = stack.cli(['run', ...args, '--', 'sh', '-c', 'setsid sleep 4731 & sleep 4732 & echo started; wait'], {
+      timeoutMs: 60_000,
+      onSpawn: (c) =>
+        c.stdout!.on('data', (b: Buffer) => {
+          out += b.toString();
+        }),
+    });
     await stack.waitFor(() => out.includes('started'), 'the job to start');
     await stack.stopWorker(host, 'SIGKILL');
     await new Promise((r) => setTimeout(r, 300));
@@ -99,7 +121,9 @@ test('a worker killed with SIGKILL leaves its jobs running in their containers; 
     else assert.match(inside(), /sleep 4731/, 'the orphans run on in the container');
     let log = '';
     const starting = stack.startWorker(host, 2, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: image });
-    stack.workers.get(host)!.stdout!.on('data', (d: Buffer) => { log += d.toString(); });
+    stack.workers.get(host)!.stdout!.on('data', (d: Buffer) => {
+      log += d.toString();
+    });
     await starting;
     await stack.waitFor(() => /connected to /.test(log), 'the restarted worker to say hello', 30_000);
     if (oneOff) assert.equal(oneOffs(), '', log);
@@ -111,8 +135,13 @@ test('a worker killed with SIGKILL leaves its jobs running in their containers; 
 
 test('a container that cannot be created quarantines its device, with docker’s error as evidence', async () => {
   await stack.startWorker(`${host}bad`, 1, { RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:no-such-image' });
-  await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === `${host}bad:gpu0`)?.state === 'unhealthy', 'the device to be quarantined', 30_000);
-  const d = ((await stack.api('GET', `/api/devices/${host}bad:gpu0`)).body as { device: { unhealthy: { reason: string; evidence: { container: string } } } }).device;
+  await stack.waitFor(
+    async () => (await stack.devices()).find((d) => d.name === `${host}bad:gpu0`)?.state === 'unhealthy',
+    'the device to be quarantined',
+    30_000,
+  );
+  const d = ((await stack.api('GET', `/api/devices/${host}bad:gpu0`)).body as { device: { unhealthy: { reason: string; evidence: { container: string } } } })
+    .device;
   assert.match(d.unhealthy.reason, /cannot create the container rc-\w+-gpu0 from the image rc-test:no-such-image/);
   assert.equal(d.unhealthy.evidence.container, `rc-${host}bad-gpu0`);
   const r = await stack.cli(['run', '-d', `${host}bad:gpu0`, '--', 'true']);

@@ -22,27 +22,48 @@ after(async () => stack.stop());
 
 function doctor(env: Record<string, string>): Promise<{ code: number | null; rows: Record<string, [string, string]>; out: string }> {
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'worker.js'), 'doctor'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, RC_CONTROLLER: stack.controllerUrl, RC_HOST_TOKEN: credential, RC_HOST_NAME: 'docbox', RC_WORKSPACE: join(stack.dataDir, 'ws-doc'), ...env } as unknown as NodeJS.ProcessEnv,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      RC_CONTROLLER: stack.controllerUrl,
+      RC_HOST_TOKEN: credential,
+      RC_HOST_NAME: 'docbox',
+      RC_WORKSPACE: join(stack.dataDir, 'ws-doc'),
+      ...env,
+    } as unknown as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => {
-    const rows: Record<string, [string, string]> = {};
-    for (const line of out.split('\n')) {
-      const m = /^(\S+)\s+(ok|n\/a|fail)\s+(.*)$/.exec(line);
-      if (m) rows[m[1]!] = [m[2]!, m[3]!];
-    }
-    resolve({ code, rows, out });
-  }));
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      const rows: Record<string, [string, string]> = {};
+      for (const line of out.split('\n')) {
+        const m = /^(\S+)\s+(ok|n\/a|fail)\s+(.*)$/.exec(line);
+        if (m) rows[m[1]!] = [m[2]!, m[3]!];
+      }
+      resolve({ code, rows, out });
+    }),
+  );
 }
 
 test('a CPU host with the host runtime: gpu n/a, docker n/a, controller and credential ok, exit 0', async () => {
   const r = await doctor({});
   assert.equal(r.code, 0, r.out);
-  assert.deepEqual(Object.fromEntries(Object.entries(r.rows).map(([k, v]) => [k, v[0]])),
-    { config: 'ok', docker: 'n/a', image: 'n/a', gpu: 'n/a', controller: 'ok', credential: 'ok', workspace: 'ok' });
+  assert.deepEqual(Object.fromEntries(Object.entries(r.rows).map(([k, v]) => [k, v[0]])), {
+    config: 'ok',
+    docker: 'n/a',
+    image: 'n/a',
+    gpu: 'n/a',
+    controller: 'ok',
+    credential: 'ok',
+    workspace: 'ok',
+  });
   assert.match(r.rows.credential![1], /credential of host docbox/);
   assert.match(r.out, /all checks passed/);
 });
@@ -98,6 +119,9 @@ test('a bad setting is a failed row, not a crash', async () => {
 function closedPort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
   });
 }

@@ -5,14 +5,28 @@ import { after, before, test } from 'node:test';
 import { Stack, type CliResult } from '../helpers/stack';
 
 let stack: Stack;
-before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] }); });
+before(async () => {
+  stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] });
+});
 after(async () => stack.stop());
 
 /** Starts rc hold and resolves once it printed its first stdout line (the hold), with the finished result to await. */
-async function startHold(args: string[], env: Record<string, string> = {}): Promise<{ id: string; line: string; child: ChildProcess; done: Promise<CliResult> }> {
+async function startHold(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ id: string; line: string; child: ChildProcess; done: Promise<CliResult> }> {
   let child: ChildProcess | null = null;
   let out = '';
-  const done = stack.cli(['hold', ...args], { env, timeoutMs: 60_000, onSpawn: (c) => { child = c; c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }); } });
+  const done = stack.cli(['hold', ...args], {
+    env,
+    timeoutMs: 60_000,
+    onSpawn: (c) => {
+      child = c;
+      c.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+      });
+    },
+  });
   await stack.waitFor(() => out.includes('\n'), 'rc hold to print its hold');
   const line = out.split('\n')[0]!;
   const m = /^hold (j\w+) on (\S+) until (\S+) \((\S+)\)$/.exec(line);

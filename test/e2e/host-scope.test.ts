@@ -15,17 +15,28 @@ before(async () => {
   stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] });
   const reg = await stack.api('POST', '/api/admin/hosts', { name: 'mallory' }, stack.adminToken);
   const credential = (reg.body as { credential: string }).credential;
-  mallory = io(stack.controllerUrl + '/worker', { auth: { token: credential }, transports: ['websocket'], reconnection: false });
-  await new Promise<void>((resolve, reject) => { mallory.on('connect', resolve); mallory.on('connect_error', reject); });
-  const hello = await mallory.timeout(5000).emitWithAck('hello', { version: 'evil', hostLabels: [], devices: [{ index: 0, labels: [] }], running: [] }) as { ok: boolean };
+  mallory = io(`${stack.controllerUrl}/worker`, { auth: { token: credential }, transports: ['websocket'], reconnection: false });
+  await new Promise<void>((resolve, reject) => {
+    mallory.on('connect', resolve);
+    mallory.on('connect_error', reject);
+  });
+  const hello = (await mallory.timeout(5000).emitWithAck('hello', { version: 'evil', hostLabels: [], devices: [{ index: 0, labels: [] }], running: [] })) as {
+    ok: boolean;
+  };
   assert.ok(hello.ok);
 });
-after(async () => { mallory?.close(); await stack.stop(); });
+after(async () => {
+  mallory?.close();
+  await stack.stop();
+});
 
-test('another host\'s worker cannot store output in, end, or claim a job on this host, whatever fence it tries', { timeout: 60_000 }, async () => {
+test("another host's worker cannot store output in, end, or claim a job on this host, whatever fence it tries", { timeout: 60_000 }, async () => {
   let id = '';
   const run = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 4; echo real-end'], {
-    onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { id ||= d.toString().split('\n')[0]!.trim(); }),
+    onSpawn: (c) =>
+      c.stdout!.on('data', (d: Buffer) => {
+        id ||= d.toString().split('\n')[0]!.trim();
+      }),
   });
   await stack.waitFor(() => id !== '', 'the job to start');
 
@@ -33,12 +44,22 @@ test('another host\'s worker cannot store output in, end, or claim a job on this
   for (let fence = 1; fence <= 3000; fence++) {
     mallory.emit('job:output', { jobId: id, fence, seq: 1000 + fence, stream: 1, data: Buffer.from(`forged ${fence}\n`) });
     mallory.emit('tty:output', { jobId: id, fence, data: Buffer.from('forged tty') });
-    exits.push(mallory.timeout(10_000).emitWithAck('job:exit', { jobId: id, fence, exitCode: 0, signal: null, lastSeq: 0 }).catch(() => null));
+    exits.push(
+      mallory
+        .timeout(10_000)
+        .emitWithAck('job:exit', { jobId: id, fence, exitCode: 0, signal: null, lastSeq: 0 })
+        .catch(() => null),
+    );
   }
   await Promise.all(exits);
   // A hello that says it runs the job (with any fence) must not make the controller resume or ack it for mallory.
-  const claim = await mallory.timeout(5000).emitWithAck('hello', { version: 'evil', hostLabels: [], devices: [{ index: 0, labels: [] }], running: Array.from({ length: 50 }, (_, i) => ({ jobId: id, fence: i + 1 })) }) as { ok: boolean; resume?: Record<string, number> };
-  assert.deepEqual(claim.resume ?? {}, {}, 'no resume point for a job that is not mallory\'s');
+  const claim = (await mallory.timeout(5000).emitWithAck('hello', {
+    version: 'evil',
+    hostLabels: [],
+    devices: [{ index: 0, labels: [] }],
+    running: Array.from({ length: 50 }, (_, i) => ({ jobId: id, fence: i + 1 })),
+  })) as { ok: boolean; resume?: Record<string, number> };
+  assert.deepEqual(claim.resume ?? {}, {}, "no resume point for a job that is not mallory's");
 
   assert.equal((await stack.job(id)).state, 'running', 'the job still runs');
   const done = await run;
@@ -50,7 +71,9 @@ test('another host\'s worker cannot store output in, end, or claim a job on this
   assert.deepEqual([job.state, job.exitCode], ['succeeded', 0]);
 
   const sql = postgres(stack.dbUrl, { max: 1 });
-  const rows = await sql<{ actor: string; action: string; detail: { host: string; refused: number } }[]>`select actor, action, detail from audit where action = 'worker.refused'`;
+  const rows = await sql<
+    { actor: string; action: string; detail: { host: string; refused: number } }[]
+  >`select actor, action, detail from audit where action = 'worker.refused'`;
   await sql.end();
   assert.ok(rows.length >= 1 && rows.length <= 5, `refusals are audited, rate-limited: ${rows.length} rows`);
   assert.ok(rows.every((r) => r.actor === 'host:mallory'));

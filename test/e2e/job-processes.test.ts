@@ -19,7 +19,8 @@ const HOST_TIMEOUT_S = 5;
 // Whether this host lets a worker make job cgroups (cgroup v2, writable): else alpha is on the fallback too, and its tests are skipped.
 const probeDir = mkdtempSync(join(tmpdir(), 'rc-cgroup-probe-'));
 const probe = CgroupFolder.open('probe', probeDir);
-const noCgroups = probe instanceof CgroupFolder ? (probe.removeEmpty(), false) : `no job cgroups on this host: ${probe.why}`;
+if (probe instanceof CgroupFolder) probe.removeEmpty();
+const noCgroups = probe instanceof CgroupFolder ? false : `no job cgroups on this host: ${probe.why}`;
 rmSync(probeDir, { recursive: true, force: true });
 const MODES = [
   { mode: 'cgroup', host: 'alpha', other: 'beta', env: {} as Record<string, string>, skip: noCgroups },
@@ -32,8 +33,21 @@ before(async () => {
 });
 after(async () => {
   // Nothing of this file may stay behind, whatever failed.
-  for (const m of markers) for (const pid of processesMatching(`sleep ${m}`)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-  for (const dir of freezers) { try { writeFileSync(`${dir}/freezer.state`, 'THAWED'); rmdirSync(dir); } catch { /* gone */ } }
+  for (const m of markers)
+    for (const pid of processesMatching(`sleep ${m}`))
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+  for (const dir of freezers) {
+    try {
+      writeFileSync(`${dir}/freezer.state`, 'THAWED');
+      rmdirSync(dir);
+    } catch {
+      /* gone */
+    }
+  }
   await stack.stop();
 });
 
@@ -41,7 +55,13 @@ after(async () => {
 afterEach(async () => {
   const running = ((await stack.api('GET', '/api/jobs?state=running')).body as { jobs: { id: string }[] }).jobs;
   for (const j of running) await stack.api('POST', `/api/jobs/${j.id}/kill`, {}, stack.adminToken);
-  for (const m of markers) for (const pid of processesMatching(`sleep ${m}`)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const m of markers)
+    for (const pid of processesMatching(`sleep ${m}`))
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
   for (const m of MODES) if (!stack.workers.has(m.host)) await stack.startWorker(m.host, 2, m.env);
 });
 
@@ -61,13 +81,21 @@ function escapees(mode: string): { script: string; sleeps: string[] } {
   // `setsid sleep &`: a session of its own, stdout still the job's pipe; `( … &)`: a double fork, reparented away from the job.
   let script = `setsid sleep ${a} & (setsid sleep ${b} >/dev/null 2>&1 &);`;
   const sleeps = [a, b];
-  if (mode === 'cgroup') { script += ` (env -i setsid sleep ${c} >/dev/null 2>&1 &);`; sleeps.push(c); }
+  if (mode === 'cgroup') {
+    script += ` (env -i setsid sleep ${c} >/dev/null 2>&1 &);`;
+    sleeps.push(c);
+  }
   return { script, sleeps };
 }
 
 const started = (args: string[], script: string) => stack.runJob(args, script);
 
-const hostFree = (host: string) => stack.waitFor(async () => (await stack.devices()).filter((d) => d.name.startsWith(`${host}:`)).every((d) => d.state === 'free'), `${host}'s devices to be free`, 20_000);
+const hostFree = (host: string) =>
+  stack.waitFor(
+    async () => (await stack.devices()).filter((d) => d.name.startsWith(`${host}:`)).every((d) => d.state === 'free'),
+    `${host}'s devices to be free`,
+    20_000,
+  );
 
 /** Starts the host's worker again on the same state; resolves once it is connected (its hello acknowledged), with its log so far. */
 async function restartWorker(host: string, env: Record<string, string>): Promise<{ log: () => string; startedAt: number }> {
@@ -75,13 +103,19 @@ async function restartWorker(host: string, env: Record<string, string>): Promise
   const startedAt = Date.now();
   const starting = stack.startWorker(host, 2, env);
   // startWorker spawns at once for a host it knows: its output is caught from the first line.
-  stack.workers.get(host)!.stdout!.on('data', (d: Buffer) => { log += d.toString(); });
+  stack.workers.get(host)!.stdout!.on('data', (d: Buffer) => {
+    log += d.toString();
+  });
   await starting;
   await stack.waitFor(() => /connected to /.test(log), `the restarted ${host} to say hello`, 30_000);
   return { log: () => log, startedAt };
 }
 
-interface Dev { name: string; state: string; unhealthy: { reason: string; evidence: Record<string, unknown> } | null }
+interface Dev {
+  name: string;
+  state: string;
+  unhealthy: { reason: string; evidence: Record<string, unknown> } | null;
+}
 const device = async (name: string): Promise<Dev> => ((await stack.api('GET', `/api/devices/${name}`)).body as { device: Dev }).device;
 
 for (const { mode, host, other, env, skip } of MODES) {
@@ -102,7 +136,7 @@ for (const { mode, host, other, env, skip } of MODES) {
     assert.match(r.stderr, new RegExp(`job ${aId} was killed`));
     // rc run exits on the job's end: by then nothing of it may be left.
     assert.deepEqual(alive([...mine.sleeps, last]), [], 'the killed job left processes behind');
-    assert.ok(allRunning([...theirs.sleeps, bLast]), 'the host\'s other job was touched');
+    assert.ok(allRunning([...theirs.sleeps, bLast]), "the host's other job was touched");
     assert.equal((await stack.cli(['kill', bId])).code, 0);
     await b.done;
     assert.deepEqual(alive([...theirs.sleeps, bLast]), []);
@@ -138,7 +172,7 @@ for (const { mode, host, other, env, skip } of MODES) {
     const last = marker();
     const t = started(['--tty', '-d', `${host}:gpu0`], `${killedTree.script} sleep ${last}`);
     const id = await t.id;
-    await stack.waitFor(() => allRunning([...killedTree.sleeps, last]), 'the terminal\'s sleeps to run');
+    await stack.waitFor(() => allRunning([...killedTree.sleeps, last]), "the terminal's sleeps to run");
     assert.equal((await stack.cli(['kill', id])).code, 0);
     await t.done;
     assert.deepEqual(alive([...killedTree.sleeps, last]), []);
@@ -149,7 +183,9 @@ for (const { mode, host, other, env, skip } of MODES) {
     assert.deepEqual(alive(exited.sleeps), []);
   });
 
-  test(`${mode}: a worker killed with SIGKILL leaves its jobs running; the next one kills them all before it says hello, and nothing of another host`, { skip }, async () => {
+  test(`${mode}: a worker killed with SIGKILL leaves its jobs running; the next one kills them all before it says hello, and nothing of another host`, {
+    skip,
+  }, async () => {
     await hostFree(host);
     await hostFree(other);
     const first = escapees(mode);
@@ -173,12 +209,14 @@ for (const { mode, host, other, env, skip } of MODES) {
     const { log, startedAt } = await restartWorker(host, env);
     // Killed before the hello: by the time the controller has it, nothing is left.
     assert.deepEqual(alive(mine), [], log());
-    assert.ok(allRunning([...theirs.sleeps, theirLast]), 'another host\'s job was touched');
+    assert.ok(allRunning([...theirs.sleeps, theirLast]), "another host's job was touched");
     const m = /killed (\d+) process\(es\) of (\d+) job\(s\) left by the previous run in (\d+) ms/.exec(log());
     assert.ok(m, log());
     assert.equal(Number(m[2]), 2, log());
     assert.ok(Number(m[1]) >= mine.length, log());
-    console.log(`# ${mode}: time for a restarted worker to clean up its orphans: ${m[3]} ms (${m[1]} processes of ${m[2]} jobs; worker start to hello ${Date.now() - startedAt} ms)`);
+    console.log(
+      `# ${mode}: time for a restarted worker to clean up its orphans: ${m[3]} ms (${m[1]} processes of ${m[2]} jobs; worker start to hello ${Date.now() - startedAt} ms)`,
+    );
     const lost = await a.done;
     assert.equal(lost.code, 205, lost.stderr);
     await b.done;
@@ -204,7 +242,11 @@ function freeze(pid: number): () => void {
   return () => {
     writeFileSync(`${dir}/freezer.state`, 'THAWED');
     for (let i = 0; i < 100 && readFileSync(`${dir}/cgroup.procs`, 'utf8').trim(); i++) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
-    try { rmdirSync(dir); } catch { /* still in use */ }
+    try {
+      rmdirSync(dir);
+    } catch {
+      /* still in use */
+    }
   };
 }
 
@@ -214,7 +256,9 @@ const clear = async (name: string) => {
 };
 
 for (const { mode, host, env, skip } of MODES) {
-  test(`${mode}: a process of a finished job that cannot be killed quarantines its device in the job's end report`, { skip: skip || (!hasFreezer && 'no cgroup v1 freezer on this host') }, async () => {
+  test(`${mode}: a process of a finished job that cannot be killed quarantines its device in the job's end report`, {
+    skip: skip || (!hasFreezer && 'no cgroup v1 freezer on this host'),
+  }, async () => {
     await hostFree(host);
     const stuck = marker();
     const r = started(['-d', `${host}:gpu1`], `setsid sleep ${stuck} & echo started; sleep 0.5`);
@@ -235,7 +279,9 @@ for (const { mode, host, env, skip } of MODES) {
     await clear(`${host}:gpu1`);
   });
 
-  test(`${mode}: a restarted worker that cannot kill an orphan says so in its hello, and the orphan's device is quarantined`, { skip: skip || (!hasFreezer && 'no cgroup v1 freezer on this host') }, async () => {
+  test(`${mode}: a restarted worker that cannot kill an orphan says so in its hello, and the orphan's device is quarantined`, {
+    skip: skip || (!hasFreezer && 'no cgroup v1 freezer on this host'),
+  }, async () => {
     await hostFree(host);
     const stuck = marker();
     const other = marker();

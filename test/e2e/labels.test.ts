@@ -16,7 +16,8 @@ before(async () => {
 });
 after(async () => stack.stop());
 
-const names = async (sel: string) => (JSON.parse((await stack.cli(['devices', '--select', sel, '--json'])).stdout) as { devices: { name: string }[] }).devices.map((d) => d.name);
+const names = async (sel: string) =>
+  (JSON.parse((await stack.cli(['devices', '--select', sel, '--json'])).stdout) as { devices: { name: string }[] }).devices.map((d) => d.name);
 
 test('nvidia-smi names become canonical models, and every spelling selects the same device', async () => {
   const all = await stack.cli(['devices']);
@@ -52,7 +53,12 @@ test('--explain says what matches, what is free, the queue, and why each other d
 
 test('--explain counts the queue in front of the matching devices', async () => {
   let id = '';
-  const holder = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', 'echo $RC_JOB_ID; sleep 1.5'], { onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { id ||= d.toString().trim(); }) });
+  const holder = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', 'echo $RC_JOB_ID; sleep 1.5'], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (d: Buffer) => {
+        id ||= d.toString().trim();
+      }),
+  });
   await stack.waitFor(() => id !== '', 'the holder to start');
   const waiter = stack.cli(['run', '--select', 'vram>=40G', '--', 'true']);
   await stack.waitFor(async () => /1 job\(s\) queued/.test((await stack.cli(['run', '--select', 'gpu_model=H100', '--explain'])).stdout), 'the queue to show');
@@ -67,7 +73,12 @@ test('refusals: nothing could ever match, a device that does not exist, a malfor
   assert.deepEqual([none.code, none.stderr], [201, 'rc: no_matching_device: no device matches the selector: vram>=200G\n']);
   const dev = await stack.cli(['run', '-d', 'gpubox:gpu7', '--', 'true']);
   assert.equal(dev.code, 201);
-  for (const [sel, col] of [['vram>=40Q', 1], ['a=1,,b=2', 5], ['a=1,', 4], ['my key=1', 1]] as const) {
+  for (const [sel, col] of [
+    ['vram>=40Q', 1],
+    ['a=1,,b=2', 5],
+    ['a=1,', 4],
+    ['my key=1', 1],
+  ] as const) {
     const r = await stack.cli(['run', '--select', sel, '--', 'true']);
     assert.equal(r.code, 212, sel);
     assert.match(r.stderr, new RegExp(`^rc: bad_selector: .*column ${col}`), `${sel}: ${r.stderr}`);
@@ -100,7 +111,10 @@ test('describe shows labels with source and age, the usage sheet with its age, a
   assert.match(r.stdout, /host-wide note, updated \d+s ago by admin:/);
   assert.match(r.stdout, /Scratch is \/scratch, wiped Sundays\./);
   assert.match(r.stdout, /RECENT JOBS\n.*\n {2}j[0-9a-v]{10} +failed +3 +tester/);
-  const json = JSON.parse((await stack.cli(['describe', 'gpubox:gpu1', '--json'])).stdout) as { note: { body: string }; device: { labelDetails: { key: string; source: string; probe: string; seenAt: string }[] } };
+  const json = JSON.parse((await stack.cli(['describe', 'gpubox:gpu1', '--json'])).stdout) as {
+    note: { body: string };
+    device: { labelDetails: { key: string; source: string; probe: string; seenAt: string }[] };
+  };
   assert.equal(json.note.body, 'fan is loud');
   const model = json.device.labelDetails.find((l) => l.key === 'gpu_model')!;
   assert.deepEqual([model.source, model.probe], ['detected', 'nvidia-smi']);
@@ -127,12 +141,18 @@ test('an operator can ask a worker to re-probe; an unknown host is a clear error
 test('declared labels, site probes and stale labels reach describe, and a re-probe refreshes them', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'rc-site-'));
   const probes = join(dir, 'probes');
-  const script = (name: string, body: string) => { writeFileSync(join(probes, name), `#!/bin/sh\n${body}\n`); chmodSync(join(probes, name), 0o755); };
+  const script = (name: string, body: string) => {
+    writeFileSync(join(probes, name), `#!/bin/sh\n${body}\n`);
+    chmodSync(join(probes, name), 0o755);
+  };
   mkdirSync(probes);
   writeFileSync(join(dir, 'counter'), '1');
   script('infiniband', `echo "ib=true"; echo "gpu0.slot=$(cat ${join(dir, 'counter')})"`);
   script('broken', 'echo fine=1; exit 3');
-  writeFileSync(join(dir, 'worker.json'), JSON.stringify({ labels: { rack: 'b12', cpus: '999' }, devices: { 0: { labels: { class: 'train' } } }, probesDir: probes }));
+  writeFileSync(
+    join(dir, 'worker.json'),
+    JSON.stringify({ labels: { rack: 'b12', cpus: '999' }, devices: { 0: { labels: { class: 'train' } } }, probesDir: probes }),
+  );
   await stack.startWorker('declbox', 1, { RC_WORKER_CONFIG: join(dir, 'worker.json') });
 
   assert.deepEqual(await names('rack=b12,class=train,ib=true'), ['declbox:gpu0']);
@@ -152,7 +172,11 @@ test('declared labels, site probes and stale labels reach describe, and a re-pro
   await stack.waitFor(async () => (await names('slot=2')).length === 1, 'the re-probed label');
   script('infiniband', 'echo "this is not a label"');
   await stack.api('POST', '/api/admin/hosts/declbox/probe', {}, stack.adminToken);
-  await stack.waitFor(async () => /ib +true +detected \(infiniband\) +\d+s +host-wide, STALE: line 1 is not key=value/.test((await stack.cli(['describe', 'declbox:gpu0'])).stdout), 'the garbage probe to mark its labels stale');
+  await stack.waitFor(
+    async () =>
+      /ib +true +detected \(infiniband\) +\d+s +host-wide, STALE: line 1 is not key=value/.test((await stack.cli(['describe', 'declbox:gpu0'])).stdout),
+    'the garbage probe to mark its labels stale',
+  );
   assert.deepEqual(await names('ib=true'), ['declbox:gpu0'], 'a stale label keeps its last value');
   await stack.stopWorker('declbox');
 });
@@ -169,7 +193,14 @@ test('bad input to describe, --explain, sheets, notes and probes: clear errors',
   assert.equal((await stack.api('PUT', '/api/devices/nohost:gpu0/note', { body: 'x' }, stack.adminToken)).status, 404);
   assert.equal((await stack.api('PUT', '/api/hosts/gpubox/sheet', { text: 'wrong field' }, stack.adminToken)).status, 400);
   assert.equal((await stack.api('GET', '/api/hosts/nohost/sheet')).status, 404);
-  for (const args of [['describe'], ['describe', 'a:gpu0', 'b:gpu1'], ['admin', 'probe'], ['admin', 'sheet', 'set', 'gpubox'], ['admin', 'note', 'set', 'gpubox:gpu0'], ['admin', 'sheet', 'set', 'gpubox', '/nonexistent/sheet.md']]) {
+  for (const args of [
+    ['describe'],
+    ['describe', 'a:gpu0', 'b:gpu1'],
+    ['admin', 'probe'],
+    ['admin', 'sheet', 'set', 'gpubox'],
+    ['admin', 'note', 'set', 'gpubox:gpu0'],
+    ['admin', 'sheet', 'set', 'gpubox', '/nonexistent/sheet.md'],
+  ]) {
     const r = await stack.cli(args, { env: { RC_TOKEN: stack.adminToken } });
     assert.equal(r.code, 2, args.join(' '));
     assert.match(r.stderr, /^rc: usage: /, args.join(' '));

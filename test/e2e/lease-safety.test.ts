@@ -13,7 +13,13 @@ before(async () => {
 });
 after(async () => {
   const w = stack.workers.get('alpha');
-  if (w?.pid) { try { process.kill(w.pid, 'SIGCONT'); } catch { /* gone */ } }
+  if (w?.pid) {
+    try {
+      process.kill(w.pid, 'SIGCONT');
+    } catch {
+      /* gone */
+    }
+  }
   await stack.stop();
 });
 
@@ -32,7 +38,7 @@ test('a job the controller ends past its limit keeps its device until its stuck 
   assert.equal((await stack.job(id)).state, 'killed');
   // The command may still run: nothing else may be given its device.
   await new Promise((r) => setTimeout(r, 1500));
-  assert.equal(processesMatching('sleep 341').length, 1, 'the first job\'s command still runs');
+  assert.equal(processesMatching('sleep 341').length, 1, "the first job's command still runs");
   const [device] = await stack.devices();
   assert.equal(device!.holder?.jobId, id, 'the ended job still holds the device');
   const queued = ((await stack.api('GET', '/api/jobs?state=queued')).body as { jobs: { id: string }[] }).jobs;
@@ -45,7 +51,9 @@ test('a job the controller ends past its limit keeps its device until its stuck 
   assert.equal(processesMatching('sleep 341').length, 0);
 });
 
-test('a host that stops answering: its job ends lost, and its device is not handed on until its worker is back and the job is gone', { timeout: 90_000 }, async () => {
+test('a host that stops answering: its job ends lost, and its device is not handed on until its worker is back and the job is gone', {
+  timeout: 90_000,
+}, async () => {
   await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be free', 20_000);
   const first = started([], 'sleep 342');
   const id = await first.id;
@@ -55,7 +63,7 @@ test('a host that stops answering: its job ends lost, and its device is not hand
   assert.equal((await stack.job(id)).state, 'lost');
   const [device] = await stack.devices();
   assert.deepEqual([device!.state, device!.holder?.jobId], ['offline', id], 'offline, and still held by the lost job');
-  assert.equal(processesMatching('sleep 342').length, 1, 'the lost job\'s command still runs, orphaned');
+  assert.equal(processesMatching('sleep 342').length, 1, "the lost job's command still runs, orphaned");
   // The worker comes back: it kills what its previous run left before it says hello, and its hello
   // (which does not list the job) frees the lease.
   await stack.startWorker('alpha', 1);
@@ -65,7 +73,9 @@ test('a host that stops answering: its job ends lost, and its device is not hand
   assert.equal(again.code, 0, again.stderr);
 });
 
-test('a worker stuck past the host timeout comes back over the same connection: its lost job is killed there, and only then is the device free', { timeout: 90_000 }, async () => {
+test('a worker stuck past the host timeout comes back over the same connection: its lost job is killed there, and only then is the device free', {
+  timeout: 90_000,
+}, async () => {
   await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be free', 20_000);
   const first = started([], 'sleep 343');
   const id = await first.id;
@@ -74,9 +84,9 @@ test('a worker stuck past the host timeout comes back over the same connection: 
   const done = await first.done;
   assert.equal(done.code, 205, done.stderr);
   assert.equal((await stack.job(id)).state, 'lost');
-  assert.equal(processesMatching('sleep 343').length, 1, 'the lost job\'s command still runs on the stuck host');
+  assert.equal(processesMatching('sleep 343').length, 1, "the lost job's command still runs on the stuck host");
   process.kill(worker.pid!, 'SIGCONT');
   // Its next heartbeat brings the host back; the controller stops the job it had ended, and its exit frees the device.
-  await stack.waitFor(() => processesMatching('sleep 343').length === 0, 'the lost job\'s command to be killed', 20_000);
+  await stack.waitFor(() => processesMatching('sleep 343').length === 0, "the lost job's command to be killed", 20_000);
   await stack.waitFor(async () => (await stack.devices())[0]!.state === 'free', 'the device to be free again', 20_000);
 });

@@ -7,7 +7,11 @@ import { processesMatching, Stack } from '../helpers/stack';
 let stack: Stack;
 const HOST_TIMEOUT_S = 5;
 before(async () => {
-  stack = await Stack.start({ hostTimeoutS: HOST_TIMEOUT_S, workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_OUTPUT_LIMIT_BYTES: '4096', RC_WATCHDOG_GRACE_S: '1' } });
+  stack = await Stack.start({
+    hostTimeoutS: HOST_TIMEOUT_S,
+    workers: [{ name: 'alpha', devices: 2 }],
+    controllerEnv: { RC_OUTPUT_LIMIT_BYTES: '4096', RC_WATCHDOG_GRACE_S: '1' },
+  });
 });
 after(async () => stack.stop());
 
@@ -72,7 +76,9 @@ test('rc ps shows running and queued jobs with positions; rc jobs filters; rc lo
   await Promise.all([a.done, b.done, queued]);
 
   await stack.cli(['run', '--', 'sh', '-c', 'exit 4'], { env: { RC_SUBMITTER: 'filter-me' } });
-  const failed = JSON.parse((await stack.cli(['jobs', '--state', 'failed', '--submitter', 'filter-me', '--json'])).stdout) as { jobs: { state: string; exitCode: number; submitter: string }[] };
+  const failed = JSON.parse((await stack.cli(['jobs', '--state', 'failed', '--submitter', 'filter-me', '--json'])).stdout) as {
+    jobs: { state: string; exitCode: number; submitter: string }[];
+  };
   assert.equal(failed.jobs.length, 1);
   assert.deepEqual([failed.jobs[0]!.state, failed.jobs[0]!.exitCode], ['failed', 4]);
   const onDevice = JSON.parse((await stack.cli(['jobs', '--device', 'alpha:gpu0', '--json', '--limit', '500'])).stdout) as { jobs: { devices: string[] }[] };
@@ -94,7 +100,7 @@ test('stored output is bounded with a visible marker; the live stream still gets
   const logs = await stack.cli(['logs', id]);
   assert.equal(logs.stdout, r.stdout.slice(0, 4096), 'the first 4 KiB are kept, byte for byte');
   assert.match(logs.stderr, /^rc: output truncated: only the first 4K of job j\w+'s output was kept; the rest was streamed live but not stored\n$/);
-  assert.equal((await stack.job(id) as unknown as { outputTruncated: boolean }).outputTruncated, true);
+  assert.equal(((await stack.job(id)) as unknown as { outputTruncated: boolean }).outputTruncated, true);
 });
 
 test('a worker killed with SIGKILL mid-job: the job ends lost after the host timeout, rc exits 205, the device frees', async () => {
@@ -110,9 +116,17 @@ test('a worker killed with SIGKILL mid-job: the job ends lost after the host tim
   // Silence counts from the last heartbeat (every third of the timeout), so it is lost between 2/3 and all of the timeout after the kill.
   assert.ok(lostAfter >= (HOST_TIMEOUT_S * 1000 * 2) / 3 - 500 && lostAfter < HOST_TIMEOUT_S * 1000 + 3000, `lost after ${lostAfter} ms`);
   assert.equal((await stack.job(id)).state, 'lost');
-  assert.ok((await stack.devices()).every((d) => d.state === 'offline'), 'an offline host is not scheduled');
+  assert.ok(
+    (await stack.devices()).every((d) => d.state === 'offline'),
+    'an offline host is not scheduled',
+  );
   // Its orphaned process is no longer rc's business, but leave nothing behind in the test.
-  for (const pid of processesMatching('sleep 617')) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+  for (const pid of processesMatching('sleep 617'))
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   await stack.startWorker('alpha', 2);
   await allFree();
 });
@@ -127,7 +141,7 @@ test('the controller restarted mid-job: the job keeps running, rc run reconnects
   await stack.startController(HOST_TIMEOUT_S);
   const r = await job.done;
   assert.equal(r.code, 3, r.stderr);
-  assert.equal(r.stdout, `${id}\n` + [1, 2, 3, 4, 5, 6, 7, 8].map((i) => `line${i}\n`).join(''));
+  assert.equal(r.stdout, `${id}\n${[1, 2, 3, 4, 5, 6, 7, 8].map((i) => `line${i}\n`).join('')}`);
   const logs = await stack.cli(['logs', id]);
   assert.equal(logs.stdout, r.stdout, 'the stored output is whole, each chunk once');
   assert.equal((await stack.job(id)).state, 'failed');
@@ -206,12 +220,22 @@ test('a kill asked for while the worker is away reaches it when it comes back', 
 
 test('bad input to the job commands and routes: clear errors, nothing submitted', async () => {
   const before = ((await stack.api('GET', '/api/jobs?limit=1000')).body as { jobs: unknown[] }).jobs.length;
-  for (const args of [['--timeout', '0'], ['--timeout', '31d'], ['--idle-timeout', '-1'], ['--idle-timeout', '5x'], ['--max-runtime', '']]) {
+  for (const args of [
+    ['--timeout', '0'],
+    ['--timeout', '31d'],
+    ['--idle-timeout', '-1'],
+    ['--idle-timeout', '5x'],
+    ['--max-runtime', ''],
+  ]) {
     const r = await stack.cli(['run', ...args, '--', 'true']);
     assert.equal(r.code, 2, args.join(' '));
     assert.match(r.stderr, /^rc: usage: --(timeout|idle-timeout|max-runtime) takes a duration/, args.join(' '));
   }
-  for (const body of [{ argv: ['true'], submitter: 's', maxRuntimeS: 0 }, { argv: ['true'], submitter: 's', waitTimeoutS: 1.5 }, { argv: ['true'], submitter: 's', idleTimeoutS: -1 }]) {
+  for (const body of [
+    { argv: ['true'], submitter: 's', maxRuntimeS: 0 },
+    { argv: ['true'], submitter: 's', waitTimeoutS: 1.5 },
+    { argv: ['true'], submitter: 's', idleTimeoutS: -1 },
+  ]) {
     const r = await stack.api('POST', '/api/jobs', body);
     assert.equal(r.status, 400, JSON.stringify(body));
     assert.equal((r.body as { error: { code: string } }).error.code, 'bad_request');

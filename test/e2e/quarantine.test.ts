@@ -23,7 +23,12 @@ after(async () => {
   await stack.stop();
 });
 
-interface Dev { name: string; state: string; unhealthy: { reason: string; evidence: Record<string, unknown> } | null; gpu: { name: string; memUsedMiB: number; memTotalMiB: number; utilPct: number | null } | null }
+interface Dev {
+  name: string;
+  state: string;
+  unhealthy: { reason: string; evidence: Record<string, unknown> } | null;
+  gpu: { name: string; memUsedMiB: number; memTotalMiB: number; utilPct: number | null } | null;
+}
 const device = async (name: string): Promise<Dev> => ((await stack.api('GET', `/api/devices/${name}`)).body as { device: Dev }).device;
 
 test('heartbeats carry GPU samples: describe and the device list show memory and utilisation', async () => {
@@ -51,7 +56,13 @@ test('memory still held after a job quarantines the device as the job ends: a qu
   const holder = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', `sleep 0.5; echo 4096 > ${smi}/state/used.0; echo trained`]);
   await stack.waitFor(async () => (await device('gpubox:gpu0')).state === 'busy', 'the holder to start');
   let waiterOut = '';
-  const waiter = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'echo', 'second'], { timeoutMs: 60_000, onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { waiterOut += b.toString(); }) });
+  const waiter = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'echo', 'second'], {
+    timeoutMs: 60_000,
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        waiterOut += b.toString();
+      }),
+  });
   const h = await holder;
   assert.equal(h.code, 0, h.stderr);
   assert.equal(h.stdout, 'trained\n');
@@ -79,7 +90,9 @@ test('memory still held after a job quarantines the device as the job ends: a qu
   assert.equal((await device('gpubox:gpu0')).state, 'unhealthy');
 
   setGpuMemoryUsed(smi, 0, 0);
-  const cleared = await stack.cli(['admin', 'clear', 'gpubox:gpu0', '--reason', 'killed the leftover process; memory is back to 0'], { env: { RC_TOKEN: stack.adminToken } });
+  const cleared = await stack.cli(['admin', 'clear', 'gpubox:gpu0', '--reason', 'killed the leftover process; memory is back to 0'], {
+    env: { RC_TOKEN: stack.adminToken },
+  });
   assert.equal(cleared.code, 0, cleared.stderr);
   assert.match(cleared.stdout, /gpubox:gpu0 cleared; it was quarantined since .*: GPU memory still held/);
   const w = await waiter;
@@ -103,7 +116,10 @@ test('memory still held after a job quarantines the device as the job ends: a qu
   try {
     const rows = await sql<{ actor: string; action: string; target: string; detail: Record<string, unknown> }[]>`
       select actor, action, target, detail from audit where target = 'gpubox:gpu0' order by id`;
-    assert.deepEqual(rows.map((r) => r.action), ['device.quarantine', 'device.clear']);
+    assert.deepEqual(
+      rows.map((r) => r.action),
+      ['device.quarantine', 'device.clear'],
+    );
     assert.equal(rows[0]!.actor, 'host:gpubox');
     assert.match(rows[1]!.actor, /^admin:/);
     assert.equal(rows[1]!.detail.reason, 'killed the leftover process; memory is back to 0');
@@ -115,7 +131,12 @@ test('memory still held after a job quarantines the device as the job ends: a qu
 
 test('on a held device people work directly: their processes are not foreign, and samples keep coming', async () => {
   let out = '';
-  const hold = stack.cli(['hold', '-d', 'gpubox:gpu0', '--ttl', '1m'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }) });
+  const hold = stack.cli(['hold', '-d', 'gpubox:gpu0', '--ttl', '1m'], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+      }),
+  });
   await stack.waitFor(() => out.includes('\n'), 'the hold');
   const person: ChildProcess = spawn('sleep', ['4715'], { stdio: 'ignore', env: { PATH: process.env.PATH } as unknown as NodeJS.ProcessEnv });
   strays.push(person);
@@ -134,7 +155,12 @@ test('on a held device people work directly: their processes are not foreign, an
 
 test('a process rc did not start on a GPU quarantines it; the running job’s own process does not', async () => {
   let jobPid = '';
-  const job = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', 'echo $$; exec sleep 4713'], { onSpawn: (c) => c.stdout!.on('data', (b: Buffer) => { jobPid += b.toString(); }) });
+  const job = stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', 'echo $$; exec sleep 4713'], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        jobPid += b.toString();
+      }),
+  });
   await stack.waitFor(() => /^\d+\n/.test(jobPid), 'the job to print its pid');
   const squatter: ChildProcess = spawn('sleep', ['4714'], { stdio: 'ignore', env: { PATH: process.env.PATH } as unknown as NodeJS.ProcessEnv });
   strays.push(squatter);

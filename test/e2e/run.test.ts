@@ -6,12 +6,14 @@ import { io } from 'socket.io-client';
 import { processesMatching, Stack } from '../helpers/stack';
 
 let stack: Stack;
-before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] }); });
+before(async () => {
+  stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] });
+});
 after(async () => stack.stop());
 
 const allFree = () => stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'every device to be free');
 
-test('stdout and stderr come back in order on their own streams, and rc exits with the command\'s code', async () => {
+test("stdout and stderr come back in order on their own streams, and rc exits with the command's code", async () => {
   const r = await stack.cli(['run', '--', 'sh', '-c', 'echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2; exit 7']);
   assert.equal(r.stdout, 'out\nout2\n');
   assert.equal(r.stderr, 'err\n');
@@ -28,14 +30,20 @@ test('arguments after -- reach the command exactly: spaces, quotes, $, empty str
 });
 
 test('the job gets CUDA_VISIBLE_DEVICES and a process group of its own', async () => {
-  const r = await stack.cli(['run', '--', 'sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES $RC_DEVICES"; read pid comm state ppid pgrp rest < /proc/$$/stat; echo "$pid $pgrp"']);
+  const r = await stack.cli([
+    'run',
+    '--',
+    'sh',
+    '-c',
+    'echo "$CUDA_VISIBLE_DEVICES $RC_DEVICES"; read pid comm state ppid pgrp rest < /proc/$$/stat; echo "$pid $pgrp"',
+  ]);
   const [cuda, group] = r.stdout.trim().split('\n');
   assert.match(cuda!, /^[01] alpha:gpu[01]$/);
   const [pid, pgrp] = group!.split(' ');
   assert.equal(pid, pgrp, 'the command leads its own process group');
 });
 
-test('a selector nothing carries is refused at once with the manual\'s message', async () => {
+test("a selector nothing carries is refused at once with the manual's message", async () => {
   const r = await stack.cli(['run', '--select', 'vram>=200G', '--', 'true']);
   assert.equal(r.stderr, 'rc: no_matching_device: no device matches the selector: vram>=200G\n');
   assert.equal(r.code, 201);
@@ -60,10 +68,13 @@ test('a busy fleet queues the job, which starts as soon as a device frees', asyn
   const queued = await stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"']);
   assert.equal(queued.code, 0);
   const done = await Promise.all(hogs);
-  assert.deepEqual(done.map((h) => h.code), [0, 0]);
+  assert.deepEqual(
+    done.map((h) => h.code),
+    [0, 0],
+  );
   const job = await stack.api('GET', `/api/jobs/${queued.stdout.trim()}`);
   const j = (job.body as { job: { startedAt: string; createdAt: string } }).job;
-  const firstFree = (await stack.api('GET', '/api/jobs/' + queued.stdout.trim())).status;
+  const firstFree = (await stack.api('GET', `/api/jobs/${queued.stdout.trim()}`)).status;
   assert.equal(firstFree, 200);
   assert.ok(Date.parse(j.startedAt) - Date.parse(j.createdAt) >= 800, 'it waited for a device');
 });
@@ -81,7 +92,11 @@ test('--no-wait fails at once with busy when nothing is free', async () => {
 test('Ctrl-C kills the whole process group, grandchildren included, and frees the device', async () => {
   await allFree();
   let cli: import('node:child_process').ChildProcess | null = null;
-  const result = stack.cli(['run', '--', 'sh', '-c', 'sleep 313 & sleep 314 & wait'], { onSpawn: (c) => { cli = c; } });
+  const result = stack.cli(['run', '--', 'sh', '-c', 'sleep 313 & sleep 314 & wait'], {
+    onSpawn: (c) => {
+      cli = c;
+    },
+  });
   await stack.waitFor(() => processesMatching('sleep 313').length === 1 && processesMatching('sleep 314').length === 1, 'the job and its grandchildren to run');
   cli!.kill('SIGINT');
   const r = await result;
@@ -93,7 +108,13 @@ test('Ctrl-C kills the whole process group, grandchildren included, and frees th
 });
 
 test('nobody unauthenticated gets in: API routes and sockets', async () => {
-  for (const [method, path] of [['GET', '/api/devices'], ['GET', '/api/hosts'], ['POST', '/api/jobs'], ['GET', '/api/whoami'], ['POST', '/api/admin/hosts']] as const) {
+  for (const [method, path] of [
+    ['GET', '/api/devices'],
+    ['GET', '/api/hosts'],
+    ['POST', '/api/jobs'],
+    ['GET', '/api/whoami'],
+    ['POST', '/api/admin/hosts'],
+  ] as const) {
     const none = await stack.api(method, path, method === 'POST' ? {} : undefined, null);
     assert.equal(none.status, 401, `${method} ${path}`);
     assert.equal((none.body as { error: { code: string } }).error.code, 'unauthorized');
@@ -105,7 +126,13 @@ test('nobody unauthenticated gets in: API routes and sockets', async () => {
   const r = await stack.cli(['devices'], { env: { RC_TOKEN: 'rc_c_wrong' } });
   assert.equal(r.code, 206);
   assert.match(r.stderr, /^rc: unauthorized: /);
-  for (const [ns, token] of [['/worker', undefined], ['/worker', stack.clientToken], ['/worker', 'rc_h_nope'], ['/', undefined], ['/', 'rc_c_nope']] as const) {
+  for (const [ns, token] of [
+    ['/worker', undefined],
+    ['/worker', stack.clientToken],
+    ['/worker', 'rc_h_nope'],
+    ['/', undefined],
+    ['/', 'rc_c_nope'],
+  ] as const) {
     const socket = io(stack.controllerUrl + ns, { auth: token ? { token } : {}, transports: ['websocket'], reconnection: false });
     const outcome = await new Promise<string>((resolve) => {
       socket.on('connect', () => resolve('connected'));
@@ -147,10 +174,15 @@ test('bad input gets a clear error with a stable code, never a 500', async () =>
   assert.match(usage.stderr, /^rc: usage: /);
 });
 
-test('rc kill refuses someone else\'s job with not_job_owner, and kills your own', async () => {
+test("rc kill refuses someone else's job with not_job_owner, and kills your own", async () => {
   await allFree();
   let id = '';
-  const running = stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 30'], { onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { id ||= d.toString().trim(); }) });
+  const running = stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 30'], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (d: Buffer) => {
+        id ||= d.toString().trim();
+      }),
+  });
   await stack.waitFor(() => id !== '', 'the job to print its id');
   const other = await stack.cli(['kill', id], { env: { RC_SUBMITTER: 'someone-else' } });
   assert.equal(other.code, 209);
@@ -162,7 +194,7 @@ test('rc kill refuses someone else\'s job with not_job_owner, and kills your own
   assert.match(r.stderr, new RegExp(`job ${id} was killed: killed by tester \\(token \\d+ local client \\(npm start\\)\\)`));
 });
 
-test('the CLI finds the checkout\'s credentials with no environment', async () => {
+test("the CLI finds the checkout's credentials with no environment", async () => {
   const r = await stack.cli(['devices'], { env: { RC_CONTROLLER: '', RC_TOKEN: '', RC_DATA_DIR: stack.dataDir } });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /alpha:gpu0\s+free/);
@@ -203,10 +235,16 @@ test('a job that forks a grandchild and exits: the grandchild dies with it and t
   await allFree();
 });
 
-test('an admin token may kill anyone\'s job, and the kill is audited', async () => {
+test("an admin token may kill anyone's job, and the kill is audited", async () => {
   await allFree();
   let id = '';
-  const running = stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 30'], { env: { RC_SUBMITTER: 'alice' }, onSpawn: (c) => c.stdout!.on('data', (d: Buffer) => { id ||= d.toString().trim(); }) });
+  const running = stack.cli(['run', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 30'], {
+    env: { RC_SUBMITTER: 'alice' },
+    onSpawn: (c) =>
+      c.stdout!.on('data', (d: Buffer) => {
+        id ||= d.toString().trim();
+      }),
+  });
   await stack.waitFor(() => id !== '', 'the job to start');
   const r = await stack.cli(['kill', id], { env: { RC_TOKEN: stack.adminToken, RC_SUBMITTER: 'operator' } });
   assert.equal(r.code, 0, r.stderr);
@@ -214,11 +252,16 @@ test('an admin token may kill anyone\'s job, and the kill is audited', async () 
   assert.match(done.stderr, /killed by operator \(admin token \d+ local admin \(npm start\)\)/);
   const { default: postgres } = await import('postgres');
   const sql = postgres(stack.dbUrl, { max: 1 });
-  const rows = await sql<{ actor: string; target: string; detail: Record<string, unknown> }[]>`select actor, target, detail from audit where action = 'job.kill' and target = ${id}`;
+  const rows = await sql<
+    { actor: string; target: string; detail: Record<string, unknown> }[]
+  >`select actor, target, detail from audit where action = 'job.kill' and target = ${id}`;
   await sql.end();
   assert.equal(rows.length, 1);
   assert.match(rows[0]!.actor, /^operator \(admin token \d+ local admin \(npm start\)\)$/);
-  assert.deepEqual([rows[0]!.target, rows[0]!.detail.submitter, rows[0]!.detail.owner, rows[0]!.detail.token, rows[0]!.detail.kind], [id, 'operator', 'alice', 'local admin (npm start)', 'admin']);
+  assert.deepEqual(
+    [rows[0]!.target, rows[0]!.detail.submitter, rows[0]!.detail.owner, rows[0]!.detail.token, rows[0]!.detail.kind],
+    [id, 'operator', 'alice', 'local admin (npm start)', 'admin'],
+  );
 });
 
 test('an admin revokes a token: it stops working at once, its open sockets are cut, and the revocation is audited', async () => {
@@ -229,7 +272,10 @@ test('an admin revokes a token: it stops working at once, its open sockets are c
   assert.match(token, /^rc_c_/);
   assert.equal((await stack.cli(['devices'], { env: { RC_TOKEN: token } })).code, 0, 'the new token works');
   const live = io(stack.controllerUrl, { auth: { token }, transports: ['websocket'], reconnection: false });
-  await new Promise<void>((resolve, reject) => { live.on('connect', resolve); live.on('connect_error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    live.on('connect', resolve);
+    live.on('connect_error', reject);
+  });
   const cut = new Promise<string>((resolve) => live.on('disconnect', (why) => resolve(why)));
 
   const list = await stack.cli(['admin', 'tokens'], admin);
@@ -258,7 +304,11 @@ test('an admin revokes a token: it stops working at once, its open sockets are c
   const sql = postgres(stack.dbUrl, { max: 1 });
   const rows = await sql<{ actor: string; target: string }[]>`select actor, target from audit where action = 'token.revoke'`;
   await sql.end();
-  assert.deepEqual(rows.map((x) => [x.actor, x.target]), [['admin:local admin (npm start)', 'leaver']], 'audited once, not again for the second revoke');
+  assert.deepEqual(
+    rows.map((x) => [x.actor, x.target]),
+    [['admin:local admin (npm start)', 'leaver']],
+    'audited once, not again for the second revoke',
+  );
 });
 
 test('token listing and revocation refuse bad ids, unknown ids, client tokens and the token making the request', async () => {

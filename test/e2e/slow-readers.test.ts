@@ -38,7 +38,9 @@ function rssMiB(pid: number): number {
 /** The controller's RSS, sampled every 50 ms until stopped; the highest seen. */
 function sampleRss(pid: number): { peak: () => number; stop: () => void } {
   let peak = rssMiB(pid);
-  const t = setInterval(() => { peak = Math.max(peak, rssMiB(pid)); }, 50);
+  const t = setInterval(() => {
+    peak = Math.max(peak, rssMiB(pid));
+  }, 50);
   return { peak: () => peak, stop: () => clearInterval(t) };
 }
 
@@ -50,7 +52,16 @@ function sampleRss(pid: number): { peak: () => number; stop: () => void } {
 async function settled(from: number, margin: number): Promise<number> {
   const pid = stack.controllerPid!;
   let rss = rssMiB(pid);
-  await stack.waitFor(() => (rss = rssMiB(pid)) < from + margin, 'the controller to give its garbage back', 12_000).catch(() => {});
+  await stack
+    .waitFor(
+      () => {
+        rss = rssMiB(pid);
+        return rss < from + margin;
+      },
+      'the controller to give its garbage back',
+      12_000,
+    )
+    .catch(() => {});
   return rss;
 }
 
@@ -81,12 +92,26 @@ function gatedJob(on: Stack, name: string, n: number): { argv: string[]; id: () 
   };
 }
 
-interface Cli { child: ChildProcess; stdoutHash: () => string; prefixHash: () => string; bytes: () => number; stderr: () => string; started: () => boolean; exit: Promise<number | null> }
+interface Cli {
+  child: ChildProcess;
+  stdoutHash: () => string;
+  prefixHash: () => string;
+  bytes: () => number;
+  stderr: () => string;
+  started: () => boolean;
+  exit: Promise<number | null>;
+}
 
 /** The built CLI with its stdout hashed as it comes (a reader that keeps up, as a pipe would); its first `prefix` bytes are hashed apart too. */
 function cli(on: Stack, args: string[], prefix = 0): Cli {
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, RC_CONTROLLER: on.controllerUrl, RC_TOKEN: on.clientToken, RC_SUBMITTER: 'tester' } as unknown as NodeJS.ProcessEnv,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      RC_CONTROLLER: on.controllerUrl,
+      RC_TOKEN: on.clientToken,
+      RC_SUBMITTER: 'tester',
+    } as unknown as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const h = createHash('sha256');
@@ -100,12 +125,25 @@ function cli(on: Stack, args: string[], prefix = 0): Cli {
     bytes += d.length;
     if (head.length < 16) head += d.toString('latin1');
   });
-  child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   const exit = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return { child, stdoutHash: () => h.digest('hex'), prefixHash: () => p.digest('hex'), bytes: () => bytes, stderr: () => stderr, started: () => head.startsWith('start\n'), exit };
+  return {
+    child,
+    stdoutHash: () => h.digest('hex'),
+    prefixHash: () => p.digest('hex'),
+    bytes: () => bytes,
+    stderr: () => stderr,
+    started: () => head.startsWith('start\n'),
+    exit,
+  };
 }
 
-interface Stalled { socket: Socket; readRest: () => Promise<{ bytes: number; complete: boolean }> }
+interface Stalled {
+  socket: Socket;
+  readRest: () => Promise<{ bytes: number; complete: boolean }>;
+}
 
 /**
  * A stream client that sends its request (GET /api/jobs/:id/stream?follow=1),
@@ -115,12 +153,20 @@ interface Stalled { socket: Socket; readRest: () => Promise<{ bytes: number; com
 function stalledReader(jobId: string): Promise<Stalled> {
   const url = new URL(stack.controllerUrl);
   const socket = connect(Number(url.port), url.hostname);
-  socket.write(`GET /api/jobs/${jobId}/stream?follow=1 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${stack.clientToken}\r\naccept: application/x-rc-stream\r\nconnection: close\r\n\r\n`);
+  socket.write(
+    `GET /api/jobs/${jobId}/stream?follow=1 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${stack.clientToken}\r\naccept: application/x-rc-stream\r\nconnection: close\r\n\r\n`,
+  );
   let head = Buffer.alloc(0);
   let bytes = 0;
   let tail = '';
-  const onData = (d: Buffer) => { bytes += d.length; tail = (tail + d.toString('latin1')).slice(-16); };
-  const ended = new Promise<void>((resolve) => { socket.on('close', () => resolve()); socket.on('error', () => {}); });
+  const onData = (d: Buffer) => {
+    bytes += d.length;
+    tail = (tail + d.toString('latin1')).slice(-16);
+  };
+  const ended = new Promise<void>((resolve) => {
+    socket.on('close', () => resolve());
+    socket.on('error', () => {});
+  });
   return new Promise((resolve, reject) => {
     const onHead = (d: Buffer) => {
       head = Buffer.concat([head, d]);
@@ -181,7 +227,9 @@ test('clients that never read a replay of the stored output hold a page each, no
   }
 });
 
-test('four clients that never read a job\'s 200 MB: the controller stays bounded and drops them; a reading client and rc logs get every byte', { timeout: 120_000 }, async () => {
+test("four clients that never read a job's 200 MB: the controller stays bounded and drops them; a reading client and rc logs get every byte", {
+  timeout: 120_000,
+}, async () => {
   await allFree();
   const pid = stack.controllerPid!;
   // `seq 1 23500000` prints 200,388,897 bytes: cheap for the job, easy to check.
@@ -206,7 +254,9 @@ test('four clients that never read a job\'s 200 MB: the controller stays bounded
     // Dropped, the stalled clients hold nothing: what was queued for them is garbage, given back
     // when V8's memory reducer runs (it waits for the controller to be idle; not always within 12 s).
     const end = await settled(start, 30);
-    console.log(`# controller RSS, 4 clients that never read a job's ${total} bytes: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, after ${end.toFixed(0)} MiB (the job took ${seconds.toFixed(1)} s)`);
+    console.log(
+      `# controller RSS, 4 clients that never read a job's ${total} bytes: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, after ${end.toFixed(0)} MiB (the job took ${seconds.toFixed(1)} s)`,
+    );
     // The 200 MB passing through leaves garbage before V8 collects it: with no stalled client
     // at all the controller peaks 95-100 MiB above its start here. Four clients at the bound
     // hold 4 x 8 MiB more. Unbounded, each of them held the whole 200 MB: 913 MiB, and it stayed.
@@ -245,14 +295,22 @@ test('four clients that never read a job\'s 200 MB: the controller stays bounded
   }
 });
 
-interface TtyClient { jobId: string; text: () => string; pauseReading: () => void; emit: (ev: string, ...args: unknown[]) => void; close: () => void }
+interface TtyClient {
+  jobId: string;
+  text: () => string;
+  pauseReading: () => void;
+  emit: (ev: string, ...args: unknown[]) => void;
+  close: () => void;
+}
 
 /** A terminal client on /tty that acknowledges nothing unless told to, and can stop reading its connection. */
 async function ttyClient(argv: string[]): Promise<TtyClient> {
   const { io } = await import('socket.io-client');
-  const s = io(stack.controllerUrl + '/tty', { auth: { token: stack.clientToken }, transports: ['websocket'], reconnection: false });
+  const s = io(`${stack.controllerUrl}/tty`, { auth: { token: stack.clientToken }, transports: ['websocket'], reconnection: false });
   let text = '';
-  s.on('output', (d: Buffer) => { if (text.length < 1000) text += d.toString('latin1'); });
+  s.on('output', (d: Buffer) => {
+    if (text.length < 1000) text += d.toString('latin1');
+  });
   const started = new Promise<{ jobId: string }>((resolve) => s.on('started', resolve));
   s.emit('open', { argv, submitter: 'tester', cols: 80, rows: 24 });
   const { jobId } = await started;
@@ -261,8 +319,12 @@ async function ttyClient(argv: string[]): Promise<TtyClient> {
     text: () => text,
     // socket.io-client's websocket (the ws package) reads this TCP socket: paused, nothing more is read.
     pauseReading: () => (s.io.engine.transport as unknown as { ws: { _socket: Socket } }).ws._socket.pause(),
-    emit: (ev, ...args) => { s.emit(ev, ...args); },
-    close: () => { s.close(); },
+    emit: (ev, ...args) => {
+      s.emit(ev, ...args);
+    },
+    close: () => {
+      s.close();
+    },
   };
 }
 
@@ -309,7 +371,9 @@ test('a terminal client that acknowledges without reading is cut; the controller
     await stack.waitFor(cut, 'the controller to cut the client', 8000).catch(() => {});
     const peak = rss.peak();
     rss.stop();
-    console.log(`# controller RSS, a terminal client that acknowledges without reading: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, cut: ${cut()}`);
+    console.log(
+      `# controller RSS, a terminal client that acknowledges without reading: start ${start.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB, cut: ${cut()}`,
+    );
     assert.ok(cut(), 'the client was cut');
     // The bound (8 MiB), and the garbage of the output passing through on its way there
     // (unbounded, the controller grew by about 11 MiB a second, as fast as the program printed).
@@ -343,12 +407,19 @@ test('rc run, rc logs -f and rc attach, dropped for falling behind, reconnect an
     for (const [i, c] of clis.entries()) {
       const what = ['rc run', 'rc logs -f', 'rc attach'][i];
       assert.equal(codes[i], 0, `${what}: ${c.stderr()}`);
-      assert.match(c.stderr(), new RegExp(`^rc: lost the connection to the controller; reconnecting to job ${id}\\.\\.\\.\\n$`), `${what} was dropped and said so`);
+      assert.match(
+        c.stderr(),
+        new RegExp(`^rc: lost the connection to the controller; reconnecting to job ${id}\\.\\.\\.\\n$`),
+        `${what} was dropped and said so`,
+      );
       assert.equal(c.bytes(), 'start\n'.length + 38_888_896, what);
       assert.equal(c.stdoutHash(), expected, what);
     }
   } finally {
-    for (const c of clis) { c.child.kill('SIGCONT'); c.child.kill('SIGKILL'); }
+    for (const c of clis) {
+      c.child.kill('SIGCONT');
+      c.child.kill('SIGKILL');
+    }
     await own.stop();
   }
 });

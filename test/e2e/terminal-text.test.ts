@@ -75,12 +75,24 @@ after(async () => {
 /** The built rc under a pseudo-terminal of our own (stdout and stderr both the terminal); lines as the program wrote them. */
 function onTerminal(args: string[], env: Record<string, string> = {}): Promise<{ code: number; text: string; raw: string }> {
   const p = pty.spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
-    name: 'xterm-256color', cols: 250, rows: 50, cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester', ...env },
+    name: 'xterm-256color',
+    cols: 250,
+    rows: 50,
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/root',
+      RC_CONTROLLER: stack.controllerUrl,
+      RC_TOKEN: stack.clientToken,
+      RC_SUBMITTER: 'tester',
+      ...env,
+    },
   });
   guardPtyEnd(p);
   let out = '';
-  p.onData((d) => { out += d; });
+  p.onData((d) => {
+    out += d;
+  });
   // The terminal turns each \n into \r\n on its way out.
   return new Promise((resolve) => p.onExit(({ exitCode }) => resolve({ code: exitCode, text: out.replace(/\r\n/g, '\n'), raw: out })));
 }
@@ -101,7 +113,10 @@ test('rc describe on a terminal: the sheet, the note, label values and submitter
   assert.match(r.text, /USAGE SHEET\n {2}host-wide note, updated \d+[smh] ago by admin:/);
   assert.ok(r.text.includes(`  # evilbox\n\n  ${SHOWN}\n  second line\ttabbed\n`), `the sheet keeps its lines and tab:\n${r.text}`);
   assert.ok(r.text.includes(`DEVICE NOTE\n`) && r.text.includes(`\n  ${SHOWN}\n`), r.text);
-  assert.match(r.text, new RegExp(`RECENT JOBS\n.*\n {2}${holderJob} +running +- +${escapeRe(SHOWN)} +\\d+[smh] ago +sh -c "sleep 300" ${escapeRe(ARGV_SHOWN)}`));
+  assert.match(
+    r.text,
+    new RegExp(`RECENT JOBS\n.*\n {2}${holderJob} +running +- +${escapeRe(SHOWN)} +\\d+[smh] ago +sh -c "sleep 300" ${escapeRe(ARGV_SHOWN)}`),
+  );
 });
 
 test('rc devices, rc run --explain, rc ps and rc jobs on a terminal: holders, labels, reasons, submitters and commands escaped', async () => {
@@ -126,7 +141,10 @@ test('rc devices, rc run --explain, rc ps and rc jobs on a terminal: holders, la
   const jobs = await onTerminal(['jobs']);
   assert.equal(jobs.code, 0, jobs.text);
   assertNoRawControl(jobs.text, 'rc jobs');
-  assert.match(jobs.text, new RegExp(`${killedJob} +killed \\(killed by ${escapeRe(SHOWN)}\\) +\\d+ +evilbox:gpu1 +${escapeRe(SHOWN)} +\\d+[smh] ago +sleep 300\n`));
+  assert.match(
+    jobs.text,
+    new RegExp(`${killedJob} +killed \\(killed by ${escapeRe(SHOWN)}\\) +\\d+ +evilbox:gpu1 +${escapeRe(SHOWN)} +\\d+[smh] ago +sleep 300\n`),
+  );
 });
 
 test("rc's error lines on a terminal: a message that carries someone's name shows its controls escaped", async () => {
@@ -142,11 +160,18 @@ test('through a pipe, and with --json, the same text stays byte for byte', async
   assert.ok(describe.stdout.includes(`holder: ${HOSTILE}, job ${holderJob}`));
   assert.ok(describe.stdout.includes(`  # evilbox\n\n  ${HOSTILE}\n  second line\ttabbed\n`));
   assert.ok(describe.stdout.includes(`DEVICE NOTE\n`) && describe.stdout.includes(`\n  ${HOSTILE}\n`));
-  const json = JSON.parse((await stack.cli(['describe', 'evilbox:gpu0', '--json'])).stdout) as { sheet: { body: string }; note: { body: string }; device: { holder: { submitter: string }; labelDetails: { key: string; value: string; source: string }[] } };
+  const json = JSON.parse((await stack.cli(['describe', 'evilbox:gpu0', '--json'])).stdout) as {
+    sheet: { body: string };
+    note: { body: string };
+    device: { holder: { submitter: string }; labelDetails: { key: string; value: string; source: string }[] };
+  };
   assert.equal(json.sheet.body, SHEET);
   assert.equal(json.note.body, HOSTILE);
   assert.equal(json.device.holder.submitter, HOSTILE);
-  assert.deepEqual(json.device.labelDetails.filter((l) => l.source === 'declared').map((l) => l.value), [HOSTILE, HOSTILE]);
+  assert.deepEqual(
+    json.device.labelDetails.filter((l) => l.source === 'declared').map((l) => l.value),
+    [HOSTILE, HOSTILE],
+  );
 
   assert.ok((await stack.cli(['devices'])).stdout.includes(`${HOSTILE} (${holderJob})`));
   assert.ok((await stack.cli(['run', '--explain'])).stdout.includes(`(held by ${HOSTILE}, job ${holderJob})`));
@@ -173,8 +198,15 @@ test("a job's own output reaches the terminal byte for byte, escape sequences an
   assert.equal(logs.raw, HOSTILE);
 });
 
-const BAD_NAMES = ['a\u009bb', 'a\u0085b', 'a\x1bb', 'a\x7fb', ...['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c'].map((c) => `a${c}b`)];
-const WHY = /submitter must be printable text, without control characters \(C0, DEL, C1\) or bidi controls \(U\+061C, U\+200E, U\+200F, U\+202A-U\+202E, U\+2066-U\+2069\)/;
+const BAD_NAMES = [
+  'a\u009bb',
+  'a\u0085b',
+  'a\x1bb',
+  'a\x7fb',
+  ...['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c'].map((c) => `a${c}b`),
+];
+const WHY =
+  /submitter must be printable text, without control characters \(C0, DEL, C1\) or bidi controls \(U\+061C, U\+200E, U\+200F, U\+202A-U\+202E, U\+2066-U\+2069\)/;
 
 function assertRefused(r: { status: number; body: unknown }, what: string): void {
   assert.equal(r.status, 400, `${what}: ${JSON.stringify(r.body)}`);
@@ -200,7 +232,7 @@ test('a submitter name with a C0, DEL, C1 or bidi control is refused with bad_re
   // The terminal socket's open.
   const { io } = await import('socket.io-client');
   for (const name of ['a\u009bb', 'a\u202eb']) {
-    const s = io(stack.controllerUrl + '/tty', { auth: { token: stack.clientToken }, transports: ['websocket'], reconnection: false });
+    const s = io(`${stack.controllerUrl}/tty`, { auth: { token: stack.clientToken }, transports: ['websocket'], reconnection: false });
     const answer = await new Promise<{ code: string; message: string }>((resolve) => {
       s.on('error', resolve);
       s.on('queued', () => resolve({ code: 'queued', message: '' }));
@@ -226,7 +258,10 @@ test('a token name, which dashboard terminals take as their submitter (web:<name
   for (const name of ['ops\u009b', 'ops\u202e', 'ops\x1b']) {
     const r = await stack.api('POST', '/api/admin/tokens', { name }, stack.adminToken);
     assert.equal(r.status, 400, JSON.stringify(name));
-    assert.match((r.body as { error: { message: string } }).error.message, /^name: a token name must be printable text, without control characters \(C0, DEL, C1\) or bidi controls/);
+    assert.match(
+      (r.body as { error: { message: string } }).error.message,
+      /^name: a token name must be printable text, without control characters \(C0, DEL, C1\) or bidi controls/,
+    );
   }
 });
 

@@ -12,7 +12,9 @@ import { Stack, type CliResult } from '../helpers/stack';
 
 let stack: Stack;
 const local = mkdtempSync(join(tmpdir(), 'rc-tokens-'));
-before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] }); });
+before(async () => {
+  stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }] });
+});
 after(async () => stack.stop());
 
 const admin = () => ({ RC_TOKEN: stack.adminToken });
@@ -31,7 +33,16 @@ async function createToken(args: string[]): Promise<{ id: number; secret: string
 async function startCli(args: string[], env: Record<string, string>): Promise<{ line: string; child: ChildProcess; done: Promise<CliResult> }> {
   let child: ChildProcess | null = null;
   let out = '';
-  const done = stack.cli(args, { env, timeoutMs: 60_000, onSpawn: (c) => { child = c; c.stdout!.on('data', (b: Buffer) => { out += b.toString(); }); } });
+  const done = stack.cli(args, {
+    env,
+    timeoutMs: 60_000,
+    onSpawn: (c) => {
+      child = c;
+      c.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+      });
+    },
+  });
   await stack.waitFor(() => out.includes('\n'), `rc ${args.join(' ')} to print its first line`);
   return { line: out.split('\n')[0]!, child: child!, done };
 }
@@ -83,14 +94,17 @@ test('kills, releases, extends and copies are audited with the token (id and nam
   assert.equal(free.code, 0, free.stderr);
 
   const rows = (await auditRows(['job.kill', 'hold.release', 'hold.extend', 'cp.up', 'cp.down'])).filter((r) => r.detail.tokenId === agent.id);
-  assert.deepEqual(rows.map((r) => [r.actor, r.action, r.target]), [
-    [who, 'job.kill', job.id],
-    [who, 'hold.extend', hold.id],
-    [who, 'cp.up', 'alpha:gpu1:/workspace/a.txt'],
-    [who, 'cp.down', 'alpha:gpu1:/workspace/a.txt'],
-    [who, 'hold.release', hold.id],
-    [who, 'cp.up', 'alpha:gpu0:/workspace/free.txt'],
-  ]);
+  assert.deepEqual(
+    rows.map((r) => [r.actor, r.action, r.target]),
+    [
+      [who, 'job.kill', job.id],
+      [who, 'hold.extend', hold.id],
+      [who, 'cp.up', 'alpha:gpu1:/workspace/a.txt'],
+      [who, 'cp.down', 'alpha:gpu1:/workspace/a.txt'],
+      [who, 'hold.release', hold.id],
+      [who, 'cp.up', 'alpha:gpu0:/workspace/free.txt'],
+    ],
+  );
   for (const r of rows) {
     assert.equal(r.detail.token, 'agent-a');
     assert.equal(r.detail.submitter, 'alice');
@@ -109,7 +123,8 @@ test('a token bound to a prefix acts only as names under it: rc run, rc hold, rc
   assert.match(bound.stdout, /^client token \d+ for agent-b, acting only as claude\/… \(shown once/);
   const ok = { RC_TOKEN: bound.secret, RC_SUBMITTER: 'claude/box/session-1' };
   const as = (name: string) => ({ RC_TOKEN: bound.secret, RC_SUBMITTER: name });
-  const why = (name: string) => new RegExp(`^rc: forbidden: this token acts only as claude/…, not ${name}; set RC_SUBMITTER to a name under claude/ \\(claude/<anything>\\)\n$`);
+  const why = (name: string) =>
+    new RegExp(`^rc: forbidden: this token acts only as claude/…, not ${name}; set RC_SUBMITTER to a name under claude/ \\(claude/<anything>\\)\n$`);
   const forbidden = (r: CliResult, name = 'bob') => {
     assert.equal(r.code, 206, r.stderr);
     assert.match(r.stderr, why(name));
@@ -169,10 +184,14 @@ test('a token bound to one name acts only as that name; dashboard terminals take
 
   const { io } = await import('socket.io-client');
   const webTerminal = async (token: string): Promise<string> => {
-    const login = await fetch(stack.controllerUrl + '/api/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token }) });
+    const login = await fetch(`${stack.controllerUrl}/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+    });
     assert.equal(login.status, 200);
     const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-    const s = io(stack.controllerUrl + '/tty', { transports: ['websocket'], reconnection: false, extraHeaders: { cookie, origin: stack.controllerUrl } });
+    const s = io(`${stack.controllerUrl}/tty`, { transports: ['websocket'], reconnection: false, extraHeaders: { cookie, origin: stack.controllerUrl } });
     try {
       const jobId = await new Promise<string>((resolve, reject) => {
         s.on('connect_error', reject);
@@ -195,7 +214,7 @@ test('a token bound to one name acts only as that name; dashboard terminals take
   await allFree();
 });
 
-test('rc admin tokens and GET /api/admin/tokens show each token\'s binding, never a secret', async () => {
+test("rc admin tokens and GET /api/admin/tokens show each token's binding, never a secret", async () => {
   await createToken(['listed-prefix', '--submitter', 'ci/']);
   await createToken(['listed-exact', '--submitter', 'ci-bot']);
   const list = await stack.cli(['admin', 'tokens'], { env: admin() });

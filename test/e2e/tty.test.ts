@@ -10,25 +10,53 @@ import { processesMatching, Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 let stack: Stack;
-before(async () => { stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_TTY_GRACE_S: '2' } }); });
+before(async () => {
+  stack = await Stack.start({ workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_TTY_GRACE_S: '2' } });
+});
 after(async () => stack.stop());
 /** Terminals a failed test left open: closed, so the next test finds the devices free. */
 const open = new Set<Term>();
-afterEach(() => { for (const t of open) t.kill('SIGKILL'); open.clear(); });
+afterEach(() => {
+  for (const t of open) t.kill('SIGKILL');
+  open.clear();
+});
 
-interface Term { write(s: string): void; resize(cols: number, rows: number): void; kill(sig?: string): void; text(): string; until(re: RegExp, ms?: number): Promise<void>; exit: Promise<number> }
+interface Term {
+  write(s: string): void;
+  resize(cols: number, rows: number): void;
+  kill(sig?: string): void;
+  text(): string;
+  until(re: RegExp, ms?: number): Promise<void>;
+  exit: Promise<number>;
+}
 
 /** The built rc under a pseudo-terminal of our own, as a person's terminal would run it. */
 function rcTty(args: string[], cols = 80, rows = 24): Term {
   const p = pty.spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
-    name: 'xterm-256color', cols, rows, cwd: ROOT,
-    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/root', RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
+    name: 'xterm-256color',
+    cols,
+    rows,
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/root',
+      RC_CONTROLLER: stack.controllerUrl,
+      RC_TOKEN: stack.clientToken,
+      RC_SUBMITTER: 'tester',
+    },
   });
   // rc may exit right after its last output: read to the end as the worker reads its jobs' terminals.
   guardPtyEnd(p);
   let out = '';
-  p.onData((d) => { out += d; });
-  const exit = new Promise<number>((resolve) => p.onExit(({ exitCode }) => { open.delete(term); resolve(exitCode); }));
+  p.onData((d) => {
+    out += d;
+  });
+  const exit = new Promise<number>((resolve) =>
+    p.onExit(({ exitCode }) => {
+      open.delete(term);
+      resolve(exitCode);
+    }),
+  );
   const term: Term = {
     write: (s) => p.write(s),
     resize: (c, r) => p.resize(c, r),
@@ -60,7 +88,7 @@ async function runningTtyJob(): Promise<string> {
   return id;
 }
 
-test('a login shell by default: typed commands run, a resize reaches stty, exit 3 is rc\'s exit code', async () => {
+test("a login shell by default: typed commands run, a resize reaches stty, exit 3 is rc's exit code", async () => {
   const t = rcTty(['run', '--tty']);
   await t.until(/\$ $|# $/m);
   t.write('echo hi-$((1+1)); shopt -q login_shell && echo login-yes\r');
@@ -83,12 +111,17 @@ test('the local terminal goes raw as ssh makes it: lines end \\r\\n, not \\r\\r\
   // A shell of our own runs rc, so the terminal's settings can be read before and after.
   const rc = `${JSON.stringify(process.execPath)} ${JSON.stringify(join(ROOT, 'dist', 'rc.cjs'))}`;
   const p = pty.spawn('/bin/sh', ['-c', `stty -g; ${rc} run --tty -- sh -c 'echo one; echo two; exit 6'; echo "rc=$?"; stty -g`], {
-    name: 'xterm-256color', cols: 80, rows: 24, cwd: ROOT,
+    name: 'xterm-256color',
+    cols: 80,
+    rows: 24,
+    cwd: ROOT,
     env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
   });
   guardPtyEnd(p);
   let out = '';
-  p.onData((d) => { out += d; });
+  p.onData((d) => {
+    out += d;
+  });
   await new Promise<void>((resolve) => p.onExit(() => resolve()));
   const [before, after] = out.split('\r\n').filter((l) => /^[0-9a-f]+(:[0-9a-f]+)+$/.test(l));
   assert.match(out, /\r\none\r\ntwo\r\nrc=6\r\n/, JSON.stringify(out));
@@ -146,7 +179,9 @@ test('without a terminal on stdin it still works: stdin is sent as typed, its en
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stdout.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
   child.stdin.end('echo piped-$((3*3))\nexit 4\n');
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   assert.equal(code, 4);
@@ -184,14 +219,28 @@ test('a busy fleet queues a terminal with the same notice as rc run', async () =
 
 test('the terminal socket refuses other sites and unauthenticated clients', { timeout: 30_000 }, async () => {
   const { io } = await import('socket.io-client');
-  const tryConnect = (opts: Record<string, unknown>) => new Promise<string>((resolve) => {
-    const s = io(stack.controllerUrl + '/tty', { transports: ['websocket'], reconnection: false, ...opts });
-    s.on('connect', () => { s.close(); resolve('connected'); });
-    s.on('connect_error', (e) => { s.close(); resolve(e.message); });
+  const tryConnect = (opts: Record<string, unknown>) =>
+    new Promise<string>((resolve) => {
+      const s = io(`${stack.controllerUrl}/tty`, { transports: ['websocket'], reconnection: false, ...opts });
+      s.on('connect', () => {
+        s.close();
+        resolve('connected');
+      });
+      s.on('connect_error', (e) => {
+        s.close();
+        resolve(e.message);
+      });
+    });
+  const login = await fetch(`${stack.controllerUrl}/api/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token: stack.clientToken }),
   });
-  const login = await fetch(stack.controllerUrl + '/api/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: stack.clientToken }) });
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-  assert.match(await tryConnect({ extraHeaders: { cookie, origin: 'https://evil.example' } }), /^forbidden: the request came from https:\/\/evil\.example, not from the dashboard; sockets with the session cookie open only from the dashboard's own pages$/);
+  assert.match(
+    await tryConnect({ extraHeaders: { cookie, origin: 'https://evil.example' } }),
+    /^forbidden: the request came from https:\/\/evil\.example, not from the dashboard; sockets with the session cookie open only from the dashboard's own pages$/,
+  );
   assert.equal(await tryConnect({ extraHeaders: { cookie, origin: stack.controllerUrl } }), 'connected');
   assert.match(await tryConnect({}), /^unauthorized/);
   assert.match(await tryConnect({ auth: { token: 'rc_c_nope' } }), /^unauthorized/);
@@ -200,7 +249,7 @@ test('the terminal socket refuses other sites and unauthenticated clients', { ti
 test('flow control: a client that does not acknowledge holds the program back, and acknowledging lets it finish', { timeout: 120_000 }, async () => {
   await allFree();
   const { io } = await import('socket.io-client');
-  const s = io(stack.controllerUrl + '/tty', { auth: { token: stack.clientToken }, transports: ['websocket'] });
+  const s = io(`${stack.controllerUrl}/tty`, { auth: { token: stack.clientToken }, transports: ['websocket'] });
   let got = 0;
   let tail = '';
   let acking = false;
@@ -218,12 +267,16 @@ test('flow control: a client that does not acknowledge holds the program back, a
   // No ack: the controller pauses the worker's terminal past its high-water mark.
   await stack.waitFor(() => got > 100_000, 'some output');
   let last = -1;
-  await stack.waitFor(async () => {
-    const before = got;
-    await new Promise((r) => setTimeout(r, 700));
-    last = got;
-    return got === before;
-  }, 'the output to stall', 20_000);
+  await stack.waitFor(
+    async () => {
+      const before = got;
+      await new Promise((r) => setTimeout(r, 700));
+      last = got;
+      return got === before;
+    },
+    'the output to stall',
+    20_000,
+  );
   assert.ok(last < 2 * 1024 * 1024, `stalled after ${last} bytes: the high-water mark plus the worker's window, not the whole 20M`);
   const running = (await stack.api('GET', '/api/jobs?state=running')).body as { jobs: { kind: string }[] };
   assert.equal(running.jobs.filter((j) => j.kind === 'tty').length, 1, 'the program is held back, not ended');

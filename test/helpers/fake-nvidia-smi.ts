@@ -17,7 +17,10 @@ export function fakeNvidiaSmiDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'rc-fake-smi-'));
   mkdirSync(join(dir, 'state'));
   const csv = FAKE_GPUS.map((g) => `${g.index}, ${g.uuid}, ${g.name}, ${g.memMiB}, 550.54.15`);
-  const sample = FAKE_GPUS.map((g) => `echo "${g.index}, ${g.memMiB}, $(cat "$state/used.${g.index}" 2>/dev/null || echo 0), $(cat "$state/util.${g.index}" 2>/dev/null || echo 0), ${g.name}"`);
+  const sample = FAKE_GPUS.map(
+    (g) =>
+      `echo "${g.index}, ${g.memMiB}, $(cat "$state/used.${g.index}" 2>/dev/null || echo 0), $(cat "$state/util.${g.index}" 2>/dev/null || echo 0), ${g.name}"`,
+  );
   const script = [
     '#!/bin/sh',
     'state="$(dirname "$0")/state"',

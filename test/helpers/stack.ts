@@ -8,7 +8,12 @@ import { freshDatabase } from './db';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-export interface CliResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 export class Stack {
   controllerUrl = '';
@@ -28,7 +33,15 @@ export class Stack {
    * first start after a change to app/ runs `next build` (minutes on a small machine), so
    * only the browser tests ask for it.
    */
-  static async start(opts: { hostTimeoutS?: number; workers?: { name: string; devices?: number }[]; controllerEnv?: Record<string, string>; dashboard?: boolean; /** A migrated database of the test's own (e.g. on a Postgres it stops); default: a fresh clone of the template. */ databaseUrl?: string } = {}): Promise<Stack> {
+  static async start(
+    opts: {
+      hostTimeoutS?: number;
+      workers?: { name: string; devices?: number }[];
+      controllerEnv?: Record<string, string>;
+      dashboard?: boolean /** A migrated database of the test's own (e.g. on a Postgres it stops); default: a fresh clone of the template. */;
+      databaseUrl?: string;
+    } = {},
+  ): Promise<Stack> {
     const stack = new Stack();
     if (opts.databaseUrl) {
       stack.dbUrl = opts.databaseUrl;
@@ -41,7 +54,11 @@ export class Stack {
     stack.controllerEnv = { ...(opts.dashboard ? { RC_DASHBOARD: '1' } : {}), ...opts.controllerEnv };
     await stack.startController(opts.hostTimeoutS ?? 15);
     if (opts.dashboard) {
-      await stack.waitFor(async () => (await fetch(stack.controllerUrl + '/login').catch(() => null))?.status === 200, 'the dashboard to be built and ready', 600_000);
+      await stack.waitFor(
+        async () => (await fetch(`${stack.controllerUrl}/login`).catch(() => null))?.status === 200,
+        'the dashboard to be built and ready',
+        600_000,
+      );
     }
     for (const w of opts.workers ?? [{ name: 'alpha', devices: 2 }]) await stack.startWorker(w.name, w.devices ?? 2);
     return stack;
@@ -49,7 +66,16 @@ export class Stack {
 
   async startController(hostTimeoutS = 15): Promise<void> {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], {
-      env: { ...process.env, DATABASE_URL: this.dbUrl, RC_DATA_DIR: this.dataDir, PORT: this.controllerUrl ? new URL(this.controllerUrl).port : '0', RC_LOCAL_WORKER: '0', RC_DASHBOARD: '0', RC_HOST_TIMEOUT_S: String(hostTimeoutS), ...this.controllerEnv },
+      env: {
+        ...process.env,
+        DATABASE_URL: this.dbUrl,
+        RC_DATA_DIR: this.dataDir,
+        PORT: this.controllerUrl ? new URL(this.controllerUrl).port : '0',
+        RC_LOCAL_WORKER: '0',
+        RC_DASHBOARD: '0',
+        RC_HOST_TIMEOUT_S: String(hostTimeoutS),
+        ...this.controllerEnv,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.controller = child;
@@ -60,7 +86,9 @@ export class Stack {
         if (m) resolve(m[1]!);
       };
       child.stdout!.on('data', onData);
-      child.stderr!.on('data', (c: Buffer) => { this.controllerLog += c.toString(); });
+      child.stderr!.on('data', (c: Buffer) => {
+        this.controllerLog += c.toString();
+      });
       child.on('exit', (code) => reject(new Error(`controller exited ${code}:\n${this.controllerLog}`)));
     });
     this.controllerUrl = url;
@@ -87,7 +115,17 @@ export class Stack {
       this.hostCredentials.set(name, credential);
     }
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'worker.js')], {
-      env: { ...process.env, RC_CONTROLLER: this.controllerUrl, RC_HOST_TOKEN: credential, RC_HOST_NAME: name, RC_FAKE_DEVICES: String(devices), RC_WORKSPACE: join(this.dataDir, `ws-${name}`), RC_STATE_DIR: join(this.dataDir, `state-${name}`), RC_KILL_GRACE_S: '2', ...extraEnv },
+      env: {
+        ...process.env,
+        RC_CONTROLLER: this.controllerUrl,
+        RC_HOST_TOKEN: credential,
+        RC_HOST_NAME: name,
+        RC_FAKE_DEVICES: String(devices),
+        RC_WORKSPACE: join(this.dataDir, `ws-${name}`),
+        RC_STATE_DIR: join(this.dataDir, `state-${name}`),
+        RC_KILL_GRACE_S: '2',
+        ...extraEnv,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', () => {});
@@ -115,23 +153,43 @@ export class Stack {
     });
     const text = await res.text();
     let parsed: unknown = text;
-    try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
     return { status: res.status, body: parsed };
   }
 
   /** Runs the built CLI as a subprocess. */
   cli(args: string[], opts: { env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; timeoutMs?: number } = {}): Promise<CliResult> {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, RC_CONTROLLER: this.controllerUrl, RC_TOKEN: this.clientToken, RC_SUBMITTER: 'tester', ...opts.env } as unknown as NodeJS.ProcessEnv,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        RC_CONTROLLER: this.controllerUrl,
+        RC_TOKEN: this.clientToken,
+        RC_SUBMITTER: 'tester',
+        ...opts.env,
+      } as unknown as NodeJS.ProcessEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (c: Buffer) => { stdout += c.toString(); });
-    child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.stdout!.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
     opts.onSpawn?.(child);
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
-    return new Promise((resolve) => child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); }));
+    return new Promise((resolve) =>
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout, stderr });
+      }),
+    );
   }
 
   /**
@@ -141,10 +199,19 @@ export class Stack {
   runJob(args: string[], script: string, opts: { timeoutMs?: number } = {}): { id: Promise<string>; done: Promise<CliResult>; child: () => ChildProcess } {
     let child: ChildProcess | null = null;
     let resolveId: (id: string) => void = () => {};
-    const id = new Promise<string>((r) => { resolveId = r; });
+    const id = new Promise<string>((r) => {
+      resolveId = r;
+    });
     let buf = '';
     const done = this.cli(['run', ...args, '--', 'sh', '-c', `echo "$RC_JOB_ID"; ${script}`], {
-      onSpawn: (c) => { child = c; c.stdout!.on('data', (d: Buffer) => { buf += d.toString(); const i = buf.indexOf('\n'); if (i > 0) resolveId(buf.slice(0, i).trim()); }); },
+      onSpawn: (c) => {
+        child = c;
+        c.stdout!.on('data', (d: Buffer) => {
+          buf += d.toString();
+          const i = buf.indexOf('\n');
+          if (i > 0) resolveId(buf.slice(0, i).trim());
+        });
+      },
       timeoutMs: opts.timeoutMs ?? 60_000,
     });
     return { id, done, child: () => child! };
@@ -180,7 +247,10 @@ function stopProcess(child: ChildProcess | null, signal: NodeJS.Signals): Promis
   if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const t = setTimeout(() => child.kill('SIGKILL'), 8000);
-    child.once('exit', () => { clearTimeout(t); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
     child.kill(signal);
   });
 }
@@ -195,13 +265,19 @@ export function processesMatching(marker: string, anywhere = false): number[] {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      const hit = anywhere ? cmd.includes(marker) : cmd.trimEnd() === marker || cmd.startsWith(marker + ' ');
+      const hit = anywhere ? cmd.includes(marker) : cmd.trimEnd() === marker || cmd.startsWith(`${marker} `);
       if (hit && Number(pid) !== process.pid) out.push(Number(pid));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return out;
 }
 
 function readdirSafe(dir: string): string[] {
-  try { return readdirSync(dir); } catch { return []; }
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }

@@ -23,7 +23,9 @@ before(async () => {
 
 after(() => {
   for (const host of hosts) {
-    const ids = docker(['ps', '-aq', '--filter', `label=rc.host=${host}`]).stdout.split('\n').filter(Boolean);
+    const ids = docker(['ps', '-aq', '--filter', `label=rc.host=${host}`])
+      .stdout.split('\n')
+      .filter(Boolean);
     if (ids.length > 0) docker(['rm', '-f', ...ids]);
   }
   rmSync(workspace, { recursive: true, force: true });
@@ -57,12 +59,26 @@ let jobSeq = 0;
 
 function order(argv: string[], extra: Partial<StartJob> = {}): StartJob {
   return {
-    jobId: `j${++jobSeq}-${randomBytes(3).toString('hex')}`, kind: 'run', fence: 1, argv, cwd: null,
-    devices: [{ index: 0, name: 'cpu0', uuid: null }], maxRuntimeS: null, idleTimeoutS: null, ...extra,
+    jobId: `j${++jobSeq}-${randomBytes(3).toString('hex')}`,
+    kind: 'run',
+    fence: 1,
+    argv,
+    cwd: null,
+    devices: [{ index: 0, name: 'cpu0', uuid: null }],
+    maxRuntimeS: null,
+    idleTimeoutS: null,
+    ...extra,
   };
 }
 
-interface Ended { code: number | null; signal: string | null; stdout: string; stderr: string; problems: DeviceProblem[]; ms: number }
+interface Ended {
+  code: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  problems: DeviceProblem[];
+  ms: number;
+}
 
 function start(rt: DockerRuntime, o: StartJob, onOutput?: (text: string) => void): { job: RunningJob; ended: Promise<Ended> } {
   const out: Buffer[] = [];
@@ -71,12 +87,19 @@ function start(rt: DockerRuntime, o: StartJob, onOutput?: (text: string) => void
   const t0 = Date.now();
   let job!: RunningJob;
   const ended = new Promise<Ended>((resolve) => {
-    job = rt.run(o, {
-      output(stream, data) { (stream === 1 ? out : err).push(data); onOutput?.(data.toString()); },
-      exit(code, signal) {
-        resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), problems, ms: Date.now() - t0 });
+    job = rt.run(
+      o,
+      {
+        output(stream, data) {
+          (stream === 1 ? out : err).push(data);
+          onOutput?.(data.toString());
+        },
+        exit(code, signal) {
+          resolve({ code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), problems, ms: Date.now() - t0 });
+        },
       },
-    }, (p) => problems.push(p));
+      (p) => problems.push(p),
+    );
   });
   return { job, ended };
 }
@@ -87,16 +110,26 @@ const runToEnd = (rt: DockerRuntime, o: StartJob) => start(rt, o).ended;
 async function startedJob(rt: DockerRuntime, o: StartJob): Promise<{ job: RunningJob; ended: Promise<Ended> }> {
   let seen = '';
   let resolveStarted!: () => void;
-  const started = new Promise<void>((r) => { resolveStarted = r; });
-  const run = start(rt, o, (t) => { seen += t; if (seen.includes('started')) resolveStarted(); });
+  const started = new Promise<void>((r) => {
+    resolveStarted = r;
+  });
+  const run = start(rt, o, (t) => {
+    seen += t;
+    if (seen.includes('started')) resolveStarted();
+  });
   await started;
   return run;
 }
 
 /** PIDs in the container whose environment has RC_JOB_ID=<id>. */
 function tagged(container: string, jobId: string): string[] {
-  const r = docker(['exec', container, 'sh', '-c',
-    `for d in /proc/[0-9]*; do tr '\\0' '\\n' 2>/dev/null <$d/environ | grep -qxF "RC_JOB_ID=${jobId}" && echo \${d#/proc/}; done; true`]);
+  const r = docker([
+    'exec',
+    container,
+    'sh',
+    '-c',
+    `for d in /proc/[0-9]*; do tr '\\0' '\\n' 2>/dev/null <$d/environ | grep -qxF "RC_JOB_ID=${jobId}" && echo \${d#/proc/}; done; true`,
+  ]);
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.split('\n').filter(Boolean);
 }
@@ -115,7 +148,10 @@ test('a job runs in the device container: exit code, env, working directory', as
   assert.equal(labels['rc.host'], host);
   assert.equal(labels['rc.device'], '0');
   assert.match(labels['rc.spec'] ?? '', /^[0-9a-f]{12}$/);
-  assert.deepEqual(rt.labels, [{ key: 'runtime', value: 'docker' }, { key: 'image', value: image }]);
+  assert.deepEqual(rt.labels, [
+    { key: 'runtime', value: 'docker' },
+    { key: 'image', value: image },
+  ]);
 
   const o = order(['sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES|$CUDA_DEVICE_ORDER|$RC_JOB_ID|$RC_DEVICES|$(pwd)|$(id -u)"; echo oops >&2; exit 3']);
   const r = await runToEnd(rt, o);
@@ -144,25 +180,33 @@ test('a job runs in the device container: exit code, env, working directory', as
 
 test('what a job installs in the container stays for the next job', async () => {
   const { rt } = await prepared();
-  const install = await runToEnd(rt, order(['sh', '-c', 'mkdir -p /usr/local/bin && printf "#!/bin/sh\\necho hello from the tool\\n" > /usr/local/bin/rc-tool && chmod +x /usr/local/bin/rc-tool']));
+  const install = await runToEnd(
+    rt,
+    order([
+      'sh',
+      '-c',
+      'mkdir -p /usr/local/bin && printf "#!/bin/sh\\necho hello from the tool\\n" > /usr/local/bin/rc-tool && chmod +x /usr/local/bin/rc-tool',
+    ]),
+  );
   assert.equal(install.code, 0, install.stderr);
   const use = await runToEnd(rt, order(['rc-tool']));
   assert.equal(use.code, 0, use.stderr);
   assert.equal(use.stdout, 'hello from the tool\n');
 });
 
-for (const fromHost of [true, false]) test(`kill ends the whole process tree of the job inside the container (signalled ${fromHost ? 'from the host\'s /proc' : 'through docker exec'})`, async () => {
-  const { rt, name } = await prepared({ signalFromHost: fromHost });
-  const o = order(['sh', '-c', 'sh -c "sleep 1001" & sleep 1002 & echo started; wait']);
-  const { job, ended } = await startedJob(rt, o);
-  assert.ok(tagged(name, o.jobId).length >= 3, ps(name));
-  job.kill(5);
-  const r = await ended;
-  assert.equal(r.code, 143, 'docker exec passes on 128 + SIGTERM');
-  assert.ok(r.ms < 5000, `ended after ${r.ms} ms`);
-  assert.deepEqual(tagged(name, o.jobId), []);
-  assert.doesNotMatch(ps(name), /sleep 100[12]/);
-});
+for (const fromHost of [true, false])
+  test(`kill ends the whole process tree of the job inside the container (signalled ${fromHost ? "from the host's /proc" : 'through docker exec'})`, async () => {
+    const { rt, name } = await prepared({ signalFromHost: fromHost });
+    const o = order(['sh', '-c', 'sh -c "sleep 1001" & sleep 1002 & echo started; wait']);
+    const { job, ended } = await startedJob(rt, o);
+    assert.ok(tagged(name, o.jobId).length >= 3, ps(name));
+    job.kill(5);
+    const r = await ended;
+    assert.equal(r.code, 143, 'docker exec passes on 128 + SIGTERM');
+    assert.ok(r.ms < 5000, `ended after ${r.ms} ms`);
+    assert.deepEqual(tagged(name, o.jobId), []);
+    assert.doesNotMatch(ps(name), /sleep 100[12]/);
+  });
 
 test('a job that ignores SIGTERM is killed after the grace period', async () => {
   const { rt, name } = await prepared();
@@ -204,11 +248,14 @@ test('a removed container is recreated before the next job', async () => {
   assert.equal(docker(['stop', '-t', '0', name]).status, 0);
   const again = await runToEnd(rt, order(['true']));
   assert.equal(again.code, 0, again.stderr);
-  assert.ok(log.some((l) => l.includes('not running')), log.join('\n'));
+  assert.ok(
+    log.some((l) => l.includes('not running')),
+    log.join('\n'),
+  );
 });
 
 test('a new worker run kills leftover job processes before its hello (reclaim), then adopts its running containers', async () => {
-  const { host, rt, name } = await prepared();
+  const { host, name } = await prepared();
   const id = containerId(name);
   // A job process of the previous worker run, still going.
   assert.equal(docker(['exec', '-d', '-e', 'RC_JOB_ID=old-job', name, 'sleep', '4321']).status, 0);
@@ -219,10 +266,16 @@ test('a new worker run kills leftover job processes before its hello (reclaim), 
   const rt2 = runtime(host, { log });
   assert.deepEqual(await rt2.reclaim([{ jobId: 'old-job', devices: [0], cgroup: null }]), { killed: 1, jobs: 1, unkillable: [] });
   assert.deepEqual(tagged(name, 'old-job'), []);
-  assert.ok(log.some((l) => l.includes(`killed 1 process(es) left over from earlier jobs in ${name}`)), log.join('\n'));
+  assert.ok(
+    log.some((l) => l.includes(`killed 1 process(es) left over from earlier jobs in ${name}`)),
+    log.join('\n'),
+  );
   assert.deepEqual(await rt2.prepare([CPU0]), []);
   assert.equal(containerId(name), id, 'the same container');
-  assert.ok(log.some((l) => l.includes('adopted')), log.join('\n'));
+  assert.ok(
+    log.some((l) => l.includes('adopted')),
+    log.join('\n'),
+  );
 
   // Another spec (here: another workspace) means another container.
   const other = mkdtempSync(join(tmpdir(), 'rc-docker-ws2-'));
@@ -242,7 +295,10 @@ test('an image that is not there: a device problem, and the job ends with 125', 
   const problems = await rt.prepare([CPU0]);
   assert.equal(problems.length, 1);
   assert.equal(problems[0]!.index, 0);
-  assert.match(problems[0]!.reason, new RegExp(`cannot create the container ${containerName(host, 0)} from the image ${missing} \\(the image is not on this host and could not be pulled\\): `));
+  assert.match(
+    problems[0]!.reason,
+    new RegExp(`cannot create the container ${containerName(host, 0)} from the image ${missing} \\(the image is not on this host and could not be pulled\\): `),
+  );
   assert.doesNotMatch(problems[0]!.reason, /\n/);
   assert.equal(problems[0]!.evidence.image, missing);
 
@@ -255,7 +311,10 @@ test('an image that is not there: a device problem, and the job ends with 125', 
 test('a job on several devices runs in a one-off container', async () => {
   const host = newHost();
   const rt = runtime(host);
-  const devices = [{ index: 0, name: 'cpu0', uuid: null }, { index: 1, name: 'cpu1', uuid: null }];
+  const devices = [
+    { index: 0, name: 'cpu0', uuid: null },
+    { index: 1, name: 'cpu1', uuid: null },
+  ];
   const o = order(['sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES|$RC_DEVICES|$(pwd)"; exit 4'], { devices, cwd: '/tmp' });
   const r = await runToEnd(rt, o);
   assert.equal(r.code, 4, r.stderr);
@@ -282,7 +341,11 @@ test('jobs in a container that is up run without a docker inspect each; a restar
     writeFileSync(calls, '');
     for (let i = 0; i < 3; i++) assert.equal((await runToEnd(rt, order(['true']))).code, 0);
     const used = readFileSync(calls, 'utf8').split('\n').filter(Boolean);
-    assert.deepEqual(used.filter((c) => c === 'inspect'), [], used.join(' '));
+    assert.deepEqual(
+      used.filter((c) => c === 'inspect'),
+      [],
+      used.join(' '),
+    );
     assert.equal(used.filter((c) => c === 'exec').length, 3, 'one docker exec per job, and signals from the host /proc');
 
     // Restarted: a new init. The next job finds it out, runs, and can still be killed.

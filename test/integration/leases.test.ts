@@ -65,7 +65,10 @@ test('a multi-device claim is all or nothing', async () => {
   assert.ok(c);
   const [other] = await db.client<{ id: string }[]>`select id from devices where index = 1`;
   const wide = await submit();
-  const r = await claimDevices(db.client, wide.id, 'h', [{ id: Number(other!.id), name: 'h:gpu1' }, { id: deviceId, name: 'h:gpu0' }]);
+  const r = await claimDevices(db.client, wide.id, 'h', [
+    { id: Number(other!.id), name: 'h:gpu1' },
+    { id: deviceId, name: 'h:gpu0' },
+  ]);
   assert.equal(r, null);
   const [row] = await db.client<{ n: number }[]>`select count(*)::int as n from leases where job_id = ${wide.id}`;
   assert.equal(row!.n, 0, 'no lease on the free device either');
@@ -116,46 +119,56 @@ async function withHostOnline(fn: () => Promise<void>): Promise<void> {
   }
 }
 
-test('on an idle fleet a submit claims a free device in the same statement: running, leased, fenced', () => withHostOnline(async () => {
-  const s = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
-  assert.equal(s.job.state, 'running');
-  assert.ok(s.job.fence && s.job.startedAt);
-  assert.deepEqual(s.job.devices, ['h:gpu0']);
-  assert.deepEqual(s.targets, [{ index: 0, name: 'h:gpu0', uuid: null }]);
-  assert.equal(s.position, 0);
-  assert.deepEqual((await activeLeases()).map((l) => [Number(l.device_id), l.job_id]), [[deviceId, s.job.id]]);
-  // Its device is taken now: the next one for it waits in the queue.
-  const next = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
-  assert.equal(next.job.state, 'queued');
-  assert.equal(next.targets, null);
-  assert.equal((await activeLeases()).length, 1);
-}));
+test('on an idle fleet a submit claims a free device in the same statement: running, leased, fenced', () =>
+  withHostOnline(async () => {
+    const s = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(s.job.state, 'running');
+    assert.ok(s.job.fence && s.job.startedAt);
+    assert.deepEqual(s.job.devices, ['h:gpu0']);
+    assert.deepEqual(s.targets, [{ index: 0, name: 'h:gpu0', uuid: null }]);
+    assert.equal(s.position, 0);
+    assert.deepEqual(
+      (await activeLeases()).map((l) => [Number(l.device_id), l.job_id]),
+      [[deviceId, s.job.id]],
+    );
+    // Its device is taken now: the next one for it waits in the queue.
+    const next = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(next.job.state, 'queued');
+    assert.equal(next.targets, null);
+    assert.equal((await activeLeases()).length, 1);
+  }));
 
-test('a submit does not jump the queue: with any job queued it queues too, even when a device is free', () => withHostOnline(async () => {
-  const busy = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
-  assert.equal(busy.job.state, 'running');
-  const waiting = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
-  assert.equal(waiting.job.state, 'queued');
-  // h:gpu1 is free, but a job is queued: the scheduler decides who goes first.
-  const later = await submitJob(db.client, who, { ...body, priority: 5 });
-  assert.equal(later.job.state, 'queued');
-  assert.equal(later.targets, null);
-  assert.equal((await activeLeases()).length, 1);
-}));
+test('a submit does not jump the queue: with any job queued it queues too, even when a device is free', () =>
+  withHostOnline(async () => {
+    const busy = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(busy.job.state, 'running');
+    const waiting = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    assert.equal(waiting.job.state, 'queued');
+    // h:gpu1 is free, but a job is queued: the scheduler decides who goes first.
+    const later = await submitJob(db.client, who, { ...body, priority: 5 });
+    assert.equal(later.job.state, 'queued');
+    assert.equal(later.targets, null);
+    assert.equal((await activeLeases()).length, 1);
+  }));
 
-test('submits racing for one free device: exactly one starts, the others queue, one lease, every round', () => withHostOnline(async () => {
-  for (let round = 0; round < 20; round++) {
-    const all = await Promise.all(Array.from({ length: 4 }, () => submitJob(db.client, who, { ...body, device: 'h:gpu0' })));
-    const running = all.filter((s) => s.job.state === 'running');
-    assert.equal(running.length, 1, `round ${round}: ${all.map((s) => s.job.state).join(',')}`);
-    assert.equal(all.filter((s) => s.job.state === 'queued' && s.targets === null).length, 3);
-    assert.deepEqual((await activeLeases()).map((l) => l.job_id), [running[0]!.job.id]);
-    await endEverything();
-  }
-}));
+test('submits racing for one free device: exactly one starts, the others queue, one lease, every round', () =>
+  withHostOnline(async () => {
+    for (let round = 0; round < 20; round++) {
+      const all = await Promise.all(Array.from({ length: 4 }, () => submitJob(db.client, who, { ...body, device: 'h:gpu0' })));
+      const running = all.filter((s) => s.job.state === 'running');
+      assert.equal(running.length, 1, `round ${round}: ${all.map((s) => s.job.state).join(',')}`);
+      assert.equal(all.filter((s) => s.job.state === 'queued' && s.targets === null).length, 3);
+      assert.deepEqual(
+        (await activeLeases()).map((l) => l.job_id),
+        [running[0]!.job.id],
+      );
+      await endEverything();
+    }
+  }));
 
-test('a hold started at submit ends its TTL after its start', () => withHostOnline(async () => {
-  const s = await submitJob(db.client, who, { ...body, kind: 'hold', argv: [], ttlS: 600 });
-  assert.equal(s.job.state, 'running');
-  assert.equal(s.job.expiresAt!.getTime() - s.job.startedAt!.getTime(), 600_000);
-}));
+test('a hold started at submit ends its TTL after its start', () =>
+  withHostOnline(async () => {
+    const s = await submitJob(db.client, who, { ...body, kind: 'hold', argv: [], ttlS: 600 });
+    assert.equal(s.job.state, 'running');
+    assert.equal(s.job.expiresAt!.getTime() - s.job.startedAt!.getTime(), 600_000);
+  }));

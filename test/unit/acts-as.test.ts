@@ -50,15 +50,17 @@ test('a dashboard terminal is submitted as web:<token name>, the bound name, or 
   assert.equal(webSubmitter(client('claude/')), 'claude/web');
 });
 
-test('whatever a valid binding is, the dashboard terminal\'s submitter is a valid name the token may act as', () => {
-  fc.assert(fc.property(fc.string({ maxLength: 200 }), fc.boolean(), (raw, prefix) => {
-    const parsed = CreateToken.safeParse({ name: 'agent-a', submitter: prefix ? `${raw}/` : raw });
-    if (!parsed.success) return;
-    const identity = client(parsed.data.submitter ?? null);
-    const name = webSubmitter(identity);
-    assert.ok(Submitter.safeParse(name).success, JSON.stringify(name));
-    actsAs(identity, name);
-  }));
+test("whatever a valid binding is, the dashboard terminal's submitter is a valid name the token may act as", () => {
+  fc.assert(
+    fc.property(fc.string({ maxLength: 200 }), fc.boolean(), (raw, prefix) => {
+      const parsed = CreateToken.safeParse({ name: 'agent-a', submitter: prefix ? `${raw}/` : raw });
+      if (!parsed.success) return;
+      const identity = client(parsed.data.submitter ?? null);
+      const name = webSubmitter(identity);
+      assert.ok(Submitter.safeParse(name).success, JSON.stringify(name));
+      actsAs(identity, name);
+    }),
+  );
 });
 
 test('a binding follows the submitter rule: not empty, no control or bidi characters; a prefix leaves room for <prefix>web', () => {

@@ -3,7 +3,10 @@ import { test } from 'node:test';
 import { parseFlags, type FlagSpec } from '../../cli/flags';
 import { CliExit } from '../../cli/output';
 
-const specs: FlagSpec[] = [{ name: 'select', short: 's', type: 'string' }, { name: 'no-wait', type: 'boolean' }];
+const specs: FlagSpec[] = [
+  { name: 'select', short: 's', type: 'string' },
+  { name: 'no-wait', type: 'boolean' },
+];
 
 test('flags stop at -- and the command is kept exactly', () => {
   const p = parseFlags('run', ['--select', 'vram>=40G', '--no-wait', '--', 'sh', '-c', 'echo "$x"', '', '--select'], specs, true);
@@ -21,6 +24,10 @@ test('the first positional starts the command when asked', () => {
 
 test('unknown flags, missing values and values on booleans are usage errors (exit 2)', () => {
   for (const args of [['--bogus'], ['--select'], ['--no-wait=1'], ['-x']]) {
-    assert.throws(() => parseFlags('run', args, specs, true), (e: unknown) => e instanceof CliExit && e.exitCode === 2 && /^rc: usage: /.test(e.message), args.join(' '));
+    assert.throws(
+      () => parseFlags('run', args, specs, true),
+      (e: unknown) => e instanceof CliExit && e.exitCode === 2 && /^rc: usage: /.test(e.message),
+      args.join(' '),
+    );
   }
 });

@@ -20,11 +20,13 @@ test('device paths are taken relative to the workspace, and nothing leaves it', 
 });
 
 test('property: whatever the path, an accepted one stays under the workspace', () => {
-  fc.assert(fc.property(fc.array(fc.constantFrom('..', '.', 'a', 'b', '', 'workspace', '/'), { maxLength: 8 }), fc.boolean(), (parts, abs) => {
-    const path = (abs ? '/' : '') + parts.join('/');
-    const r = workspaceRelative(path);
-    if (r.ok) assert.ok(!r.rel.split('/').includes('..') && !r.rel.startsWith('/'), `${path} -> ${r.rel}`);
-  }));
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom('..', '.', 'a', 'b', '', 'workspace', '/'), { maxLength: 8 }), fc.boolean(), (parts, abs) => {
+      const path = (abs ? '/' : '') + parts.join('/');
+      const r = workspaceRelative(path);
+      if (r.ok) assert.ok(!r.rel.split('/').includes('..') && !r.rel.startsWith('/'), `${path} -> ${r.rel}`);
+    }),
+  );
 });
 
 test('a destination that names a folder gets the source name', () => {

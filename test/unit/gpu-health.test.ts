@@ -5,7 +5,10 @@ import { parseComputeApps, parseGpuSamples } from '../../worker/probes/parse';
 
 const U0 = 'GPU-aaaaaaaa-0000-4000-8000-000000000000';
 const U1 = 'GPU-aaaaaaaa-0000-4000-8000-000000000001';
-const devices = [{ index: 0, uuid: U0 }, { index: 1, uuid: U1 }];
+const devices = [
+  { index: 0, uuid: U0 },
+  { index: 1, uuid: U1 },
+];
 
 test('GPU samples parse from the real query format, unreadable fields as null, lost GPUs skipped', () => {
   const csv = [
@@ -51,10 +54,29 @@ test('a process without the job tag of the job running on its GPU is foreign; th
     { gpuUuid: 'GPU-not-ours', pid: 13, usedMiB: 1, name: 'elsewhere' },
   ];
   const tags: Record<number, string> = { 10: 'jA', 12: 'jOld' };
-  const q = foreignProcesses(devices, procs, (i) => (i === 0 ? 'jA' : null), (pid) => tags[pid] ?? null);
+  const q = foreignProcesses(
+    devices,
+    procs,
+    (i) => (i === 0 ? 'jA' : null),
+    (pid) => tags[pid] ?? null,
+  );
   assert.equal(q.length, 1);
   assert.equal(q[0]!.index, 1);
   assert.match(q[0]!.reason, /pid 11 \(squatter, 200 MiB\), pid 12 \(stale, 300 MiB\) use the GPU and rc did not start it/);
-  assert.deepEqual((q[0]!.evidence.processes as { pid: number; rcJob: string | null }[]).map((p) => [p.pid, p.rcJob]), [[11, null], [12, 'jOld']]);
-  assert.deepEqual(foreignProcesses(devices, [procs[0]!], () => 'jA', () => 'jA'), []);
+  assert.deepEqual(
+    (q[0]!.evidence.processes as { pid: number; rcJob: string | null }[]).map((p) => [p.pid, p.rcJob]),
+    [
+      [11, null],
+      [12, 'jOld'],
+    ],
+  );
+  assert.deepEqual(
+    foreignProcesses(
+      devices,
+      [procs[0]!],
+      () => 'jA',
+      () => 'jA',
+    ),
+    [],
+  );
 });

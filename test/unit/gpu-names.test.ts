@@ -75,7 +75,10 @@ describe('canonicalGpuModel', () => {
       fc.string({ unit: 'grapheme' }),
       // Pieces of real names, so the recognised paths are exercised too.
       fc
-        .array(fc.constantFrom('NVIDIA', 'GeForce', 'Tesla', 'RTX', 'A100', 'A10', 'H100', '80GB', '40GB', 'SXM4', 'PCIe', '5090', 'L4', '0', 'G', ' ', '-', '_'), { maxLength: 6 })
+        .array(
+          fc.constantFrom('NVIDIA', 'GeForce', 'Tesla', 'RTX', 'A100', 'A10', 'H100', '80GB', '40GB', 'SXM4', 'PCIe', '5090', 'L4', '0', 'G', ' ', '-', '_'),
+          { maxLength: 6 },
+        )
         .map((parts) => parts.join('')),
     ];
     for (const arbitrary of arbitraries) {

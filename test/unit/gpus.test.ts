@@ -35,9 +35,35 @@ describe('normalizeGpuSpec', () => {
 
   test('everything else is refused with a reason', () => {
     const bad = [
-      '', ' ', ' all', 'all ', '0, 1', '"0,1"', "'0'", '0;1', '$GPU', '0|1', 'a b', '0\n1', 'device=', 'device=0,', ',0', '0,,1',
-      '0,0', 'device=1,1', `${U1},${U1}`, `${U1},${U1.toUpperCase()}`, 'GPU-123', 'GPU-', 'gpu0',
-      'device=all', 'all,0', 'none', '-1', '1.5', 'device=GPU-zz',
+      '',
+      ' ',
+      ' all',
+      'all ',
+      '0, 1',
+      '"0,1"',
+      "'0'",
+      '0;1',
+      '$GPU',
+      '0|1',
+      'a b',
+      '0\n1',
+      'device=',
+      'device=0,',
+      ',0',
+      '0,,1',
+      '0,0',
+      'device=1,1',
+      `${U1},${U1}`,
+      `${U1},${U1.toUpperCase()}`,
+      'GPU-123',
+      'GPU-',
+      'gpu0',
+      'device=all',
+      'all,0',
+      'none',
+      '-1',
+      '1.5',
+      'device=GPU-zz',
     ];
     for (const input of bad) {
       const r = normalizeGpuSpec(input);
@@ -60,7 +86,7 @@ describe('normalizeGpuSpec', () => {
 });
 
 describe('dockerGpusValue', () => {
-  test('a device list with a comma is quoted for docker\'s CSV parsing; single values are not', () => {
+  test("a device list with a comma is quoted for docker's CSV parsing; single values are not", () => {
     assert.equal(dockerGpusValue('all'), 'all');
     assert.equal(dockerGpusValue('2'), '2');
     assert.equal(dockerGpusValue('device=0'), 'device=0');

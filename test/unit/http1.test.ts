@@ -6,7 +6,11 @@ import fc from 'fast-check';
 import { Body, chunkedFeed, http1Request } from '../../cli/http1';
 import { connectTcp } from '../../cli/tcp';
 
-const chunked = (parts: Buffer[]) => Buffer.concat([...parts.filter((p) => p.length).map((p) => Buffer.concat([Buffer.from(p.length.toString(16) + '\r\n'), p, Buffer.from('\r\n')])), Buffer.from('0\r\n\r\n')]);
+const chunked = (parts: Buffer[]) =>
+  Buffer.concat([
+    ...parts.filter((p) => p.length).map((p) => Buffer.concat([Buffer.from(`${p.length.toString(16)}\r\n`), p, Buffer.from('\r\n')])),
+    Buffer.from('0\r\n\r\n'),
+  ]);
 
 function collect(body: Body): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -16,19 +20,37 @@ function collect(body: Body): Promise<Buffer> {
 }
 
 test('a chunked body decodes the same however the bytes are split', () => {
-  fc.assert(fc.property(fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }).map((a) => Buffer.from(a)), { maxLength: 8 }), fc.array(fc.nat(3000), { maxLength: 12 }), (parts, cuts) => {
-    const wire = chunked(parts);
-    const got: Buffer[] = [];
-    let ended = 0;
-    const feed = chunkedFeed({ push: (d) => got.push(d), end: () => { ended += 1; } });
-    let at = 0;
-    for (const c of [...cuts, wire.length].sort((a, b) => a - b)) {
-      const to = Math.min(c, wire.length);
-      if (to > at) { feed(wire.subarray(at, to)); at = to; }
-    }
-    assert.deepEqual(Buffer.concat(got), Buffer.concat(parts));
-    assert.equal(ended, 1, 'the last chunk ends the body, once');
-  }), { numRuns: 300 });
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.uint8Array({ minLength: 1, maxLength: 300 }).map((a) => Buffer.from(a)),
+        { maxLength: 8 },
+      ),
+      fc.array(fc.nat(3000), { maxLength: 12 }),
+      (parts, cuts) => {
+        const wire = chunked(parts);
+        const got: Buffer[] = [];
+        let ended = 0;
+        const feed = chunkedFeed({
+          push: (d) => got.push(d),
+          end: () => {
+            ended += 1;
+          },
+        });
+        let at = 0;
+        for (const c of [...cuts, wire.length].sort((a, b) => a - b)) {
+          const to = Math.min(c, wire.length);
+          if (to > at) {
+            feed(wire.subarray(at, to));
+            at = to;
+          }
+        }
+        assert.deepEqual(Buffer.concat(got), Buffer.concat(parts));
+        assert.equal(ended, 1, 'the last chunk ends the body, once');
+      },
+    ),
+    { numRuns: 300 },
+  );
 });
 
 test('a body keeps what arrives before its consumer, then streams', () => {
@@ -37,7 +59,13 @@ test('a body keeps what arrives before its consumer, then streams', () => {
   body.push(Buffer.from('b'));
   const got: string[] = [];
   let ended = false;
-  body.consume({ data: (c) => got.push(c.toString()), end: () => { ended = true; }, error: assert.fail });
+  body.consume({
+    data: (c) => got.push(c.toString()),
+    end: () => {
+      ended = true;
+    },
+    error: assert.fail,
+  });
   body.push(Buffer.from('c'));
   body.end();
   body.push(Buffer.from('late'));
@@ -50,7 +78,10 @@ async function withServer(fn: (port: number) => Promise<void>): Promise<void> {
     if (req.url === '/stream') {
       res.writeHead(200, { 'content-type': 'application/x-test' });
       res.write('first ');
-      setTimeout(() => { res.write('second'); res.end(); }, 20);
+      setTimeout(() => {
+        res.write('second');
+        res.end();
+      }, 20);
       return;
     }
     const chunks: Buffer[] = [];
@@ -71,7 +102,11 @@ async function withServer(fn: (port: number) => Promise<void>): Promise<void> {
   }
 }
 
-for (const [host, via] of [['127.0.0.1', 'handle'], ['[::1]', 'handle'], ['localhost', 'net']] as const) {
+for (const [host, via] of [
+  ['127.0.0.1', 'handle'],
+  ['[::1]', 'handle'],
+  ['localhost', 'net'],
+] as const) {
   test(`against a real node:http server at ${host} (${via}): status, headers, streamed chunks, sized bodies, a 16 MiB upload`, async () => {
     await withServer(async (port) => {
       const s = await http1Request(new URL(`http://${host}:${port}/stream`), 'GET', {});
@@ -91,9 +126,19 @@ for (const [host, via] of [['127.0.0.1', 'handle'], ['[::1]', 'handle'], ['local
 
 test('an IP address connects through the TCP handle, a host name through node:net', async () => {
   await withServer(async (port) => {
-    for (const [host, via] of [['127.0.0.1', 'handle'], ['::1', 'handle'], ['localhost', 'net']] as const) {
+    for (const [host, via] of [
+      ['127.0.0.1', 'handle'],
+      ['::1', 'handle'],
+      ['localhost', 'net'],
+    ] as const) {
       const conn = await new Promise<ReturnType<typeof connectTcp>>((resolve, reject) => {
-        const c = connectTcp(host, port, { data: () => { resolve(c); }, end: () => {}, error: reject });
+        const c = connectTcp(host, port, {
+          data: () => {
+            resolve(c);
+          },
+          end: () => {},
+          error: reject,
+        });
         c.write(`GET /x HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`);
       });
       assert.equal(conn.via, via, host);
@@ -127,8 +172,12 @@ test('with pending deprecations shown, the CLI keeps to node:net and prints no w
       c.write('GET /x HTTP/1.1\\r\\nhost: x\\r\\ncontent-length: 0\\r\\n\\r\\n');`;
     // Not spawnSync: the server answering it runs in this process.
     const r = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, NODE_PENDING_DEPRECATION: '1' }, timeout: 30_000 },
-        (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })));
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', '--input-type=module', '-e', script],
+        { env: { ...process.env, NODE_PENDING_DEPRECATION: '1' }, timeout: 30_000 },
+        (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })),
+      );
     });
     assert.equal(r.stdout.trim(), 'net');
     assert.doesNotMatch(r.stderr, /DeprecationWarning/);

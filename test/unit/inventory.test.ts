@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { parseGpuCsv } from '../../worker/inventory';
 
 test('nvidia-smi CSV becomes devices with canonical models and byte sizes', () => {
-  const csv = '0, GPU-1111aaaa-0000-0000-0000-000000000000, NVIDIA H100 80GB HBM3, 81559, 550.54.15\n1, GPU-2222bbbb-0000-0000-0000-000000000000, NVIDIA A100-PCIE-40GB, 40960, 550.54.15\n';
+  const csv =
+    '0, GPU-1111aaaa-0000-0000-0000-000000000000, NVIDIA H100 80GB HBM3, 81559, 550.54.15\n1, GPU-2222bbbb-0000-0000-0000-000000000000, NVIDIA A100-PCIE-40GB, 40960, 550.54.15\n';
   const devices = parseGpuCsv(csv);
   assert.equal(devices.length, 2);
   const labels = (i: number) => Object.fromEntries(devices[i]!.labels.map((l) => [l.key, l.value]));

@@ -23,13 +23,13 @@ test('the cgroup2 mount is found by its file system type, wherever it is mounted
   assert.deepEqual(cgroup2Mount('41 31 0:38 / /mnt/cg\\040two rw - cgroup2 cgroup2 rw\n'), { mountPoint: '/mnt/cg two', root: '/' });
 });
 
-test('the worker\'s own cgroup is the 0:: line; v1 lines do not count', () => {
+test("the worker's own cgroup is the 0:: line; v1 lines do not count", () => {
   assert.equal(ownCgroupPath('9:name=systemd:/\n4:memory:/process_api/113c\n0::/\n'), '/');
   assert.equal(ownCgroupPath('0::/system.slice/rc-worker.service\n'), '/system.slice/rc-worker.service');
   assert.equal(ownCgroupPath('4:memory:/x\n1:cpu:/\n'), null);
 });
 
-test('the worker\'s cgroup folder: mount point plus path; a bind-mounted subtree and the reasons it cannot be used', () => {
+test("the worker's cgroup folder: mount point plus path; a bind-mounted subtree and the reasons it cannot be used", () => {
   assert.deepEqual(workerCgroupDir(HYBRID, '0::/\n'), { dir: '/sys/fs/cgroup/unified' });
   assert.deepEqual(workerCgroupDir(PURE_V2, '0::/system.slice/rc-worker.service\n'), { dir: '/sys/fs/cgroup/system.slice/rc-worker.service' });
   // A container that sees its own subtree mounted at /sys/fs/cgroup.

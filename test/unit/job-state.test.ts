@@ -28,7 +28,7 @@ test('a next run finds the jobs that were running, not those that ended; the fol
   assert.deepEqual(logs, []);
 });
 
-test('processes that could not be killed stay known until they are gone; only the previous run\'s are reported again', async () => {
+test("processes that could not be killed stay known until they are gone; only the previous run's are reported again", async () => {
   const d = dir();
   const a = new JobState(d, () => {});
   a.open();
@@ -41,7 +41,13 @@ test('processes that could not be killed stay known until they are gone; only th
     // Reported in hello: the previous run's, with only the pids still there; j3 went in its end report.
     assert.deepEqual(a.unkillable(), [{ jobId: 'old', devices: [3], pids: [sleeper.pid!] }]);
     const next = new JobState(d, () => {}).open();
-    assert.deepEqual(next.leftover.map((l) => [l.jobId, l.pids]), [['old', [sleeper.pid!]], ['j3', [sleeper.pid!]]]);
+    assert.deepEqual(
+      next.leftover.map((l) => [l.jobId, l.pids]),
+      [
+        ['old', [sleeper.pid!]],
+        ['j3', [sleeper.pid!]],
+      ],
+    );
   } finally {
     sleeper.kill('SIGKILL');
     await new Promise((r) => sleeper.once('exit', r));
@@ -59,7 +65,7 @@ test('a damaged state file is said and ignored: the job cgroups left in the fold
   assert.match(logs.join('\n'), /cannot read .*jobs\.json .*only the job cgroups left in the worker's folder are cleaned up/);
 });
 
-test('a second worker on a state folder in use refuses to start; a dead holder\'s folder is taken over', () => {
+test("a second worker on a state folder in use refuses to start; a dead holder's folder is taken over", () => {
   const d = dir();
   new JobState(d, () => {}).open();
   // Another live process holds it: our parent, with its real start time.

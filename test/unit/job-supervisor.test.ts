@@ -14,7 +14,12 @@ const stateDir = mkdtempSync(join(tmpdir(), 'rc-supervisor-'));
 const otherStateDir = mkdtempSync(join(tmpdir(), 'rc-supervisor-other-'));
 const spawned: ChildProcess[] = [];
 after(() => {
-  for (const c of spawned) try { process.kill(-c.pid!, 'SIGKILL'); } catch { /* gone */ }
+  for (const c of spawned)
+    try {
+      process.kill(-c.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   rmSync(stateDir, { recursive: true, force: true });
   rmSync(otherStateDir, { recursive: true, force: true });
 });
@@ -33,15 +38,26 @@ const supervisor = (mode: 'cgroup' | 'tag', extra: Partial<SupervisorOptions> = 
 const sleeps = (marker: string) => {
   const out: number[] = [];
   for (const p of readdirSafe()) {
-    try { if (readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === `sleep ${marker}`) out.push(Number(p)); } catch { /* gone */ }
+    try {
+      if (readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() === `sleep ${marker}`) out.push(Number(p));
+    } catch {
+      /* gone */
+    }
   }
   return out;
 };
 function readdirSafe(): string[] {
-  try { return readdirSync('/proc').filter((n) => /^\d+$/.test(n)); } catch { return []; }
+  try {
+    return readdirSync('/proc').filter((n) => /^\d+$/.test(n));
+  } catch {
+    return [];
+  }
 }
 const until = async (cond: () => boolean, what: string) => {
-  for (let i = 0; i < 400; i++) { if (cond()) return; await new Promise((r) => setTimeout(r, 10)); }
+  for (let i = 0; i < 400; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
   throw new Error(`timed out waiting for ${what}`);
 };
 
@@ -72,10 +88,22 @@ for (const { mode, skip } of MODES) {
   });
 
   // With cgroups, cgroup.kill reaches a process whatever the signal function does: e2e (job-processes) freezes one with the v1 freezer.
-  test(`${mode}: a process that does not die is given back by reap after the bounded wait`, { skip: mode === 'cgroup' ? 'cgroup.kill cannot be stopped here; see test/e2e/job-processes.test.ts' : skip }, async () => {
+  test(`${mode}: a process that does not die is given back by reap after the bounded wait`, {
+    skip: mode === 'cgroup' ? 'cgroup.kill cannot be stopped here; see test/e2e/job-processes.test.ts' : skip,
+  }, async () => {
     let stuck = 0;
     // A signal that never reaches one process: as if it were stuck in the kernel.
-    const sup = supervisor(mode, { reapWaitMs: 300, signal: (pid, sig) => { if (pid !== stuck) try { process.kill(pid, sig); } catch { /* gone */ } } });
+    const sup = supervisor(mode, {
+      reapWaitMs: 300,
+      signal: (pid, sig) => {
+        if (pid !== stuck)
+          try {
+            process.kill(pid, sig);
+          } catch {
+            /* gone */
+          }
+      },
+    });
     const m = `${7000 + randomInt(1000)}.${randomInt(1_000_000)}`;
     const { tree, exited } = runJob(sup, `ju${randomInt(1_000_000)}`, `setsid sleep ${m} & exit 0`);
     await exited;
@@ -88,7 +116,9 @@ for (const { mode, skip } of MODES) {
     sup.close();
   });
 
-  test(`${mode}: reclaim kills the previous run's jobs, setsid grandchildren and double forks included, and nothing of another worker's job`, { skip }, async () => {
+  test(`${mode}: reclaim kills the previous run's jobs, setsid grandchildren and double forks included, and nothing of another worker's job`, {
+    skip,
+  }, async () => {
     const first = supervisor(mode);
     const other = supervisor(mode, { stateDir: otherStateDir });
     const [a, b, keep] = [`ja${randomInt(1_000_000)}`, `jb${randomInt(1_000_000)}`, `jk${randomInt(1_000_000)}`];
@@ -105,7 +135,7 @@ for (const { mode, skip } of MODES) {
     const r = await next.reclaim(previous);
     assert.deepEqual(r, { killed: 6, jobs: 2, unkillable: [] });
     assert.deepEqual([...sleeps(ma), ...sleeps(mb)], []);
-    assert.equal(sleeps(mk).length, 2, 'another worker\'s job was touched');
+    assert.equal(sleeps(mk).length, 2, "another worker's job was touched");
     await kept.tree.signal('KILL');
     await kept.exited;
     assert.deepEqual(await kept.tree.reap(), []);

@@ -11,7 +11,9 @@ import { portInUseMessage } from '../../server/embedded-pg';
 import { findLeftover, isPostmasterOf, listeningInodes, parentIsLiveRc, parsePidFile, parseStat, readProc, type Proc } from '../../server/postmaster';
 
 const roots: string[] = [];
-after(() => { for (const r of roots) rmSync(r, { recursive: true, force: true }); });
+after(() => {
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
 
 function pgdata(): string {
   const dir = join(mkdtempSync(join(tmpdir(), 'rc-postmaster-test-')), 'pgdata');
@@ -20,7 +22,15 @@ function pgdata(): string {
   return realpathSync(dir);
 }
 
-const proc = (over: Partial<Proc>): Proc => ({ pid: 100, ppid: 1, state: 'S', argv: ['/x/bin/postgres', '-D', '/d/pgdata', '-p', '5432'], cwd: '/d/pgdata', exe: '/x/bin/postgres', ...over });
+const proc = (over: Partial<Proc>): Proc => ({
+  pid: 100,
+  ppid: 1,
+  state: 'S',
+  argv: ['/x/bin/postgres', '-D', '/d/pgdata', '-p', '5432'],
+  cwd: '/d/pgdata',
+  exe: '/x/bin/postgres',
+  ...over,
+});
 
 test('parsePidFile: pid, data directory and port; a file that names no postmaster is null', () => {
   const full = '4242\n/d/pgdata\n1796114670\n54329\n/tmp\nlocalhost\n  2146466        15\nready   \n';
@@ -40,7 +50,7 @@ test('parseStat: the state and parent, whatever the command name holds', () => {
 
 test('isPostmasterOf: the postgres program with the folder as its working directory, alive; nothing else', () => {
   assert.ok(isPostmasterOf(proc({}), '/d/pgdata'));
-  assert.ok(!isPostmasterOf(proc({}), '/other/pgdata'), 'another checkout\'s');
+  assert.ok(!isPostmasterOf(proc({}), '/other/pgdata'), "another checkout's");
   assert.ok(!isPostmasterOf(proc({ argv: ['postgres: checkpointer '] }), '/d/pgdata'), 'a child of the postmaster');
   assert.ok(!isPostmasterOf(proc({ argv: ['/bin/sleep', '30'] }), '/d/pgdata'), 'a pid taken by another program');
   assert.ok(!isPostmasterOf(proc({ cwd: null }), '/d/pgdata'), 'a process we cannot inspect');
@@ -67,14 +77,20 @@ test('listeningInodes: sockets in LISTEN on the port, in either table', () => {
   assert.deepEqual(listeningInodes(tcp, 33281), ['47300']);
   assert.deepEqual(listeningInodes(tcp, 8080), ['51000']);
   assert.deepEqual(listeningInodes(tcp, 5432), []);
-  const tcp6 = '  sl  local_address ...\n   0: 00000000000000000000000001000000:8201 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   101        0 47302 1 0 100 0 0 10 0';
+  const tcp6 =
+    '  sl  local_address ...\n   0: 00000000000000000000000001000000:8201 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000   101        0 47302 1 0 100 0 0 10 0';
   assert.deepEqual(listeningInodes(tcp6, 33281), ['47302']);
 });
 
 test('portInUseMessage: names the port, the holder as far as it is known, and RC_PG_PORT', () => {
-  assert.equal(portInUseMessage(54329, { pid: 7, program: 'postgres', pgdata: '/w/other/.rc/pgdata' }),
-    'port 54329 for the embedded Postgres is in use by another Postgres (pid 7, data in /w/other/.rc/pgdata), not this checkout\'s; stop it, or set RC_PG_PORT to a free port');
-  assert.equal(portInUseMessage(54329, { pid: 8, program: 'nc', pgdata: null }), 'port 54329 for the embedded Postgres is in use by nc (pid 8); stop it, or set RC_PG_PORT to a free port');
+  assert.equal(
+    portInUseMessage(54329, { pid: 7, program: 'postgres', pgdata: '/w/other/.rc/pgdata' }),
+    "port 54329 for the embedded Postgres is in use by another Postgres (pid 7, data in /w/other/.rc/pgdata), not this checkout's; stop it, or set RC_PG_PORT to a free port",
+  );
+  assert.equal(
+    portInUseMessage(54329, { pid: 8, program: 'nc', pgdata: null }),
+    'port 54329 for the embedded Postgres is in use by nc (pid 8); stop it, or set RC_PG_PORT to a free port',
+  );
   assert.equal(portInUseMessage(54329, null), 'port 54329 for the embedded Postgres is in use by another program; stop it, or set RC_PG_PORT to a free port');
 });
 

@@ -14,7 +14,9 @@ import { CPU_SLOT_NOTE, runCommand } from '../../worker/probes/run';
 import { readWorkerConfigFile, WorkerConfigError } from '../../worker/worker-config';
 
 const roots: string[] = [];
-after(() => { for (const r of roots) rmSync(r, { recursive: true, force: true }); });
+after(() => {
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'rc-probes-test-'));
@@ -35,7 +37,10 @@ const T2 = new Date('2025-03-01T10:05:00.000Z');
 /** A fake nvidia-smi in the real output formats: two different GPUs, and a failure when FAKE_SMI_FAIL is set. */
 function fakeNvidiaSmi(): string {
   const bin = tempDir();
-  script(bin, 'nvidia-smi', `
+  script(
+    bin,
+    'nvidia-smi',
+    `
 if [ -n "$FAKE_SMI_FAIL" ]; then
   echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2
   exit 9
@@ -60,7 +65,8 @@ Sat Mar  1 10:00:00 2025
 EOF2
     ;;
   *) echo "unexpected arguments: $*" >&2; exit 2 ;;
-esac`);
+esac`,
+  );
   return bin;
 }
 
@@ -87,7 +93,14 @@ function harness(opts: Partial<ProberOptions> & { gpus?: boolean } = {}): Harnes
     now: () => now,
     ...opts,
   });
-  return { prober, logs, env, setNow: (d) => { now = d; } };
+  return {
+    prober,
+    logs,
+    env,
+    setNow: (d) => {
+      now = d;
+    },
+  };
 }
 
 const byKey = (labels: ReportedLabel[]) => Object.fromEntries(labels.map((l) => [l.key, l]));
@@ -103,9 +116,15 @@ test('a fake nvidia-smi with two different GPUs gives detected GPU labels with c
   assert.equal(h100.index, 0);
   assert.equal(h100.uuid, 'GPU-1111aaaa-2222-3333-4444-555566667777');
   assert.deepEqual(values(h100.labels), {
-    kind: 'gpu', vendor: 'nvidia', gpu_model: 'H100', gpu_name: 'NVIDIA H100 80GB HBM3',
-    gpu_uuid: 'GPU-1111aaaa-2222-3333-4444-555566667777', gpu_index: '0', driver_version: '550.54.15',
-    vram: String(81559 * 1024 * 1024), cuda_version: '12.4',
+    kind: 'gpu',
+    vendor: 'nvidia',
+    gpu_model: 'H100',
+    gpu_name: 'NVIDIA H100 80GB HBM3',
+    gpu_uuid: 'GPU-1111aaaa-2222-3333-4444-555566667777',
+    gpu_index: '0',
+    driver_version: '550.54.15',
+    vram: String(81559 * 1024 * 1024),
+    cuda_version: '12.4',
   });
   assert.equal(rtx.uuid, 'GPU-8888bbbb-9999-aaaa-bbbb-ccccddddeeee');
   assert.equal(values(rtx.labels).gpu_model, 'RTX4090');
@@ -132,7 +151,13 @@ test('no nvidia-smi: the host offers RC_FAKE_DEVICES CPU slots from the host pro
   const { prober } = harness();
   const inv = await prober.run();
   Inventory.parse(inv);
-  assert.deepEqual(inv.devices.map((d) => [d.index, d.uuid]), [[0, null], [1, null]]);
+  assert.deepEqual(
+    inv.devices.map((d) => [d.index, d.uuid]),
+    [
+      [0, null],
+      [1, null],
+    ],
+  );
   for (const d of inv.devices) {
     const l = byKey(d.labels);
     assert.equal(l.kind?.value, 'cpu-slot');
@@ -160,7 +185,10 @@ test('nvidia-smi failing after a good run: the GPUs keep their labels, stale wit
   assert.equal(inv.devices[0]!.uuid, 'GPU-1111aaaa-2222-3333-4444-555566667777');
   // The host probe still works: fresh.
   assert.deepEqual([hostLabel(inv, 'cpus')!.seenAt, hostLabel(inv, 'cpus')!.stale], [T2.toISOString(), null]);
-  assert.ok(h.logs.some((m) => m.includes(reason) && m.includes('stale')), h.logs.join('\n'));
+  assert.ok(
+    h.logs.some((m) => m.includes(reason) && m.includes('stale')),
+    h.logs.join('\n'),
+  );
 
   // It works again: fresh labels, and the log says so.
   delete h.env.FAKE_SMI_FAIL;
@@ -175,15 +203,28 @@ test('nvidia-smi failing on the very first run: no devices, and the log says why
   const inv = await h.prober.run();
   assert.deepEqual(inv.devices, []);
   assert.ok(inv.hostLabels.length > 0);
-  assert.ok(h.logs.some((m) => /nvidia-smi exited 9/.test(m) && /offers no GPUs/.test(m)), h.logs.join('\n'));
+  assert.ok(
+    h.logs.some((m) => /nvidia-smi exited 9/.test(m) && /offers no GPUs/.test(m)),
+    h.logs.join('\n'),
+  );
 });
 
 test('site probe: host-wide and gpuN. labels, comments and blank lines, detected with the probe name', async () => {
   const dir = tempDir();
-  script(dir, '10-rack', [
-    'echo "# where this box is"', 'echo', 'echo rack=b12', 'echo gpu0.ib=up', 'echo "gpu1.ib=down"',
-    'echo "motd=a=b"', 'echo "gpu7.ghost=yes"', 'echo "cwd=$(pwd)"',
-  ].join('\n'));
+  script(
+    dir,
+    '10-rack',
+    [
+      'echo "# where this box is"',
+      'echo',
+      'echo rack=b12',
+      'echo gpu0.ib=up',
+      'echo "gpu1.ib=down"',
+      'echo "motd=a=b"',
+      'echo "gpu7.ghost=yes"',
+      'echo "cwd=$(pwd)"',
+    ].join('\n'),
+  );
   const h = harness({ probesDir: dir });
   const inv = await h.prober.run();
   Inventory.parse(inv);
@@ -196,7 +237,10 @@ test('site probe: host-wide and gpuN. labels, comments and blank lines, detected
   assert.equal(byKey(inv.devices[1]!.labels).ib?.value, 'down');
   // gpu7 does not exist: not reported, and logged.
   assert.equal(inv.devices.length, 2);
-  assert.ok(h.logs.some((m) => m.includes('10-rack labels device(s) 7')), h.logs.join('\n'));
+  assert.ok(
+    h.logs.some((m) => m.includes('10-rack labels device(s) 7')),
+    h.logs.join('\n'),
+  );
 });
 
 /** A site probe that works once, then is replaced by `broken`; returns the second inventory. */
@@ -270,7 +314,10 @@ test('non-executable files, dotfiles and folders in the probes folder are not ru
   assert.equal(hostLabel(inv, 'ok')!.value, '1');
   assert.equal(hostLabel(inv, 'plain'), undefined);
   assert.equal(hostLabel(inv, 'hidden'), undefined);
-  assert.ok(h.logs.some((m) => m.includes('plain.txt is not run as a probe: not executable')), h.logs.join('\n'));
+  assert.ok(
+    h.logs.some((m) => m.includes('plain.txt is not run as a probe: not executable')),
+    h.logs.join('\n'),
+  );
   assert.ok(h.logs.some((m) => m.includes('sub is not run as a probe: not a regular file')));
   assert.ok(!h.logs.some((m) => m.includes('.hidden')));
   // Logged once, not at every run.
@@ -278,7 +325,7 @@ test('non-executable files, dotfiles and folders in the probes folder are not ru
   assert.equal(h.logs.filter((m) => m.includes('plain.txt')).length, 1);
 });
 
-test('a missing probes folder is logged, not fatal; after a good run its probes\' labels go stale', async () => {
+test("a missing probes folder is logged, not fatal; after a good run its probes' labels go stale", async () => {
   const missing = join(tempDir(), 'nope');
   const h = harness({ probesDir: missing });
   const inv = await h.prober.run();
@@ -323,7 +370,13 @@ test('declared labels from the config file; a relative probesDir is relative to 
   ]);
   assert.equal(inv.hostLabels.find((l) => l.key === 'class')?.source, 'declared');
   const notes = inv.devices[0]!.labels.filter((l) => l.key === 'note');
-  assert.deepEqual(notes.map((l) => [l.source, l.probe, l.value]), [['declared', null, 'fan noisy'], ['detected', 'host', CPU_SLOT_NOTE]]);
+  assert.deepEqual(
+    notes.map((l) => [l.source, l.probe, l.value]),
+    [
+      ['declared', null, 'fan noisy'],
+      ['detected', 'host', CPU_SLOT_NOTE],
+    ],
+  );
   assert.equal(inv.devices[0]!.labels.find((l) => l.key === 'fan')?.value, 'loud');
   assert.ok(!inv.devices[1]!.labels.some((l) => l.source === 'declared'));
 
@@ -366,11 +419,14 @@ test('invalid config files give one clear message naming the file', () => {
   for (const [text, expected] of cases) {
     const file = join(dir, 'worker.json');
     writeFileSync(file, text);
-    assert.throws(() => readWorkerConfigFile(file), (err: unknown) => {
-      assert.ok(err instanceof WorkerConfigError);
-      assert.ok(err.message.startsWith(`${file}: ${expected}`), err.message);
-      return true;
-    });
+    assert.throws(
+      () => readWorkerConfigFile(file),
+      (err: unknown) => {
+        assert.ok(err instanceof WorkerConfigError);
+        assert.ok(err.message.startsWith(`${file}: ${expected}`), err.message);
+        return true;
+      },
+    );
   }
   const missing = join(dir, 'missing.json');
   assert.throws(() => readWorkerConfigFile(missing), { message: `${missing}: cannot read it: no such file` });
@@ -383,7 +439,8 @@ test('rc-worker with an invalid config file exits 2 with one line, no stack', ()
   const r = spawnSync(process.execPath, ['--import', 'tsx', main], {
     cwd: fileURLToPath(new URL('../..', import.meta.url)),
     env: { ...process.env, RC_CONTROLLER: 'http://127.0.0.1:9', RC_HOST_TOKEN: 'rc_h_0123456789abcdef', RC_WORKER_CONFIG: file, RC_WORKSPACE: tempDir() },
-    encoding: 'utf8', timeout: 30_000,
+    encoding: 'utf8',
+    timeout: 30_000,
   });
   assert.equal(r.status, 2, r.stderr);
   assert.equal(r.stderr, `rc-worker: ${file}: labels.rack: a label value must be a string\n`);
@@ -409,7 +466,9 @@ test('runs never overlap: requests during a run coalesce into one more run', asy
   script(dir, 'count', `echo x >> "${counter}"\nsleep 0.2\necho n=$(wc -l < "${counter}")`);
   const h = harness({ probesDir: dir });
   let runs = 0;
-  h.prober.onInventory = () => { runs += 1; };
+  h.prober.onInventory = () => {
+    runs += 1;
+  };
   const results = await Promise.all([h.prober.run(), h.prober.run(), h.prober.run(), h.prober.run()]);
   assert.equal(runs, 2);
   assert.equal(hostLabel(results[0]!, 'n')?.value.trim(), '1');
@@ -430,9 +489,16 @@ test('runCommand: a missing command and too much output are results, not excepti
 test('parseSiteProbeOutput: forms, errors and limits', () => {
   const ok = parseSiteProbeOutput('# c\n\n  rack=b12  \ngpu3.ib=up\r\nempty=\nrack=b13\n');
   assert.ok(ok.ok);
-  assert.deepEqual(ok.found.host, [{ key: 'rack', value: 'b13' }, { key: 'empty', value: '' }]);
+  assert.deepEqual(ok.found.host, [
+    { key: 'rack', value: 'b13' },
+    { key: 'empty', value: '' },
+  ]);
   assert.deepEqual([...ok.found.devices], [[3, [{ key: 'ib', value: 'up' }]]]);
-  const bad = (text: string) => { const r = parseSiteProbeOutput(text); assert.ok(!r.ok); return r.reason; };
+  const bad = (text: string) => {
+    const r = parseSiteProbeOutput(text);
+    assert.ok(!r.ok);
+    return r.reason;
+  };
   assert.equal(bad('a=1\nnope\n'), 'line 2 is not key=value: "nope"');
   assert.equal(bad('bad key=1'), 'line 1 is not key=value: "bad key=1"');
   assert.equal(bad('=1'), 'line 1 is not key=value: "=1"');
@@ -449,7 +515,11 @@ test('parseCudaVersion reads the banner', () => {
 });
 
 test('labels: a failed run keeps the old labels stale with their seenAt; a good one refreshes', () => {
-  const good = applyProbeResult(undefined, { probe: 'p', ok: true, found: { host: [{ key: 'a', value: '1' }], devices: new Map([[0, [{ key: 'b', value: '2' }]]]) } }, T1);
+  const good = applyProbeResult(
+    undefined,
+    { probe: 'p', ok: true, found: { host: [{ key: 'a', value: '1' }], devices: new Map([[0, [{ key: 'b', value: '2' }]]]) } },
+    T1,
+  );
   const failed = applyProbeResult(good, { probe: 'p', ok: false, reason: 'exited 3' }, T2);
   assert.deepEqual(failed.host, [{ key: 'a', value: '1', source: 'detected', probe: 'p', seenAt: T1.toISOString(), stale: 'exited 3' }]);
   assert.equal(failed.devices.get(0)![0]!.stale, 'exited 3');
@@ -461,11 +531,44 @@ test('labels: a failed run keeps the old labels stale with their seenAt; a good 
 
 test('buildInventory: devices come from device probes; the first probe wins a detected key', () => {
   const state = new Map([
-    ['host', applyProbeResult(undefined, { probe: 'host', ok: true, found: { host: [{ key: 'cpus', value: '8' }], devices: new Map([[0, [{ key: 'kind', value: 'cpu-slot' }]]]) } }, T1)],
-    ['site', applyProbeResult(undefined, { probe: 'site', ok: true, found: { host: [{ key: 'cpus', value: '999' }], devices: new Map([[0, [{ key: 'x', value: '1' }]], [4, [{ key: 'y', value: '2' }]]]) } }, T1)],
+    [
+      'host',
+      applyProbeResult(
+        undefined,
+        { probe: 'host', ok: true, found: { host: [{ key: 'cpus', value: '8' }], devices: new Map([[0, [{ key: 'kind', value: 'cpu-slot' }]]]) } },
+        T1,
+      ),
+    ],
+    [
+      'site',
+      applyProbeResult(
+        undefined,
+        {
+          probe: 'site',
+          ok: true,
+          found: {
+            host: [{ key: 'cpus', value: '999' }],
+            devices: new Map([
+              [0, [{ key: 'x', value: '1' }]],
+              [4, [{ key: 'y', value: '2' }]],
+            ]),
+          },
+        },
+        T1,
+      ),
+    ],
   ]);
   const declared = declaredLabels({ host: [{ key: 'cpus', value: '7' }], devices: new Map() }, T1);
   const inv = buildInventory(state, declared, ['nvidia-smi', 'host']);
-  assert.deepEqual(inv.hostLabels.map((l) => [l.source, l.value]), [['declared', '7'], ['detected', '8']]);
-  assert.deepEqual(inv.devices.map((d) => [d.index, d.labels.map((l) => l.key)]), [[0, ['kind', 'x']]]);
+  assert.deepEqual(
+    inv.hostLabels.map((l) => [l.source, l.value]),
+    [
+      ['declared', '7'],
+      ['detected', '8'],
+    ],
+  );
+  assert.deepEqual(
+    inv.devices.map((d) => [d.index, d.labels.map((l) => l.key)]),
+    [[0, ['kind', 'x']]],
+  );
 });

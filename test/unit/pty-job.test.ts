@@ -15,15 +15,36 @@ async function until(cond: () => boolean, what: string, ms = 5000): Promise<void
   }
 }
 
-const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** A PtyJob on this host with nothing around it: what it printed, how it ended, and when. */
 function ptyJob(args: string[]): { output: () => string; exit: Promise<{ code: number | null; at: number }>; job: PtyJob } {
   let out = '';
   let resolve!: (e: { code: number | null; at: number }) => void;
-  const exit = new Promise<{ code: number | null; at: number }>((r) => { resolve = r; });
-  const job = new PtyJob({ output: (d) => { out += d.toString(); }, exit: (code) => resolve({ code, at: Date.now() }) });
-  job.start({ file: '/bin/sh', args, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cols: 80, rows: 24, tree: { signal: async () => {}, reap: async () => [] } });
+  const exit = new Promise<{ code: number | null; at: number }>((r) => {
+    resolve = r;
+  });
+  const job = new PtyJob({
+    output: (d) => {
+      out += d.toString();
+    },
+    exit: (code) => resolve({ code, at: Date.now() }),
+  });
+  job.start({
+    file: '/bin/sh',
+    args,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    cols: 80,
+    rows: 24,
+    tree: { signal: async () => {}, reap: async () => [] },
+  });
   return { output: () => out, exit, job };
 }
 
@@ -31,11 +52,20 @@ test('output still in the terminal when its stream ends early is read to the end
   // What libuv does on a busy machine: the master says "hung up" as soon as the program closes
   // its side, and a short read plus "hung up" is taken as the end of the stream, while the
   // program's last writes are still on their way. Here the stream stops reading, then ends.
-  const p = pty.spawn('/bin/sh', ['-c', 'sleep 0.3; printf "last-%s\\n" $((6*7)); exit 3'], { cols: 80, rows: 24, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  const p = pty.spawn('/bin/sh', ['-c', 'sleep 0.3; printf "last-%s\\n" $((6*7)); exit 3'], {
+    cols: 80,
+    rows: 24,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+  });
   guardPtyEnd(p);
   const events: string[] = [];
   p.onData((d) => events.push(`data ${d}`));
-  const exited = new Promise<number>((r) => p.onExit(({ exitCode }) => { events.push('exit'); r(exitCode); }));
+  const exited = new Promise<number>((r) =>
+    p.onExit(({ exitCode }) => {
+      events.push('exit');
+      r(exitCode);
+    }),
+  );
   await sleep(100);
   const sock = (p as unknown as { _socket: { _handle: { readStop(): number }; push(chunk: null): void } })._socket;
   sock._handle.readStop();
@@ -73,7 +103,7 @@ test('a process the program left behind on the terminal does not hold back its e
   }
 });
 
-test('a paused terminal still gives its program\'s last output once the program ends', async () => {
+test("a paused terminal still gives its program's last output once the program ends", async () => {
   const j = ptyJob(['-c', 'sleep 0.2; printf "after-pause"; exit 6']);
   j.job.pause();
   const { code } = await j.exit;
@@ -87,7 +117,9 @@ test('input still queued when a terminal ends is dropped: it never reaches the t
   // behind holds the terminal open, so the writes keep being refused rather than failing.
   const first = pty.spawn('/bin/sh', ['-c', 'stty raw -echo; setsid sleep 30 & sleep 0.3; echo "left-$!"; exit 0'], { cols: 80, rows: 24, env });
   let firstOut = '';
-  first.onData((d) => { firstOut += d; });
+  first.onData((d) => {
+    firstOut += d;
+  });
   // Another terminal opens the moment this one's descriptor is closed, and gets its number.
   let next: pty.IPty | null = null;
   let nextOut = '';
@@ -98,7 +130,9 @@ test('input still queued when a terminal ends is dropped: it never reaches the t
     if (!next) {
       next = pty.spawn('/bin/sh', ['-c', 'stty -echo; head -c 14 | od -An -c; exit 4'], { cols: 80, rows: 24, env });
       guardPtyEnd(next);
-      next.onData((d) => { nextOut += d; });
+      next.onData((d) => {
+        nextOut += d;
+      });
     }
     return r;
   };

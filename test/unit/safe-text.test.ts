@@ -23,7 +23,33 @@ const RAW_CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e
 /** Text rich in what matters: controls, bidi controls, backslashes, hex digits, newlines; and any other unit. */
 const text = fc.string({
   unit: fc.oneof(
-    fc.constantFrom('\x1b', '\x07', '\x00', '\r', '\x7f', '\x85', '\x9b', '\x9c', '\u202e', '\u2066', '\u2069', '\u200f', '\u061c', '\n', '\t', '\\', 'x', 'u', '1', 'b', 'a', ' ', 'é', '東', '\u{1f600}'),
+    fc.constantFrom(
+      '\x1b',
+      '\x07',
+      '\x00',
+      '\r',
+      '\x7f',
+      '\x85',
+      '\x9b',
+      '\x9c',
+      '\u202e',
+      '\u2066',
+      '\u2069',
+      '\u200f',
+      '\u061c',
+      '\n',
+      '\t',
+      '\\',
+      'x',
+      'u',
+      '1',
+      'b',
+      'a',
+      ' ',
+      'é',
+      '東',
+      '\u{1f600}',
+    ),
     fc.integer({ min: 0, max: 0xffff }).map((n) => String.fromCharCode(n)),
   ),
   maxLength: 80,
@@ -48,37 +74,51 @@ test('the escapes of the issue, as a person reads them', () => {
 });
 
 test('a string is shown piece by piece: escaping a + b is escaping a, then b', () => {
-  fc.assert(fc.property(text, text, (a, b) => safeText(a + b) === safeText(a) + safeText(b)), { numRuns: 2000 });
+  fc.assert(
+    fc.property(text, text, (a, b) => safeText(a + b) === safeText(a) + safeText(b)),
+    { numRuns: 2000 },
+  );
 });
 
 test('nothing a terminal obeys is left, and newlines and tabs stay where they were', () => {
-  fc.assert(fc.property(text, (s) => {
-    const out = safeText(s);
-    assert.doesNotMatch(out, RAW_CONTROL);
-    assert.equal(out.split('\n').length, s.split('\n').length);
-    assert.equal(out.split('\t').length, s.split('\t').length);
-  }), { numRuns: 2000 });
+  fc.assert(
+    fc.property(text, (s) => {
+      const out = safeText(s);
+      assert.doesNotMatch(out, RAW_CONTROL);
+      assert.equal(out.split('\n').length, s.split('\n').length);
+      assert.equal(out.split('\t').length, s.split('\t').length);
+    }),
+    { numRuns: 2000 },
+  );
 });
 
 test('text with nothing to escape comes back as it is; escaped text without backslashes of its own reads back exactly', () => {
-  fc.assert(fc.property(text, (s) => {
-    if (!RAW_CONTROL.test(s)) assert.equal(safeText(s), s);
-    if (!s.includes('\\')) {
-      const back = safeText(s).replace(/\\x([0-9a-f]{2})|\\u([0-9a-f]{4})/g, (_, x: string | undefined, u: string | undefined) => String.fromCharCode(parseInt(x ?? u!, 16)));
-      assert.equal(back, s);
-    }
-  }), { numRuns: 2000 });
+  fc.assert(
+    fc.property(text, (s) => {
+      if (!RAW_CONTROL.test(s)) assert.equal(safeText(s), s);
+      if (!s.includes('\\')) {
+        const back = safeText(s).replace(/\\x([0-9a-f]{2})|\\u([0-9a-f]{4})/g, (_, x: string | undefined, u: string | undefined) =>
+          String.fromCharCode(parseInt(x ?? u!, 16)),
+        );
+        assert.equal(back, s);
+      }
+    }),
+    { numRuns: 2000 },
+  );
 });
 
 test('onScreen escapes for a terminal only: a pipe or a file gets the same string', () => {
   const tty = { isTTY: true } as NodeJS.WriteStream;
   const pipe = { isTTY: false } as unknown as NodeJS.WriteStream;
   const file = {} as NodeJS.WriteStream;
-  fc.assert(fc.property(text, (s) => {
-    assert.equal(onScreen(tty, s), safeText(s));
-    assert.equal(onScreen(pipe, s), s);
-    assert.equal(onScreen(file, s), s);
-  }), { numRuns: 500 });
+  fc.assert(
+    fc.property(text, (s) => {
+      assert.equal(onScreen(tty, s), safeText(s));
+      assert.equal(onScreen(pipe, s), s);
+      assert.equal(onScreen(file, s), s);
+    }),
+    { numRuns: 500 },
+  );
 });
 
 /**
@@ -88,7 +128,7 @@ test('onScreen escapes for a terminal only: a pipe or a file gets the same strin
  * routed through output.ts or listed with its reason.
  */
 const RAW_WRITES: Record<string, string> = {
-  "cli/commands/run.ts|(type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);": "a job's own output, byte for byte",
+  'cli/commands/run.ts|(type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);': "a job's own output, byte for byte",
   "cli/tty.ts|stdout.write(buf, () => socket.emit('ack', buf.length));": "a terminal job's own output, byte for byte",
   "cli/tty.ts|stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));": 'an empty write, to wait for the output to drain',
   "cli/main.ts|for (const name of streams) process[name].write('', done);": 'an empty write, to wait for the output to drain',
@@ -96,10 +136,11 @@ const RAW_WRITES: Record<string, string> = {
 
 test("the CLI writes its own text only through cli/output.ts; the other writes are a job's bytes", () => {
   const root = join(import.meta.dirname, '..', '..');
-  const files = (dir: string): string[] => readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
-  });
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((f) => {
+      const p = join(dir, f);
+      return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+    });
   const found: string[] = [];
   for (const file of files(join(root, 'cli'))) {
     const rel = relative(root, file);
@@ -108,5 +149,5 @@ test("the CLI writes its own text only through cli/output.ts; the other writes a
       if (/\b(?:std(?:out|err)|process\[\w+\])\)?\.write\(/.test(line)) found.push(`${rel}|${line.trim()}`);
     }
   }
-  assert.deepEqual(found.sort(), Object.keys(RAW_WRITES).sort(), 'write rc\'s own text with out() or err() from cli/output.ts');
+  assert.deepEqual(found.sort(), Object.keys(RAW_WRITES).sort(), "write rc's own text with out() or err() from cli/output.ts");
 });

@@ -3,27 +3,57 @@ import { test } from 'node:test';
 import { decide, parseDeviceName, type DeviceView, type QueuedJob } from '../../core/schedule';
 import { parseSelector } from '../../core/selector';
 
-const dev = (hostName: string, index: number, labels: Record<string, string> = {}, free = true): DeviceView =>
-  ({ id: hostName.charCodeAt(0) * 100 + index, name: `${hostName}:gpu${index}`, hostName, index, labels, free });
-const job = (id: string, over: Partial<QueuedJob> = {}): QueuedJob =>
-  ({ id, priority: 0, seq: Number(id.slice(1)), terms: [], deviceName: null, gpus: 1, waitedS: 0, ...over });
-const terms = (s: string) => { const p = parseSelector(s); assert.ok(p.ok); return p.terms; };
+const dev = (hostName: string, index: number, labels: Record<string, string> = {}, free = true): DeviceView => ({
+  id: hostName.charCodeAt(0) * 100 + index,
+  name: `${hostName}:gpu${index}`,
+  hostName,
+  index,
+  labels,
+  free,
+});
+const job = (id: string, over: Partial<QueuedJob> = {}): QueuedJob => ({
+  id,
+  priority: 0,
+  seq: Number(id.slice(1)),
+  terms: [],
+  deviceName: null,
+  gpus: 1,
+  waitedS: 0,
+  ...over,
+});
+const terms = (s: string) => {
+  const p = parseSelector(s);
+  assert.ok(p.ok);
+  return p.terms;
+};
 
 test('jobs start in priority order, then submission order', () => {
   const plan = decide([job('j1'), job('j2', { priority: 5 }), job('j3')], [dev('a', 0)]);
-  assert.deepEqual(plan.map((a) => a.jobId), ['j2']);
+  assert.deepEqual(
+    plan.map((a) => a.jobId),
+    ['j2'],
+  );
   const two = decide([job('j1'), job('j2'), job('j3')], [dev('a', 0), dev('a', 1)]);
-  assert.deepEqual(two.map((a) => a.jobId), ['j1', 'j2']);
+  assert.deepEqual(
+    two.map((a) => a.jobId),
+    ['j1', 'j2'],
+  );
 });
 
 test('a job that cannot start does not block one behind it that can (backfill)', () => {
   const plan = decide([job('j1', { terms: terms('vram>=80G') }), job('j2')], [dev('a', 0, { vram: String(24 * 2 ** 30) })]);
-  assert.deepEqual(plan.map((a) => a.jobId), ['j2']);
+  assert.deepEqual(
+    plan.map((a) => a.jobId),
+    ['j2'],
+  );
 });
 
 test('busy devices are never handed out, and no device goes to two jobs', () => {
   const plan = decide([job('j1'), job('j2'), job('j3')], [dev('a', 0, {}, false), dev('a', 1)]);
-  assert.deepEqual(plan.map((a) => [a.jobId, a.devices.map((d) => d.name)]), [['j1', ['a:gpu1']]]);
+  assert.deepEqual(
+    plan.map((a) => [a.jobId, a.devices.map((d) => d.name)]),
+    [['j1', ['a:gpu1']]],
+  );
 });
 
 test('-d waits for exactly that device', () => {
@@ -34,7 +64,10 @@ test('-d waits for exactly that device', () => {
 test('multi-GPU jobs get all their devices on one host or none', () => {
   const devices = [dev('a', 0), dev('b', 0), dev('b', 1)];
   const plan = decide([job('j1', { gpus: 2 })], devices);
-  assert.deepEqual(plan[0]!.devices.map((d) => d.name), ['b:gpu0', 'b:gpu1']);
+  assert.deepEqual(
+    plan[0]!.devices.map((d) => d.name),
+    ['b:gpu0', 'b:gpu1'],
+  );
   assert.deepEqual(decide([job('j1', { gpus: 3 })], devices), []);
 });
 
@@ -47,20 +80,33 @@ test('a multi-GPU job is not starved by one-GPU jobs: after the bounded wait its
   // Host b has two devices; one is busy. A stream of one-GPU jobs behind the two-GPU job would keep taking b:gpu1.
   const devices = [dev('b', 0, {}, false), dev('b', 1)];
   const early = decide([job('j1', { gpus: 2, waitedS: 5 }), job('j2')], devices, 30);
-  assert.deepEqual(early.map((a) => a.jobId), ['j2'], 'before the bound, backfill as usual');
+  assert.deepEqual(
+    early.map((a) => a.jobId),
+    ['j2'],
+    'before the bound, backfill as usual',
+  );
   const late = decide([job('j1', { gpus: 2, waitedS: 31 }), job('j2')], devices, 30);
   assert.deepEqual(late, [], 'after it, b:gpu1 waits for the two-GPU job');
   const freed = decide([job('j1', { gpus: 2, waitedS: 40 }), job('j2')], [dev('b', 0), dev('b', 1)], 30);
-  assert.deepEqual(freed.map((a) => [a.jobId, a.devices.length]), [['j1', 2]]);
+  assert.deepEqual(
+    freed.map((a) => [a.jobId, a.devices.length]),
+    [['j1', 2]],
+  );
 });
 
 test('a reservation holds only the devices the big job can use; others keep backfilling', () => {
   const devices = [dev('a', 0), dev('b', 0, { kind: 'gpu' }, false), dev('b', 1, { kind: 'gpu' })];
   const plan = decide([job('j1', { gpus: 2, waitedS: 60, terms: terms('kind=gpu') }), job('j2'), job('j3')], devices, 30);
-  assert.deepEqual(plan.map((a) => [a.jobId, a.devices[0]!.name]), [['j2', 'a:gpu0']]);
+  assert.deepEqual(
+    plan.map((a) => [a.jobId, a.devices[0]!.name]),
+    [['j2', 'a:gpu0']],
+  );
 });
 
 test('higher priority one-GPU jobs ahead of a reserving job still go first', () => {
   const plan = decide([job('j1', { gpus: 2, waitedS: 60 }), job('j9', { priority: 5 })], [dev('b', 0, {}, false), dev('b', 1)], 30);
-  assert.deepEqual(plan.map((a) => a.jobId), ['j9']);
+  assert.deepEqual(
+    plan.map((a) => a.jobId),
+    ['j9'],
+  );
 });

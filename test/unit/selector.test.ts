@@ -1,15 +1,7 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  explainTerms,
-  formatSelector,
-  matchTerms,
-  parseSelector,
-  type Labels,
-  type SelectorOp,
-  type SelectorTerm,
-} from '../../core/selector';
+import { explainTerms, formatSelector, matchTerms, parseSelector, type Labels, type SelectorOp, type SelectorTerm } from '../../core/selector';
 
 const GiB = 1024 ** 3;
 
@@ -46,8 +38,17 @@ describe('parseSelector: well-formed input', () => {
   test('whitespace around keys, operators, values and commas is ignored', () => {
     const parsed = parseSelector('  vram >= 40G ,\tvendor= nvidia  ');
     assert.ok(parsed.ok);
-    assert.deepEqual(meaning(parsed.terms), [['vram', '>=', '40G'], ['vendor', '=', 'nvidia']]);
-    assert.deepEqual(parsed.terms.map((t) => [t.column, t.text]), [[3, 'vram >= 40G'], [17, 'vendor= nvidia']]);
+    assert.deepEqual(meaning(parsed.terms), [
+      ['vram', '>=', '40G'],
+      ['vendor', '=', 'nvidia'],
+    ]);
+    assert.deepEqual(
+      parsed.terms.map((t) => [t.column, t.text]),
+      [
+        [3, 'vram >= 40G'],
+        [17, 'vendor= nvidia'],
+      ],
+    );
   });
 
   test('empty or whitespace-only selector has zero terms and matches everything', () => {
@@ -58,7 +59,10 @@ describe('parseSelector: well-formed input', () => {
   });
 
   test('quoted values may hold spaces, commas and the other quote', () => {
-    assert.deepEqual(meaning(terms(`note='a, b',x="it's"`)), [['note', '=', 'a, b'], ['x', '=', "it's"]]);
+    assert.deepEqual(meaning(terms(`note='a, b',x="it's"`)), [
+      ['note', '=', 'a, b'],
+      ['x', '=', "it's"],
+    ]);
   });
 
   test("rack='' means the empty string", () => {
@@ -72,7 +76,10 @@ describe('parseSelector: well-formed input', () => {
   });
 
   test('a digit-led value that is not a size is text under = and !=', () => {
-    assert.deepEqual(meaning(terms('driver=535.104.05,tag!=40Q')), [['driver', '=', '535.104.05'], ['tag', '!=', '40Q']]);
+    assert.deepEqual(meaning(terms('driver=535.104.05,tag!=40Q')), [
+      ['driver', '=', '535.104.05'],
+      ['tag', '!=', '40Q'],
+    ]);
   });
 });
 
@@ -99,9 +106,9 @@ describe('parseSelector: malformed input gives a structured error with a column'
     ['a=1, vram 40G', 6, 'has no operator'],
     ['=1', 1, 'missing key before "=" in term "=1" at column 1'],
     ['a=1,>=2', 5, 'missing key before ">="'],
-    ['rack=', 1, "empty value in term \"rack=\" at column 1; write rack='' to match an empty label"],
+    ['rack=', 1, 'empty value in term "rack=" at column 1; write rack=\'\' to match an empty label'],
     ['a=1,rack= ,b=2', 5, 'empty value'],
-    ["a='b", 1, "unterminated quote ' in term \"a='b\" at column 1"],
+    ["a='b", 1, 'unterminated quote \' in term "a=\'b" at column 1'],
     ['a=1,b="c, d', 5, 'unterminated quote "'],
     ["a='b'c", 1, 'unexpected "c" after quoted value'],
     ["a='b' c=1", 1, 'unexpected "c" after quoted value'],
@@ -213,7 +220,13 @@ describe('explainTerms reasons', () => {
 
   test('one verdict per term, in order', () => {
     const verdicts = explainTerms(terms('vendor=nvidia,rack!=b12'), { vendor: 'nvidia' });
-    assert.deepEqual(verdicts.map((v) => [v.term.key, v.ok]), [['vendor', true], ['rack', false]]);
+    assert.deepEqual(
+      verdicts.map((v) => [v.term.key, v.ok]),
+      [
+        ['vendor', true],
+        ['rack', false],
+      ],
+    );
   });
 });
 
@@ -232,18 +245,22 @@ const selectorish = fc.array(fc.constantFrom(...SELECTOR_ALPHABET), { maxLength:
 const keyArb = fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_.-]{0,8}$/);
 const opArb = fc.constantFrom<SelectorOp>('=', '!=', '>=', '<=');
 // Any text without both quote characters, since such a value cannot be written.
-const valueArb = fc.oneof(
-  fc.string({ unit: 'grapheme', maxLength: 12 }),
-  fc.constantFrom('40G', '1.5T', '8', '-3', '', ' ', 'a,b', '~x', 'RTX 5090'),
-).filter((v) => !(v.includes("'") && v.includes('"')));
-const labelsArb = fc.dictionary(fc.constantFrom('vram', 'rack', 'cpus', 'gpu_model', 'a'), fc.constantFrom('40G', '85899345920', 'b12', 'a3', '8', '16', 'RTX5090', 'A100', ''));
+const valueArb = fc
+  .oneof(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.constantFrom('40G', '1.5T', '8', '-3', '', ' ', 'a,b', '~x', 'RTX 5090'))
+  .filter((v) => !(v.includes("'") && v.includes('"')));
+const labelsArb = fc.dictionary(
+  fc.constantFrom('vram', 'rack', 'cpus', 'gpu_model', 'a'),
+  fc.constantFrom('40G', '85899345920', 'b12', 'a3', '8', '16', 'RTX5090', 'A100', ''),
+);
 
 function termArb(): fc.Arbitrary<SelectorTerm> {
-  return fc
-    .record({ key: keyArb, op: opArb, value: valueArb })
-    .map(({ key, op, value }) => ({ key, op, value, column: 0, text: '' }))
-    // Ordered comparisons reject digit-led values that are not sizes.
-    .filter((t) => parseSelector(formatSelector([t])).ok);
+  return (
+    fc
+      .record({ key: keyArb, op: opArb, value: valueArb })
+      .map(({ key, op, value }) => ({ key, op, value, column: 0, text: '' }))
+      // Ordered comparisons reject digit-led values that are not sizes.
+      .filter((t) => parseSelector(formatSelector([t])).ok)
+  );
 }
 
 describe('selector properties', () => {
@@ -297,7 +314,10 @@ describe('selector properties', () => {
     fc.assert(
       fc.property(fc.array(termArb(), { maxLength: 4 }), labelsArb, (list, labels) => {
         const verdicts = explainTerms(list, labels);
-        assert.equal(matchTerms(list, labels), verdicts.every((v) => v.ok));
+        assert.equal(
+          matchTerms(list, labels),
+          verdicts.every((v) => v.ok),
+        );
         assert.equal(verdicts.length, list.length);
       }),
       runs,

@@ -18,13 +18,15 @@ test('the ring keeps the last cap bytes and counts every byte it was given', () 
   assert.deepEqual(r.since(0), { offset: 18, data: Buffer.from('6789ABCDEF') });
 });
 
-test('whatever is appended, the ring holds exactly the stream\'s last cap bytes', () => {
-  fc.assert(fc.property(fc.integer({ min: 1, max: 64 }), fc.array(fc.uint8Array({ maxLength: 100 }), { maxLength: 30 }), (cap, chunks) => {
-    const r = new Ring(cap);
-    for (const c of chunks) r.append(Buffer.from(c));
-    const all = Buffer.concat(chunks.map((c) => Buffer.from(c)));
-    assert.ok(r.bytes <= cap);
-    assert.equal(r.total, all.length);
-    assert.deepEqual(r.since(0).data, all.subarray(Math.max(0, all.length - cap)));
-  }));
+test("whatever is appended, the ring holds exactly the stream's last cap bytes", () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 64 }), fc.array(fc.uint8Array({ maxLength: 100 }), { maxLength: 30 }), (cap, chunks) => {
+      const r = new Ring(cap);
+      for (const c of chunks) r.append(Buffer.from(c));
+      const all = Buffer.concat(chunks.map((c) => Buffer.from(c)));
+      assert.ok(r.bytes <= cap);
+      assert.equal(r.total, all.length);
+      assert.deepEqual(r.since(0).data, all.subarray(Math.max(0, all.length - cap)));
+    }),
+  );
 });

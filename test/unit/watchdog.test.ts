@@ -15,7 +15,10 @@ test('max runtime fires once with its reason', async () => {
 test('output keeps the idle watchdog quiet; silence fires it', async () => {
   const fired: string[] = [];
   const w = new Watchdog({ maxRuntimeS: null, idleTimeoutS: 0.08 }, (r) => fired.push(r));
-  for (let i = 0; i < 4; i++) { await wait(40); w.activity(); }
+  for (let i = 0; i < 4; i++) {
+    await wait(40);
+    w.activity();
+  }
   assert.deepEqual(fired, [], 'activity every 40 ms beats an 80 ms idle limit');
   await wait(150);
   assert.equal(fired.length, 1);

@@ -49,8 +49,8 @@ export function parseSiteProbeOutput(stdout: string): SiteProbeParse {
     if (device) {
       const index = Number(device[1]);
       if (index > MAX_DEVICE_INDEX) return { ok: false, reason: `${where}: device index ${device[1]} is over ${MAX_DEVICE_INDEX}` };
-      let labels = devices.get(index);
-      if (!labels) devices.set(index, labels = new Map());
+      const labels = devices.get(index) ?? new Map<string, string>();
+      devices.set(index, labels);
       labels.set(key, value);
     } else {
       host.set(key, value);
@@ -106,7 +106,11 @@ export function parseCudaVersion(banner: string): string | null {
 
 /** The first non-blank line of a text, trimmed and cut to a readable length, or ''. */
 export function firstLine(text: string, max = 200): string {
-  const line = text.split('\n').map((l) => l.trim()).find((l) => l !== '') ?? '';
+  const line =
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l !== '') ?? '';
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }
 
@@ -126,7 +130,13 @@ function numberOrNull(cell: string): number | null {
 
 export const GPU_SAMPLE_QUERY = ['--query-gpu=index,memory.total,memory.used,utilization.gpu,name', '--format=csv,noheader,nounits'];
 
-export interface ParsedSample { index: number; name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null }
+export interface ParsedSample {
+  index: number;
+  name: string;
+  memTotalMiB: number;
+  memUsedMiB: number;
+  utilPct: number | null;
+}
 
 /** Parses GPU_SAMPLE_QUERY's output. Rows it cannot read (a lost GPU prints "[GPU is lost]" or "ERR!") are skipped. */
 export function parseGpuSamples(csv: string): ParsedSample[] {
@@ -145,7 +155,12 @@ export function parseGpuSamples(csv: string): ParsedSample[] {
 
 export const COMPUTE_APPS_QUERY = ['--query-compute-apps=gpu_uuid,pid,used_memory,process_name', '--format=csv,noheader,nounits'];
 
-export interface GpuProcess { gpuUuid: string; pid: number; usedMiB: number | null; name: string }
+export interface GpuProcess {
+  gpuUuid: string;
+  pid: number;
+  usedMiB: number | null;
+  name: string;
+}
 
 /** Parses COMPUTE_APPS_QUERY's output: the processes using each GPU. "No running processes found" parses to none. */
 export function parseComputeApps(csv: string): GpuProcess[] {

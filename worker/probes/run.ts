@@ -57,10 +57,21 @@ export function runCommand(file: string, args: string[], opts: CommandOptions): 
     };
     const killGroup = () => {
       if (child.pid === undefined) return;
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
     };
     // If something outside the group still holds the pipes, stop waiting for them.
-    const giveUpOnPipesSoon = () => timers.push(setTimeout(() => { child.stdout.destroy(); child.stderr.destroy(); close(null, 'SIGKILL'); }, 1000));
+    const giveUpOnPipesSoon = () =>
+      timers.push(
+        setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+          close(null, 'SIGKILL');
+        }, 1000),
+      );
     const close = (code: number | null, signal: NodeJS.Signals | null) => {
       if (ending === 'timeout') return finish({ kind: 'timed-out', timeoutMs: opts.timeoutMs });
       if (ending === 'overflow') return finish({ kind: 'too-much-output', maxBytes: opts.maxBytes });
@@ -69,11 +80,24 @@ export function runCommand(file: string, args: string[], opts: CommandOptions): 
       if (code !== null) finish({ kind: 'exited', code, stdout, stderr });
       else finish({ kind: 'signalled', signal: signal ?? 'an unknown signal', stdout, stderr });
     };
-    timers.push(setTimeout(() => { ending ??= 'timeout'; killGroup(); giveUpOnPipesSoon(); }, opts.timeoutMs));
+    timers.push(
+      setTimeout(() => {
+        ending ??= 'timeout';
+        killGroup();
+        giveUpOnPipesSoon();
+      }, opts.timeoutMs),
+    );
     child.stdout.on('data', (d: Buffer) => {
       outBytes += d.length;
-      if (outBytes <= opts.maxBytes) { out.push(d); return; }
-      if (!ending) { ending = 'overflow'; killGroup(); giveUpOnPipesSoon(); }
+      if (outBytes <= opts.maxBytes) {
+        out.push(d);
+        return;
+      }
+      if (!ending) {
+        ending = 'overflow';
+        killGroup();
+        giveUpOnPipesSoon();
+      }
     });
     child.stderr.on('data', (d: Buffer) => {
       if (errBytes < opts.maxBytes) err.push(d.subarray(0, opts.maxBytes - errBytes));
@@ -84,7 +108,11 @@ export function runCommand(file: string, args: string[], opts: CommandOptions): 
     });
     child.on('exit', (code, signal) => {
       killGroup();
-      const t = setTimeout(() => { child.stdout.destroy(); child.stderr.destroy(); close(code, signal); }, 1000);
+      const t = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        close(code, signal);
+      }, 1000);
       timers.push(t);
     });
     child.on('close', (code, signal) => close(code, signal));
@@ -100,13 +128,14 @@ export function commandFailure(result: CommandResult, name?: string, fallbackToS
       const line = firstLine(result.stderr) || (fallbackToStdout ? firstLine(result.stdout) : '');
       return `${prefix}exited ${result.code}${line ? `: ${line}` : ''}`;
     }
-    case 'signalled': return `${prefix}was killed by ${result.signal}`;
-    case 'timed-out': return `${prefix}timed out after ${result.timeoutMs / 1000}s`;
-    case 'too-much-output': return `${prefix}printed more than ${Math.round(result.maxBytes / 1024)} KiB`;
+    case 'signalled':
+      return `${prefix}was killed by ${result.signal}`;
+    case 'timed-out':
+      return `${prefix}timed out after ${result.timeoutMs / 1000}s`;
+    case 'too-much-output':
+      return `${prefix}printed more than ${Math.round(result.maxBytes / 1024)} KiB`;
     case 'not-started': {
-      const why = result.code === 'EACCES' ? 'permission denied'
-        : result.code === 'ENOENT' ? 'not found (or its #! interpreter is missing)'
-          : result.message;
+      const why = result.code === 'EACCES' ? 'permission denied' : result.code === 'ENOENT' ? 'not found (or its #! interpreter is missing)' : result.message;
       return `${prefix}could not start: ${why}`;
     }
   }
@@ -138,10 +167,7 @@ export async function nvidiaSmiProbe(opts: NvidiaSmiOptions): Promise<ProbeResul
   const bannerFailed = commandFailure(banner, probe, true);
   if (bannerFailed || banner.kind !== 'exited') return { probe, ok: false, reason: bannerFailed ?? `${probe} failed` };
   const cuda = parseCudaVersion(banner.stdout);
-  const devices = new Map<number, Pair[]>(rows.map((row) => [
-    row.index,
-    cuda ? [...row.labels, { key: 'cuda_version', value: cuda }] : row.labels,
-  ]));
+  const devices = new Map<number, Pair[]>(rows.map((row) => [row.index, cuda ? [...row.labels, { key: 'cuda_version', value: cuda }] : row.labels]));
   return { probe, ok: true, found: { host: [], devices } };
 }
 
@@ -169,7 +195,10 @@ export function hostProbe(opts: HostProbeOptions): ProbeResult {
     const fs = statfsSync(opts.workspace, { bigint: true });
     host.push({ key: 'disk_free_bytes', value: String(fs.bavail * fs.bsize) });
   } catch (err) {
-    unrefreshed.push({ key: 'disk_free_bytes', reason: `cannot read the free space of ${opts.workspace}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
+    unrefreshed.push({
+      key: 'disk_free_bytes',
+      reason: `cannot read the free space of ${opts.workspace}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    });
   }
   const devices = new Map<number, Pair[]>();
   for (let index = 0; index < (opts.cpuSlots ?? 0); index++) {
@@ -182,9 +211,7 @@ export function hostProbe(opts: HostProbeOptions): ProbeResult {
   return { probe: 'host', ok: true, found: { host, devices }, unrefreshed };
 }
 
-export type SiteProbeListing =
-  | { ok: true; names: string[]; skipped: { name: string; why: string }[] }
-  | { ok: false; reason: string };
+export type SiteProbeListing = { ok: true; names: string[]; skipped: { name: string; why: string }[] } | { ok: false; reason: string };
 
 /** Names of the executable regular files in the folder, sorted; dotfiles are ignored, other files skipped with why. */
 export function listSiteProbes(dir: string, reserved: readonly string[] = []): SiteProbeListing {
@@ -193,8 +220,14 @@ export function listSiteProbes(dir: string, reserved: readonly string[] = []): S
     entries = readdirSync(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'ENOTDIR' ? 'is not a folder'
-      : code === 'EACCES' ? 'cannot be read: permission denied' : `cannot be read: ${(err as Error).message}`;
+    const why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'ENOTDIR'
+          ? 'is not a folder'
+          : code === 'EACCES'
+            ? 'cannot be read: permission denied'
+            : `cannot be read: ${(err as Error).message}`;
     return { ok: false, reason: `the probes folder ${dir} ${why}` };
   }
   const names: string[] = [];

@@ -17,7 +17,9 @@ export default async function DevicePage({ params }: { params: Promise<{ name: s
   if (!device) notFound();
   return (
     <main>
-      <p><a href="/">← fleet</a></p>
+      <p>
+        <a href="/">← fleet</a>
+      </p>
       <h1>{device.name}</h1>
       <p>
         State: <strong data-testid="device-state">{device.state}</strong>
@@ -26,7 +28,9 @@ export default async function DevicePage({ params }: { params: Promise<{ name: s
       </p>
       <form method="get" action="/terminal">
         <input type="hidden" name="device" value={device.name} />
-        <button type="submit" disabled={device.state === 'unhealthy'}>Open terminal</button>
+        <button type="submit" disabled={device.state === 'unhealthy'}>
+          Open terminal
+        </button>
         <span style={{ marginLeft: '0.75rem', fontSize: 13, color: '#555' }}>
           An interactive shell on this device, as {webSubmitter(identity)}; it waits in the queue if the device is busy.
         </span>
@@ -35,7 +39,10 @@ export default async function DevicePage({ params }: { params: Promise<{ name: s
       <table style={{ borderCollapse: 'collapse' }}>
         <tbody>
           {Object.entries(device.labels).map(([k, v]) => (
-            <tr key={k}><td style={cell}>{k}</td><td style={cell}>{v}</td></tr>
+            <tr key={k}>
+              <td style={cell}>{k}</td>
+              <td style={cell}>{v}</td>
+            </tr>
           ))}
         </tbody>
       </table>
