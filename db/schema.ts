@@ -1,6 +1,7 @@
 // The whole of rc's state. Postgres is the single source of truth: nothing a
 // controller holds in memory survives a restart, and nothing needs to.
 import { sql } from 'drizzle-orm';
+import { END_CAUSES, JOB_STATES, type JobState } from '../core/job-state';
 import {
   bigint,
   bigserial,
@@ -127,8 +128,8 @@ export const sheets = pgTable(
 /** Fencing numbers: every assignment of a job to a worker takes the next one. */
 export const fenceSeq = pgSequence('fence_seq');
 
-export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled'] as const;
-export type JobState = (typeof JOB_STATES)[number];
+// The states and causes are core's (core/job-state.ts): the schema stores them.
+export { JOB_STATES, type JobState };
 
 export const JOB_KINDS = ['run', 'tty', 'hold', 'cp'] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
@@ -158,7 +159,11 @@ export const jobs = pgTable(
     fence: bigint('fence', { mode: 'number' }),
     exitCode: integer('exit_code'),
     reason: text('reason'),
+    /** Why it ended, as data (core/job-state.ts END_CAUSES); the reason is the same in words. */
+    endCause: text('end_cause', { enum: END_CAUSES }),
+    /** A stop asked of it before it ended: its reason, and its cause (STOP_CAUSES); the first one asked wins. */
     killRequestedBy: text('kill_requested_by'),
+    killCause: text('kill_cause', { enum: END_CAUSES }),
     /** Watchdogs, in seconds; null means none. */
     maxRuntimeS: integer('max_runtime_s'),
     idleTimeoutS: integer('idle_timeout_s'),

@@ -95,8 +95,9 @@ export const JobExit = z.object({
   signal: z.string().max(20).nullable(),
   /** Last output sequence number sent, so the controller knows when it has all of it. */
   lastSeq: z.number().int().min(0),
-  /** Set when the worker's own watchdog killed it: `max_runtime exceeded`, `idle: no output for 10m`. */
+  /** Set when the worker's own watchdog killed it: `max_runtime exceeded`, `idle: no output for 10m`, and which (killCause). */
   killedFor: z.string().max(200).nullish(),
+  killCause: z.enum(['max_runtime', 'idle']).nullish(),
   /** Devices of the job found unusable as it ended (GPU memory still held): quarantined as the job ends. */
   quarantine: z.array(Quarantine).max(64).nullish(),
 });

@@ -4,7 +4,8 @@ import type { Server } from 'socket.io';
 import type { Database, Db, Sql } from './db';
 import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
-import { finishJob } from './jobs/finish';
+import { ended } from '../core/job-state';
+import { endJob } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
@@ -152,10 +153,8 @@ export class Controller {
   async cancelIfStillQueued(job: JobRow): Promise<string | null> {
     const what = job.deviceName ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
     const reason = `${what} is busy and could not be queued (--no-wait)`;
-    const ended = await finishJob(this.sql, job.id, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
-    if (!ended) return null;
-    this.events.event(job.id, { type: 'exit', jobId: job.id, state: 'cancelled', exitCode: null, reason });
-    return reason;
+    const done = await endJob(this, job.id, ended('cancelled', 'no_wait', reason), { from: ['queued'] });
+    return done ? reason : null;
   }
 
   async stop(): Promise<void> {

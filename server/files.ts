@@ -9,12 +9,15 @@ import { FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, type FileRe
 import { actorDetail, actorText, actsAs, type Identity } from './auth';
 import type { Sql } from './db';
 import { loadDevices, type DeviceRow } from './fleet';
-import { finishJob } from './jobs/finish';
+import { ended, outcome } from '../core/job-state';
+import type { JobEvents } from './job-events';
+import { endJob } from './jobs/finish';
 import { newJobId } from './jobs/submit';
 import type { WorkerHub } from './worker-hub';
 
 export interface CopyDeps {
   sql: Sql;
+  events: JobEvents;
   hub: WorkerHub;
   freed: () => void;
 }
@@ -115,12 +118,11 @@ async function withCopyLease<T>(
   const job = await takeShortLease(deps.sql, identity, submitter, device, argv);
   try {
     const out = await fn(device.hostName, job.id);
-    await finishJob(deps.sql, job.id, job.fence, { state: 'succeeded', exitCode: 0, reason: null }, ['running']);
+    await endJob(deps, job.id, outcome(0, null, null), { from: ['running'], fence: job.fence });
     return out;
   } catch (err) {
-    await finishJob(deps.sql, job.id, job.fence, { state: 'failed', exitCode: 1, reason: err instanceof Error ? err.message.slice(0, 500) : String(err) }, [
-      'running',
-    ]);
+    const reason = err instanceof Error ? err.message.slice(0, 500) : String(err);
+    await endJob(deps, job.id, ended('failed', 'copy_failed', reason, 1), { from: ['running'], fence: job.fence });
     throw err;
   } finally {
     deps.freed();

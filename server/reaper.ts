@@ -11,7 +11,8 @@ import { and, eq, inArray, notInArray, sql } from 'drizzle-orm';
 import { hosts, jobs } from '../db/schema';
 import type { Db, Sql } from './db';
 import type { JobEvents } from './job-events';
-import { finishJob } from './jobs/finish';
+import { ended } from '../core/job-state';
+import { endJob } from './jobs/finish';
 
 export interface ReapDeps {
   db: Db;
@@ -25,7 +26,7 @@ export interface ReapDeps {
 }
 
 export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
-  const { db, events, timeoutS } = deps;
+  const { db, timeoutS } = deps;
   if (deps.dbUpForMs() < timeoutS * 1000) return 0;
   const alive = deps.heardFrom(timeoutS * 1000);
   const gone = await db
@@ -46,13 +47,12 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
       .from(jobs)
       .where(and(eq(jobs.hostName, name), eq(jobs.state, 'running')));
     for (const job of running) {
-      const ended = await finishJob(deps.sql, job.id, job.fence, { state: 'lost', exitCode: null, reason: `host ${name} stopped answering` }, ['running'], {
+      const done = await endJob(deps, job.id, ended('lost', 'lost', `host ${name} stopped answering`), {
+        from: ['running'],
+        fence: job.fence,
         keepLeases: true,
       });
-      if (ended) {
-        lost++;
-        events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
-      }
+      if (done) lost++;
     }
   }
   return lost;

@@ -22,7 +22,8 @@ import type { Controller } from './controller';
 import { socketCredential } from './socket-auth';
 import { stopJob } from './jobs/kill';
 import { submitJob } from './jobs/submit';
-import { FINAL_STATES, type JobRow } from './jobs/job-view';
+import { FINAL_STATES } from '../core/job-state';
+import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
 
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
@@ -243,7 +244,7 @@ export class TtyHub {
     if (job.tokenId !== identity.tokenId && identity.kind !== 'admin')
       throw new RcError('not_job_owner', `the terminal ${jobId} was opened with another token`);
     if (FINAL_STATES.has(job.state)) {
-      socket.emit('exit', { jobId, state: job.state, exitCode: job.exitCode, reason: job.reason });
+      socket.emit('exit', { jobId, state: job.state, exitCode: job.exitCode, reason: job.reason, cause: job.endCause });
       return;
     }
     const s = this.session(job);
@@ -280,7 +281,7 @@ export class TtyHub {
       const e = item.event;
       if (e.type === 'started') session.client?.emit('started', { jobId: e.jobId, host: e.host, devices: e.devices, offset: session.ring.total });
       if (e.type === 'exit') {
-        session.client?.emit('exit', { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason });
+        session.client?.emit('exit', { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason, cause: e.cause });
         this.drop(session);
       }
     });
@@ -355,7 +356,7 @@ export class TtyHub {
     const [job] = await this.c.db.select().from(jobs).where(eq(jobs.id, jobId));
     if (!job || FINAL_STATES.has(job.state)) return;
     // The controller's own decision: no submitter, no token, so no "killed by" (a kill asked for earlier keeps its reason).
-    await stopJob(this.c, job, `closed: nobody was attached to the terminal for ${this.opts.graceS}s`);
+    await stopJob(this.c, job, `closed: nobody was attached to the terminal for ${this.opts.graceS}s`, 'unattended');
   }
 
   private drop(s: Session): void {

@@ -7,7 +7,8 @@
 import { formatDuration } from '../core/duration';
 import type { Sql } from './db';
 import type { JobEvents } from './job-events';
-import { finishJob } from './jobs/finish';
+import { ended as endingOf, type StopRequest } from '../core/job-state';
+import { endJob } from './jobs/finish';
 import type { WorkerHub } from './worker-hub';
 
 export interface WatchdogDeps {
@@ -18,18 +19,14 @@ export interface WatchdogDeps {
 }
 
 export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
-  const { sql, events, hub, graceS } = deps;
+  const { sql, hub, graceS } = deps;
   let ended = 0;
   const expired = await sql<{ id: string; wait_timeout_s: number }[]>`
     select id, wait_timeout_s from jobs
     where state = 'queued' and wait_timeout_s is not null and created_at + make_interval(secs => wait_timeout_s) < now()`;
   for (const j of expired) {
     const reason = `wait timeout: no device within ${formatDuration(j.wait_timeout_s)}`;
-    const done = await finishJob(sql, j.id, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
-    if (done) {
-      ended++;
-      events.event(j.id, { type: 'exit', jobId: j.id, state: 'cancelled', exitCode: null, reason });
-    }
+    if (await endJob(deps, j.id, endingOf('cancelled', 'wait_timeout', reason), { from: ['queued'] })) ended++;
   }
 
   const running = await sql<
@@ -52,35 +49,32 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
     if (j.expired_s !== null) {
       if (j.expired_s < 0) continue;
       const reason = `hold expired (TTL ${formatDuration(j.hold_ttl_s ?? 0)}${j.run_s - (j.hold_ttl_s ?? 0) > 1 ? ', extended' : ''})`;
-      ended += await stop(j, reason, j.expired_s + 1);
+      ended += await stop(j, { cause: 'hold_expired', reason }, j.expired_s + 1);
       continue;
     }
     const idleS = hub.idleSeconds(j.id);
-    const reason =
+    const past: (StopRequest & { over: number }) | null =
       j.max_runtime_s !== null && j.run_s > j.max_runtime_s
-        ? 'max_runtime exceeded'
+        ? { cause: 'max_runtime', reason: 'max_runtime exceeded', over: j.run_s - j.max_runtime_s }
         : j.idle_timeout_s !== null && idleS > j.idle_timeout_s
-          ? `idle: no output for ${formatDuration(j.idle_timeout_s)}`
+          ? { cause: 'idle', reason: `idle: no output for ${formatDuration(j.idle_timeout_s)}`, over: idleS - j.idle_timeout_s }
           : null;
-    if (!reason) continue;
-    const over = reason === 'max_runtime exceeded' ? j.run_s - j.max_runtime_s! : idleS - j.idle_timeout_s!;
     // The worker enforces the limit itself and gets the first second; this is the backstop for a worker that cannot.
-    if (over < 1) continue;
-    ended += await stop(j, reason, over);
+    if (!past || past.over < 1) continue;
+    ended += await stop(j, past, past.over);
   }
   return ended;
 
   /** Asks the worker to kill the job; past the grace, ends it here. Resolves to 1 when it ended it. */
-  async function stop(j: { id: string; fence: string; host_name: string }, reason: string, over: number): Promise<number> {
-    await sql`update jobs set kill_requested_by = coalesce(kill_requested_by, ${reason}) where id = ${j.id} and state = 'running'`;
-    hub.killJob(j.host_name, { jobId: j.id, fence: Number(j.fence), reason });
+  async function stop(j: { id: string; fence: string; host_name: string }, limit: StopRequest, over: number): Promise<number> {
+    await sql`update jobs set kill_requested_by = coalesce(kill_requested_by, ${limit.reason}), kill_cause = coalesce(kill_cause, ${limit.cause})
+      where id = ${j.id} and state = 'running'`;
+    hub.killJob(j.host_name, { jobId: j.id, fence: Number(j.fence), reason: limit.reason });
     if (over < Math.max(graceS, 1)) return 0;
-    const final = `${reason} (ended by the controller: the worker did not report the kill)`;
-    await sql`update jobs set kill_requested_by = ${final} where id = ${j.id} and state = 'running'`;
+    const final = `${limit.reason} (ended by the controller: the worker did not report the kill)`;
+    await sql`update jobs set kill_requested_by = ${final}, kill_cause = ${limit.cause} where id = ${j.id} and state = 'running'`;
     // Its processes may still run (the worker is gone or stuck): the job ends, its devices stay leased until the worker reports.
-    const done = await finishJob(sql, j.id, Number(j.fence), { state: 'killed', exitCode: null, reason: final }, ['running'], { keepLeases: true });
-    if (!done) return 0;
-    events.event(j.id, { type: 'exit', jobId: j.id, state: 'killed', exitCode: null, reason: done.reason });
-    return 1;
+    const done = await endJob(deps, j.id, endingOf('killed', limit.cause, final), { from: ['running'], fence: Number(j.fence), keepLeases: true });
+    return done ? 1 : 0;
   }
 }

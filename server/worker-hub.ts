@@ -24,7 +24,8 @@ import { storeHeartbeat } from './heartbeat';
 import { identify } from './auth';
 import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
-import { finishFromExit, finishJob, releaseEnded, releaseLeftBehind } from './jobs/finish';
+import { ended, outcome, type StopRequest } from '../core/job-state';
+import { endJob, releaseEnded, releaseLeftBehind } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
 import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
@@ -453,21 +454,14 @@ export class WorkerHub implements Dispatcher {
         if (!this.lastOutput.has(job.id)) this.lastOutput.set(job.id, Date.now());
         continue;
       }
-      const ended = await finishJob(this.deps.sql, job.id, job.fence, {
-        state: 'lost',
-        exitCode: null,
-        reason: 'the worker restarted and no longer had the job',
-      });
-      if (ended) this.deps.events.event(job.id, { type: 'exit', jobId: job.id, state: 'lost', exitCode: null, reason: ended.reason });
+      await endJob(this.deps, job.id, ended('lost', 'lost', 'the worker restarted and no longer had the job'), { from: ['running'], fence: job.fence });
     }
-    if (
-      (await releaseLeftBehind(
-        this.deps.sql,
-        hostName,
-        hello.running.map((r) => r.jobId),
-      )) > 0
-    )
-      this.deps.freed();
+    const freed = await releaseLeftBehind(
+      this.deps.sql,
+      hostName,
+      hello.running.map((r) => r.jobId),
+    );
+    if (freed > 0) this.deps.freed();
     // A kill asked for while the worker was away is sent again now.
     const pendingKills = running.filter((j) => known.has(j.id) && j.killRequestedBy).map((j) => ({ jobId: j.id, fence: j.fence!, reason: j.killRequestedBy! }));
     return hello.running
@@ -478,7 +472,7 @@ export class WorkerHub implements Dispatcher {
 
   /** A job's exit, from its host's worker. False when it is not that host's job with that fence (refused). */
   private async onExit(hostName: string, exit: JobExit): Promise<boolean> {
-    const { events, writer } = this.deps;
+    const { writer } = this.deps;
     // Every chunk before the exit is stored before the job is final, so `rc logs` is whole.
     await writer.drain();
     // Quarantined while the job still holds the device: no moment where another job could take it.
@@ -486,10 +480,11 @@ export class WorkerHub implements Dispatcher {
       const [mine] = await this.deps.sql`select 1 from jobs where id = ${exit.jobId} and fence = ${exit.fence} and host_name = ${hostName}`;
       for (const q of exit.quarantine) if (mine) await this.quarantine(hostName, q);
     }
-    const ended = await finishFromExit(this.deps.sql, exit.jobId, exit.fence, exit.exitCode, exit.signal, exit.killedFor ?? null, hostName);
-    if (ended) {
+    // The worker's own watchdog is a stop too; any stop asked for earlier still wins (endJob).
+    const stop: StopRequest | null = exit.killedFor ? { cause: exit.killCause ?? 'killed', reason: exit.killedFor } : null;
+    const done = await endJob(this.deps, exit.jobId, outcome(exit.exitCode, exit.signal, stop), { from: ['running'], fence: exit.fence, host: hostName });
+    if (done) {
       this.forget(exit.jobId);
-      events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason });
       this.deps.freed();
       return true;
     }

@@ -50,6 +50,7 @@ interface Job {
   run: RunningJob;
   watchdog: Watchdog | null;
   killedFor: string | null;
+  killCause: 'max_runtime' | 'idle' | null;
   tty?: TtyState;
 }
 
@@ -205,14 +206,15 @@ class Worker {
 
   private start(order: StartJob): void {
     if (this.jobs.has(order.jobId)) return;
-    const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null };
+    const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null, killCause: null };
     this.jobs.set(order.jobId, job);
     // Known to the next run of the worker before it runs anything (a hold runs nothing).
     if (order.kind !== 'hold')
       this.state.started({ jobId: order.jobId, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
-    job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason) => {
+    job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason, cause) => {
       log(`job ${order.jobId}: ${reason}; killing it`);
       job.killedFor = reason;
+      job.killCause = cause;
       job.run.kill(this.config.RC_KILL_GRACE_S);
     });
     const callbacks: JobCallbacks = {
@@ -237,7 +239,16 @@ class Worker {
           .then((found) => {
             this.jobs.delete(order.jobId);
             const quarantine = [...stuck, ...found];
-            const exit: JobExit = { jobId: order.jobId, fence: order.fence, exitCode, signal, lastSeq: job.seq, killedFor: job.killedFor, quarantine };
+            const exit: JobExit = {
+              jobId: order.jobId,
+              fence: order.fence,
+              exitCode,
+              signal,
+              lastSeq: job.seq,
+              killedFor: job.killedFor,
+              killCause: job.killCause,
+              quarantine,
+            };
             for (const q of quarantine) log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
             this.unreported.set(order.jobId, exit);
             if (this.ready) this.sendExit(exit);

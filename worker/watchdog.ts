@@ -9,9 +9,9 @@ export class Watchdog {
 
   constructor(
     private readonly limits: { maxRuntimeS: number | null; idleTimeoutS: number | null },
-    private readonly onFire: (reason: string) => void,
+    private readonly onFire: (reason: string, cause: 'max_runtime' | 'idle') => void,
   ) {
-    this.runtimeTimer = limits.maxRuntimeS ? setTimeout(() => this.fire('max_runtime exceeded'), limits.maxRuntimeS * 1000) : null;
+    this.runtimeTimer = limits.maxRuntimeS ? setTimeout(() => this.fire('max_runtime exceeded', 'max_runtime'), limits.maxRuntimeS * 1000) : null;
     this.activity();
   }
 
@@ -19,7 +19,8 @@ export class Watchdog {
   activity(): void {
     if (!this.limits.idleTimeoutS || this.fired) return;
     if (this.idleTimer) this.idleTimer.refresh();
-    else this.idleTimer = setTimeout(() => this.fire(`idle: no output for ${formatDuration(this.limits.idleTimeoutS!)}`), this.limits.idleTimeoutS * 1000);
+    else
+      this.idleTimer = setTimeout(() => this.fire(`idle: no output for ${formatDuration(this.limits.idleTimeoutS!)}`, 'idle'), this.limits.idleTimeoutS * 1000);
   }
 
   stop(): void {
@@ -27,10 +28,10 @@ export class Watchdog {
     if (this.idleTimer) clearTimeout(this.idleTimer);
   }
 
-  private fire(reason: string): void {
+  private fire(reason: string, cause: 'max_runtime' | 'idle'): void {
     if (this.fired) return;
     this.fired = true;
     this.stop();
-    this.onFire(reason);
+    this.onFire(reason, cause);
   }
 }

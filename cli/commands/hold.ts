@@ -95,7 +95,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
           );
           break;
         case 'exit':
-          if (e.state === 'cancelled' && /could not be queued/.test(e.reason ?? '')) {
+          if (e.state === 'cancelled' && e.cause === 'no_wait') {
             err(`rc: busy: ${e.reason}\n`);
             result = EXIT.busy;
           } else if (e.state === 'cancelled') {

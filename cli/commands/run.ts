@@ -1,6 +1,7 @@
 // rc run: claim a device, run the command on its host, stream the output,
 // exit with the command's exit code.
 import { EXIT } from '../../core/exit-codes';
+import { exitCodeFor } from '../../core/job-state';
 import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import type { Client } from '../client';
 import type { Body } from '../http1';
@@ -196,29 +197,17 @@ export function reattachTty(client: Client, jobId: string): Promise<number> {
   return runTtyJob(client, {}, jobId);
 }
 
+/** rc's exit code for a job's end (core/job-state.ts decides it from the cause), after saying on stderr how it ended when the command did not end it. */
 export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boolean): number {
-  switch (event.state) {
-    case 'succeeded':
-    case 'failed':
-      return event.exitCode ?? EXIT.error;
-    case 'killed':
-      if (interrupted) return EXIT.interrupted;
-      err(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
-      return /^(max_runtime exceeded|idle: no output for)/.test(event.reason ?? '') ? EXIT.watchdog : (event.exitCode ?? EXIT.error);
-    case 'lost':
+  const code = exitCodeFor(event, interrupted);
+  if (!interrupted) {
+    if (event.state === 'killed') err(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
+    else if (event.state === 'lost')
       err(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
-      return EXIT.lost;
-    case 'cancelled':
-      if (interrupted) return EXIT.interrupted;
-      if (/could not be queued/.test(event.reason ?? '')) {
-        err(`rc: busy: ${event.reason}\n`);
-        return EXIT.busy;
-      }
-      err(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
-      return EXIT.wait_timeout;
-    default:
-      return EXIT.error;
+    else if (event.state === 'cancelled' && event.cause === 'no_wait') err(`rc: busy: ${event.reason}\n`);
+    else if (event.state === 'cancelled') err(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
   }
+  return code;
 }
 
 interface Explanation {

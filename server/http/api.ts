@@ -124,7 +124,7 @@ export function registerApi(router: Router, c: Controller): void {
   });
 
   // rc cp: one file to or from a device's workspace, through the controller (server/files.ts).
-  const copyDeps = { sql, hub: c.hub, freed: () => c.scheduler.pokeIfQueued() };
+  const copyDeps = { sql, events: c.events, hub: c.hub, freed: () => c.scheduler.pokeIfQueued() };
   const copyArgs = (query: URLSearchParams) => {
     const path = query.get('path');
     if (!path) throw new RcError('bad_request', 'path is required: the file on the device, e.g. /workspace/train.py');

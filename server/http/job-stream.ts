@@ -7,12 +7,13 @@
 // Past STREAM_BACKLOG_BYTES it is dropped: its connection is cut, and it
 // resumes with ?after=<the last seq it has> (the CLI does so by itself).
 import type { ServerResponse } from 'node:http';
+import type { EndCause, JobState as JobStateName } from '../../core/job-state';
 import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
 import { formatSize } from '../../core/size';
 import type { Sql } from '../db';
 import type { JobEvents, JobItem } from '../job-events';
 import type { OutputWriter } from '../output-writer';
-import { FINAL_STATES } from '../jobs/job-view';
+import { FINAL_STATES } from '../../core/job-state';
 
 /**
  * Bytes written to a stream client but not yet taken by its connection, past
@@ -109,9 +110,10 @@ export interface ReplayDeps {
 }
 
 interface JobState {
-  state: string;
+  state: JobStateName;
   exit_code: number | null;
   reason: string | null;
+  end_cause: EndCause | null;
   output_truncated: boolean;
 }
 
@@ -188,12 +190,12 @@ async function lastStoredSeq(sql: Sql, jobId: string): Promise<number> {
 }
 
 async function jobState(sql: Sql, jobId: string): Promise<JobState | undefined> {
-  const [job] = await sql<JobState[]>`select state, exit_code, reason, output_truncated from jobs where id = ${jobId}`;
+  const [job] = await sql<JobState[]>`select state, exit_code, reason, end_cause, output_truncated from jobs where id = ${jobId}`;
   return job;
 }
 
 function exitEvent(jobId: string, job: JobState): JobEvent {
-  return { type: 'exit', jobId, state: job.state, exitCode: job.exit_code, reason: job.reason };
+  return { type: 'exit', jobId, state: job.state, exitCode: job.exit_code, reason: job.reason, cause: job.end_cause };
 }
 
 function truncatedNotice(deps: ReplayDeps, jobId: string): JobEvent {

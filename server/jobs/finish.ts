@@ -1,53 +1,64 @@
-// Ending a job: one statement sets its final state and frees its devices, so
-// there is no moment where a finished job still holds a lease. The exception is
-// a job whose processes may still run (its host stopped answering, or its
-// worker did not report a kill): it ends, but keeps its leases until its
-// worker says the processes are gone (its exit report, or a hello without it),
-// so no other job is given the device meanwhile.
+// Ending a job, the one way: endJob stores the end (state, exit code, cause,
+// reason), frees the job's devices in the same statement, and tells whoever
+// follows the job. There is no moment where a finished job still holds a
+// lease, except for a job whose processes may still run (its host stopped
+// answering, or its worker did not report a kill): it ends, but keeps its
+// leases until its worker says the processes are gone (its exit report, or a
+// hello without it), so no other job is given the device meanwhile.
+import type { Ending } from '../../core/job-state';
 import type { Sql } from '../db';
+import type { JobEvents } from '../job-events';
 import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
-export interface Outcome {
-  state: 'succeeded' | 'failed' | 'killed' | 'lost' | 'cancelled';
-  exitCode: number | null;
-  reason: string | null;
+export interface EndDeps {
+  sql: Sql;
+  events: JobEvents;
+}
+
+export interface EndWhere {
+  /** The states it may end from; anything else (already over, or not yet started) ends nothing. */
+  from: readonly ('queued' | 'running')[];
+  /** Only the assignment this fence names may end it (a stale worker's report changes nothing). */
+  fence?: number | null;
+  /** Only if it runs on this host (a report from its own worker). */
+  host?: string | null;
+  /** Its processes may still run: it ends, its leases stay (see above). */
+  keepLeases?: boolean;
 }
 
 /**
- * Ends a job that is in one of `fromStates`. With a fence, only the assignment
- * that fence names may end it (a stale worker's report changes nothing).
- * Returns null when there was nothing to end.
+ * Ends a job. A stop asked for earlier (rc kill, a watchdog: kill_requested_by
+ * and kill_cause) wins over an exit report, decided in the same statement so
+ * no race between the stop and the exit can lose it: the job is then `killed`
+ * with the stop's cause and reason (core/job-state.ts outcome() says the same;
+ * test/integration/leases.test.ts checks they agree). Returns the ended job,
+ * or null when there was nothing to end.
  */
-export function finishJob(
-  sql: Sql,
-  jobId: string,
-  fence: number | null,
-  outcome: Outcome,
-  fromStates: ('queued' | 'running')[] = ['queued', 'running'],
-  opts: { keepLeases?: boolean } = {},
-): Promise<JobRow | null> {
-  return endJob(sql, jobId, fence, null, fromStates, outcome.state, outcome.exitCode, outcome.reason, !opts.keepLeases);
-}
-
-/**
- * Ends a running job from its worker's exit report. A kill asked for earlier
- * turns the outcome into `killed`, decided in the same statement so no race
- * between the kill and the exit can lose it.
- */
-export function finishFromExit(
-  sql: Sql,
-  jobId: string,
-  fence: number,
-  exitCode: number | null,
-  signal: string | null,
-  killedFor: string | null = null,
-  hostName: string | null = null,
-): Promise<JobRow | null> {
-  const code = exitCode ?? (signal ? 128 + signalNumber(signal) : null);
-  if (killedFor) return endJob(sql, jobId, fence, hostName, ['running'], 'killed', code, killedFor, true);
-  const reason = signal ? `terminated by ${signal}` : null;
-  return endJob(sql, jobId, fence, hostName, ['running'], code === 0 ? 'succeeded' : 'failed', code, reason, true);
+export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: EndWhere): Promise<JobRow | null> {
+  // An end that outcome() made (the command exited, or a stop the worker reports): a stop asked for earlier replaces it.
+  const exited = end.state === 'succeeded' || end.state === 'failed' || end.state === 'killed';
+  const rows = await deps.sql<Record<string, unknown>[]>`
+    with j as (
+      update jobs set
+        state = case when kill_requested_by is not null and ${exited} then 'killed' else ${end.state}::text end,
+        end_cause = case when kill_requested_by is not null and ${exited} then coalesce(kill_cause, 'killed') else ${end.cause}::text end,
+        exit_code = ${end.exitCode}::int,
+        reason = coalesce(kill_requested_by, ${end.reason}::text),
+        ended_at = now()
+      where id = ${jobId} and state = any(${where.from as string[]}::text[])
+        and (${where.fence ?? null}::bigint is null or fence = ${where.fence ?? null}::bigint)
+        and (${where.host ?? null}::text is null or host_name = ${where.host ?? null}::text)
+      returning *
+    ), released as (
+      update leases set released_at = now() where ${!where.keepLeases} and job_id in (select id from j) and released_at is null
+    )
+    select * from j`;
+  const ended = rows[0] ? rowToJob(rows[0]) : null;
+  if (ended) {
+    deps.events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason, cause: ended.endCause });
+  }
+  return ended;
 }
 
 /**
@@ -78,54 +89,4 @@ export async function releaseLeftBehind(sql: Sql, hostName: string, stillRunning
       and j.state not in ('queued', 'running') and not (j.id = any(${stillRunning as string[]}::text[]))
     returning l.id`;
   return rows.length;
-}
-
-/** A kill asked for earlier wins over the reported outcome: `killed`, with the kill's reason. */
-async function endJob(
-  sql: Sql,
-  jobId: string,
-  fence: number | null,
-  hostName: string | null,
-  fromStates: string[],
-  state: Outcome['state'],
-  exitCode: number | null,
-  reason: string | null,
-  release: boolean,
-): Promise<JobRow | null> {
-  const rows = await sql<Record<string, unknown>[]>`
-    with j as (
-      update jobs set
-        state = case when kill_requested_by is not null and ${state}::text in ('succeeded', 'failed') then 'killed' else ${state}::text end,
-        exit_code = ${exitCode}::int,
-        reason = coalesce(kill_requested_by, ${reason}::text),
-        ended_at = now()
-      where id = ${jobId} and state = any(${fromStates}::text[]) and (${fence}::bigint is null or fence = ${fence}::bigint)
-        and (${hostName}::text is null or host_name = ${hostName}::text)
-      returning *
-    ), released as (
-      update leases set released_at = now() where ${release} and job_id in (select id from j) and released_at is null
-    )
-    select * from j`;
-  return rows[0] ? rowToJob(rows[0]) : null;
-}
-
-const SIGNALS: Record<string, number> = {
-  SIGHUP: 1,
-  SIGINT: 2,
-  SIGQUIT: 3,
-  SIGILL: 4,
-  SIGTRAP: 5,
-  SIGABRT: 6,
-  SIGBUS: 7,
-  SIGFPE: 8,
-  SIGKILL: 9,
-  SIGUSR1: 10,
-  SIGSEGV: 11,
-  SIGUSR2: 12,
-  SIGPIPE: 13,
-  SIGALRM: 14,
-  SIGTERM: 15,
-};
-function signalNumber(signal: string): number {
-  return SIGNALS[signal] ?? 0;
 }

@@ -5,7 +5,8 @@ import { formatDuration } from '../../core/duration';
 import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import { rowToJob } from './job-row';
-import { FINAL_STATES, type JobRow } from './job-view';
+import { FINAL_STATES } from '../../core/job-state';
+import type { JobRow } from './job-view';
 
 export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: JobRow, submitter: string, ttlS: number): Promise<JobRow> {
   actsAs(identity, submitter);

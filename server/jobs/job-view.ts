@@ -17,6 +17,8 @@ export interface JobView {
   host: string | null;
   devices: string[] | null;
   exitCode: number | null;
+  /** Why it ended, as data (core/job-state.ts END_CAUSES); null while it runs or waits. */
+  cause: JobRow['endCause'];
   reason: string | null;
   maxRuntimeS: number | null;
   idleTimeoutS: number | null;
@@ -44,6 +46,7 @@ export function jobView(j: JobRow): JobView {
     host: j.hostName,
     devices: j.devices,
     exitCode: j.exitCode,
+    cause: j.endCause,
     reason: j.reason,
     maxRuntimeS: j.maxRuntimeS,
     idleTimeoutS: j.idleTimeoutS,
@@ -55,7 +58,3 @@ export function jobView(j: JobRow): JobView {
     endedAt: j.endedAt?.toISOString() ?? null,
   };
 }
-
-export const JOB_STATE_NAMES: readonly string[] = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled'];
-
-export const FINAL_STATES: ReadonlySet<string> = new Set(['succeeded', 'failed', 'killed', 'lost', 'cancelled']);

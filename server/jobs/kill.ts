@@ -7,8 +7,10 @@ import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Db, Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { WorkerHub } from '../worker-hub';
-import { finishJob } from './finish';
-import { FINAL_STATES, type JobRow } from './job-view';
+import { CAUSES_OF, ended as endingOf, type StopCause } from '../../core/job-state';
+import { endJob } from './finish';
+import { FINAL_STATES } from '../../core/job-state';
+import type { JobRow } from './job-view';
 
 export interface KillDeps {
   db: Db;
@@ -37,21 +39,19 @@ export async function killJob(deps: KillDeps, identity: Identity, jobId: string,
     target: jobId,
     detail: { ...actorDetail(identity, submitter), owner: job.submitter },
   });
-  return stopJob(deps, job, `${verb} by ${actor}`);
+  return stopJob(deps, job, `${verb} by ${actor}`, verb === 'released' ? 'released' : 'killed');
 }
 
-/** Ends a job for `reason` (the first reason recorded wins): no owner check and no audit, the caller's business. */
-export async function stopJob(deps: KillDeps, job: JobRow, reason: string): Promise<JobRow> {
+/** Ends a job for `reason` and `cause` (the first stop asked wins): no owner check and no audit, the caller's business. */
+export async function stopJob(deps: KillDeps, job: JobRow, reason: string, cause: StopCause): Promise<JobRow> {
   if (job.state === 'queued') {
-    const ended = await finishJob(deps.sql, job.id, null, { state: 'cancelled', exitCode: null, reason }, ['queued']);
-    if (ended) {
-      deps.events.event(job.id, { type: 'exit', jobId: job.id, state: ended.state, exitCode: null, reason: ended.reason });
-      return ended;
-    }
+    // Still queued: it never ran, so it is cancelled (a watchdog's cause cannot apply yet).
+    const ended = await endJob(deps, job.id, endingOf('cancelled', CAUSES_OF.cancelled.includes(cause) ? cause : 'killed', reason), { from: ['queued'] });
+    if (ended) return ended;
   }
   const [running] = await deps.db
     .update(jobs)
-    .set({ killRequestedBy: sql`coalesce(${jobs.killRequestedBy}, ${reason})` })
+    .set({ killRequestedBy: sql`coalesce(${jobs.killRequestedBy}, ${reason})`, killCause: sql`coalesce(${jobs.killCause}, ${cause})` })
     .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running')))
     .returning();
   if (running) deps.hub.killJob(running.hostName!, { jobId: job.id, fence: running.fence!, reason: running.killRequestedBy ?? reason });

@@ -2,7 +2,8 @@
 import { RcError } from '../../core/errors';
 import type { Sql } from '../db';
 import { rowToJob } from './job-row';
-import { JOB_STATE_NAMES, jobView, type JobView } from './job-view';
+import { JOB_STATES } from '../../core/job-state';
+import { jobView, type JobView } from './job-view';
 
 export interface JobFilter {
   states: string[];
@@ -16,7 +17,8 @@ export function parseJobFilter(query: URLSearchParams): JobFilter {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  for (const s of states) if (!JOB_STATE_NAMES.includes(s)) throw new RcError('bad_request', `unknown state ${s}; states are ${JOB_STATE_NAMES.join(', ')}`);
+  for (const s of states)
+    if (!(JOB_STATES as readonly string[]).includes(s)) throw new RcError('bad_request', `unknown state ${s}; states are ${JOB_STATES.join(', ')}`);
   const limitText = query.get('limit') ?? '50';
   const limit = Number(limitText);
   if (!/^\d+$/.test(limitText) || limit < 1 || limit > 1000) throw new RcError('bad_request', `limit must be a whole number from 1 to 1000, not ${limitText}`);

@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { claimDevices } from '../../server/jobs/claim';
-import { finishFromExit, finishJob } from '../../server/jobs/finish';
+import { ended, outcome, type StopRequest } from '../../core/job-state';
+import { JobEvents } from '../../server/job-events';
+import { endJob } from '../../server/jobs/finish';
 import { submitJob } from '../../server/jobs/submit';
 import type { Database } from '../../server/db';
 import type { Identity } from '../../server/auth';
@@ -52,8 +54,8 @@ test('two claims racing for one device: exactly one wins, every round', async ()
     const loser = results[0] === null ? x.id : y.id;
     const [l] = await db.client<{ state: string }[]>`select state from jobs where id = ${loser}`;
     assert.equal(l!.state, 'queued', 'the loser stays queued, untouched');
-    await finishJob(db.client, winners[0]!.id, winners[0]!.fence, { state: 'succeeded', exitCode: 0, reason: null });
-    await finishJob(db.client, loser, null, { state: 'cancelled', exitCode: null, reason: 'test' });
+    await endJob(deps(), winners[0]!.id, outcome(0, null, null), { from: ['running'], fence: winners[0]!.fence });
+    await endJob(deps(), loser, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
   }
   const [row] = await db.client<{ n: number }[]>`select count(*)::int as n from leases where released_at is null`;
   assert.equal(row!.n, 0);
@@ -72,20 +74,21 @@ test('a multi-device claim is all or nothing', async () => {
   assert.equal(r, null);
   const [row] = await db.client<{ n: number }[]>`select count(*)::int as n from leases where job_id = ${wide.id}`;
   assert.equal(row!.n, 0, 'no lease on the free device either');
-  await finishJob(db.client, holder.id, null, { state: 'succeeded', exitCode: 0, reason: null });
-  await finishJob(db.client, wide.id, null, { state: 'cancelled', exitCode: null, reason: 'test' });
+  await endJob(deps(), holder.id, outcome(0, null, null), { from: ['running'] });
+  await endJob(deps(), wide.id, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
 });
 
 test('an exit report with a stale fence changes nothing; the current one ends the job and frees the device', async () => {
   const j = await submit();
   const claimed = await claimDevices(db.client, j.id, 'h', [{ id: deviceId, name: 'h:gpu0' }]);
   assert.ok(claimed?.fence);
-  assert.equal(await finishFromExit(db.client, j.id, claimed.fence - 1, 0, null), null);
+  assert.equal(await endJob(deps(), j.id, outcome(0, null, null), { from: ['running'], fence: claimed.fence - 1 }), null);
   const [still] = await db.client<{ state: string }[]>`select state from jobs where id = ${j.id}`;
   assert.equal(still!.state, 'running');
-  const ended = await finishFromExit(db.client, j.id, claimed.fence, 7, null);
-  assert.equal(ended?.state, 'failed');
-  assert.equal(ended?.exitCode, 7);
+  const done = await endJob(deps(), j.id, outcome(7, null, null), { from: ['running'], fence: claimed.fence });
+  assert.equal(done?.state, 'failed');
+  assert.equal(done?.exitCode, 7);
+  assert.equal(done?.endCause, 'exit');
   const [row] = await db.client<{ n: number }[]>`select count(*)::int as n from leases where job_id = ${j.id} and released_at is null`;
   assert.equal(row!.n, 0);
 });
@@ -93,10 +96,48 @@ test('an exit report with a stale fence changes nothing; the current one ends th
 test('a kill asked for before the exit turns the outcome into killed, with its reason', async () => {
   const j = await submit();
   const claimed = await claimDevices(db.client, j.id, 'h', [{ id: deviceId, name: 'h:gpu0' }]);
-  await db.client`update jobs set kill_requested_by = 'killed by s' where id = ${j.id}`;
-  const ended = await finishFromExit(db.client, j.id, claimed!.fence!, null, 'SIGTERM');
-  assert.deepEqual([ended?.state, ended?.exitCode, ended?.reason], ['killed', 143, 'killed by s']);
+  await db.client`update jobs set kill_requested_by = 'killed by s', kill_cause = 'killed' where id = ${j.id}`;
+  const done = await endJob(deps(), j.id, outcome(null, 'SIGTERM', null), { from: ['running'], fence: claimed!.fence! });
+  assert.deepEqual([done?.state, done?.exitCode, done?.reason, done?.endCause], ['killed', 143, 'killed by s', 'killed']);
 });
+
+test("the statement that ends a job agrees with core's outcome(): a stop asked for earlier wins, whatever the command did", async () => {
+  const reports: [number | null, string | null][] = [
+    [0, null],
+    [1, null],
+    [127, null],
+    [null, 'SIGTERM'],
+    [null, 'SIGKILL'],
+    [null, 'SIGSEGV'],
+    [null, null],
+  ];
+  const stops: (StopRequest | null)[] = [
+    null,
+    { cause: 'killed', reason: 'killed by s' },
+    { cause: 'max_runtime', reason: 'max_runtime exceeded' },
+    { cause: 'idle', reason: 'idle: no output for 1m' },
+    { cause: 'released', reason: 'released by s' },
+  ];
+  for (const [code, signal] of reports) {
+    for (const asked of stops) {
+      for (const reported of [null, ...stops]) {
+        const j = await submit();
+        const claimed = await claimDevices(db.client, j.id, 'h', [{ id: deviceId, name: 'h:gpu0' }]);
+        if (asked) await db.client`update jobs set kill_requested_by = ${asked.reason}, kill_cause = ${asked.cause} where id = ${j.id}`;
+        const done = await endJob(deps(), j.id, outcome(code, signal, reported), { from: ['running'], fence: claimed!.fence! });
+        // What core says: the stop asked for first (in the database) wins over one the worker reports with its exit.
+        const want = outcome(code, signal, asked ?? reported);
+        const what = `exit ${code} ${signal}, asked ${asked?.cause}, reported ${reported?.cause}`;
+        assert.deepEqual([done?.state, done?.exitCode, done?.endCause, done?.reason], [want.state, want.exitCode, want.cause, want.reason], what);
+      }
+    }
+  }
+});
+
+/** endJob's dependencies: this file's database, and events nobody listens to. */
+function deps() {
+  return { sql: db.client, events: new JobEvents() };
+}
 
 async function activeLeases(): Promise<{ device_id: string; job_id: string }[]> {
   return db.client<{ device_id: string; job_id: string }[]>`select device_id, job_id from leases where released_at is null`;
@@ -104,7 +145,7 @@ async function activeLeases(): Promise<{ device_id: string; job_id: string }[]> 
 
 async function endEverything(): Promise<void> {
   const open = await db.client<{ id: string }[]>`select id from jobs where state in ('queued', 'running')`;
-  for (const j of open) await finishJob(db.client, j.id, null, { state: 'cancelled', exitCode: null, reason: 'test' });
+  for (const j of open) await endJob(deps(), j.id, ended('cancelled', 'killed', 'test'), { from: ['queued', 'running'] });
 }
 
 /** Runs `fn` with host h online (its devices free) and no job open, then puts things back. */

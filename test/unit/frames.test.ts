@@ -37,8 +37,8 @@ test('an event frame carries JSON', () => {
   new FrameDecoder((t, p) => {
     assert.equal(t, FRAME_EVENT);
     got.push(JSON.parse(p.toString()));
-  }).push(encodeEvent({ type: 'exit', jobId: 'j1', state: 'failed', exitCode: 7, reason: null }));
-  assert.deepEqual(got, [{ type: 'exit', jobId: 'j1', state: 'failed', exitCode: 7, reason: null }]);
+  }).push(encodeEvent({ type: 'exit', jobId: 'j1', state: 'failed', exitCode: 7, reason: null, cause: 'exit' }));
+  assert.deepEqual(got, [{ type: 'exit', jobId: 'j1', state: 'failed', exitCode: 7, reason: null, cause: 'exit' }]);
 });
 
 test('a cut frame is reported as leftover', () => {
