@@ -4,9 +4,6 @@ import type { Server } from 'socket.io';
 import type { Database, Db, Sql } from './db';
 import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
-import { ended } from '../core/job-state';
-import { endJob } from './jobs/finish';
-import type { JobRow } from './jobs/job-view';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
 import { pruneGpuSamples } from './heartbeat';
@@ -144,17 +141,6 @@ export class Controller {
 
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     return this.router.handle(req, res);
-  }
-
-  /**
-   * --no-wait: after the scheduling pass, a job still queued is cancelled (the
-   * statement itself checks it is still queued). Returns the reason when it was.
-   */
-  async cancelIfStillQueued(job: JobRow): Promise<string | null> {
-    const what = job.deviceName ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
-    const reason = `${what} is busy and could not be queued (--no-wait)`;
-    const done = await endJob(this, job.id, ended('cancelled', 'no_wait', reason), { from: ['queued'] });
-    return done ? reason : null;
   }
 
   async stop(): Promise<void> {

@@ -18,10 +18,13 @@ import { jobs } from '../db/schema';
 import { SubmitJob } from '../protocol/api';
 import { TTY_ACK, TTY_INPUT, TTY_MAX_INPUT, TTY_NAMESPACE, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
 import { identify, webSubmitter, type Identity } from './auth';
-import type { Controller } from './controller';
+import type { Db, Sql } from './db';
+import type { JobEvents } from './job-events';
+import type { Scheduler } from './scheduler';
+import type { WorkerHub } from './worker-hub';
 import { socketCredential } from './socket-auth';
 import { stopJob } from './jobs/kill';
-import { submitJob } from './jobs/submit';
+import { startJob } from './jobs/start';
 import { FINAL_STATES } from '../core/job-state';
 import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
@@ -98,11 +101,20 @@ interface Session {
 
 type Reply = { code: string; message: string };
 
+/** What terminals need of the controller. */
+export interface TtyDeps {
+  db: Db;
+  sql: Sql;
+  events: JobEvents;
+  hub: WorkerHub;
+  scheduler: Scheduler;
+}
+
 export class TtyHub {
   private readonly sessions = new Map<string, Session>();
 
   constructor(
-    private readonly c: Controller,
+    private readonly c: TtyDeps,
     private readonly opts: TtyOptions,
   ) {
     c.hub.tty = {
@@ -226,15 +238,13 @@ export class TtyHub {
       idleTimeoutS: open.idleTimeoutS ?? null,
     });
     if (!body.success) throw new RcError('bad_request', body.error.issues[0]!.message);
-    const { job, position, targets } = await submitJob(this.c.sql, identity, body.data, { startAtOnce: !this.c.scheduler.mayHaveQueued });
-    // Bound before the job is sent to its worker: the start carries the client's size.
-    const s = this.session(job);
-    s.size = { cols: open.cols, rows: open.rows };
-    this.bind(s, socket);
-    socket.emit('queued', { jobId: job.id, position });
-    if (targets) await this.c.scheduler.dispatch(job, targets);
-    else await this.c.scheduler.poke();
-    if (!open.wait && !targets) await this.c.cancelIfStillQueued(job);
+    await startJob(this.c, identity, body.data, (job, position) => {
+      // Bound before the job is sent to its worker: the start carries the client's size.
+      const s = this.session(job);
+      s.size = { cols: open.cols, rows: open.rows };
+      this.bind(s, socket);
+      socket.emit('queued', { jobId: job.id, position });
+    });
   }
 
   /** Back to a terminal after a reload or a dropped connection: the recent screen is replayed. */

@@ -8,11 +8,15 @@ import { extendHold } from '../jobs/hold';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
-import type { Controller } from '../controller';
 import { loadDevices, loadHosts } from '../fleet';
 import { killJob } from '../jobs/kill';
 import { jobView } from '../jobs/job-view';
-import { submitJob } from '../jobs/submit';
+import type { Db, Sql } from '../db';
+import type { JobEvents } from '../job-events';
+import type { OutputWriter } from '../output-writer';
+import type { Scheduler } from '../scheduler';
+import type { WorkerHub } from '../worker-hub';
+import { startJob } from '../jobs/start';
 import { clearQuarantine } from '../quarantine';
 import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
@@ -24,7 +28,20 @@ import { matchTerms, parseSelector } from '../../core/selector';
 
 const JOB_ID = /^j[0-9a-v]{10}$/;
 
-export function registerApi(router: Router, c: Controller): void {
+/** What the routes need of the controller: its parts, not the controller itself. */
+export interface ApiDeps {
+  db: Db;
+  sql: Sql;
+  events: JobEvents;
+  writer: OutputWriter;
+  outputLimitBytes: number;
+  hub: WorkerHub;
+  scheduler: Scheduler;
+  /** A revoked token: out of the auth cache, its live sockets cut. */
+  cutToken(tokenId: number): void;
+}
+
+export function registerApi(router: Router, c: ApiDeps): void {
   const { db, sql } = c;
 
   router.add('GET', '/api/whoami', 'client', async ({ identity }) => ({ kind: identity.kind, name: identity.name, submitter: identity.submitter }));
@@ -70,21 +87,17 @@ export function registerApi(router: Router, c: Controller): void {
     const body = await readBody(req, SubmitJob);
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
-    const { job, position, targets } = await submitJob(sql, identity, body, { startAtOnce: !c.scheduler.mayHaveQueued });
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
-    // Subscribe before the job is sent to its worker, so the stream misses nothing.
-    if (streaming) {
+    const { job, refused } = await startJob(c, identity, body, (job, position) => {
+      if (!streaming) return;
       // The headers and the first event leave in one packet: one wake-up less for the client.
       res.cork();
       openStream(res);
       pipeJob(c.events, job.id, res);
       writeEvent(res, { type: 'queued', jobId: job.id, position });
       res.uncork();
-    }
-    if (targets) await c.scheduler.dispatch(job, targets);
-    else await c.scheduler.poke();
+    });
     // The stream (if any) ends with the cancellation's exit event.
-    const refused = body.wait || targets ? null : await c.cancelIfStillQueued(job);
     if (refused) {
       if (!streaming) throw new RcError('busy', refused);
       return;

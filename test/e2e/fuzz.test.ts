@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { io } from 'socket.io-client';
 import { Router } from '../../server/http/router';
 import { registerApi } from '../../server/http/api';
-import type { Controller } from '../../server/controller';
+import type { ApiDeps } from '../../server/http/api';
 import { Stack } from '../helpers/stack';
 
 const SEED = Number(process.env.RC_FUZZ_SEED ?? Date.now() % 1_000_000);
@@ -180,7 +180,7 @@ function send(head: Buffer, body: Buffer): Promise<Answer> {
 function routes(): { method: string; path: string }[] {
   // The real route table, read from the router itself: no route is left out.
   const router = new Router(null as never, () => {});
-  registerApi(router, {} as Controller);
+  registerApi(router, {} as ApiDeps);
   return router.list();
 }
 

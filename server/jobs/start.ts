@@ -1,0 +1,48 @@
+// Starting a job: the one use case behind POST /api/jobs and the terminal
+// socket's open. The caller only parses, authorises and renders.
+import { ended } from '../../core/job-state';
+import type { SubmitJob } from '../../protocol/api';
+import type { Identity } from '../auth';
+import type { Sql } from '../db';
+import type { JobEvents } from '../job-events';
+import type { Scheduler } from '../scheduler';
+import { endJob } from './finish';
+import type { JobRow } from './job-view';
+import { submitJob } from './submit';
+
+export interface StartDeps {
+  sql: Sql;
+  events: JobEvents;
+  scheduler: Pick<Scheduler, 'mayHaveQueued' | 'dispatch' | 'poke'>;
+}
+
+export interface Started {
+  job: JobRow;
+  /** Jobs queued ahead of it when it was stored (0 when it started at once). */
+  position: number;
+  /** With wait: false and nothing free: why it was cancelled instead of queued. */
+  refused: string | null;
+}
+
+/**
+ * Validates and stores the job (submitJob: the selector, the device, the
+ * fleet, the token's binding), lets the caller attach to it (`attach` runs
+ * before the job can reach its worker, so whoever follows it misses nothing),
+ * then starts it at once on a free device or wakes the scheduler. With
+ * wait: false, a job still queued after that pass is cancelled.
+ */
+export async function startJob(deps: StartDeps, identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
+  const { job, position, targets } = await submitJob(deps.sql, identity, body, { startAtOnce: !deps.scheduler.mayHaveQueued });
+  attach(job, position);
+  if (targets) await deps.scheduler.dispatch(job, targets);
+  else await deps.scheduler.poke();
+  const refused = body.wait || targets ? null : await cancelIfStillQueued(deps, job);
+  return { job, position, refused };
+}
+
+/** --no-wait: after the scheduling pass, a job still queued is cancelled (the statement itself checks it is still queued). */
+async function cancelIfStillQueued(deps: StartDeps, job: JobRow): Promise<string | null> {
+  const what = job.deviceName ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
+  const reason = `${what} is busy and could not be queued (--no-wait)`;
+  return (await endJob(deps, job.id, ended('cancelled', 'no_wait', reason), { from: ['queued'] })) ? reason : null;
+}
