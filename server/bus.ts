@@ -1,0 +1,98 @@
+// Messages between the controllers that share one Postgres, through LISTEN
+// and NOTIFY on one channel: a job's lifecycle events, "output of job J is
+// stored up to seq N", orders for a worker connected to another controller,
+// and "something may have become schedulable". A message is a hint, small
+// and lossy by nature (a controller that was not listening misses it): the
+// bytes of output stay in their rows, and every controller's periodic passes
+// are the backstop. NOTIFY payloads are capped at 8000 bytes by Postgres.
+import { randomUUID } from 'node:crypto';
+import postgres from 'postgres';
+import type { JobEvent } from '../core/frames';
+
+export const BUS_CHANNEL = 'rc';
+/** Postgres refuses a payload of 8000 bytes or more. */
+export const MAX_PAYLOAD_BYTES = 7900;
+
+export type BusMessage =
+  /** A job's lifecycle event (queued, started, exit), for whoever follows it on any controller. */
+  | { t: 'job'; event: JobEvent }
+  /** The job's output is stored up to `seq`: followers elsewhere read the rows. */
+  | { t: 'out'; jobId: string; seq: number }
+  /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
+  | { t: 'order'; host: string; event: string; payload: unknown }
+  /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */
+  | { t: 'poke' };
+
+interface Envelope {
+  /** The controller that sent it: it does not act on its own messages. */
+  from: string;
+  m: BusMessage;
+}
+
+export interface BusOptions {
+  url: string;
+  log: (msg: string) => void;
+}
+
+export class Bus {
+  /** This controller, as the others see it in messages. */
+  readonly id = randomUUID();
+  private readonly sql: postgres.Sql;
+  private listening: { unlisten(): Promise<void> } | null = null;
+
+  constructor(private readonly opts: BusOptions) {
+    // Its own small pool: the LISTEN connection, and NOTIFYs that must not wait behind a busy main pool.
+    this.sql = postgres(opts.url, { max: 2, onnotice: () => {}, connection: { application_name: 'rc-bus' } });
+  }
+
+  /**
+   * Listens until stop(). `onMessage` gets every other controller's messages;
+   * `onListening` runs each time the listen connection is (re)made: messages
+   * sent while it was down are lost, so that is the moment to catch up.
+   */
+  async start(onMessage: (m: BusMessage) => void, onListening: () => void): Promise<void> {
+    this.listening = await this.sql.listen(BUS_CHANNEL, (payload) => this.receive(payload, onMessage), onListening);
+  }
+
+  /** Sends a message to the other controllers; a failure is logged, never thrown (it is a hint). */
+  publish(m: BusMessage): void {
+    const payload = encode({ from: this.id, m });
+    if (payload === null) {
+      this.opts.log(`bus: a ${m.t} message is over ${MAX_PAYLOAD_BYTES} bytes and was not sent`);
+      return;
+    }
+    this.sql`select pg_notify(${BUS_CHANNEL}, ${payload})`.catch((err: unknown) => this.opts.log(`bus: could not publish a ${m.t} message: ${String(err)}`));
+  }
+
+  async stop(): Promise<void> {
+    await this.listening?.unlisten().catch(() => {});
+    await this.sql.end({ timeout: 1 }).catch(() => {});
+  }
+
+  private receive(payload: string, onMessage: (m: BusMessage) => void): void {
+    let env: Envelope;
+    try {
+      env = JSON.parse(payload) as Envelope;
+    } catch {
+      return;
+    }
+    if (env.from === this.id || !env.m || typeof env.m.t !== 'string') return;
+    try {
+      onMessage(env.m);
+    } catch (err) {
+      this.opts.log(`bus: handling a ${env.m.t} message failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}
+
+/** The envelope as a NOTIFY payload; a job event's reason is shortened to fit, anything else too big is null. */
+export function encode(env: Envelope): string | null {
+  let text = JSON.stringify(env);
+  if (Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES) return text;
+  if (env.m.t === 'job' && 'reason' in env.m.event && env.m.event.reason) {
+    const event = { ...env.m.event, reason: `${env.m.event.reason.slice(0, 1000)}…` };
+    text = JSON.stringify({ ...env, m: { t: 'job', event } });
+    if (Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES) return text;
+  }
+  return null;
+}

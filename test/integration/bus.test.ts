@@ -1,0 +1,76 @@
+// The bus between controllers (server/bus.ts) on a real Postgres: two of them
+// on one database hear each other and not themselves, a payload too big for
+// NOTIFY is shortened or refused, and a listen connection that is cut comes
+// back by itself (saying so, so its controller can catch up).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { Bus, type BusMessage, encode, MAX_PAYLOAD_BYTES } from '../../server/bus';
+import { freshDatabase } from '../helpers/db';
+
+let url = '';
+let drop: () => Promise<void>;
+let admin: Awaited<ReturnType<typeof freshDatabase>>['database'];
+before(async () => {
+  const db = await freshDatabase();
+  url = db.url;
+  drop = db.drop;
+  admin = db.database;
+});
+after(async () => drop());
+
+function until<T>(check: () => T | undefined, what: string, ms = 5000): Promise<T> {
+  const end = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const tick = () => {
+      const v = check();
+      if (v !== undefined) return resolve(v);
+      if (Date.now() > end) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(tick, 10);
+    };
+    tick();
+  });
+}
+
+test("two controllers' buses hear each other, not themselves, and a cut listen connection comes back", { timeout: 30_000 }, async () => {
+  const log = () => {};
+  const a = new Bus({ url, log });
+  const b = new Bus({ url, log });
+  const got = { a: [] as BusMessage[], b: [] as BusMessage[] };
+  let bListens = 0;
+  await a.start(
+    (m) => got.a.push(m),
+    () => {},
+  );
+  await b.start(
+    (m) => got.b.push(m),
+    () => {
+      bListens++;
+    },
+  );
+  const exit: BusMessage = { t: 'job', event: { type: 'exit', jobId: 'j0000000001', state: 'succeeded', exitCode: 0, reason: null, cause: 'exit' } };
+  a.publish(exit);
+  a.publish({ t: 'out', jobId: 'j0000000001', seq: 42 });
+  await until(() => (got.b.length === 2 ? true : undefined), 'b to hear both messages');
+  assert.deepEqual(got.b, [exit, { t: 'out', jobId: 'j0000000001', seq: 42 }]);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(got.a, [], 'a does not hear its own messages');
+
+  // Cut b's listen connection: it comes back by itself and says so.
+  const before = bListens;
+  await admin.client`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'rc-bus' and query ilike 'listen%' and pid <> pg_backend_pid()`;
+  await until(() => (bListens > before ? true : undefined), 'b to listen again', 15_000);
+  got.b.length = 0;
+  a.publish({ t: 'poke' });
+  await until(() => (got.b.length ? true : undefined), 'b to hear a message after the cut', 15_000);
+  assert.deepEqual(got.b, [{ t: 'poke' }]);
+  await a.stop();
+  await b.stop();
+});
+
+test('a payload NOTIFY cannot carry: a long reason is shortened, anything else too big is not sent', () => {
+  const event = { type: 'exit' as const, jobId: 'j1', state: 'killed', exitCode: null, reason: 'x'.repeat(20_000), cause: 'killed' as const };
+  const text = encode({ from: 'me', m: { t: 'job', event } });
+  assert.ok(text !== null && Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES);
+  assert.match(JSON.parse(text).m.event.reason, /^x{1000}…$/);
+  assert.equal(encode({ from: 'me', m: { t: 'order', host: 'h', event: 'tty:input', payload: 'y'.repeat(9000) } }), null);
+});
