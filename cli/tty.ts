@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { io } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
-import type { JobEvent } from '../core/frames';
+import type { JobEvent, TtyOpenMessage } from '../protocol/wire';
 import { errLine } from './output';
 
 /** protocol/tty.ts's TTY_NAMESPACE (not imported: that file pulls in zod). */
@@ -18,8 +18,8 @@ const TTY_NAMESPACE = '/tty';
 export interface TtyRun {
   controller: string;
   token: string;
-  /** The submit fields (argv, selector, device, cwd, gpus, priority, wait, time limits, submitter). */
-  open: Record<string, unknown>;
+  /** The submit fields (argv, selector, device, cwd, gpus, priority, wait, time limits, submitter); the size is added here. */
+  open: Omit<TtyOpenMessage, 'cols' | 'rows'>;
   /** Re-attach to this running terminal (rc attach) instead of opening one. */
   jobId?: string;
   /** Kills the job through the REST API (Ctrl-C without a terminal). */

@@ -7,7 +7,8 @@
 // Past STREAM_BACKLOG_BYTES it is dropped: its connection is cut, and it
 // resumes with ?after=<the last seq it has> (the CLI does so by itself).
 import type { ServerResponse } from 'node:http';
-import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE } from '../../core/frames';
+import type { JobEvent, JobView } from '../../protocol/wire';
 import { formatSize } from '../../core/size';
 import type { Sql } from '../db';
 import type { JobEvents, JobItem } from '../job-events';
@@ -109,7 +110,7 @@ export interface ReplayDeps {
 }
 
 interface JobState {
-  state: string;
+  state: JobView['state'];
   exit_code: number | null;
   reason: string | null;
   output_truncated: boolean;
