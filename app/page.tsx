@@ -2,6 +2,7 @@
 // the live dashboard comes later.
 import { cookies } from 'next/headers';
 import { redirect } from 'next/navigation';
+import type { GpuView } from '../protocol/wire';
 import { loadDevices, loadHosts } from '../server/fleet';
 import { pageDb, pageIdentity } from '../server/page-session';
 
@@ -84,7 +85,7 @@ export default async function FleetPage() {
 }
 
 /** Utilisation and memory of the last heartbeat's sample, as two small bars. */
-function GpuBars({ gpu }: { gpu: { memTotalMiB: number; memUsedMiB: number; utilPct: number | null } }) {
+function GpuBars({ gpu }: { gpu: GpuView }) {
   const mem = gpu.memTotalMiB ? Math.round((100 * gpu.memUsedMiB) / gpu.memTotalMiB) : 0;
   const bar = (pct: number, label: string) => (
     <div title={label} style={{ width: 120, height: 8, background: '#eee', margin: '2px 0' }}>

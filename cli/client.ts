@@ -1,6 +1,11 @@
-// The typed API client every command uses: no dependencies, so the CLI starts
-// fast. Errors come back as `rc: <code>: <sentence>`.
+// The typed API client every command uses: a route is called by its name in
+// the route table (protocol/routes.ts, `POST /api/jobs/:id/kill`), which types
+// its input and its answer. Only types come from there (the name holds the
+// method and path), and nothing else is a dependency, so the CLI starts fast.
+// Errors come back as `rc: <code>: <sentence>`.
 import type { IncomingMessage } from 'node:http';
+import { STREAM_CONTENT_TYPE } from '../core/frames';
+import type { BytesRoute, JsonRoute, ResponseOf, RouteArgs, RouteName, StreamRoute } from '../protocol/routes';
 import { Body, http1Request } from './http1';
 
 /** What both transports give back: a status, and the body. */
@@ -8,13 +13,10 @@ export interface Response {
   statusCode: number;
   body: Body;
 }
+import type { ApiErrorBody } from '../core/errors';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
-
-export interface ApiError {
-  error: { code: string; message: string };
-}
 
 export class Client {
   constructor(private readonly config: CliConfig) {}
@@ -32,30 +34,36 @@ export class Client {
     return this.config.token;
   }
 
-  async json<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await this.send(method, path, body, 'application/json');
+  /** Calls a route that answers with JSON (protocol/routes.ts types both). */
+  async call<N extends JsonRoute>(name: N, ...[input]: RouteArgs<N>): Promise<ResponseOf<N>> {
+    const res = await this.send(name, input, 'application/json');
     const parsed = parseJson((await readAll(res.body)).toString('utf8'));
     if (res.statusCode >= 400) failFromBody(res.statusCode, parsed);
-    return parsed as T;
+    return parsed as ResponseOf<N>;
   }
 
   /** Sends a request whose answer is a frame stream; a non-200 answer is turned into a CLI error. */
-  async stream(method: string, path: string, body: unknown, accept: string): Promise<Body> {
-    const res = await this.send(method, path, body, accept);
+  async stream<N extends StreamRoute>(name: N, ...[input]: RouteArgs<N>): Promise<Body> {
+    const res = await this.send(name, input, STREAM_CONTENT_TYPE);
     if (res.statusCode !== 200) failFromBody(res.statusCode, parseJson((await readAll(res.body)).toString('utf8')));
     return res.body;
   }
 
-  /** Raw bytes up or down (rc cp); an error answer is turned into a CLI error. */
-  async bytes(method: string, path: string, body?: Buffer): Promise<Buffer> {
-    const res = await this.send(method, path, body, 'application/octet-stream');
+  /** Raw bytes down (rc cp); an error answer is turned into a CLI error. */
+  async bytes<N extends BytesRoute>(name: N, ...[input]: RouteArgs<N>): Promise<Buffer> {
+    const res = await this.send(name, input, 'application/octet-stream');
     const data = await readAll(res.body);
     if (res.statusCode >= 400) failFromBody(res.statusCode, parseJson(data.toString('utf8')));
     return data;
   }
 
-  private send(method: string, path: string, body: unknown, accept: string): Promise<Response> {
-    const url = new URL(this.config.controller + path);
+  private send(name: RouteName, input: { query?: unknown; body?: unknown } = {}, accept: string): Promise<Response> {
+    const [method, pattern] = name.split(' ') as [string, string];
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries((input.query ?? {}) as Record<string, unknown>)) if (v !== undefined) query.set(k, String(v));
+    const path = pattern.replace(/:(\w+)/g, (_, k: string) => encodeURIComponent((input as Record<string, string>)[k]!));
+    const url = new URL(this.config.controller + path + (query.size ? `?${query}` : ''));
+    const body = input.body;
     const raw = Buffer.isBuffer(body);
     const payload = body === undefined ? undefined : raw ? body : JSON.stringify(body);
     const headers: Record<string, string> = {
@@ -111,7 +119,7 @@ function parseJson(text: string): unknown {
 }
 
 function failFromBody(status: number, body: unknown): never {
-  const err = (body as ApiError | null)?.error;
+  const err = (body as ApiErrorBody | null)?.error;
   if (err && typeof err.code === 'string') fail(err.code, err.message, exitCodeForError(err.code));
   fail('error', `the controller answered HTTP ${status}`, EXIT.error);
 }

@@ -7,24 +7,22 @@
 // is sent as it comes, its end as one Ctrl-D, and Ctrl-C kills the job as rc
 // run's does. rc exits with the program's exit code.
 import { spawnSync } from 'node:child_process';
-import { io } from 'socket.io-client';
+import { io, type Socket } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
-import type { JobEvent } from '../core/frames';
+import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
+import type { TtyExit, TtyOpenMessage } from '../protocol/wire';
 import { errLine } from './output';
-
-/** protocol/tty.ts's TTY_NAMESPACE (not imported: that file pulls in zod). */
-const TTY_NAMESPACE = '/tty';
 
 export interface TtyRun {
   controller: string;
   token: string;
-  /** The submit fields (argv, selector, device, cwd, gpus, priority, wait, time limits, submitter). */
-  open: Record<string, unknown>;
+  /** The submit fields (argv, selector, device, cwd, gpus, priority, wait, time limits, submitter); the size is added here. */
+  open: Omit<TtyOpenMessage, 'cols' | 'rows'>;
   /** Re-attach to this running terminal (rc attach) instead of opening one. */
   jobId?: string;
   /** Kills the job through the REST API (Ctrl-C without a terminal). */
   kill(jobId: string): Promise<void>;
-  exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupted: boolean): number;
+  exitCodeOf(event: TtyExit, interrupted: boolean): number;
 }
 
 /** How long a dropped connection may take to come back before rc gives up (the job then ends after the controller's grace period). */
@@ -35,7 +33,7 @@ export function runTty(o: TtyRun): Promise<number> {
   const stdout = process.stdout;
   const raw = stdin.isTTY === true;
   const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
-  const socket = io(o.controller + TTY_NAMESPACE, {
+  const socket: Socket<TtyControllerToClient, TtyClientToController> = io(o.controller + TTY_NAMESPACE, {
     auth: { token: o.token },
     transports: ['websocket'],
     reconnectionDelay: 300,
@@ -70,7 +68,7 @@ export function runTty(o: TtyRun): Promise<number> {
       resolve(code);
     };
     const onResize = () => {
-      if (started) socket.emit('resize', size());
+      if (started) socket.emit(TtyEvent.resize, size());
     };
     const onSigint = () => {
       // Only without a terminal: in raw mode Ctrl-C is a byte for the program.
@@ -88,10 +86,10 @@ export function runTty(o: TtyRun): Promise<number> {
         clearTimeout(giveUp);
         giveUp = null;
       }
-      if (jobId) socket.emit('open', { jobId, after: received, ...size() });
+      if (jobId) socket.emit(TtyEvent.open, { jobId, after: received, ...size() });
       else if (!opened) {
         opened = true;
-        socket.emit('open', { ...o.open, ...size() });
+        socket.emit(TtyEvent.open, { ...o.open, ...size() });
       } else {
         say('unreachable: lost the connection to the controller before it said which job it queued');
         finish(EXIT.unreachable);
@@ -118,13 +116,13 @@ export function runTty(o: TtyRun): Promise<number> {
         }, RECONNECT_MS);
       }
     });
-    socket.on('queued', (e: { jobId: string; position: number | null }) => {
+    socket.on(TtyEvent.queued, (e) => {
       const first = jobId === null;
       jobId = e.jobId;
       if (interrupted) void o.kill(e.jobId).catch(() => {});
       if (first) queuedNotice = setTimeout(() => say(`waiting for a device: job ${e.jobId} is queued (${e.position ?? 0} ahead of it)`), 1000);
     });
-    socket.on('started', (e: { jobId: string; offset: number }) => {
+    socket.on(TtyEvent.started, (e) => {
       jobId = e.jobId;
       received = e.offset;
       if (queuedNotice) {
@@ -134,23 +132,23 @@ export function runTty(o: TtyRun): Promise<number> {
       if (started) return;
       started = true;
       if (raw) terminal = rawTerminal(stdin, stdout);
-      stdin.on('data', (d: Buffer) => socket.emit('input', d));
+      stdin.on('data', (d: Buffer) => socket.emit(TtyEvent.input, d));
       // A pipe's end is one Ctrl-D: a shell reading it then exits.
-      stdin.on('end', () => socket.emit('input', '\x04'));
+      stdin.on('end', () => socket.emit(TtyEvent.input, '\x04'));
       stdin.resume();
       process.on('SIGWINCH', onResize);
     });
-    socket.on('output', (data: Buffer | ArrayBuffer) => {
-      const buf = Buffer.isBuffer(data) ? data : Buffer.from(data);
+    socket.on(TtyEvent.output, (data) => {
+      const buf = Buffer.isBuffer(data) ? data : Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
       received += buf.length;
       // Acknowledged once written: a slow stdout holds the program back, not rc's memory.
-      stdout.write(buf, () => socket.emit('ack', buf.length));
+      stdout.write(buf, () => socket.emit(TtyEvent.ack, buf.length));
     });
-    socket.on('exit', (e: Extract<JobEvent, { type: 'exit' }>) => {
+    socket.on(TtyEvent.exit, (e) => {
       terminal?.leave();
       stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));
     });
-    socket.on('error', (e: { code: string; message: string }) => {
+    socket.on(TtyEvent.error, (e) => {
       if (e.code === 'detached') {
         say(`${e.message}; detaching`);
         return finish(EXIT.interrupted);

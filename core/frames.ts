@@ -3,24 +3,15 @@
 // Output frames' payload starts with the chunk's 4-byte sequence number, so a
 // client that loses the stream can resume after the last chunk it has.
 // Binary framing keeps output byte-exact and costs no base64 or JSON per chunk.
-
-import type { EndCause } from './job-state';
+import type { JobEvent } from '../protocol/wire';
 
 export const FRAME_STDOUT = 1;
 export const FRAME_STDERR = 2;
 export const FRAME_EVENT = 3;
 export const STREAM_CONTENT_TYPE = 'application/x-rc-stream';
 
-export type JobEvent =
-  | { type: 'queued'; jobId: string; position: number }
-  | { type: 'started'; jobId: string; host: string; devices: string[] }
-  /** `cause` says why as data (core/job-state.ts); `reason` says it in words. */
-  | { type: 'exit'; jobId: string; state: string; exitCode: number | null; reason: string | null; cause: EndCause | null }
-  /** End of a snapshot (rc logs without -f) of a job that is still queued or running. */
-  | { type: 'end'; jobId: string; state: string }
-  /** Something the reader should know, printed on stderr (e.g. that stored output was truncated). */
-  | { type: 'notice'; message: string }
-  | { type: 'error'; code: string; message: string };
+/** The events a stream carries: protocol/wire.ts. */
+export type { JobEvent };
 
 export function encodeFrame(type: number, payload: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(5 + payload.length);

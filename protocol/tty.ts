@@ -1,11 +1,10 @@
-// Interactive terminals (rc run --tty, the dashboard's terminal): the socket.io
-// namespace /tty between a client and the controller, and the tty messages
-// between the controller and a worker on the existing /worker socket.
-// docs/api.md, "The terminal socket", documents both.
+// Interactive terminals (rc run --tty, the dashboard's terminal): the schemas
+// of the socket.io namespace /tty between a client and the controller, and of
+// the tty messages between the controller and a worker on the /worker socket.
+// Their names and event maps are in protocol/events.ts. docs/api.md, "The
+// terminal socket", documents both.
 import { z } from 'zod';
 import { JOB_PLACEMENT, Submitter } from './api';
-
-export const TTY_NAMESPACE = '/tty';
 
 const size = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) };
 export const TtySize = z.object(size).strict();
@@ -39,20 +38,7 @@ export type TtyOpen = z.infer<typeof TtyOpen>;
 /** At most this much input per `input` message. */
 export const TTY_MAX_INPUT = 64 * 1024;
 
-// ---- controller ↔ worker (on the /worker socket) ---------------------------
-
-/** Controller → worker: keystrokes for the job's terminal. */
-export const TTY_INPUT = 'tty:input';
-/** Controller → worker: the window changed size. */
-export const TTY_RESIZE = 'tty:resize';
-/** Controller → worker: stop reading the terminal (a client is behind). */
-export const TTY_PAUSE = 'tty:pause';
-/** Controller → worker: read the terminal again. */
-export const TTY_RESUME = 'tty:resume';
-/** Controller → worker: the controller has taken `bytes` more of the job's output (the worker's send window). */
-export const TTY_ACK = 'tty:ack';
-/** Worker → controller: terminal output. Not stored, not numbered: live only. */
-export const TTY_OUTPUT = 'tty:output';
+// ---- controller ↔ worker (on the /worker socket: tty:input, tty:resize, tty:pause, tty:resume, tty:ack, tty:output) ----
 
 /** Output bytes a worker sends before it waits for the controller's tty:ack. */
 export const TTY_WORKER_WINDOW = 256 * 1024;

@@ -1,7 +1,7 @@
-// Messages between the controller and a worker over socket.io (namespace /worker).
+// Messages between the controller and a worker over socket.io (namespace
+// /worker): their schemas and types. Their names and event maps are in
+// protocol/events.ts.
 import { z } from 'zod';
-
-export const WORKER_NAMESPACE = '/worker';
 
 const labelKey = z
   .string()
@@ -125,12 +125,6 @@ export interface KillJobOrder {
   reason: string;
 }
 
-/** Worker → controller: a device must not be scheduled (Quarantine payload). */
-export const DEVICE_UNHEALTHY = 'device:unhealthy';
-
-/** Controller → worker: run every probe now and send the inventory ('inventory' message). */
-export const PROBE_NOW = 'probe:run';
-
 /**
  * rc cp, controller → worker, each with an ack: a file in the workspace read
  * or written a piece at a time. Replies are FileReply.
@@ -140,12 +134,6 @@ export const PROBE_NOW = 'probe:run';
  *   file:commit { path, temp, size }            → { ok }
  *   file:abort  { path, temp }                  → { ok }
  */
-export const FILE_READ = 'file:read';
-export const FILE_BEGIN = 'file:begin';
-export const FILE_WRITE = 'file:write';
-export const FILE_COMMIT = 'file:commit';
-export const FILE_ABORT = 'file:abort';
-
 export const FileOp = z.object({
   path: z.string().max(4096),
   temp: z.string().max(100).optional(),

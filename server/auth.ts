@@ -2,8 +2,9 @@
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { audit, tokens } from '../db/schema';
 import { RcError } from '../core/errors';
+import type { TokenKind, TokenView } from '../protocol/wire';
 import type { DbOrTx } from './db';
-import { hashSecret, newSecret, type TokenKind } from './tokens';
+import { hashSecret, newSecret } from './tokens';
 
 export interface Identity {
   tokenId: number;
@@ -104,16 +105,6 @@ export async function issueToken(
     .returning();
   await db.insert(audit).values({ actor, action: 'token.create', target: t.name, detail: { id: row!.id, kind: t.kind, submitter: t.submitter } });
   return { token: tokenView(row!), secret };
-}
-
-export interface TokenView {
-  id: number;
-  name: string;
-  kind: TokenKind;
-  hostName: string | null;
-  submitter: string | null;
-  createdAt: string;
-  revokedAt: string | null;
 }
 
 /** Every token, revoked ones included, oldest first (never a secret or a hash). */

@@ -41,8 +41,9 @@ export class Bus {
   private listening: { unlisten(): Promise<void> } | null = null;
 
   constructor(private readonly opts: BusOptions) {
-    // Its own small pool: the LISTEN connection, and NOTIFYs that must not wait behind a busy main pool.
-    this.sql = postgres(opts.url, { max: 2, onnotice: () => {}, connection: { application_name: 'rc-bus' } });
+    // Its own connection, so NOTIFYs do not wait behind a busy main pool, and one, so they leave in the
+    // order they were published (postgres.js gives LISTEN a connection of its own besides).
+    this.sql = postgres(opts.url, { max: 1, onnotice: () => {}, connection: { application_name: 'rc-bus' } });
   }
 
   /**

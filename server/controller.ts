@@ -15,8 +15,7 @@ import { registerApi } from './http/api';
 import { TtyHub } from './tty';
 import { forgetToken } from './auth';
 import { boundBacklog } from './socket-backlog';
-import { TTY_NAMESPACE } from '../protocol/tty';
-import { WORKER_NAMESPACE } from '../protocol/worker';
+import { TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
 
 export interface ControllerOptions {
   database: Database;

@@ -3,25 +3,11 @@
 import { RcError } from '../core/errors';
 import { deviceMatches, parseDeviceName } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
+import type { DeviceDescription, Explanation, SheetView } from '../protocol/wire';
 import type { Sql } from './db';
-import { loadDevices, type DeviceRow } from './fleet';
+import { loadDevices } from './fleet';
 import { rowToJob } from './jobs/job-row';
-import { jobView, type JobView } from './jobs/job-view';
-
-export interface SheetView {
-  body: string;
-  updatedBy: string;
-  updatedAt: string;
-}
-
-export interface DeviceDescription {
-  device: DeviceRow;
-  /** The host's usage sheet (Markdown), if its operator wrote one. */
-  sheet: SheetView | null;
-  /** This device's own note, if any. */
-  note: SheetView | null;
-  recentJobs: JobView[];
-}
+import { jobView } from './jobs/job-view';
 
 export async function describeDevice(sql: Sql, name: string): Promise<DeviceDescription> {
   const device = (await loadDevices(sql)).find((d) => d.name === name);
@@ -64,16 +50,6 @@ export async function readSheet(sql: Sql, hostName: string): Promise<SheetView |
   const [s] = await sql<{ body: string; updated_by: string; updated_at: Date }[]>`
     select body, updated_by, updated_at from sheets where host_name = ${hostName} and device_index = -1`;
   return s ? { body: s.body, updatedBy: s.updated_by, updatedAt: new Date(s.updated_at).toISOString() } : null;
-}
-
-export interface Explanation {
-  selector: string;
-  device: string | null;
-  matching: { name: string; state: DeviceRow['state']; holder: DeviceRow['holder'] }[];
-  free: number;
-  /** Queued jobs that could take one of the matching devices: how long the line is. */
-  queued: number;
-  notMatching: { name: string; reasons: string[] }[];
 }
 
 /** What a selector (and -d) would match, how much of it is free, and why the rest does not match. */

@@ -5,7 +5,8 @@
 // submitter and the token. Files are whole in memory here, so they are capped.
 import { CP_CHUNK_BYTES, CP_MAX_BYTES } from '../core/cp';
 import { RcError } from '../core/errors';
-import { FILE_ABORT, FILE_BEGIN, FILE_COMMIT, FILE_READ, FILE_WRITE, type FileReply } from '../protocol/worker';
+import { type FileEvent, WorkerEvent } from '../protocol/events';
+import type { FileOp, FileReply } from '../protocol/worker';
 import { actorDetail, actorText, actsAs, type Identity } from './auth';
 import type { Sql } from './db';
 import { loadDevices, type DeviceRow } from './fleet';
@@ -31,15 +32,15 @@ export async function upload(
   data: Buffer,
 ): Promise<{ bytes: number; lease: string }> {
   const done = await withCopyLease(deps, identity, submitter, deviceName, ['cp', 'up', path], async (host, lease) => {
-    const begun = await call(deps, host, FILE_BEGIN, { path });
+    const begun = await call(deps, host, WorkerEvent.fileBegin, { path });
     const temp = begun.temp!;
     try {
       for (let offset = 0; offset < data.length; offset += CP_CHUNK_BYTES) {
-        await call(deps, host, FILE_WRITE, { path, temp, offset, data: data.subarray(offset, offset + CP_CHUNK_BYTES) });
+        await call(deps, host, WorkerEvent.fileWrite, { path, temp, offset, data: data.subarray(offset, offset + CP_CHUNK_BYTES) });
       }
-      await call(deps, host, FILE_COMMIT, { path, temp, size: data.length });
+      await call(deps, host, WorkerEvent.fileCommit, { path, temp, size: data.length });
     } catch (err) {
-      await deps.hub.fileCall(host, FILE_ABORT, { path, temp }).catch(() => null);
+      await deps.hub.fileCall(host, WorkerEvent.fileAbort, { path, temp }).catch(() => null);
       throw err;
     }
     return { bytes: data.length, lease };
@@ -56,11 +57,11 @@ export async function download(
   path: string,
 ): Promise<{ data: Buffer; lease: string }> {
   const done = await withCopyLease(deps, identity, submitter, deviceName, ['cp', 'down', path], async (host, lease) => {
-    const first = await call(deps, host, FILE_READ, { path, offset: 0, length: CP_CHUNK_BYTES });
+    const first = await call(deps, host, WorkerEvent.fileRead, { path, offset: 0, length: CP_CHUNK_BYTES });
     const pieces = [first.data!];
     let got = first.data!.length;
     while (got < first.size!) {
-      const next = await call(deps, host, FILE_READ, { path, offset: got, length: CP_CHUNK_BYTES });
+      const next = await call(deps, host, WorkerEvent.fileRead, { path, offset: got, length: CP_CHUNK_BYTES });
       if (next.size !== first.size || next.mtimeMs !== first.mtimeMs || next.data!.length === 0) {
         throw new RcError('conflict', `${path} changed while it was being copied; copy it again once it is written`);
       }
@@ -87,7 +88,7 @@ async function audited(
     values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb)`;
 }
 
-async function call(deps: CopyDeps, host: string, event: string, op: Record<string, unknown>): Promise<Extract<FileReply, { ok: true }>> {
+async function call(deps: CopyDeps, host: string, event: FileEvent, op: FileOp): Promise<Extract<FileReply, { ok: true }>> {
   const reply = await deps.hub.fileCall(host, event, op);
   if (!reply) throw new RcError('unavailable', `the worker of ${host} did not answer; try again, or check rc devices`);
   if (!reply.ok) throw new RcError(reply.code === 'internal' ? 'unavailable' : reply.code, reply.message);

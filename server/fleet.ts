@@ -1,41 +1,9 @@
 // The fleet as people and the scheduler see it: devices, their labels and holders.
-import type { Labels } from '../core/selector';
 import { deviceName } from '../core/schedule';
+import type { DeviceRow, HostRow, LabelView } from '../protocol/wire';
 import type { Sql } from './db';
 
-export type DeviceState = 'free' | 'busy' | 'offline' | 'unhealthy';
-
-export interface LabelView {
-  key: string;
-  value: string;
-  source: 'declared' | 'detected';
-  probe: string | null;
-  seenAt: string;
-  /** Why its probe could not refresh it; null when fresh. */
-  stale: string | null;
-  /** true when it is set on the host and applies to all its devices. */
-  hostWide: boolean;
-  /** true when this entry is the value selectors see (see markEffective for the rule). */
-  effective: boolean;
-}
-
-export interface DeviceRow {
-  id: number;
-  name: string;
-  hostName: string;
-  index: number;
-  uuid: string | null;
-  hostStatus: 'online' | 'away' | 'offline';
-  state: DeviceState;
-  holder: { jobId: string; submitter: string; since: string } | null;
-  /** The merged view selectors match against. */
-  labels: Labels;
-  labelDetails: LabelView[];
-  /** Set while quarantined (state unhealthy): why, since when, and what showed it. */
-  unhealthy: { since: string; reason: string; evidence: Record<string, unknown> } | null;
-  /** The last GPU sample from its worker's heartbeat; null on a CPU slot or before the first. */
-  gpu: { name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null; at: string } | null;
-}
+export type { DeviceRow, HostRow, LabelView };
 
 interface RawDevice extends Record<string, unknown> {
   id: string | number;
@@ -133,13 +101,6 @@ export function markEffective(details: LabelView[]): LabelView[] {
     if (!cur || rank(l) > rank(cur)) best.set(l.key, l);
   }
   return details.map((l) => ({ ...l, effective: best.get(l.key) === l }));
-}
-
-export interface HostRow {
-  name: string;
-  status: 'online' | 'away' | 'offline';
-  lastSeenAt: string | null;
-  workerVersion: string | null;
 }
 
 export async function loadHosts(sql: Sql): Promise<HostRow[]> {

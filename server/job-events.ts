@@ -1,7 +1,7 @@
 // In-process fan-out of a job's output and lifecycle events to whoever is
 // streaming it (rc run, rc attach). Postgres keeps the durable copy.
 import { EventEmitter } from 'node:events';
-import type { JobEvent } from '../core/frames';
+import type { JobEvent } from '../protocol/wire';
 
 export type JobItem = { kind: 'output'; seq: number; stream: 1 | 2; data: Buffer } | { kind: 'event'; event: JobEvent };
 

@@ -1,7 +1,7 @@
 // Secrets are generated here, shown once, and stored only as SHA-256 hashes.
 import { createHash, randomBytes } from 'node:crypto';
+import type { TokenKind } from '../protocol/wire';
 
-export type TokenKind = 'client' | 'admin' | 'host';
 const PREFIX: Record<TokenKind, string> = { client: 'rc_c_', admin: 'rc_a_', host: 'rc_h_' };
 
 export function newSecret(kind: TokenKind): string {

@@ -12,11 +12,13 @@
 // acknowledgements are its word only: one that acknowledges without reading
 // is cut once SOCKET_BACKLOG_BYTES wait for it (server/socket-backlog.ts).
 import { eq } from 'drizzle-orm';
-import type { Server, Socket } from 'socket.io';
+import type { Namespace, Server, Socket } from 'socket.io';
 import { RcError } from '../core/errors';
 import { jobs } from '../db/schema';
 import { SubmitJob } from '../protocol/api';
-import { TTY_ACK, TTY_INPUT, TTY_MAX_INPUT, TTY_NAMESPACE, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
+import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent, type Unchecked, WorkerEvent } from '../protocol/events';
+import { TTY_MAX_INPUT, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
+import type { TtyError } from '../protocol/wire';
 import { identify, webSubmitter, type Identity } from './auth';
 import type { Db, Sql } from './db';
 import type { JobEvents } from './job-events';
@@ -85,21 +87,32 @@ export class Ring {
   }
 }
 
+/** What the controller knows of a terminal client's socket. */
+interface TtySocketData {
+  identity: Identity;
+  /** The token it signed in with (cut when revoked). */
+  tokenId: number;
+  /** Signed in with the browser's session cookie (the dashboard). */
+  web: boolean;
+  /** The terminal it is attached to. */
+  jobId: string | null;
+}
+type TtyNamespace = Namespace<Unchecked<TtyClientToController>, TtyControllerToClient, Record<string, never>, TtySocketData>;
+type TtySocket = Socket<Unchecked<TtyClientToController>, TtyControllerToClient, Record<string, never>, TtySocketData>;
+
 interface Session {
   jobId: string;
   fence: number | null;
   host: string | null;
   size: { cols: number; rows: number };
   ring: Ring;
-  client: Socket | null;
+  client: TtySocket | null;
   /** Bytes sent to the client that it has not acknowledged. */
   unacked: number;
   paused: boolean;
   grace: NodeJS.Timeout | null;
   unsubscribe: () => void;
 }
-
-type Reply = { code: string; message: string };
 
 /** What terminals need of the controller. */
 export interface TtyDeps {
@@ -141,7 +154,8 @@ export class TtyHub {
   }
 
   async start(io: Server): Promise<void> {
-    const ns = io.of(TTY_NAMESPACE);
+    // socket.io types all of a Server's namespaces alike; this one's events are protocol/events.ts's.
+    const ns = io.of(TTY_NAMESPACE) as unknown as TtyNamespace;
     ns.use((socket, next) => {
       const cred = socketCredential(socket.handshake, this.opts.publicUrl);
       if (!cred.ok) return next(new Error(cred.message));
@@ -166,18 +180,18 @@ export class TtyHub {
     for (const s of this.sessions.values()) this.drop(s);
   }
 
-  private onConnection(socket: Socket): void {
+  private onConnection(socket: TtySocket): void {
     boundBacklog(socket, this.opts.log);
-    const identity = socket.data.identity as Identity;
+    const identity = socket.data.identity;
     const fail = (err: unknown) => {
       if (!(err instanceof RcError)) this.opts.log(`terminal: ${err instanceof Error ? err.stack : String(err)}`);
-      const body: Reply =
+      const body: TtyError =
         err instanceof RcError
           ? { code: err.code, message: err.message }
           : { code: 'internal', message: 'the controller hit an internal error; its log has the details' };
-      socket.emit('error', body);
+      socket.emit(TtyEvent.error, body);
     };
-    socket.on('open', (raw: unknown) => {
+    socket.on(TtyEvent.open, (raw) => {
       if (socket.data.jobId) return fail(new RcError('bad_request', 'this socket already has a terminal; open another socket'));
       const parsed = TtyOpen.safeParse(raw);
       if (!parsed.success) {
@@ -187,20 +201,20 @@ export class TtyHub {
       const open = parsed.data;
       (open.jobId ? this.attach(socket, identity, open.jobId, open) : this.submit(socket, identity, open)).catch(fail);
     });
-    socket.on('input', (data: unknown) => {
+    socket.on(TtyEvent.input, (data) => {
       const s = this.mine(socket);
       if (!s?.host || s.fence === null) return;
       if (!(typeof data === 'string' || Buffer.isBuffer(data)) || data.length > TTY_MAX_INPUT) return;
-      this.c.hub.emitTo(s.host, TTY_INPUT, { jobId: s.jobId, fence: s.fence, data });
+      this.c.hub.emitTo(s.host, WorkerEvent.ttyInput, { jobId: s.jobId, fence: s.fence, data });
     });
-    socket.on('resize', (raw: unknown) => {
+    socket.on(TtyEvent.resize, (raw) => {
       const s = this.mine(socket);
       const size = TtySize.safeParse(raw);
       if (!s || !size.success) return;
       s.size = size.data;
-      if (s.host && s.fence !== null) this.c.hub.emitTo(s.host, TTY_RESIZE, { jobId: s.jobId, fence: s.fence, ...size.data });
+      if (s.host && s.fence !== null) this.c.hub.emitTo(s.host, WorkerEvent.ttyResize, { jobId: s.jobId, fence: s.fence, ...size.data });
     });
-    socket.on('ack', (bytes: unknown) => {
+    socket.on(TtyEvent.ack, (bytes) => {
       const s = this.mine(socket);
       if (!s || typeof bytes !== 'number' || !Number.isFinite(bytes) || bytes < 0) return;
       s.unacked = Math.max(0, s.unacked - bytes);
@@ -220,7 +234,7 @@ export class TtyHub {
    * A new terminal: a tty job through the same submit as POST /api/jobs (selector, device and
    * quarantine checks, and the token's binding). The dashboard's submitter is webSubmitter's.
    */
-  private async submit(socket: Socket, identity: Identity, open: TtyOpen): Promise<void> {
+  private async submit(socket: TtySocket, identity: Identity, open: TtyOpen): Promise<void> {
     const submitter = socket.data.web ? webSubmitter(identity) : open.submitter;
     if (!submitter) throw new RcError('bad_request', 'submitter: required (RC_SUBMITTER)');
     const body = SubmitJob.safeParse({
@@ -243,30 +257,30 @@ export class TtyHub {
       const s = this.session(job);
       s.size = { cols: open.cols, rows: open.rows };
       this.bind(s, socket);
-      socket.emit('queued', { jobId: job.id, position });
+      socket.emit(TtyEvent.queued, { jobId: job.id, position });
     });
   }
 
   /** Back to a terminal after a reload or a dropped connection: the recent screen is replayed. */
-  private async attach(socket: Socket, identity: Identity, jobId: string, open: TtyOpen): Promise<void> {
+  private async attach(socket: TtySocket, identity: Identity, jobId: string, open: TtyOpen): Promise<void> {
     const [job] = await this.c.db.select().from(jobs).where(eq(jobs.id, jobId));
     if (job?.kind !== 'tty') throw new RcError('not_found', `no terminal job ${jobId}`);
     if (job.tokenId !== identity.tokenId && identity.kind !== 'admin')
       throw new RcError('not_job_owner', `the terminal ${jobId} was opened with another token`);
     if (FINAL_STATES.has(job.state)) {
-      socket.emit('exit', { jobId, state: job.state, exitCode: job.exitCode, reason: job.reason, cause: job.endCause });
+      socket.emit(TtyEvent.exit, { jobId, state: job.state, exitCode: job.exitCode, reason: job.reason, cause: job.endCause });
       return;
     }
     const s = this.session(job);
     this.bind(s, socket);
     s.size = { cols: open.cols, rows: open.rows };
     if (s.host === null) {
-      socket.emit('queued', { jobId, position: null });
+      socket.emit(TtyEvent.queued, { jobId, position: null });
       return;
     }
     const replay = s.ring.since(open.after ?? 0);
-    socket.emit('started', { jobId, host: s.host, devices: job.devices ?? [], offset: replay.offset });
-    if (s.fence !== null) this.c.hub.emitTo(s.host, TTY_RESIZE, { jobId, fence: s.fence, ...s.size });
+    socket.emit(TtyEvent.started, { jobId, host: s.host, devices: job.devices ?? [], offset: replay.offset });
+    if (s.fence !== null) this.c.hub.emitTo(s.host, WorkerEvent.ttyResize, { jobId, fence: s.fence, ...s.size });
     if (replay.data.length) this.send(s, replay.data);
   }
 
@@ -289,9 +303,9 @@ export class TtyHub {
     s.unsubscribe = this.c.events.subscribe(job.id, (item) => {
       if (item.kind !== 'event') return;
       const e = item.event;
-      if (e.type === 'started') session.client?.emit('started', { jobId: e.jobId, host: e.host, devices: e.devices, offset: session.ring.total });
+      if (e.type === 'started') session.client?.emit(TtyEvent.started, { jobId: e.jobId, host: e.host, devices: e.devices, offset: session.ring.total });
       if (e.type === 'exit') {
-        session.client?.emit('exit', { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason, cause: e.cause });
+        session.client?.emit(TtyEvent.exit, { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason, cause: e.cause });
         this.drop(session);
       }
     });
@@ -299,11 +313,11 @@ export class TtyHub {
     return s;
   }
 
-  private bind(s: Session, socket: Socket): void {
+  private bind(s: Session, socket: TtySocket): void {
     if (s.client && s.client !== socket) {
       const old = s.client;
       old.data.jobId = null;
-      old.emit('error', { code: 'detached', message: `the terminal ${s.jobId} was opened elsewhere` } satisfies Reply);
+      old.emit(TtyEvent.error, { code: 'detached', message: `the terminal ${s.jobId} was opened elsewhere` });
     }
     s.client = socket;
     s.unacked = 0;
@@ -315,8 +329,8 @@ export class TtyHub {
     this.flow(s);
   }
 
-  private mine(socket: Socket): Session | null {
-    const s = socket.data.jobId ? this.sessions.get(socket.data.jobId as string) : undefined;
+  private mine(socket: TtySocket): Session | null {
+    const s = socket.data.jobId ? this.sessions.get(socket.data.jobId) : undefined;
     return s && s.client === socket ? s : null;
   }
 
@@ -329,7 +343,7 @@ export class TtyHub {
 
   private onOutput(host: string, out: TtyOutput): void {
     // Taken: the worker may send more (its window). Only the pause below holds it back.
-    this.c.hub.emitTo(host, TTY_ACK, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
+    this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
     const s = this.sessions.get(out.jobId);
     if (!s) return;
     s.ring.append(out.data);
@@ -338,7 +352,7 @@ export class TtyHub {
 
   private send(s: Session, data: Buffer): void {
     s.unacked += data.length;
-    s.client!.emit('output', data);
+    s.client!.emit(TtyEvent.output, data);
     this.flow(s);
   }
 
@@ -348,7 +362,7 @@ export class TtyHub {
     const behind = s.client !== null && (s.paused ? s.unacked > LOW_WATER : s.unacked > HIGH_WATER);
     if (behind === s.paused) return;
     s.paused = behind;
-    this.c.hub.emitTo(s.host, behind ? TTY_PAUSE : TTY_RESUME, { jobId: s.jobId, fence: s.fence });
+    this.c.hub.emitTo(s.host, behind ? WorkerEvent.ttyPause : WorkerEvent.ttyResume, { jobId: s.jobId, fence: s.fence });
   }
 
   private graceStart(s: Session): void {

@@ -5,19 +5,15 @@ import { and, eq, notInArray, sql } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { devices as devicesT, hosts, jobs, labels } from '../db/schema';
 import {
-  DEVICE_UNHEALTHY,
-  type FileReply,
-  Heartbeat,
-  Hello,
-  Inventory,
-  JobExit,
-  JobOutput,
-  PROBE_NOW,
-  Quarantine,
+  type ControllerToWorker,
+  type FileEvent,
+  type ReportReply,
+  type Unchecked,
   WORKER_NAMESPACE,
-  type KillJobOrder,
-  type StartJob,
-} from '../protocol/worker';
+  WorkerEvent,
+  type WorkerToController,
+} from '../protocol/events';
+import { type FileOp, type FileReply, Heartbeat, Hello, Inventory, JobExit, JobOutput, Quarantine, type KillJobOrder, type StartJob } from '../protocol/worker';
 import { loadDevices } from './fleet';
 import { quarantineDevice, quarantinesFromLabels } from './quarantine';
 import { storeHeartbeat } from './heartbeat';
@@ -29,7 +25,7 @@ import { endJob, releaseEnded, releaseLeftBehind } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
 import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
-import { TTY_OUTPUT, TtyOutput } from '../protocol/tty';
+import { TtyOutput } from '../protocol/tty';
 
 /** What the terminal side (server/tty.ts) needs from the hub's traffic. */
 export interface TtyHooks {
@@ -56,10 +52,18 @@ export interface HubDeps {
   outputLimitBytes: number;
 }
 
-type Ack = (reply: { ok: boolean; code?: string; heartbeatMs?: number; resume?: Record<string, number> }) => void;
+/** What the controller knows of a worker's socket: its host, and the token it signed in with (cut when revoked). */
+interface WorkerSocketData {
+  hostName: string;
+  tokenId: number;
+}
+type WorkerNamespace = Namespace<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
+type WorkerSocket = Socket<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
+/** The worker's send side, in general: emitTo's payloads. */
+type Emit<E extends keyof ControllerToWorker> = Parameters<ControllerToWorker[E]>;
 
 export class WorkerHub implements Dispatcher {
-  private readonly sockets = new Map<string, Socket>();
+  private readonly sockets = new Map<string, WorkerSocket>();
   /** Host and fence of each running job assigned through this controller: a report about a job must come from its host with its fence. */
   private readonly fences = new Map<string, { host: string; fence: number }>();
   /** Refused reports per host since the last audit row about them (see refused()). */
@@ -72,14 +76,14 @@ export class WorkerHub implements Dispatcher {
   private readonly handledSeq = new Map<string, { seq: number; host: string }>();
   /** When each connected host's worker was last heard from, by this controller's clock (not the database's). */
   private readonly heard = new Map<string, number>();
-  private ns: Namespace | null = null;
+  private ns: WorkerNamespace | null = null;
   /** Set by the terminal hub (server/tty.ts). */
   tty: TtyHooks | null = null;
 
   constructor(private readonly deps: HubDeps) {}
 
   attach(io: Server): void {
-    const ns = io.of(WORKER_NAMESPACE);
+    const ns: WorkerNamespace = io.of(WORKER_NAMESPACE);
     this.ns = ns;
     ns.use((socket, next) => {
       const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : null;
@@ -122,39 +126,39 @@ export class WorkerHub implements Dispatcher {
       idleTimeoutS: job.idleTimeoutS,
     };
     if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };
-    socket.emit('job:start', order);
+    socket.emit(WorkerEvent.jobStart, order);
     if (job.kind === 'tty') this.tty?.started(job);
     return true;
   }
 
   /** Sends a message to a host's worker; false when it is not connected here. */
-  emitTo(hostName: string, event: string, payload: unknown): boolean {
+  emitTo<E extends keyof ControllerToWorker>(hostName: string, event: E, ...payload: Emit<E>): boolean {
     const socket = this.sockets.get(hostName);
     if (!socket) return false;
-    socket.emit(event, payload);
+    socket.emit(event, ...payload);
     return true;
   }
 
   killJob(hostName: string, order: KillJobOrder): boolean {
-    return this.emitTo(hostName, 'job:kill', order);
+    return this.emitTo(hostName, WorkerEvent.jobKill, order);
   }
 
   /** One rc cp step on a host's worker (FILE_* events); null when its worker is not connected here or does not answer. */
-  async fileCall(hostName: string, event: string, op: Record<string, unknown>, timeoutMs = 30_000): Promise<FileReply | null> {
+  async fileCall(hostName: string, event: FileEvent, op: FileOp, timeoutMs = 30_000): Promise<FileReply | null> {
     const socket = this.sockets.get(hostName);
     if (!socket) return null;
     return socket
       .timeout(timeoutMs)
       .emitWithAck(event, op)
       .then(
-        (r: FileReply) => r,
+        (r) => r,
         () => null,
       );
   }
 
   /** Asks a host's worker to run its probes now; false when it is not connected here. */
   probeNow(hostName: string): boolean {
-    return this.emitTo(hostName, PROBE_NOW, undefined);
+    return this.emitTo(hostName, WorkerEvent.probeNow);
   }
 
   /** Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so). */
@@ -202,8 +206,8 @@ export class WorkerHub implements Dispatcher {
     this.ns?.disconnectSockets(true);
   }
 
-  private onConnection(socket: Socket): void {
-    const hostName = socket.data.hostName as string;
+  private onConnection(socket: WorkerSocket): void {
+    const hostName = socket.data.hostName;
     const { db, log } = this.deps;
     const old = this.sockets.get(hostName);
     if (old && old !== socket) old.disconnect(true);
@@ -213,7 +217,7 @@ export class WorkerHub implements Dispatcher {
       if (this.sockets.get(hostName) === socket) this.heard.set(hostName, Date.now());
     });
 
-    socket.on('hello', (raw: unknown, ack: Ack) => {
+    socket.on(WorkerEvent.hello, (raw, ack) => {
       const hello = Hello.safeParse(raw);
       if (!hello.success) return reply(ack, false, 'bad_hello');
       this.quarantineUnkillable(hostName, hello.data)
@@ -221,7 +225,7 @@ export class WorkerHub implements Dispatcher {
         .then(
           async (kill) => {
             if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
-            for (const order of kill) socket.emit('job:kill', order);
+            for (const order of kill) socket.emit(WorkerEvent.jobKill, order);
             await this.quarantineFromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
             this.deps.poke();
           },
@@ -232,7 +236,7 @@ export class WorkerHub implements Dispatcher {
         );
     });
 
-    socket.on('inventory', (raw: unknown) => {
+    socket.on(WorkerEvent.inventory, (raw) => {
       const inv = Inventory.safeParse(raw);
       if (!inv.success) return log(`bad inventory from ${hostName}: ${inv.error.issues[0]?.message}`);
       db.transaction((tx) => storeInventory(tx, hostName, inv.data))
@@ -243,7 +247,7 @@ export class WorkerHub implements Dispatcher {
         );
     });
 
-    socket.on('heartbeat', (raw: unknown) => {
+    socket.on(WorkerEvent.heartbeat, (raw) => {
       void this.ackStored(socket, hostName);
       // Workers before GPU samples sent no payload.
       const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
@@ -257,7 +261,7 @@ export class WorkerHub implements Dispatcher {
         .catch((err: unknown) => log(`${hostName} came back: ${String(err)}`));
     });
 
-    socket.on(DEVICE_UNHEALTHY, (raw: unknown, ack: Ack) => {
+    socket.on(WorkerEvent.deviceUnhealthy, (raw, ack) => {
       const q = Quarantine.safeParse(raw);
       if (!q.success) return reply(ack, false, 'bad_quarantine');
       this.quarantine(hostName, q.data).then(
@@ -269,12 +273,12 @@ export class WorkerHub implements Dispatcher {
       );
     });
 
-    socket.on('job:output', (raw: unknown) => {
+    socket.on(WorkerEvent.jobOutput, (raw) => {
       // A socket this host replaced (or that was cut off) is heard no more.
       if (this.sockets.get(hostName) !== socket) return;
       const out = JobOutput.safeParse(raw);
       if (!out.success) return;
-      if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, 'job:output', out.data.jobId);
+      if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, WorkerEvent.jobOutput, out.data.jobId);
       const { jobId, seq, stream, data } = out.data;
       this.lastOutput.set(jobId, Date.now());
       this.store(jobId, hostName, seq, stream, data);
@@ -282,20 +286,20 @@ export class WorkerHub implements Dispatcher {
     });
 
     // A terminal's output is live only: never stored, but it counts as activity for --idle-timeout.
-    socket.on(TTY_OUTPUT, (raw: unknown) => {
+    socket.on(WorkerEvent.ttyOutput, (raw) => {
       const out = TtyOutput.safeParse(raw);
       if (!out.success) return;
-      if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, TTY_OUTPUT, out.data.jobId);
+      if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, WorkerEvent.ttyOutput, out.data.jobId);
       this.lastOutput.set(out.data.jobId, Date.now());
       this.tty?.output(hostName, out.data);
     });
 
-    socket.on('job:exit', (raw: unknown, ack: Ack) => {
+    socket.on(WorkerEvent.jobExit, (raw, ack) => {
       const exit = JobExit.safeParse(raw);
       if (!exit.success) return reply(ack, false, 'bad_exit');
       this.onExit(hostName, exit.data).then(
         (ok) => {
-          if (!ok) this.refused(hostName, 'job:exit', exit.data.jobId);
+          if (!ok) this.refused(hostName, WorkerEvent.jobExit, exit.data.jobId);
           reply(ack, ok, ok ? undefined : 'stale_lease');
         },
         (err) => {
@@ -346,12 +350,12 @@ export class WorkerHub implements Dispatcher {
    * stuck, or cut off, without losing its connection). Jobs ended meanwhile
    * that still hold its devices are stopped now; their exit reports free the devices.
    */
-  private async cameBack(hostName: string, socket: Socket): Promise<void> {
+  private async cameBack(hostName: string, socket: WorkerSocket): Promise<void> {
     const rows = await this.deps.sql<{ id: string; fence: string; reason: string | null }[]>`
       select distinct j.id, j.fence, j.reason from leases l join jobs j on j.id = l.job_id
       where l.released_at is null and j.host_name = ${hostName} and j.state not in ('queued', 'running')`;
     for (const j of rows)
-      socket.emit('job:kill', {
+      socket.emit(WorkerEvent.jobKill, {
         jobId: j.id,
         fence: Number(j.fence),
         reason: `ended by the controller meanwhile (${j.reason ?? 'no reason recorded'})`,
@@ -360,11 +364,11 @@ export class WorkerHub implements Dispatcher {
   }
 
   /** Tells the worker which output is stored, so it can let go of it. */
-  private async ackStored(socket: Socket, hostName: string): Promise<void> {
+  private async ackStored(socket: WorkerSocket, hostName: string): Promise<void> {
     // What was handled before the drain is stored after it; later chunks wait for the next heartbeat.
     const handled = [...this.handledSeq].filter(([, h]) => h.host === hostName).map(([jobId, h]) => ({ jobId, seq: h.seq }));
     await this.deps.writer.drain();
-    for (const a of handled) socket.emit('job:ack', a);
+    for (const a of handled) socket.emit(WorkerEvent.jobAck, a);
   }
 
   /**
@@ -537,6 +541,7 @@ async function storeInventory(tx: Tx, hostName: string, inv: Inventory): Promise
   if (rows.length) await tx.insert(labels).values(rows).onConflictDoNothing();
 }
 
+/** Answers a report, if the worker asked for an answer. */
 function reply(ack: unknown, ok: boolean, code?: string): void {
-  if (typeof ack === 'function') (ack as Ack)(code ? { ok, code } : { ok });
+  if (typeof ack === 'function') (ack as (r: ReportReply) => void)(code ? { ok, code } : { ok });
 }

@@ -2,6 +2,8 @@
 // ok / n/a / fail, and a non-zero exit when a row fails. Reads the same
 // environment as the worker but never stops at a bad value: it reports it.
 import { accessSync, constants } from 'node:fs';
+import type { ApiErrorBody } from '../core/errors';
+import type { ResponseOf } from '../protocol/routes';
 import { loadWorkerConfig } from './config';
 import { parseNvidiaSmiCsv } from './probes/parse';
 import { commandFailure, NVIDIA_SMI_QUERY, runCommand } from './probes/run';
@@ -134,7 +136,7 @@ async function controllerRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
     ];
   }
   const ms = Date.now() - started;
-  const body = (await res.json().catch(() => null)) as { host?: string; error?: { message?: string } } | null;
+  const body = (await res.json().catch(() => null)) as Partial<ResponseOf<'GET /api/worker/whoami'> & ApiErrorBody> | null;
   const reached: DoctorRow = { check: 'controller', status: 'ok', detail: `${url} answered in ${ms} ms` };
   if (res.ok && body?.host) return [reached, { check: 'credential', status: 'ok', detail: `RC_HOST_TOKEN is the credential of host ${body.host}` }];
   if (!env.RC_HOST_TOKEN) return [reached, { check: 'credential', status: 'fail', detail: 'RC_HOST_TOKEN is not set: rc admin host add <name> prints one' }];

@@ -12,19 +12,9 @@
 import { mkdirSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { io, type Socket } from 'socket.io-client';
+import { type ControllerToWorker, WORKER_NAMESPACE, WorkerEvent, type WorkerToController } from '../protocol/events';
 import type { Inventory, JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
-import {
-  DEVICE_UNHEALTHY,
-  FILE_ABORT,
-  FILE_BEGIN,
-  FILE_COMMIT,
-  FILE_READ,
-  FILE_WRITE,
-  FileOp,
-  PROBE_NOW,
-  WORKER_NAMESPACE,
-  type FileReply,
-} from '../protocol/worker';
+import { FileOp, type FileReply } from '../protocol/worker';
 import { abortWrite, beginWrite, commitWrite, FileError, readPiece, writePiece } from './files';
 import { loadWorkerConfig, type WorkerConfig } from './config';
 import { DockerRuntime } from './docker-runtime';
@@ -35,7 +25,7 @@ import { holdLease } from './hold';
 import { JobState } from './job-state';
 import { JobSupervisor } from './job-supervisor';
 import type { JobCallbacks, Reclaimed, RunningJob, RunningTty, Runtime } from './runtime';
-import { TTY_ACK, TTY_INPUT, TTY_OUTPUT, TTY_PAUSE, TTY_RESIZE, TTY_RESUME, TTY_WORKER_WINDOW, TtyAck, TtyInput, TtyJobRef, TtyResize } from '../protocol/tty';
+import { TTY_WORKER_WINDOW, TtyAck, TtyInput, TtyJobRef, TtyResize } from '../protocol/tty';
 import { Watchdog } from './watchdog';
 import { OutputOutbox } from './outbox';
 import { Prober } from './inventory';
@@ -65,8 +55,8 @@ class Worker {
   private readonly jobs = new Map<string, Job>();
   /** Exit reports not yet acknowledged by the controller; resent after a reconnect. */
   private readonly unreported = new Map<string, JobExit>();
-  /** Messages held while not connected, sent in order once the controller has our hello. */
-  private held: [string, unknown][] = [];
+  /** Device reports held while not connected, sent in order once the controller has our hello. */
+  private held: Quarantine[] = [];
   private readonly outbox = new OutputOutbox();
   private stopping = false;
   private ready = false;
@@ -74,7 +64,7 @@ class Worker {
   private readonly probeTimer: NodeJS.Timeout;
   /** The inventory the controller last got from us. */
   private sent: Inventory | null = null;
-  private readonly socket: Socket;
+  private readonly socket: Socket<ControllerToWorker, WorkerToController>;
 
   /** Device index → the job that just ended there, until its GPU memory had time to settle. */
   private readonly ending = new Map<number, { jobId: string; until: number }>();
@@ -105,32 +95,32 @@ class Worker {
       if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
     });
     this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${config.RC_CONTROLLER}: ${err.message}; retrying`));
-    this.socket.on('job:start', (order: StartJob) => this.start(order));
-    this.socket.on('job:ack', (a: { jobId: string; seq: number }) => this.outbox.ack(a.jobId, a.seq));
-    this.socket.on('job:kill', (order: KillJobOrder) => this.kill(order));
-    this.socket.on(PROBE_NOW, () => void prober.run());
-    this.socket.on(FILE_READ, (raw: unknown, ack: unknown) =>
+    this.socket.on(WorkerEvent.jobStart, (order) => this.start(order));
+    this.socket.on(WorkerEvent.jobAck, (a) => this.outbox.ack(a.jobId, a.seq));
+    this.socket.on(WorkerEvent.jobKill, (order) => this.kill(order));
+    this.socket.on(WorkerEvent.probeNow, () => void prober.run());
+    this.socket.on(WorkerEvent.fileRead, (raw, ack) =>
       this.file(raw, ack, (op) => readPiece(this.config.RC_WORKSPACE, op.path, op.offset ?? 0, op.length ?? 0)),
     );
-    this.socket.on(FILE_BEGIN, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => ({ temp: beginWrite(this.config.RC_WORKSPACE, op.path) })));
-    this.socket.on(FILE_WRITE, (raw: unknown, ack: unknown) =>
+    this.socket.on(WorkerEvent.fileBegin, (raw, ack) => this.file(raw, ack, (op) => ({ temp: beginWrite(this.config.RC_WORKSPACE, op.path) })));
+    this.socket.on(WorkerEvent.fileWrite, (raw, ack) =>
       this.file(raw, ack, (op) => writePiece(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.offset ?? 0, op.data ?? Buffer.alloc(0))),
     );
-    this.socket.on(FILE_COMMIT, (raw: unknown, ack: unknown) =>
+    this.socket.on(WorkerEvent.fileCommit, (raw, ack) =>
       this.file(raw, ack, (op) => commitWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '', op.size ?? -1)),
     );
-    this.socket.on(FILE_ABORT, (raw: unknown, ack: unknown) => this.file(raw, ack, (op) => abortWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '')));
-    this.socket.on(TTY_INPUT, (raw: unknown) => {
+    this.socket.on(WorkerEvent.fileAbort, (raw, ack) => this.file(raw, ack, (op) => abortWrite(this.config.RC_WORKSPACE, op.path, op.temp ?? '')));
+    this.socket.on(WorkerEvent.ttyInput, (raw) => {
       const m = TtyInput.safeParse(raw);
       if (m.success) this.ttyJob(m.data)?.tty?.run.write(m.data.data);
     });
-    this.socket.on(TTY_RESIZE, (raw: unknown) => {
+    this.socket.on(WorkerEvent.ttyResize, (raw) => {
       const m = TtyResize.safeParse(raw);
       if (m.success) this.ttyJob(m.data)?.tty?.run.resize(m.data.cols, m.data.rows);
     });
-    this.socket.on(TTY_PAUSE, (raw: unknown) => this.ttyHold(raw, true));
-    this.socket.on(TTY_RESUME, (raw: unknown) => this.ttyHold(raw, false));
-    this.socket.on(TTY_ACK, (raw: unknown) => {
+    this.socket.on(WorkerEvent.ttyPause, (raw) => this.ttyHold(raw, true));
+    this.socket.on(WorkerEvent.ttyResume, (raw) => this.ttyHold(raw, false));
+    this.socket.on(WorkerEvent.ttyAck, (raw) => {
       const m = TtyAck.safeParse(raw);
       const job = m.success ? this.ttyJob(m.data) : null;
       if (!job || !m.success) return;
@@ -161,7 +151,7 @@ class Worker {
 
   private sendInventory(inventory: Inventory): void {
     this.sent = inventory;
-    this.socket.emit('inventory', inventory);
+    this.socket.emit(WorkerEvent.inventory, inventory);
   }
 
   private async hello(): Promise<void> {
@@ -171,10 +161,10 @@ class Worker {
       .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
     // Processes of the previous run's jobs that would not die: the controller quarantines their devices (an ended job's went in its exit).
     const unkillable = this.state.unkillable();
-    const reply = (await this.socket
+    const reply = await this.socket
       .timeout(10_000)
-      .emitWithAck('hello', { version: RC_VERSION, ...inventory, running, ...(unkillable.length ? { unkillable } : {}) })
-      .catch(() => null)) as { ok: boolean; heartbeatMs?: number; code?: string; resume?: Record<string, number> } | null;
+      .emitWithAck(WorkerEvent.hello, { version: RC_VERSION, ...inventory, running, ...(unkillable.length ? { unkillable } : {}) })
+      .catch(() => null);
     if (!reply?.ok) {
       log(`the controller refused our hello (${reply?.code ?? 'no answer'}); reconnecting`);
       this.socket.disconnect().connect();
@@ -189,19 +179,20 @@ class Worker {
     if (this.prober.latest && this.prober.latest !== this.sent) this.sendInventory(this.prober.latest);
     const held = this.held;
     this.held = [];
-    for (const [event, payload] of held) this.socket.emit(event, payload);
+    for (const q of held) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
     // Output the controller does not have yet, then the exits that follow it.
     for (const jobId of this.outbox.jobIds()) {
-      for (const chunk of this.outbox.after(jobId, reply.resume?.[jobId] ?? 0)) this.socket.emit('job:output', chunk);
+      for (const chunk of this.outbox.after(jobId, reply.resume?.[jobId] ?? 0)) this.socket.emit(WorkerEvent.jobOutput, chunk);
     }
     for (const exit of this.unreported.values()) this.sendExit(exit);
     this.stopHeartbeat();
     this.heartbeat = setInterval(() => this.beat(), reply.heartbeatMs ?? 5000);
   }
 
-  private send(event: string, payload: unknown): void {
-    if (this.ready) this.socket.emit(event, payload);
-    else this.held.push([event, payload]);
+  /** A device must not be scheduled: told now, or once the controller has our hello. */
+  private sendUnhealthy(q: Quarantine): void {
+    if (this.ready) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
+    else this.held.push(q);
   }
 
   private start(order: StartJob): void {
@@ -223,7 +214,7 @@ class Worker {
         job.seq += 1;
         const chunk = { jobId: order.jobId, fence: order.fence, seq: job.seq, stream, data };
         this.outbox.add(chunk);
-        if (this.ready) this.socket.emit('job:output', chunk);
+        if (this.ready) this.socket.emit(WorkerEvent.jobOutput, chunk);
       },
       exit: (exitCode, signal, survivors = []) => {
         job.watchdog?.stop();
@@ -285,7 +276,7 @@ class Worker {
           if (!job.tty) return;
           job.tty.inflight += data.length;
           // While disconnected socket.io keeps it; the terminal is paused meanwhile, so that is bounded.
-          this.socket.emit(TTY_OUTPUT, { jobId, fence, data });
+          this.socket.emit(WorkerEvent.ttyOutput, { jobId, fence, data });
           this.ttyFlow(job);
         },
         exit: callbacks.exit,
@@ -331,7 +322,7 @@ class Worker {
 
   /** The heartbeat carries the last GPU sample; the next is taken meanwhile, and with it the check for processes rc did not start. */
   private beat(): void {
-    this.socket.emit('heartbeat', { gpus: this.gpus.latest });
+    this.socket.emit(WorkerEvent.heartbeat, { gpus: this.gpus.latest });
     // People work on a held device directly (that is what a hold is for): their processes are not foreign.
     const held = new Set([...this.jobs.values()].filter((j) => j.order.kind === 'hold').flatMap((j) => j.order.devices.map((d) => d.index)));
     const devices = (this.prober.latest?.devices ?? []).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));
@@ -345,7 +336,7 @@ class Worker {
       (found) => {
         for (const q of found) {
           log(`quarantining gpu${q.index}: ${q.reason}`);
-          this.send(DEVICE_UNHEALTHY, q);
+          this.sendUnhealthy(q);
         }
       },
       (err: unknown) => log(`GPU check failed: ${String(err)}`),
@@ -355,15 +346,15 @@ class Worker {
   /** A device the runtime cannot use: the controller quarantines it. */
   unusable(problem: Quarantine): void {
     log(`gpu${problem.index} is unusable: ${problem.reason}`);
-    this.send(DEVICE_UNHEALTHY, problem);
+    this.sendUnhealthy(problem);
   }
 
   private sendExit(exit: JobExit): void {
     this.socket
       .timeout(10_000)
-      .emitWithAck('job:exit', exit)
+      .emitWithAck(WorkerEvent.jobExit, exit)
       .then(
-        (reply: { ok: boolean; code?: string }) => {
+        (reply) => {
           // Acknowledged, or refused as stale: either way there is nothing left to report.
           if (reply.ok || reply.code === 'stale_lease') {
             this.unreported.delete(exit.jobId);

@@ -4,18 +4,14 @@
 // session cookie. Once the job is queued its id goes into the URL, so a reload
 // re-attaches to the same terminal and gets its recent screen replayed.
 import { useEffect, useRef, useState } from 'react';
+import type { Socket } from 'socket.io-client';
 import '@xterm/xterm/css/xterm.css';
+import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../../protocol/events';
 
 interface Props {
   device: string | null;
   select: string | null;
   job: string | null;
-}
-interface ExitEvent {
-  jobId: string;
-  state: string;
-  exitCode: number | null;
-  reason: string | null;
 }
 
 export function TerminalView({ device, select, job }: Props) {
@@ -40,39 +36,43 @@ export function TerminalView({ device, select, job }: Props) {
       /** Bytes of output written so far: a reconnect resumes after them. */
       let received = 0;
       // The cookie signs the socket in; WebSocket only, so the Origin check always applies.
-      const socket = io('/tty', { transports: ['websocket'], reconnectionDelay: 500, reconnectionDelayMax: 3000 });
+      const socket: Socket<TtyControllerToClient, TtyClientToController> = io(TTY_NAMESPACE, {
+        transports: ['websocket'],
+        reconnectionDelay: 500,
+        reconnectionDelayMax: 3000,
+      });
       socket.on('connect', () => {
-        if (jobId) socket.emit('open', { jobId, after: received, cols: term.cols, rows: term.rows });
+        if (jobId) socket.emit(TtyEvent.open, { jobId, after: received, cols: term.cols, rows: term.rows });
         else if (!opened) {
           opened = true;
-          socket.emit('open', { device, selector: select ?? '', cols: term.cols, rows: term.rows });
+          socket.emit(TtyEvent.open, { device, selector: select ?? '', cols: term.cols, rows: term.rows });
         }
       });
-      socket.on('queued', (e: { jobId: string; position: number | null }) => {
+      socket.on(TtyEvent.queued, (e) => {
         jobId = e.jobId;
         window.history.replaceState(null, '', `/terminal?job=${encodeURIComponent(e.jobId)}`);
         setStatus(`job ${e.jobId} is waiting for a device (${e.position ?? 0} ahead of it)`);
       });
-      socket.on('started', (e: { jobId: string; host: string; devices: string[]; offset: number }) => {
+      socket.on(TtyEvent.started, (e) => {
         jobId = e.jobId;
         received = e.offset;
         setStatus(`job ${e.jobId} on ${e.devices.join(', ')}`);
         term.focus();
       });
-      socket.on('output', (data: ArrayBuffer) => {
-        const bytes = new Uint8Array(data);
+      socket.on(TtyEvent.output, (data) => {
+        const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
         received += bytes.length;
         // The ack after xterm has written it is the flow control: a busy page holds the program back.
-        term.write(bytes, () => socket.emit('ack', bytes.length));
+        term.write(bytes, () => socket.emit(TtyEvent.ack, bytes.length));
       });
-      socket.on('exit', (e: ExitEvent) => {
+      socket.on(TtyEvent.exit, (e) => {
         ended = true;
         const how = e.exitCode !== null ? `exit ${e.exitCode}` : e.state;
         setStatus(`job ${e.jobId} ended: ${e.state} (${how})${e.reason ? `: ${e.reason}` : ''}`);
         term.write(`\r\n\x1b[2m[rc: the terminal ended: ${e.state}, ${how}]\x1b[0m\r\n`);
         socket.close();
       });
-      socket.on('error', (e: { code: string; message: string }) => {
+      socket.on(TtyEvent.error, (e) => {
         setStatus(`${e.code}: ${e.message}`);
         if (e.code === 'detached') socket.close();
       });
@@ -80,14 +80,14 @@ export function TerminalView({ device, select, job }: Props) {
       socket.on('disconnect', () => {
         if (!ended) setStatus('connection lost; reconnecting…');
       });
-      term.onData((d) => socket.emit('input', d));
+      term.onData((d) => socket.emit(TtyEvent.input, d));
       term.onBinary((d) =>
         socket.emit(
-          'input',
+          TtyEvent.input,
           Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff),
         ),
       );
-      term.onResize(({ cols, rows }) => socket.emit('resize', { cols, rows }));
+      term.onResize(({ cols, rows }) => socket.emit(TtyEvent.resize, { cols, rows }));
       const onWindowResize = () => fit.fit();
       window.addEventListener('resize', onWindowResize);
       cleanup = () => {

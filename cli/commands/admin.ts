@@ -35,7 +35,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
   if (group === 'host' && verb === 'add') {
     const parsed = parseFlags('admin host add', rest, [], false);
     if (parsed.rest.length !== 1) usage('rc admin host add <name>');
-    const r = await client.json<{ host: string; credential: string }>('POST', '/api/admin/hosts', { name: parsed.rest[0] });
+    const r = await client.call('POST /api/admin/hosts', { body: { name: parsed.rest[0]! } });
     out(
       `host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`,
     );
@@ -55,10 +55,8 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const name = parsed.rest[0] ?? stringFlag(parsed, 'name');
     if (!name || parsed.rest.length > 1) usage('rc admin token create <name> [--admin] [--submitter <name or prefix/>]');
     // The controller checks the binding (an empty one too): one rule, protocol/api.ts.
-    const r = await client.json<{ id: number; token: string; kind: string; submitter: string | null }>('POST', '/api/admin/tokens', {
-      name,
-      kind: parsed.flags.has('admin') ? 'admin' : 'client',
-      submitter: stringFlag(parsed, 'submitter'),
+    const r = await client.call('POST /api/admin/tokens', {
+      body: { name, kind: parsed.flags.has('admin') ? 'admin' : 'client', submitter: stringFlag(parsed, 'submitter') },
     });
     const bound = r.submitter === null ? '' : `, acting only as ${actsAsText(r.submitter)}`;
     out(`${r.kind} token ${r.id} for ${name}${bound} (shown once, only its hash is kept):\n${r.token}\n`);
@@ -66,7 +64,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
   }
   if (group === 'tokens') {
     if (verb !== undefined) usage('rc admin tokens');
-    const r = await client.json<{ tokens: TokenRow[] }>('GET', '/api/admin/tokens');
+    const r = await client.call('GET /api/admin/tokens');
     out(
       table(
         ['ID', 'NAME', 'KIND', 'ACTS AS', 'HOST', 'CREATED', 'REVOKED'],
@@ -87,7 +85,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const parsed = parseFlags('admin token revoke', rest, [], false);
     const id = parsed.rest[0];
     if (!id || parsed.rest.length !== 1 || !/^[1-9][0-9]*$/.test(id)) usage('rc admin token revoke <id> (the ID column of rc admin tokens)');
-    const r = await client.json<{ revoked: TokenRow; already: boolean }>('POST', `/api/admin/tokens/${id}/revoke`, {});
+    const r = await client.call('POST /api/admin/tokens/:id/revoke', { id });
     const what = `token ${r.revoked.id} (${r.revoked.kind}, ${r.revoked.name})`;
     out(r.already ? `${what} was already revoked\n` : `${what} revoked: it no longer works, and its open connections were cut\n`);
     return EXIT.ok;
@@ -96,20 +94,20 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const [host, file, ...extra] = rest;
     if (!host || extra.length || (verb === 'set' ? !file : file)) usage(verb === 'set' ? 'rc admin sheet set <host> <file|->' : 'rc admin sheet clear <host>');
     const body = verb === 'clear' ? '' : readSheetFile(file!);
-    await client.json('PUT', `/api/hosts/${encodeURIComponent(host)}/sheet`, { body });
+    await client.call('PUT /api/hosts/:name/sheet', { name: host, body: { body } });
     out(verb === 'clear' ? `usage sheet of ${host} removed\n` : `usage sheet of ${host} replaced (${Buffer.byteLength(body)} bytes)\n`);
     return EXIT.ok;
   }
   if (group === 'note' && verb === 'set') {
     const [device, text, ...extra] = rest;
     if (!device || text === undefined || extra.length) usage('rc admin note set <host:gpuN> <text>');
-    await client.json('PUT', `/api/devices/${encodeURIComponent(device)}/note`, { body: text });
+    await client.call('PUT /api/devices/:name/note', { name: device, body: { body: text } });
     out(text ? `note on ${device} set\n` : `note on ${device} removed\n`);
     return EXIT.ok;
   }
   if (group === 'probe') {
     if (!verb || rest.length) usage('rc admin probe <host>');
-    await client.json('POST', `/api/admin/hosts/${encodeURIComponent(verb)}/probe`, {});
+    await client.call('POST /api/admin/hosts/:name/probe', { name: verb });
     out(`asked ${verb} to re-run its probes; rc describe shows the new labels in a moment\n`);
     return EXIT.ok;
   }
@@ -123,9 +121,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const device = parsed.rest[0];
     const reason = stringFlag(parsed, 'reason');
     if (!device || parsed.rest.length !== 1 || !reason) usage('rc admin clear <host:gpuN> --reason "what was checked and why it is fine"');
-    const r = await client.json<{ cleared: string; was: { reason: string; since: string } }>('POST', `/api/admin/devices/${encodeURIComponent(device)}/clear`, {
-      reason,
-    });
+    const r = await client.call('POST /api/admin/devices/:name/clear', { name: device, body: { reason } });
     out(`${r.cleared} cleared; it was quarantined since ${r.was.since}: ${r.was.reason}\n`);
     return EXIT.ok;
   }
@@ -143,14 +139,4 @@ function readSheetFile(file: string): string {
 /** A binding as people read it: the name, or `claude/…` for a prefix. */
 function actsAsText(submitter: string): string {
   return submitter.endsWith('/') ? `${submitter}…` : submitter;
-}
-
-interface TokenRow {
-  id: number;
-  name: string;
-  kind: string;
-  hostName: string | null;
-  submitter: string | null;
-  createdAt: string;
-  revokedAt: string | null;
 }

@@ -33,8 +33,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
   const to = parseRemote(dst);
   if (from && to) usage('rc cp copies between this machine and one device; copy to here first');
   if (!from && !to) usage(`neither ${src} nor ${dst} names a device: write the device side as host:gpuN:/workspace/path`);
-  const q = (device: string, path: string) =>
-    `/api/devices/${encodeURIComponent(device)}/files?path=${encodeURIComponent(path)}&submitter=${encodeURIComponent(client.submitter)}`;
+  const at = (device: string, path: string) => ({ name: device, query: { path, submitter: client.submitter } });
 
   if (to) {
     let data: Buffer;
@@ -54,7 +53,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
       fail('not_found', `cannot read ${src}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.not_found);
     }
     const path = landingPath(to.path === '' ? `${CP_ROOT}/` : to.path, basename(src));
-    const r = JSON.parse((await client.bytes('PUT', q(to.device, path), data)).toString('utf8')) as { bytes: number; lease: string };
+    const r = await client.call('PUT /api/devices/:name/files', { ...at(to.device, path), body: data });
     out(`${src} -> ${to.device}:${path} (${r.bytes} bytes)\n`);
     return EXIT.ok;
   }
@@ -67,7 +66,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
     /* a new file */
   }
   dest = landingPath(dest, basename(source.path));
-  const data = await client.bytes('GET', q(source.device, source.path));
+  const data = await client.bytes('GET /api/devices/:name/files', at(source.device, source.path));
   writeWhole(dest, data);
   out(`${source.device}:${source.path} -> ${dest} (${data.length} bytes)\n`);
   return EXIT.ok;

@@ -2,6 +2,7 @@
 // the host's usage sheet, and the device's recent jobs.
 import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
+import type { DeviceDescription } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import { age, indent, json, out, shortCommand, table, usage } from '../output';
@@ -13,37 +14,6 @@ how old it is, the host's usage sheet, and its recent jobs. Read the sheet
 before you use the host: it is the operator talking to you.
       --json   the API's JSON (docs/api.md, GET /api/devices/:name)
 `;
-
-interface Label {
-  key: string;
-  value: string;
-  source: string;
-  probe: string | null;
-  seenAt: string;
-  stale: string | null;
-  hostWide: boolean;
-  effective: boolean;
-}
-interface Sheet {
-  body: string;
-  updatedBy: string;
-  updatedAt: string;
-}
-interface Description {
-  device: {
-    name: string;
-    state: string;
-    hostStatus: string;
-    uuid: string | null;
-    holder: { jobId: string; submitter: string; since: string } | null;
-    labelDetails: Label[];
-    unhealthy?: { since: string; reason: string; evidence: Record<string, unknown> } | null;
-    gpu?: { name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null; at: string } | null;
-  };
-  sheet: Sheet | null;
-  note: Sheet | null;
-  recentJobs: { id: string; state: string; exitCode: number | null; submitter: string; endedAt: string | null; createdAt: string; argv: string[] }[];
-}
 
 export async function describe(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags(
@@ -60,7 +30,7 @@ export async function describe(client: Client, args: readonly string[]): Promise
     return EXIT.ok;
   }
   if (parsed.rest.length !== 1) usage('rc describe takes one device: rc describe host:gpu0');
-  const d = await client.json<Description>('GET', `/api/devices/${encodeURIComponent(parsed.rest[0]!)}`);
+  const d = await client.call('GET /api/devices/:name', { name: parsed.rest[0]! });
   if (parsed.flags.has('json')) {
     json(d);
     return EXIT.ok;
@@ -69,7 +39,7 @@ export async function describe(client: Client, args: readonly string[]): Promise
   return EXIT.ok;
 }
 
-export function renderDescription(d: Description, now = Date.now()): string {
+export function renderDescription(d: DeviceDescription, now = Date.now()): string {
   const dev = d.device;
   let text = `${dev.name}  ${dev.state}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
   text += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;

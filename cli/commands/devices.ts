@@ -12,15 +12,6 @@ Lists every device with its state (free, busy, offline, unhealthy) and holder.
       --json                the API's JSON: { "devices": [ ... ] } (docs/api.md)
 `;
 
-interface Device {
-  name: string;
-  state: string;
-  holder: { jobId: string; submitter: string } | null;
-  labels: Record<string, string>;
-  unhealthy?: { reason: string } | null;
-  gpu?: { memTotalMiB: number; memUsedMiB: number; utilPct: number | null } | null;
-}
-
 export async function devices(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags(
     'devices',
@@ -38,8 +29,7 @@ export async function devices(client: Client, args: readonly string[]): Promise<
   }
   if (parsed.rest.length) usage(`rc devices takes no arguments (got ${parsed.rest[0]})`);
   const select = stringFlag(parsed, 'select');
-  const query = select === undefined ? '' : `?select=${encodeURIComponent(select)}`;
-  const body = await client.json<{ devices: Device[] }>('GET', `/api/devices${query}`);
+  const body = await client.call('GET /api/devices', { query: { select } });
   if (parsed.flags.has('json')) {
     json(body);
     return EXIT.ok;

@@ -2,7 +2,8 @@
 // for when you need the device for several commands (ssh to the host and work).
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
-import { FRAME_EVENT, FrameDecoder, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import { FRAME_EVENT, FrameDecoder } from '../../core/frames';
+import type { JobEvent } from '../../protocol/wire';
 import type { Client } from '../client';
 import { durationFlag, parseFlags, type FlagSpec } from '../flags';
 import { err, out, usage } from '../output';
@@ -33,14 +34,6 @@ Ends a hold: yours, or any with an admin token. The device is free at once.
 
 const SPECS: FlagSpec[] = [{ name: 'ttl', type: 'string' }, ...PLACEMENT_FLAGS, { name: 'help', short: 'h', type: 'boolean' }];
 
-interface HoldJob {
-  id: string;
-  devices: string[] | null;
-  expiresAt: string | null;
-  state: string;
-  reason: string | null;
-}
-
 export async function hold(client: Client, args: readonly string[]): Promise<number> {
   if (args[0] === 'extend') return extend(client, args.slice(1));
   const parsed = parseFlags('hold', args, SPECS, false);
@@ -51,20 +44,14 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
   if (parsed.rest.length) usage(`rc hold runs no command (got ${parsed.rest[0]}); use rc run for that, or hold and ssh to the host`);
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
-  const body = {
-    kind: 'hold',
-    ttlS,
-    ...placementOf(parsed),
-    submitter: client.submitter,
-  };
-  const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);
+  const res = await client.stream('POST /api/jobs', { body: { kind: 'hold', ttlS, ...placementOf(parsed), submitter: client.submitter } });
   return new Promise((resolve) => {
     let id: string | null = null;
     let interrupted = false;
     let result: number | null = null;
     let notice: NodeJS.Timeout | null = null;
     const release = () => {
-      if (id) client.json('POST', `/api/holds/${id}/release`, { submitter: client.submitter }).catch(() => {});
+      if (id) client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } }).catch(() => {});
     };
     const onSigint = () => {
       if (interrupted) {
@@ -85,7 +72,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
           break;
         case 'started':
           if (notice) clearTimeout(notice);
-          void client.json<{ job: HoldJob }>('GET', `/api/jobs/${e.jobId}`).then(
+          void client.call('GET /api/jobs/:id', { id: e.jobId }).then(
             ({ job }) => {
               const until = job.expiresAt ? new Date(job.expiresAt) : null;
               out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
@@ -150,7 +137,7 @@ async function extend(client: Client, args: readonly string[]): Promise<number> 
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (parsed.rest.length !== 1 || ttlS === undefined) usage('rc hold extend <hold-id> --ttl <dur>');
   const id = parsed.rest[0]!;
-  const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/extend`, { submitter: client.submitter, ttlS });
+  const { job } = await client.call('POST /api/holds/:id/extend', { id, body: { submitter: client.submitter, ttlS } });
   out(
     job.expiresAt
       ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n`
@@ -167,7 +154,7 @@ export async function release(client: Client, args: readonly string[]): Promise<
   }
   if (parsed.rest.length !== 1) usage('rc release takes one hold id: rc release <hold-id>');
   const id = parsed.rest[0]!;
-  const { job } = await client.json<{ job: HoldJob }>('POST', `/api/holds/${encodeURIComponent(id)}/release`, { submitter: client.submitter });
+  const { job } = await client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } });
   out(job.state === 'running' ? `releasing hold ${job.id}\n` : `hold ${job.id} is ${job.state}${job.reason ? ` (${job.reason})` : ''}\n`);
   return EXIT.ok;
 }

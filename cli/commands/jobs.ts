@@ -1,39 +1,19 @@
 // rc jobs, rc ps, rc logs, rc attach: finding jobs and reading their output.
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
-import { STREAM_CONTENT_TYPE } from '../../core/frames';
+import type { JobsQuery, JobView } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
 import { age, json, out, shortCommand, table, usage } from '../output';
 import { follow, reattachTty } from './run';
 
-interface Job {
-  id: string;
-  state: string;
-  submitter: string;
-  argv: string[];
-  devices: string[] | null;
-  device: string | null;
-  selector: string;
-  exitCode: number | null;
-  reason: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  endedAt: string | null;
-  maxRuntimeS: number | null;
-  position?: number | null;
-  outputTruncated: boolean;
-  kind?: string;
-  expiresAt?: string | null;
-}
-
 /** What a job runs, as the tables show it: a hold runs nothing. */
-function what(j: Job): string {
+function what(j: JobView): string {
   return j.kind === 'hold' ? '(hold)' : j.kind === 'tty' ? `(terminal) ${shortCommand(j.argv, 38)}` : shortCommand(j.argv, 50);
 }
 
 /** A running hold's time left, or the job's --max-runtime. */
-function limit(j: Job, now = Date.now()): string {
+function limit(j: JobView, now = Date.now()): string {
   if (j.kind === 'hold') {
     if (!j.expiresAt) return 'ttl';
     const left = Math.max(0, Math.round((Date.parse(j.expiresAt) - now) / 1000));
@@ -67,12 +47,9 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
     return EXIT.ok;
   }
   if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter`);
-  const q = new URLSearchParams();
-  for (const k of ['state', 'device', 'submitter', 'limit']) {
-    const v = stringFlag(parsed, k);
-    if (v !== undefined) q.set(k, v);
-  }
-  const body = await client.json<{ jobs: Job[] }>('GET', `/api/jobs${q.size ? `?${q}` : ''}`);
+  const query: JobsQuery = {};
+  for (const k of ['state', 'device', 'submitter', 'limit'] as const) query[k] = stringFlag(parsed, k);
+  const body = await client.call('GET /api/jobs', { query });
   if (parsed.flags.has('json')) {
     json(body);
     return EXIT.ok;
@@ -115,7 +92,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
     return EXIT.ok;
   }
   if (parsed.rest.length) usage('rc ps takes no arguments');
-  const body = await client.json<{ jobs: Job[] }>('GET', '/api/ps');
+  const body = await client.call('GET /api/ps');
   if (parsed.flags.has('json')) {
     json(body);
     return EXIT.ok;
@@ -160,12 +137,7 @@ export async function logs(client: Client, args: readonly string[]): Promise<num
   }
   if (parsed.rest.length !== 1) usage('rc logs takes one job id: rc logs [-f] <job-id>');
   const id = parsed.rest[0]!;
-  const res = await client.stream(
-    'GET',
-    `/api/jobs/${encodeURIComponent(id)}/stream${parsed.flags.has('follow') ? '?follow=1' : ''}`,
-    undefined,
-    STREAM_CONTENT_TYPE,
-  );
+  const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: parsed.flags.has('follow') ? '1' : undefined } });
   const code = await follow(client, res, { detachOnInterrupt: true, knownJobId: id, reconnect: parsed.flags.has('follow') });
   return code === EXIT.unreachable ? code : EXIT.ok;
 }
@@ -186,8 +158,8 @@ export async function attach(client: Client, args: readonly string[]): Promise<n
   }
   if (parsed.rest.length !== 1) usage('rc attach takes one job id: rc attach <job-id>');
   const id = parsed.rest[0]!;
-  const { job } = await client.json<{ job: Job & { kind?: string } }>('GET', `/api/jobs/${encodeURIComponent(id)}`);
+  const { job } = await client.call('GET /api/jobs/:id', { id });
   if (job.kind === 'tty' && (job.state === 'running' || job.state === 'queued')) return reattachTty(client, id);
-  const res = await client.stream('GET', `/api/jobs/${encodeURIComponent(id)}/stream?follow=1`, undefined, STREAM_CONTENT_TYPE);
+  const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: '1' } });
   return follow(client, res, { detachOnInterrupt: true, knownJobId: id });
 }

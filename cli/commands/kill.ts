@@ -18,9 +18,7 @@ export async function kill(client: Client, args: readonly string[]): Promise<num
   }
   if (parsed.rest.length !== 1) usage('rc kill takes one job id: rc kill <job-id>');
   const id = parsed.rest[0]!;
-  const { job } = await client.json<{ job: { id: string; state: string } }>('POST', `/api/jobs/${encodeURIComponent(id)}/kill`, {
-    submitter: client.submitter,
-  });
+  const { job } = await client.call('POST /api/jobs/:id/kill', { id, body: { submitter: client.submitter } });
   out(job.state === 'running' ? `stopping ${job.id}\n` : `${job.id} is ${job.state}\n`);
   return EXIT.ok;
 }

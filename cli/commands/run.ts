@@ -2,8 +2,10 @@
 // exit with the command's exit code.
 import { EXIT } from '../../core/exit-codes';
 import { exitCodeFor } from '../../core/job-state';
-import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput } from '../../core/frames';
+import type { JobEvent, SubmitJobBody } from '../../protocol/wire';
 import type { Client } from '../client';
+import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
 import { durationFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
 import { err, out, usage } from '../output';
@@ -54,7 +56,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
   const cwd = stringFlag(parsed, 'cwd');
   if (cwd !== undefined && !cwd.startsWith('/')) usage(`--cwd must be an absolute path on the device host, not ${cwd}`);
-  const body = {
+  const body: SubmitJobBody = {
     argv: parsed.rest,
     ...placementOf(parsed),
     cwd: cwd ?? null,
@@ -63,7 +65,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     submitter: client.submitter,
   };
   if (tty) return runTtyJob(client, body);
-  const res = await client.stream('POST', '/api/jobs', body, STREAM_CONTENT_TYPE);
+  const res = await client.stream('POST /api/jobs', { body });
   return follow(client, res);
 }
 
@@ -84,7 +86,7 @@ export async function follow(
 ): Promise<number> {
   const state: FollowState = { jobId: opts.knownJobId ?? null, interrupted: false, lastSeq: 0, result: null };
   const kill = () => {
-    if (state.jobId) client.json('POST', `/api/jobs/${state.jobId}/kill`, { submitter: client.submitter }).catch(() => {});
+    if (state.jobId) client.call('POST /api/jobs/:id/kill', { id: state.jobId, body: { submitter: client.submitter } }).catch(() => {});
   };
   const onSigint = () => {
     if (opts.detachOnInterrupt || state.interrupted) {
@@ -106,9 +108,7 @@ export async function follow(
         told = true;
       }
       await new Promise((r) => setTimeout(r, 500));
-      const res = await client
-        .stream('GET', `/api/jobs/${state.jobId}/stream?follow=1&after=${state.lastSeq}`, undefined, STREAM_CONTENT_TYPE)
-        .catch(() => null);
+      const res = await client.stream('GET /api/jobs/:id/stream', { id: state.jobId, query: { follow: '1', after: state.lastSeq } }).catch(() => null);
       if (!res) continue;
       // Back on the stream: a later loss (a controller restart, or this client dropped for
       // falling too far behind) is told again and gets its own time to reconnect.
@@ -179,7 +179,7 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
 }
 
 /** rc run --tty: the terminal client is a separate bundle (dist/rc-tty.cjs, with socket.io-client), loaded only here. */
-function runTtyJob(client: Client, body: Record<string, unknown>, jobId?: string): Promise<number> {
+function runTtyJob(client: Client, body: TtyRun['open'], jobId?: string): Promise<number> {
   const { join } = require('node:path') as typeof import('node:path');
   const mod = require(join(__dirname, 'rc-tty.cjs')) as typeof import('../tty');
   return mod.runTty({
@@ -188,7 +188,7 @@ function runTtyJob(client: Client, body: Record<string, unknown>, jobId?: string
     open: body,
     jobId,
     exitCodeOf,
-    kill: (jobId) => client.json('POST', `/api/jobs/${jobId}/kill`, { submitter: client.submitter }).then(() => {}),
+    kill: (jobId) => client.call('POST /api/jobs/:id/kill', { id: jobId, body: { submitter: client.submitter } }).then(() => {}),
   });
 }
 
@@ -210,18 +210,9 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
   return code;
 }
 
-interface Explanation {
-  selector: string;
-  device: string | null;
-  free: number;
-  queued: number;
-  matching: { name: string; state: string; holder: { jobId: string; submitter: string } | null }[];
-  notMatching: { name: string; reasons: string[] }[];
-}
-
 /** --explain: what the selector would match, and why the rest does not. Submits nothing. */
 async function explain(client: Client, selector: string, device: string | null): Promise<number> {
-  const e = await client.json<Explanation>('POST', '/api/explain', { selector, device });
+  const e = await client.call('POST /api/explain', { body: { selector, device } });
   const what = [e.selector && `selector ${e.selector}`, e.device && `device ${e.device}`].filter(Boolean).join(' and ') || 'no selector (any device)';
   let text = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
   for (const m of e.matching) text += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;

@@ -1,9 +1,9 @@
-// Every REST route, each a few lines over one use case. docs/api.md documents them.
+// Every REST route of the table (protocol/routes.ts), each a few lines over one
+// use case. docs/api.md documents them.
 import { eq } from 'drizzle-orm';
-import { z } from 'zod';
 import { RcError } from '../../core/errors';
 import { audit, hosts, jobs } from '../../db/schema';
-import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SubmitJob, Submitter, WriteSheet } from '../../protocol/api';
+import { SignIn, Submitter } from '../../protocol/api';
 import { extendHold } from '../jobs/hold';
 import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
@@ -21,7 +21,7 @@ import { clearQuarantine } from '../quarantine';
 import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
 import { listActive, listJobs, parseJobFilter } from '../jobs/list';
-import { readBody, sendJson, type Router } from './router';
+import { created, readBody, Reply, type Router } from './router';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
@@ -44,47 +44,41 @@ export interface ApiDeps {
 export function registerApi(router: Router, c: ApiDeps): void {
   const { db, sql } = c;
 
-  router.add('GET', '/api/whoami', 'client', async ({ identity }) => ({ kind: identity.kind, name: identity.name, submitter: identity.submitter }));
+  router.on('GET /api/whoami', async ({ identity }) => ({ kind: identity.kind, name: identity.name, submitter: identity.submitter }));
 
-  router.add('GET', '/api/devices', 'client', async ({ query }) => {
+  router.on('GET /api/devices', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
     if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
     return { devices: (await loadDevices(sql)).filter((d) => matchTerms(parsed.terms, d.labels)) };
   });
 
-  router.add('GET', '/api/hosts', 'client', async () => ({ hosts: await loadHosts(sql) }));
+  router.on('GET /api/hosts', async () => ({ hosts: await loadHosts(sql) }));
 
-  router.add('GET', '/api/devices/:name', 'client', async ({ params }) => describeDevice(sql, params.name!));
+  router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name));
 
-  router.add('PUT', '/api/devices/:name/note', 'admin', async ({ req, params, identity }) => {
-    const { body } = await readBody(req, WriteSheet);
-    const name = parseDeviceName(params.name!);
+  router.on('PUT /api/devices/:name/note', async ({ body, params, identity }) => {
+    const name = parseDeviceName(params.name);
     if (!name) throw new RcError('not_found', `no device is named ${params.name}; device names look like host:gpu0`);
-    return { note: await writeSheet(sql, name.hostName, name.index, body, `admin:${identity.name}`) };
+    return { note: await writeSheet(sql, name.hostName, name.index, body.body, `admin:${identity.name}`) };
   });
 
-  router.add('GET', '/api/hosts/:name/sheet', 'client', async ({ params }) => ({ sheet: await readSheet(sql, params.name!) }));
+  router.on('GET /api/hosts/:name/sheet', async ({ params }) => ({ sheet: await readSheet(sql, params.name) }));
 
-  router.add('PUT', '/api/hosts/:name/sheet', 'admin', async ({ req, params, identity }) => {
-    const { body } = await readBody(req, WriteSheet);
-    return { sheet: await writeSheet(sql, params.name!, -1, body, `admin:${identity.name}`) };
-  });
+  router.on('PUT /api/hosts/:name/sheet', async ({ body, params, identity }) => ({
+    sheet: await writeSheet(sql, params.name, -1, body.body, `admin:${identity.name}`),
+  }));
 
-  router.add('POST', '/api/explain', 'client', async ({ req }) => {
-    const body = await readBody(req, Explain);
-    return explain(sql, body.selector, body.device ?? null);
-  });
+  router.on('POST /api/explain', async ({ body }) => explain(sql, body.selector, body.device ?? null));
 
-  router.add('POST', '/api/admin/hosts/:name/probe', 'admin', async ({ params }) => {
-    if (c.hub.probeNow(params.name!)) return { requested: true };
-    const [known] = await db.select({ name: hosts.name }).from(hosts).where(eq(hosts.name, params.name!));
+  router.on('POST /api/admin/hosts/:name/probe', async ({ params }) => {
+    if (c.hub.probeNow(params.name)) return { requested: true };
+    const [known] = await db.select({ name: hosts.name }).from(hosts).where(eq(hosts.name, params.name));
     if (!known) throw new RcError('not_found', `no host is named ${params.name}; rc admin hosts lists them`);
     // The host's state, not the server's: its worker probes again when it reconnects.
     throw new RcError('conflict', `the worker of ${params.name} is not connected; it probes again when it reconnects`);
   });
 
-  router.add('POST', '/api/jobs', 'client', async ({ req, res, identity }) => {
-    const body = await readBody(req, SubmitJob);
+  router.on('POST /api/jobs', async ({ req, res, identity, body }) => {
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
@@ -104,16 +98,16 @@ export function registerApi(router: Router, c: ApiDeps): void {
     }
     if (streaming) return;
     const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
-    sendJson(res, 201, { job: jobView(now!) });
+    return created({ job: jobView(now!) });
   });
 
-  router.add('GET', '/api/jobs', 'client', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));
+  router.on('GET /api/jobs', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));
 
-  router.add('GET', '/api/ps', 'client', async () => ({ jobs: await listActive(sql) }));
+  router.on('GET /api/ps', async () => ({ jobs: await listActive(sql) }));
 
   // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
-  router.add('GET', '/api/jobs/:id/stream', 'client', async ({ params, query, res }) => {
-    const [job] = JOB_ID.test(params.id!) ? await db.select({ id: jobs.id, kind: jobs.kind }).from(jobs).where(eq(jobs.id, params.id!)) : [];
+  router.on('GET /api/jobs/:id/stream', async ({ params, query, res }) => {
+    const [job] = JOB_ID.test(params.id) ? await db.select({ id: jobs.id, kind: jobs.kind }).from(jobs).where(eq(jobs.id, params.id)) : [];
     if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
     const after = Number(query.get('after') ?? '0');
     if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
@@ -123,16 +117,15 @@ export function registerApi(router: Router, c: ApiDeps): void {
     await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after);
   });
 
-  router.add('GET', '/api/jobs/:id', 'client', async ({ params }) => {
-    const [job] = JOB_ID.test(params.id!) ? await db.select().from(jobs).where(eq(jobs.id, params.id!)) : [];
+  router.on('GET /api/jobs/:id', async ({ params }) => {
+    const [job] = JOB_ID.test(params.id) ? await db.select().from(jobs).where(eq(jobs.id, params.id)) : [];
     if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
     return { job: jobView(job) };
   });
 
-  router.add('POST', '/api/jobs/:id/kill', 'client', async ({ req, params, identity }) => {
-    const body = await readBody(req, KillJob);
-    if (!JOB_ID.test(params.id!)) throw new RcError('not_found', `no job ${params.id}; check the job id`);
-    const job = await killJob(c, identity, params.id!, body.submitter);
+  router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
+    if (!JOB_ID.test(params.id)) throw new RcError('not_found', `no job ${params.id}; check the job id`);
+    const job = await killJob(c, identity, params.id, body.submitter);
     return { job: jobView(job) };
   });
 
@@ -145,27 +138,26 @@ export function registerApi(router: Router, c: ApiDeps): void {
     if (!submitter.success) throw new RcError('bad_request', submitter.error.issues[0]!.message);
     return { path, submitter: submitter.data };
   };
-  router.add('PUT', '/api/devices/:name/files', 'client', async ({ req, params, query, identity }) => {
+  router.on('PUT /api/devices/:name/files', async ({ req, params, query, identity }) => {
     const { path, submitter } = copyArgs(query);
     const data = await readUpload(req);
-    return upload(copyDeps, identity, submitter, params.name!, path, data);
+    return upload(copyDeps, identity, submitter, params.name, path, data);
   });
-  router.add('GET', '/api/devices/:name/files', 'client', async ({ params, query, identity, res }) => {
+  router.on('GET /api/devices/:name/files', async ({ params, query, identity, res }) => {
     const { path, submitter } = copyArgs(query);
-    const { data, lease } = await download(copyDeps, identity, submitter, params.name!, path);
+    const { data, lease } = await download(copyDeps, identity, submitter, params.name, path);
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length, 'cache-control': 'no-store', 'x-rc-lease': lease });
     res.end(data);
   });
 
-  router.add('POST', '/api/holds/:id/release', 'client', async ({ req, params, identity }) => {
-    const { submitter } = await readBody(req, ReleaseHold);
-    await holdOf(params.id!);
-    return { job: jobView(await killJob(c, identity, params.id!, submitter, 'released')) };
+  router.on('POST /api/holds/:id/release', async ({ body, params, identity }) => {
+    await holdOf(params.id);
+    return { job: jobView(await killJob(c, identity, params.id, body.submitter, 'released')) };
   });
 
-  router.add('POST', '/api/holds/:id/extend', 'client', async ({ req, params, identity }) => {
-    const { submitter, ttlS } = await readBody(req, ExtendHold);
-    return { job: jobView(await extendHold(c, identity, await holdOf(params.id!), submitter, ttlS)) };
+  router.on('POST /api/holds/:id/extend', async ({ body, params, identity }) => {
+    const { submitter, ttlS } = body;
+    return { job: jobView(await extendHold(c, identity, await holdOf(params.id), submitter, ttlS)) };
   });
 
   /** The job, if it is a hold; a clear error otherwise. */
@@ -176,36 +168,35 @@ export function registerApi(router: Router, c: ApiDeps): void {
     return job;
   }
 
-  router.add('POST', '/api/admin/hosts', 'admin', async ({ req, res, identity }) => {
-    const { name } = await readBody(req, RegisterHost);
+  router.on('POST /api/admin/hosts', async ({ body, identity }) => {
+    const { name } = body;
     const credential = await db.transaction(async (tx) => {
       await tx.insert(hosts).values({ name }).onConflictDoNothing();
       await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name });
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
-    sendJson(res, 201, { host: name, credential, note: 'shown once; only its hash is kept' });
+    return created({ host: name, credential, note: 'shown once; only its hash is kept' });
   });
 
   // rc-worker doctor checks its credential here.
-  router.add('GET', '/api/worker/whoami', 'host', async ({ identity }) => ({ host: identity.hostName }));
+  router.on('GET /api/worker/whoami', async ({ identity }) => ({ host: identity.hostName }));
 
-  router.add('POST', '/api/admin/devices/:name/clear', 'admin', async ({ req, params, identity }) => {
-    const { reason } = await readBody(req, ClearQuarantine);
-    const cleared = await clearQuarantine(sql, params.name!, reason, `admin:${identity.name}`);
+  router.on('POST /api/admin/devices/:name/clear', async ({ body, params, identity }) => {
+    const cleared = await clearQuarantine(sql, params.name, body.reason, `admin:${identity.name}`);
     void c.scheduler.poke();
     return { cleared: cleared.device, was: cleared.was };
   });
 
-  router.add('POST', '/api/admin/tokens', 'admin', async ({ req, res, identity }) => {
-    const { name, kind, submitter } = await readBody(req, CreateToken);
+  router.on('POST /api/admin/tokens', async ({ body, identity }) => {
+    const { name, kind, submitter } = body;
     const { token, secret } = await db.transaction((tx) => issueToken(tx, { name, kind, submitter: submitter ?? null }, `admin:${identity.name}`));
-    sendJson(res, 201, { id: token.id, name, kind, submitter: token.submitter, token: secret, note: 'shown once; only its hash is kept' });
+    return created({ id: token.id, name, kind, submitter: token.submitter, token: secret, note: 'shown once; only its hash is kept' });
   });
 
-  router.add('GET', '/api/admin/tokens', 'admin', async () => ({ tokens: await listTokens(db) }));
+  router.on('GET /api/admin/tokens', async () => ({ tokens: await listTokens(db) }));
 
-  router.add('POST', '/api/admin/tokens/:id/revoke', 'admin', async ({ params, identity }) => {
-    const id = /^[1-9][0-9]{0,15}$/.test(params.id!) ? Number(params.id) : NaN;
+  router.on('POST /api/admin/tokens/:id/revoke', async ({ params, identity }) => {
+    const id = /^[1-9][0-9]{0,15}$/.test(params.id) ? Number(params.id) : NaN;
     if (!Number.isSafeInteger(id)) throw new RcError('bad_request', `token id: a number from rc admin tokens, not ${JSON.stringify(params.id)}`);
     if (id === identity.tokenId) throw new RcError('bad_request', 'that is the token this request uses; revoke it with another admin token');
     const r = await db.transaction((tx) => revokeToken(tx, id, `admin:${identity.name}`));
@@ -214,11 +205,11 @@ export function registerApi(router: Router, c: ApiDeps): void {
   });
 
   // The browser signs in by pasting a token; it is kept in an HttpOnly cookie (Secure over HTTPS).
-  router.addPublic('POST', '/api/session', async ({ req, res }) => {
+  router.on('POST /api/session', async ({ req, res }) => {
     // A form post from another site must not sign this browser in (login CSRF); scripts send neither header.
     const refusal = req.headers.origin || req.headers['sec-fetch-site'] ? crossSiteRefusal(req.headers, ownOrigins(req.headers, router.publicUrl)) : null;
     if (refusal) throw new RcError('forbidden', `${refusal}; sign in from the dashboard itself`);
-    const { token } = await readBody(req, z.object({ token: z.string().trim().min(1).max(200) }), { form: true });
+    const { token } = await readBody(req, SignIn, { form: true });
     const identity = await identify(db, token);
     if (!identity || identity.kind === 'host') throw new RcError('unauthorized', 'that token is not a valid client or admin token');
     const cookie = sessionSetCookie(token, reachedOverHttps(req, router.publicUrl));
@@ -227,10 +218,11 @@ export function registerApi(router: Router, c: ApiDeps): void {
       res.end();
       return;
     }
-    sendJson(res, 200, { kind: identity.kind, name: identity.name }, { 'set-cookie': cookie });
+    return new Reply({ kind: identity.kind, name: identity.name }, 200, { 'set-cookie': cookie });
   });
 
-  router.addPublic('DELETE', '/api/session', async ({ req, res }) => {
-    sendJson(res, 200, { ok: true }, { 'set-cookie': sessionSetCookie(null, reachedOverHttps(req, router.publicUrl)) });
-  });
+  router.on(
+    'DELETE /api/session',
+    async ({ req }) => new Reply({ ok: true }, 200, { 'set-cookie': sessionSetCookie(null, reachedOverHttps(req, router.publicUrl)) }),
+  );
 }

@@ -7,8 +7,9 @@
 // Past STREAM_BACKLOG_BYTES it is dropped: its connection is cut, and it
 // resumes with ?after=<the last seq it has> (the CLI does so by itself).
 import type { ServerResponse } from 'node:http';
-import type { EndCause, JobState as JobStateName } from '../../core/job-state';
-import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE, type JobEvent } from '../../core/frames';
+import type { EndCause } from '../../core/job-state';
+import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE } from '../../core/frames';
+import type { JobEvent, JobView } from '../../protocol/wire';
 import { formatSize } from '../../core/size';
 import type { Sql } from '../db';
 import type { JobEvents, JobItem } from '../job-events';
@@ -110,7 +111,7 @@ export interface ReplayDeps {
 }
 
 interface JobState {
-  state: JobStateName;
+  state: JobView['state'];
   exit_code: number | null;
   reason: string | null;
   end_cause: EndCause | null;

@@ -1,22 +1,62 @@
 // A small router for /api: one wrapper does auth, body parsing and error
-// shaping, so each route is a few lines that call one use case.
+// shaping, so each route is a few lines that call one use case. Routes are
+// registered by name (`GET /api/jobs`) from the route table (protocol/routes.ts): a handler's
+// answer is checked against the table's response type, and its body is parsed
+// with the route's schema (protocol/api.ts's BODIES) before it runs.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { RcError, type ApiErrorBody } from '../../core/errors';
+import { BODIES } from '../../protocol/api';
+import { type Access, type AccessOf, type ParamsOf, type ResponseOf, ROUTES, type RouteName, type RouteTypes, splitRoute } from '../../protocol/routes';
 import { bearer, identify, requireKind, type Identity } from '../auth';
 import { databaseDown, errorCode, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 
-export interface PublicContext {
+export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
   res: ServerResponse;
-  params: Record<string, string>;
+  params: P;
   query: URLSearchParams;
 }
-export interface RouteContext extends PublicContext {
+export interface RouteContext<P = Record<string, string>> extends PublicContext<P> {
   identity: Identity;
 }
+
+/** The body a route's handler gets: parsed by its schema (BODIES), or undefined when the route takes none (or reads its own). */
+type ParsedBody<N extends RouteName> = N extends keyof typeof BODIES ? z.output<(typeof BODIES)[N]> : undefined;
+
+/** What a handler of route N is given. */
+export type HandlerContext<N extends RouteName> = (AccessOf<N> extends 'public' ? PublicContext<ParamsOf<N>> : RouteContext<ParamsOf<N>>) & {
+  body: ParsedBody<N>;
+};
+
+/** An answer with another status than 200, or with headers. */
+export class Reply<T> {
+  constructor(
+    readonly body: T,
+    readonly status = 200,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+
+/** 201 Created, with the body. */
+export function created<T>(body: T): Reply<T> {
+  return new Reply(body, 201);
+}
+
+/**
+ * What a handler gives back: the answer (sent as JSON), or a Reply. A route
+ * that may answer in a form of its own (a frame stream, bytes, a redirect)
+ * may instead write to `res` itself and give back nothing.
+ */
+export type HandlerResult<N extends RouteName> =
+  | ResponseOf<N>
+  | Reply<ResponseOf<N>>
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler that answered itself returns nothing (an async function's void), not undefined.
+  | (RouteTypes[N] extends { stream: true } | { bytes: true } | { form: true } ? void : never);
+
+export type Handler<N extends RouteName> = (ctx: HandlerContext<N>) => Promise<HandlerResult<N>>;
 
 export interface RouterOptions {
   /** RC_PUBLIC_URL: the dashboard's address when a proxy serves it under another name. */
@@ -25,16 +65,15 @@ export interface RouterOptions {
   health?: DbHealth | null;
 }
 
-type Access = 'client' | 'admin' | 'host' | 'public';
-type Handler = (ctx: RouteContext) => Promise<unknown>;
-
 interface Route {
+  name: RouteName;
   method: string;
   path: string;
   pattern: RegExp;
   keys: string[];
   access: Access;
-  handler: Handler;
+  schema: z.ZodType | null;
+  handler: (ctx: HandlerContext<RouteName>) => Promise<unknown>;
 }
 
 const MAX_BODY = 2 * 1024 * 1024;
@@ -52,16 +91,10 @@ export class Router {
     return this.opts.publicUrl;
   }
 
-  add(method: string, path: string, access: 'client' | 'admin' | 'host', handler: Handler): void {
-    this.addRoute(method, path, access, handler);
-  }
-
-  /** A route anyone may call (only the browser login: it checks the token it is given). */
-  addPublic(method: string, path: string, handler: (ctx: PublicContext) => Promise<unknown>): void {
-    this.addRoute(method, path, 'public', handler as Handler);
-  }
-
-  private addRoute(method: string, path: string, access: Access, handler: Handler): void {
+  /** Registers the handler of a route of the table (protocol/routes.ts). */
+  on<N extends RouteName>(name: N, handler: Handler<N>): void {
+    const { method, path } = splitRoute(name);
+    const access: Access = ROUTES[name];
     const keys: string[] = [];
     const pattern = new RegExp(
       '^' +
@@ -71,7 +104,8 @@ export class Router {
         }) +
         '$',
     );
-    this.routes.push({ method, path, pattern, keys, access, handler });
+    const schema = (BODIES as Partial<Record<RouteName, z.ZodType>>)[name] ?? null;
+    this.routes.push({ name, method, path, pattern, keys, access, schema, handler: handler as unknown as Route['handler'] });
   }
 
   /** Handles the request, or returns false when the path is not under /api. */
@@ -108,7 +142,8 @@ export class Router {
           ) ?? (() => {});
       });
       const result = await Promise.race([this.run(route, req, res, params, url.searchParams), stalled]);
-      if (result !== undefined) sendJson(res, 200, result);
+      if (result instanceof Reply) sendJson(res, result.status, result.body, result.headers);
+      else if (result !== undefined) sendJson(res, 200, result);
     } catch (err) {
       this.fail(res, err);
     } finally {
@@ -119,9 +154,9 @@ export class Router {
 
   private async run(route: Route, req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: URLSearchParams): Promise<unknown> {
     const base: PublicContext = { req, res, params, query };
-    if (route.access === 'public') return (route.handler as (ctx: PublicContext) => Promise<unknown>)(base);
-    const identity = requireKind(await identify(this.db, this.credential(req)), route.access);
-    return route.handler({ ...base, identity });
+    const identity = route.access === 'public' ? null : requireKind(await identify(this.db, this.credential(req)), route.access);
+    const body = route.schema ? await readBody(req, route.schema) : undefined;
+    return route.handler({ ...base, ...(identity ? { identity } : {}), body } as HandlerContext<RouteName>);
   }
 
   /**
@@ -160,9 +195,9 @@ export class Router {
     throw new RcError('not_found', pathMatched ? `${method} is not supported on ${path}` : `no API route ${path}; docs/api.md lists them`);
   }
 
-  /** Method and path of every route, for docs and tests. */
-  list(): { method: string; path: string; access: Access }[] {
-    return this.routes.map((r) => ({ method: r.method, path: r.path, access: r.access }));
+  /** Name, method and path of every route registered, for docs and tests. */
+  list(): { name: RouteName; method: string; path: string; access: Access }[] {
+    return this.routes.map((r) => ({ name: r.name, method: r.method, path: r.path, access: r.access }));
   }
 
   private fail(res: ServerResponse, err: unknown): void {

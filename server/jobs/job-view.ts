@@ -1,35 +1,9 @@
-// The shape of a job in API responses.
+// A job row as API responses show it: the JobView of protocol/wire.ts.
 import type { jobs } from '../../db/schema';
+import type { JobView } from '../../protocol/wire';
 
+export type { JobView };
 export type JobRow = typeof jobs.$inferSelect;
-
-export interface JobView {
-  id: string;
-  kind: JobRow['kind'];
-  state: JobRow['state'];
-  submitter: string;
-  argv: string[];
-  cwd: string | null;
-  selector: string;
-  device: string | null;
-  gpus: number;
-  priority: number;
-  host: string | null;
-  devices: string[] | null;
-  exitCode: number | null;
-  /** Why it ended, as data (core/job-state.ts END_CAUSES); null while it runs or waits. */
-  cause: JobRow['endCause'];
-  reason: string | null;
-  maxRuntimeS: number | null;
-  idleTimeoutS: number | null;
-  waitTimeoutS: number | null;
-  outputTruncated: boolean;
-  /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
-  expiresAt: string | null;
-  createdAt: string;
-  startedAt: string | null;
-  endedAt: string | null;
-}
 
 export function jobView(j: JobRow): JobView {
   return {

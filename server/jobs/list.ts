@@ -3,7 +3,8 @@ import { RcError } from '../../core/errors';
 import type { Sql } from '../db';
 import { rowToJob } from './job-row';
 import { JOB_STATES } from '../../core/job-state';
-import { jobView, type JobView } from './job-view';
+import type { JobView, PsEntry } from '../../protocol/wire';
+import { jobView } from './job-view';
 
 export interface JobFilter {
   states: string[];
@@ -34,11 +35,6 @@ export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
       and (${f.submitter}::text is null or submitter = ${f.submitter}::text)
     order by seq desc limit ${f.limit}`;
   return rows.map((r) => jobView(rowToJob(r)));
-}
-
-export interface PsEntry extends JobView {
-  /** Queued jobs: how many are ahead of it (0: next). Running jobs: null. */
-  position: number | null;
 }
 
 /** Running jobs, then queued ones in the order they will be considered. */

@@ -9,6 +9,13 @@ import { freshDatabase } from '../helpers/db';
 
 let url = '';
 let drop: () => Promise<void>;
+/** Every bus a test started: stopped after it, passed or failed (an open LISTEN connection would keep the file running). */
+const buses: Bus[] = [];
+const bus = (log: (m: string) => void) => {
+  const b = new Bus({ url, log });
+  buses.push(b);
+  return b;
+};
 let admin: Awaited<ReturnType<typeof freshDatabase>>['database'];
 before(async () => {
   const db = await freshDatabase();
@@ -16,7 +23,10 @@ before(async () => {
   drop = db.drop;
   admin = db.database;
 });
-after(async () => drop());
+after(async () => {
+  for (const b of buses) await b.stop();
+  await drop();
+});
 
 function until<T>(check: () => T | undefined, what: string, ms = 5000): Promise<T> {
   const end = Date.now() + ms;
@@ -33,8 +43,8 @@ function until<T>(check: () => T | undefined, what: string, ms = 5000): Promise<
 
 test("two controllers' buses hear each other, not themselves, and a cut listen connection comes back", { timeout: 30_000 }, async () => {
   const log = () => {};
-  const a = new Bus({ url, log });
-  const b = new Bus({ url, log });
+  const a = bus(log);
+  const b = bus(log);
   const got = { a: [] as BusMessage[], b: [] as BusMessage[] };
   let bListens = 0;
   await a.start(
@@ -63,12 +73,10 @@ test("two controllers' buses hear each other, not themselves, and a cut listen c
   a.publish({ t: 'poke' });
   await until(() => (got.b.length ? true : undefined), 'b to hear a message after the cut', 15_000);
   assert.deepEqual(got.b, [{ t: 'poke' }]);
-  await a.stop();
-  await b.stop();
 });
 
 test('a payload NOTIFY cannot carry: a long reason is shortened, anything else too big is not sent', () => {
-  const event = { type: 'exit' as const, jobId: 'j1', state: 'killed', exitCode: null, reason: 'x'.repeat(20_000), cause: 'killed' as const };
+  const event = { type: 'exit' as const, jobId: 'j1', state: 'killed' as const, exitCode: null, reason: 'x'.repeat(20_000), cause: 'killed' as const };
   const text = encode({ from: 'me', m: { t: 'job', event } });
   assert.ok(text !== null && Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES);
   assert.match(JSON.parse(text).m.event.reason, /^x{1000}…$/);

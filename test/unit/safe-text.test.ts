@@ -129,7 +129,7 @@ test('onScreen escapes for a terminal only: a pipe or a file gets the same strin
  */
 const RAW_WRITES: Record<string, string> = {
   'cli/commands/run.ts|(type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);': "a job's own output, byte for byte",
-  "cli/tty.ts|stdout.write(buf, () => socket.emit('ack', buf.length));": "a terminal job's own output, byte for byte",
+  'cli/tty.ts|stdout.write(buf, () => socket.emit(TtyEvent.ack, buf.length));': "a terminal job's own output, byte for byte",
   "cli/tty.ts|stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));": 'an empty write, to wait for the output to drain',
   "cli/main.ts|for (const name of streams) process[name].write('', done);": 'an empty write, to wait for the output to drain',
 };

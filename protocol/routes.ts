@@ -1,0 +1,157 @@
+// The REST route table. A route's name is its method and path pattern, as
+// docs/api.md heads it (`POST /api/jobs/:id/kill`); ROUTES says who may call
+// each (plain data the router registers from), and RouteTypes, type-level
+// only, what each takes and answers. The router checks every handler's answer
+// against it and the CLI's client types its callers by it, so a changed answer
+// fails to compile on both sides. The CLI needs nothing of it at run time (the
+// name holds the method and path), so its bundle carries no table. No zod
+// here: the bodies' schemas are protocol/api.ts's BODIES, server-side.
+import type {
+  Cleared,
+  ClearQuarantineBody,
+  Copied,
+  CopyQuery,
+  CreatedToken,
+  CreateTokenBody,
+  DeviceDescription,
+  DeviceRow,
+  Explanation,
+  ExplainBody,
+  ExtendHoldBody,
+  HostRow,
+  JobsQuery,
+  JobView,
+  KillJobBody,
+  PsEntry,
+  RegisteredHost,
+  RegisterHostBody,
+  ReleaseHoldBody,
+  RevokedToken,
+  SheetView,
+  SignInBody,
+  StreamQuery,
+  SubmitJobBody,
+  TokenKind,
+  TokenView,
+  Whoami,
+  WriteSheetBody,
+} from './wire';
+
+/** client: a client or an admin token; admin: an admin token; host: a host credential; public: anyone (the browser's sign-in). */
+export type Access = 'client' | 'admin' | 'host' | 'public';
+export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
+/** Who may call each route. */
+export const ROUTES = {
+  'GET /api/whoami': 'client',
+  'GET /api/devices': 'client',
+  'GET /api/hosts': 'client',
+  'GET /api/devices/:name': 'client',
+  'PUT /api/devices/:name/note': 'admin',
+  'GET /api/hosts/:name/sheet': 'client',
+  'PUT /api/hosts/:name/sheet': 'admin',
+  'POST /api/explain': 'client',
+  'POST /api/admin/hosts/:name/probe': 'admin',
+  'POST /api/jobs': 'client',
+  'GET /api/jobs': 'client',
+  'GET /api/ps': 'client',
+  'GET /api/jobs/:id/stream': 'client',
+  'GET /api/jobs/:id': 'client',
+  'POST /api/jobs/:id/kill': 'client',
+  'PUT /api/devices/:name/files': 'client',
+  'GET /api/devices/:name/files': 'client',
+  'POST /api/holds/:id/release': 'client',
+  'POST /api/holds/:id/extend': 'client',
+  'POST /api/admin/hosts': 'admin',
+  'GET /api/worker/whoami': 'host',
+  'POST /api/admin/devices/:name/clear': 'admin',
+  'POST /api/admin/tokens': 'admin',
+  'GET /api/admin/tokens': 'admin',
+  'POST /api/admin/tokens/:id/revoke': 'admin',
+  'POST /api/session': 'public',
+  'DELETE /api/session': 'public',
+} as const satisfies { [N in RouteName]: Access };
+
+/**
+ * What each route takes and answers: `query` (its parameters), `body` (JSON,
+ * checked by protocol/api.ts's BODIES), `response` (the JSON answer);
+ * `stream`: with `Accept: application/x-rc-stream` it answers with a frame
+ * stream of JobEvents (core/frames.ts) instead; `bytes`: its answer is the raw
+ * bytes; `form`: it also takes a urlencoded form (answered with a redirect).
+ */
+export interface RouteTypes {
+  'GET /api/whoami': { response: Whoami };
+  'GET /api/devices': { query: { select?: string }; response: { devices: DeviceRow[] } };
+  'GET /api/hosts': { response: { hosts: HostRow[] } };
+  'GET /api/devices/:name': { response: DeviceDescription };
+  'PUT /api/devices/:name/note': { body: WriteSheetBody; response: { note: SheetView | null } };
+  'GET /api/hosts/:name/sheet': { response: { sheet: SheetView | null } };
+  'PUT /api/hosts/:name/sheet': { body: WriteSheetBody; response: { sheet: SheetView | null } };
+  'POST /api/explain': { body: ExplainBody; response: Explanation };
+  'POST /api/admin/hosts/:name/probe': { response: { requested: boolean } };
+  /** 201 with the job, or a frame stream from `queued` to `exit`. */
+  'POST /api/jobs': { body: SubmitJobBody; response: { job: JobView }; stream: true };
+  'GET /api/jobs': { query: JobsQuery; response: { jobs: JobView[] } };
+  'GET /api/ps': { response: { jobs: PsEntry[] } };
+  'GET /api/jobs/:id/stream': { query: StreamQuery; stream: true };
+  'GET /api/jobs/:id': { response: { job: JobView } };
+  'POST /api/jobs/:id/kill': { body: KillJobBody; response: { job: JobView } };
+  /** The body is the file's bytes (application/octet-stream). */
+  'PUT /api/devices/:name/files': { query: CopyQuery; body: Buffer; response: Copied };
+  /** The file's bytes; `X-RC-Lease` names the lease it was read under. */
+  'GET /api/devices/:name/files': { query: CopyQuery; bytes: true };
+  'POST /api/holds/:id/release': { body: ReleaseHoldBody; response: { job: JobView } };
+  'POST /api/holds/:id/extend': { body: ExtendHoldBody; response: { job: JobView } };
+  'POST /api/admin/hosts': { body: RegisterHostBody; response: RegisteredHost };
+  'GET /api/worker/whoami': { response: { host: string | null } };
+  'POST /api/admin/devices/:name/clear': { body: ClearQuarantineBody; response: Cleared };
+  'POST /api/admin/tokens': { body: CreateTokenBody; response: CreatedToken };
+  'GET /api/admin/tokens': { response: { tokens: TokenView[] } };
+  'POST /api/admin/tokens/:id/revoke': { response: RevokedToken };
+  /** Sets the session cookie; a form post is answered 303 to /. */
+  'POST /api/session': { body: SignInBody; response: { kind: Exclude<TokenKind, 'host'>; name: string }; form: true };
+  'DELETE /api/session': { response: { ok: true } };
+}
+
+export type RouteName = keyof RouteTypes;
+
+/** A route's method and path pattern, from its name. */
+export function splitRoute(name: RouteName): { method: Method; path: string } {
+  const space = name.indexOf(' ');
+  return { method: name.slice(0, space) as Method, path: name.slice(space + 1) };
+}
+
+/** The path parameters of a path pattern: `/api/jobs/:id/kill` → `{ id: string }`. */
+export type PathParams<P extends string> = P extends `${string}:${infer K}/${infer Rest}`
+  ? { [k in K | keyof PathParams<`/${Rest}`>]: string }
+  : P extends `${string}:${infer K}`
+    ? { [k in K]: string }
+    : Record<never, string>;
+
+export type PathOf<N extends RouteName> = N extends `${Method} ${infer P}` ? P : never;
+export type ParamsOf<N extends RouteName> = PathParams<PathOf<N>>;
+export type QueryOf<N extends RouteName> = RouteTypes[N] extends { query: infer Q } ? Q : undefined;
+export type BodyOf<N extends RouteName> = RouteTypes[N] extends { body: infer B } ? B : undefined;
+export type ResponseOf<N extends RouteName> = RouteTypes[N] extends { response: infer R } ? R : never;
+export type AccessOf<N extends RouteName> = (typeof ROUTES)[N];
+
+/** Routes with a JSON answer, a frame stream, raw bytes. */
+export type JsonRoute = { [N in RouteName]: RouteTypes[N] extends { response: unknown } ? N : never }[RouteName];
+export type StreamRoute = { [N in RouteName]: RouteTypes[N] extends { stream: true } ? N : never }[RouteName];
+export type BytesRoute = { [N in RouteName]: RouteTypes[N] extends { bytes: true } ? N : never }[RouteName];
+
+/** Routes whose body is JSON, checked by a schema of protocol/api.ts's BODIES (not rc cp's bytes, not the sign-in's form). */
+export type JsonBodyRoute = {
+  [N in RouteName]: RouteTypes[N] extends { body: infer B } ? (B extends Buffer ? never : RouteTypes[N] extends { form: true } ? never : N) : never;
+}[RouteName];
+
+/**
+ * What a caller passes: the path's parameters (`{ id }` for `/api/jobs/:id`), and `query` and `body` when the
+ * route takes them. No path parameter is named query or body.
+ */
+export type RouteInput<N extends RouteName> = ParamsOf<N> &
+  (RouteTypes[N] extends { query: infer Q } ? (Record<never, never> extends Q ? { query?: Q } : { query: Q }) : { query?: undefined }) &
+  (RouteTypes[N] extends { body: infer B } ? { body: B } : { body?: undefined });
+
+/** The input as an argument list: optional when the route needs none. */
+export type RouteArgs<N extends RouteName> = Record<never, never> extends RouteInput<N> ? [input?: RouteInput<N>] : [input: RouteInput<N>];

@@ -1,0 +1,289 @@
+// The shapes that cross the wire: every REST request and answer, the frame
+// stream's events, and the terminal socket's messages. Types only: the CLI and
+// the dashboard import them with `import type`, so nothing here reaches a
+// bundle. The server builds them (server/jobs/job-view.ts, server/fleet.ts,
+// server/describe.ts, server/auth.ts); the route table (protocol/routes.ts)
+// says which route answers which. docs/api.md documents them.
+//
+// Request bodies are the zod schemas' input types (protocol/api.ts): one
+// definition, checked by the controller, typed for the callers.
+import type { z } from 'zod';
+import type { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SignIn, SubmitJob, WriteSheet } from './api';
+import type { EndCause, JobState } from '../core/job-state';
+import type { TtyOpen } from './tty';
+
+// ---- jobs -----------------------------------------------------------------
+
+/** run: a command with stored output; tty: an interactive terminal; hold: a lease with a TTL and no command; cp: the short lease of one file copy. */
+export type JobKind = 'run' | 'tty' | 'hold' | 'cp';
+/** The states and causes are core's (core/job-state.ts: the state machine). */
+export type { EndCause, JobState };
+
+/** A job as every answer shows it (server/jobs/job-view.ts builds it). Times are ISO 8601. */
+export interface JobView {
+  id: string;
+  kind: JobKind;
+  state: JobState;
+  submitter: string;
+  argv: string[];
+  cwd: string | null;
+  selector: string;
+  /** The device asked for (-d), if any. */
+  device: string | null;
+  gpus: number;
+  priority: number;
+  host: string | null;
+  /** The devices it runs on, fixed when it starts. */
+  devices: string[] | null;
+  exitCode: number | null;
+  /** Why it ended, as data (core/job-state.ts END_CAUSES); null while it runs or waits. */
+  cause: EndCause | null;
+  reason: string | null;
+  maxRuntimeS: number | null;
+  idleTimeoutS: number | null;
+  waitTimeoutS: number | null;
+  outputTruncated: boolean;
+  /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
+  expiresAt: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+}
+
+/** A line of rc ps: running jobs, then queued ones in the order they will be considered. */
+export interface PsEntry extends JobView {
+  /** Queued jobs: how many are ahead of it (0: next). Running jobs: null. */
+  position: number | null;
+}
+
+/** The events of a job's frame stream (core/frames.ts encodes them). */
+export type JobEvent =
+  | { type: 'queued'; jobId: string; position: number }
+  | { type: 'started'; jobId: string; host: string; devices: string[] }
+  | JobExitEvent
+  /** End of a snapshot (rc logs without -f) of a job that is still queued or running. */
+  | { type: 'end'; jobId: string; state: JobState }
+  /** Something the reader should know, printed on stderr (e.g. that stored output was truncated). */
+  | { type: 'notice'; message: string }
+  | { type: 'error'; code: string; message: string };
+
+/** The last event of a job's stream: its final state. */
+export interface JobExitEvent {
+  type: 'exit';
+  jobId: string;
+  state: JobState;
+  exitCode: number | null;
+  reason: string | null;
+  /** Why, as data (core/job-state.ts); `reason` says it in words. */
+  cause: EndCause | null;
+}
+
+// ---- the fleet ------------------------------------------------------------
+
+export type DeviceState = 'free' | 'busy' | 'offline' | 'unhealthy';
+/** online: its worker is connected; away: disconnected, within the host timeout; offline: past it. */
+export type HostStatus = 'online' | 'away' | 'offline';
+
+export interface LabelView {
+  key: string;
+  value: string;
+  source: 'declared' | 'detected';
+  /** Which probe found it (detected labels). */
+  probe: string | null;
+  seenAt: string;
+  /** Why its probe could not refresh it; null when fresh. */
+  stale: string | null;
+  /** true when it is set on the host and applies to all its devices. */
+  hostWide: boolean;
+  /** true when this entry is the value selectors see (server/fleet.ts, markEffective). */
+  effective: boolean;
+}
+
+/** Who holds a device now. */
+export interface Holder {
+  jobId: string;
+  submitter: string;
+  since: string;
+}
+
+/** The last GPU sample from its worker's heartbeat. */
+export interface GpuView {
+  name: string;
+  memTotalMiB: number;
+  memUsedMiB: number;
+  utilPct: number | null;
+  at: string;
+}
+
+/** A device as GET /api/devices lists it (server/fleet.ts builds it). */
+export interface DeviceRow {
+  id: number;
+  /** `<host>:gpu<index>` */
+  name: string;
+  hostName: string;
+  index: number;
+  uuid: string | null;
+  hostStatus: HostStatus;
+  state: DeviceState;
+  holder: Holder | null;
+  /** The merged view selectors match against. */
+  labels: Record<string, string>;
+  labelDetails: LabelView[];
+  /** Set while quarantined (state unhealthy): why, since when, and what showed it. */
+  unhealthy: { since: string; reason: string; evidence: Record<string, unknown> } | null;
+  /** The last GPU sample; null on a CPU slot or before the first heartbeat. */
+  gpu: GpuView | null;
+}
+
+export interface HostRow {
+  name: string;
+  status: HostStatus;
+  lastSeenAt: string | null;
+  workerVersion: string | null;
+}
+
+/** A host's usage sheet or a device's note (Markdown). */
+export interface SheetView {
+  body: string;
+  updatedBy: string;
+  updatedAt: string;
+}
+
+/** GET /api/devices/:name: one device in full (rc describe). */
+export interface DeviceDescription {
+  device: DeviceRow;
+  /** The host's usage sheet, if its operator wrote one. */
+  sheet: SheetView | null;
+  /** This device's own note, if any. */
+  note: SheetView | null;
+  recentJobs: JobView[];
+}
+
+/** POST /api/explain: what a selector (and -d) would match, and why the rest does not (rc run --explain). */
+export interface Explanation {
+  selector: string;
+  device: string | null;
+  matching: { name: string; state: DeviceState; holder: Holder | null }[];
+  free: number;
+  /** Queued jobs that could take one of the matching devices: how long the line is. */
+  queued: number;
+  notMatching: { name: string; reasons: string[] }[];
+}
+
+/** A quarantine cleared by an operator: the device, and why it had been quarantined. */
+export interface Cleared {
+  cleared: string;
+  was: { reason: string; since: string };
+}
+
+/** rc cp up: the bytes written and the lease they were written under. */
+export interface Copied {
+  bytes: number;
+  lease: string;
+}
+
+// ---- tokens and hosts -----------------------------------------------------
+
+export type TokenKind = 'client' | 'admin' | 'host';
+
+/** A token as rc admin tokens lists it: never its secret or its hash. */
+export interface TokenView {
+  id: number;
+  name: string;
+  kind: TokenKind;
+  hostName: string | null;
+  /** The binding: the name, or the prefix ending in /, it may act as; null: any name. */
+  submitter: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** A new client or admin token: its secret is shown here once. */
+export interface CreatedToken {
+  id: number;
+  name: string;
+  kind: 'client' | 'admin';
+  submitter: string | null;
+  token: string;
+  note: string;
+}
+
+export interface RevokedToken {
+  revoked: TokenView;
+  /** It was revoked before: nothing changed. */
+  already: boolean;
+}
+
+/** A registered host: its worker credential is shown here once. */
+export interface RegisteredHost {
+  host: string;
+  credential: string;
+  note: string;
+}
+
+export interface Whoami {
+  kind: TokenKind;
+  name: string;
+  submitter: string | null;
+}
+
+// ---- request bodies and queries --------------------------------------------
+
+export type SubmitJobBody = z.input<typeof SubmitJob>;
+export type KillJobBody = z.input<typeof KillJob>;
+export type ReleaseHoldBody = z.input<typeof ReleaseHold>;
+export type ExtendHoldBody = z.input<typeof ExtendHold>;
+export type RegisterHostBody = z.input<typeof RegisterHost>;
+export type ClearQuarantineBody = z.input<typeof ClearQuarantine>;
+export type CreateTokenBody = z.input<typeof CreateToken>;
+export type WriteSheetBody = z.input<typeof WriteSheet>;
+export type ExplainBody = z.input<typeof Explain>;
+export type SignInBody = z.input<typeof SignIn>;
+
+/** GET /api/jobs: filters, each optional (states comma-separated). */
+export interface JobsQuery {
+  state?: string;
+  device?: string;
+  submitter?: string;
+  limit?: string;
+}
+
+/** GET /api/jobs/:id/stream: `follow=1` keeps streaming until the job ends; `after` resumes after that output chunk. */
+export interface StreamQuery {
+  follow?: '1';
+  after?: number;
+}
+
+/** /api/devices/:name/files (rc cp): the file on the device, and who copies. */
+export interface CopyQuery {
+  path: string;
+  submitter: string;
+}
+
+// ---- the terminal socket (/tty) --------------------------------------------
+
+/** Client → controller `open`: a new terminal, or `jobId` to re-attach (protocol/tty.ts validates it). */
+export type TtyOpenMessage = z.input<typeof TtyOpen>;
+
+export interface TtyQueued {
+  jobId: string;
+  /** Jobs ahead of it; null on a re-attach to a terminal still queued. */
+  position: number | null;
+}
+
+export interface TtyStarted {
+  jobId: string;
+  host: string;
+  devices: string[];
+  /** Where in the terminal's output the bytes that follow start (a re-attach gets a replay from here). */
+  offset: number;
+}
+
+/** The terminal's job ended (or had ended, on a re-attach): a JobExitEvent without its type. */
+export type TtyExit = Omit<JobExitEvent, 'type'>;
+
+/** A refusal or a failure; `detached` when another client took the terminal over. */
+export interface TtyError {
+  code: string;
+  message: string;
+}
