@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { io } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { JobEvent } from '../core/frames';
-import { errLine } from './output';
+import { errLine, stdout as stdoutStream } from './output';
 
 /** protocol/tty.ts's TTY_NAMESPACE (not imported: that file pulls in zod). */
 const TTY_NAMESPACE = '/tty';
@@ -32,7 +32,7 @@ const RECONNECT_MS = 120_000;
 
 export function runTty(o: TtyRun): Promise<number> {
   const stdin = process.stdin;
-  const stdout = process.stdout;
+  const stdout = stdoutStream();
   const raw = stdin.isTTY === true;
   const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
   const socket = io(o.controller + TTY_NAMESPACE, {
