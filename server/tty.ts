@@ -24,6 +24,7 @@ import { stopJob } from './jobs/kill';
 import { submitJob } from './jobs/submit';
 import { FINAL_STATES, type JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
+import { zodMessage } from '../protocol/zod-message';
 
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
 export const HIGH_WATER = 512 * 1024;
@@ -167,10 +168,7 @@ export class TtyHub {
     socket.on('open', (raw: unknown) => {
       if (socket.data.jobId) return fail(new RcError('bad_request', 'this socket already has a terminal; open another socket'));
       const parsed = TtyOpen.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        return fail(new RcError('bad_request', `${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}`));
-      }
+      if (!parsed.success) return fail(new RcError('bad_request', zodMessage(parsed.error)));
       const open = parsed.data;
       (open.jobId ? this.attach(socket, identity, open.jobId, open) : this.submit(socket, identity, open)).catch(fail);
     });
@@ -224,7 +222,7 @@ export class TtyHub {
       maxRuntimeS: open.maxRuntimeS ?? null,
       idleTimeoutS: open.idleTimeoutS ?? null,
     });
-    if (!body.success) throw new RcError('bad_request', body.error.issues[0]!.message);
+    if (!body.success) throw new RcError('bad_request', zodMessage(body.error));
     const { job, position, targets } = await submitJob(this.c.sql, identity, body.data, { startAtOnce: !this.c.scheduler.mayHaveQueued });
     // Bound before the job is sent to its worker: the start carries the client's size.
     const s = this.session(job);

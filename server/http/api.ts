@@ -21,6 +21,7 @@ import { readBody, sendJson, type Router } from './router';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
+import { zodMessage } from '../../protocol/zod-message';
 
 const JOB_ID = /^j[0-9a-v]{10}$/;
 
@@ -129,7 +130,7 @@ export function registerApi(router: Router, c: Controller): void {
     const path = query.get('path');
     if (!path) throw new RcError('bad_request', 'path is required: the file on the device, e.g. /workspace/train.py');
     const submitter = Submitter.safeParse(query.get('submitter') ?? '');
-    if (!submitter.success) throw new RcError('bad_request', submitter.error.issues[0]!.message);
+    if (!submitter.success) throw new RcError('bad_request', zodMessage(submitter.error));
     return { path, submitter: submitter.data };
   };
   router.add('PUT', '/api/devices/:name/files', 'client', async ({ req, params, query, identity }) => {

@@ -63,6 +63,11 @@ test('a damaged state file is said and ignored: the job cgroups left in the fold
   const logs: string[] = [];
   assert.deepEqual(new JobState(d, (m) => logs.push(m)).open(), { jobs: [], leftover: [] });
   assert.match(logs.join('\n'), /cannot read .*jobs\.json .*only the job cgroups left in the worker's folder are cleaned up/);
+  // Valid JSON of the wrong shape says which field is wrong.
+  writeFileSync(join(d, 'jobs.json'), '{"version":1,"jobs":[{"jobId":5,"devices":[],"cgroup":null}],"leftover":[]}');
+  logs.length = 0;
+  assert.deepEqual(new JobState(d, (m) => logs.push(m)).open(), { jobs: [], leftover: [] });
+  assert.match(logs.join('\n'), /cannot read .*jobs\.json \(jobs\.0\.jobId: .+\); only the job cgroups/);
 });
 
 test("a second worker on a state folder in use refuses to start; a dead holder's folder is taken over", () => {
