@@ -1,9 +1,8 @@
 // A minimal HTTP/1.1 client for plain-http controllers. Loading node:http and
 // its client machinery costs an agent's CLI call about 10 ms, a sixth of the
-// time budget of `rc run -- true`; this needs only a TCP connection (tcp.ts).
+// time budget of `rc run -- true`; this needs only a node:net connection.
 // It speaks exactly what the controller answers: a status line, headers, and a
 // body sized by content-length or chunked, on a connection it then closes.
-import { connectTcp, type Conn } from './tcp';
 
 export interface BodyHandlers {
   data(chunk: Buffer): void;
@@ -65,42 +64,58 @@ export function http1Request(url: URL, method: string, headers: Record<string, s
     let head: Buffer | null = Buffer.alloc(0);
     let res: Http1Response | null = null;
     let feed: ((data: Buffer) => void) | null = null;
-    const conn: Conn = connectTcp(host, Number(url.port || 80), {
-      data: (data) => {
-        if (head === null) return feed!(data);
-        head = Buffer.concat([head, data]);
-        const end = head.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const [status, ...fields] = head.subarray(0, end).toString('latin1').split('\r\n');
-        res = { statusCode: Number(/^HTTP\/1\.[01] (\d{3})/.exec(status!)?.[1] ?? 0), headers: {}, body: new Body(() => conn.destroy()) };
-        for (const f of fields) {
-          const i = f.indexOf(':');
-          if (i > 0) res.headers[f.slice(0, i).trim().toLowerCase()] = f.slice(i + 1).trim();
-        }
-        const body = res.body;
-        feed = res.headers['transfer-encoding']?.includes('chunked') ? chunkedFeed(body) : sizedFeed(body, res.headers['content-length']);
-        const rest = head.subarray(end + 4);
-        head = null;
-        resolve(res);
-        if (rest.length) feed(rest);
-      },
-      // A body without a length ends with the connection; one cut short of its length or last chunk is an error.
-      end: () => {
-        if (!res) return reject(Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
-        res.body.end(closeDelimited(res.headers) ? null : Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
-      },
-      error: (err) => {
-        if (res) res.body.end(err);
-        else reject(err);
-      },
+    // node:net is loaded here, when a command first talks to the controller: rc --version and --help do without it.
+    const { connect } = process.getBuiltinModule('node:net');
+    const socket = connect({ port: Number(url.port || 80), host, noDelay: true });
+    /** Once the outcome is known (the body ended, or the request failed), the socket is heard no more. */
+    let open = true;
+    const close = () => {
+      open = false;
+      socket.destroy();
+    };
+    socket.on('data', (data: Buffer) => {
+      if (!open) return;
+      if (head === null) return feed!(data);
+      head = Buffer.concat([head, data]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const [status, ...fields] = head.subarray(0, end).toString('latin1').split('\r\n');
+      res = { statusCode: Number(/^HTTP\/1\.[01] (\d{3})/.exec(status!)?.[1] ?? 0), headers: {}, body: new Body(close) };
+      for (const f of fields) {
+        const i = f.indexOf(':');
+        if (i > 0) res.headers[f.slice(0, i).trim().toLowerCase()] = f.slice(i + 1).trim();
+      }
+      const body = res.body;
+      feed = res.headers['transfer-encoding']?.includes('chunked') ? chunkedFeed(body) : sizedFeed(body, res.headers['content-length']);
+      const rest = head.subarray(end + 4);
+      head = null;
+      resolve(res);
+      if (rest.length) feed(rest);
+    });
+    // A body without a length ends with the connection; one cut short of its length or last chunk is an error.
+    socket.on('end', () => {
+      if (!open) return;
+      if (!res) {
+        close();
+        return reject(Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
+      }
+      res.body.end(closeDelimited(res.headers) ? null : Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
+    });
+    socket.on('error', (err) => {
+      if (!open) return;
+      if (res) res.body.end(err);
+      else {
+        close();
+        reject(err);
+      }
     });
     const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
     for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
     const top = `${lines.join('\r\n')}\r\n\r\n`;
     if (Buffer.isBuffer(payload)) {
-      conn.write(top);
-      conn.write(payload);
-    } else conn.write(top + (payload ?? ''));
+      socket.write(top);
+      socket.write(payload);
+    } else socket.write(top + (payload ?? ''));
   });
 }
 

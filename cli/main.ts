@@ -3,7 +3,7 @@
 import { EXIT } from '../core/exit-codes';
 import { Client } from './client';
 import { loadCliConfig } from './config';
-import { CliExit, err, out } from './output';
+import { CliExit, err, exitWhenFlushed, out } from './output';
 import { ADMIN_HELP, admin } from './commands/admin';
 import { DESCRIBE_HELP, describe } from './commands/describe';
 import { DEVICES_HELP, devices } from './commands/devices';
@@ -76,43 +76,6 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   return command.fn(new Client(loadCliConfig()), args);
-}
-
-/**
- * Which of stdout and stderr this run opened. Node makes them on first use,
- * and making one costs a few ms: an `rc run -- true` that prints nothing
- * should not pay that just to wait for them at exit.
- */
-function watchStdio(): Record<'stdout' | 'stderr', boolean> {
-  const opened = { stdout: false, stderr: false };
-  for (const name of ['stdout', 'stderr'] as const) {
-    const d = Object.getOwnPropertyDescriptor(process, name);
-    if (d?.get && d.configurable)
-      Object.defineProperty(process, name, {
-        ...d,
-        get() {
-          opened[name] = true;
-          return d.get!.call(process);
-        },
-      });
-    else opened[name] = true;
-  }
-  return opened;
-}
-
-const opened = watchStdio();
-
-/** Exits as soon as what was written has reached stdout and stderr: no waiting for sockets to wind down. */
-function exitWhenFlushed(code: number): void {
-  const streams = (['stdout', 'stderr'] as const).filter((name) => opened[name]);
-  let pending = streams.length;
-  const done = () => {
-    if (--pending <= 0) {
-      process.exit(code);
-    }
-  };
-  if (!pending) return done();
-  for (const name of streams) process[name].write('', done);
 }
 
 main(process.argv.slice(2)).then(exitWhenFlushed, (e: unknown) => {

@@ -1,6 +1,7 @@
 // How the CLI speaks: `rc: <code>: <sentence>` on stderr, and a fixed exit code.
 // rc's own text reaches stdout and stderr only through out(), err() and json()
-// here; a job's output is written elsewhere, byte for byte.
+// here; a job's output is written elsewhere, byte for byte, but it too takes
+// the streams from stdout() and stderr() here, so the exit knows to wait for them.
 import { EXIT } from '../core/exit-codes';
 import { safeText } from './safe-text';
 
@@ -22,6 +23,36 @@ export function usage(message: string): never {
   throw new CliExit(EXIT.usage, `rc: usage: ${message}`);
 }
 
+/**
+ * Which of stdout and stderr this run has used. Node makes each on first use,
+ * and making one costs a few ms (about 6 for a pipe): an `rc run -- true` that
+ * prints nothing makes neither, and has nothing to wait for at exit.
+ */
+const used = { stdout: false, stderr: false };
+
+/** process.stdout, for rc's text or a job's output: everything the CLI writes there takes it from here. */
+export function stdout(): NodeJS.WriteStream {
+  used.stdout = true;
+  return process.stdout;
+}
+
+/** process.stderr, likewise. */
+export function stderr(): NodeJS.WriteStream {
+  used.stderr = true;
+  return process.stderr;
+}
+
+/** Exits as soon as what was written has reached stdout and stderr: no waiting for sockets to wind down. */
+export function exitWhenFlushed(code: number): void {
+  const streams = [used.stdout && process.stdout, used.stderr && process.stderr].filter((s) => s !== false);
+  let pending = streams.length;
+  const done = () => {
+    if (--pending <= 0) process.exit(code);
+  };
+  if (!pending) return done();
+  for (const stream of streams) stream.write('', done);
+}
+
 /** Text for `stream`: its controls escaped when the stream is a terminal (safe-text.ts), as it is otherwise (a pipe, a file: programs parse it). */
 export function onScreen(stream: NodeJS.WriteStream, text: string): string {
   return stream.isTTY ? safeText(text) : text;
@@ -29,23 +60,26 @@ export function onScreen(stream: NodeJS.WriteStream, text: string): string {
 
 /** rc's own text on stdout: tables, descriptions, answers, help. */
 export function out(text: string): void {
-  process.stdout.write(onScreen(process.stdout, text));
+  const s = stdout();
+  s.write(onScreen(s, text));
 }
 
 /** rc's own text on stderr: `rc: <code>: <message>` lines and notices. */
 export function err(text: string): void {
-  process.stderr.write(onScreen(process.stderr, text));
+  const s = stderr();
+  s.write(onScreen(s, text));
 }
 
 /** One line of rc's own on stderr; `crlf` for a raw terminal (rc run --tty), where it starts and ends with \r\n. */
 export function errLine(line: string, crlf = false): void {
-  const shown = onScreen(process.stderr, line);
-  process.stderr.write(crlf ? `\r\n${shown}\r\n` : `${shown}\n`);
+  const s = stderr();
+  const shown = onScreen(s, line);
+  s.write(crlf ? `\r\n${shown}\r\n` : `${shown}\n`);
 }
 
 /** --json: the API's JSON, never escaped, terminal or not. */
 export function json(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  stdout().write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 export function table(header: string[], rows: string[][]): string {

@@ -11,7 +11,7 @@ import { io, type Socket } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
 import type { TtyExit, TtyOpenMessage } from '../protocol/wire';
-import { errLine } from './output';
+import { errLine, stdout as stdoutStream } from './output';
 
 export interface TtyRun {
   controller: string;
@@ -30,7 +30,7 @@ const RECONNECT_MS = 120_000;
 
 export function runTty(o: TtyRun): Promise<number> {
   const stdin = process.stdin;
-  const stdout = process.stdout;
+  const stdout = stdoutStream();
   const raw = stdin.isTTY === true;
   const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
   const socket: Socket<TtyControllerToClient, TtyClientToController> = io(o.controller + TTY_NAMESPACE, {

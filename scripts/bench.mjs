@@ -6,13 +6,17 @@
 //     (what the server side costs, without Node's start-up);
 //   - how long after a device frees a job queued behind it starts
 //     (from the database's own timestamps: the holder's ended_at to the next job's started_at).
-// Usage: npm run bench [-- runs]   (default 30 runs each)
+// Usage: npm run bench [-- runs [other.cjs]]   (default 30 runs each)
+//   other.cjs: a copy of another build's dist/rc.cjs (say, from before a change);
+//   its --version and run -- true are timed in turns with this build's, both as
+//   `node <file>`, so a noisy moment on the machine weighs on both alike.
 import { spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { report, root, startFleet } from './bench-fleet.mjs';
 
 const runs = Number(process.argv[2] ?? 30);
+const other = process.argv[3];
 const fleet = await startFleet({ localWorker: true });
 const { controller, clientToken } = fleet;
 const env = { ...process.env, RC_CONTROLLER: controller, RC_TOKEN: clientToken, RC_SUBMITTER: 'bench' };
@@ -22,18 +26,25 @@ try {
   console.log(
     `machine: ${process.env.NODE_EXTRA_CA_CERTS ? 'NODE_EXTRA_CA_CERTS is set (node loads extra CA certificates at every start)' : 'no NODE_EXTRA_CA_CERTS'}`,
   );
-  // Interleaved, so a noisy moment on the machine weighs on all three alike.
-  const [node, version, run] = timeRuns([
+  const rcRun = (cmd, args) => () => {
+    const r = spawnSync(cmd, [...args, 'run', '--', 'true'], { env });
+    if (r.status !== 0) throw new Error(`rc run failed: ${r.stderr}`);
+  };
+  const builds = other ? { 'this build': join(root, 'dist/rc.cjs'), [other]: other } : {};
+  // Interleaved, so a noisy moment on the machine weighs on all alike.
+  const [node, version, run, ...compared] = timeRuns([
     () => spawnSync(process.execPath, ['-e', '0'], { env }),
     () => spawnSync(rc, ['--version'], { env }),
-    () => {
-      const r = spawnSync(rc, ['run', '--', 'true'], { env });
-      if (r.status !== 0) throw new Error(`rc run failed: ${r.stderr}`);
-    },
+    rcRun(rc, []),
+    ...Object.values(builds).flatMap((file) => [() => spawnSync(process.execPath, [file, '--version'], { env }), rcRun(process.execPath, [file])]),
   ]);
   report('node -e 0', node);
   report('rc --version', version);
   report('rc run -- true', run);
+  Object.keys(builds).forEach((name, i) => {
+    report(`node ${name} --version`, compared[2 * i]);
+    report(`node ${name} run -- true`, compared[2 * i + 1]);
+  });
   const trips = [];
   for (let i = 0; i <= runs; i++) {
     const t = await serverRoundTrip();

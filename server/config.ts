@@ -2,6 +2,7 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ROOT } from './paths';
+import { zodMessage } from '../protocol/zod-message';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -47,9 +48,6 @@ export type ControllerConfig = z.infer<typeof Env>;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControllerConfig {
   const parsed = Env.safeParse(env);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`bad environment variable ${issue.path.join('.')}: ${issue.message}`);
-  }
+  if (!parsed.success) throw new Error(`bad environment variable ${zodMessage(parsed.error)}`);
   return parsed.data;
 }

@@ -30,6 +30,7 @@ import { startJob } from './jobs/start';
 import { FINAL_STATES } from '../core/job-state';
 import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
+import { zodMessage } from '../protocol/zod-message';
 
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
 export const HIGH_WATER = 512 * 1024;
@@ -194,10 +195,7 @@ export class TtyHub {
     socket.on(TtyEvent.open, (raw) => {
       if (socket.data.jobId) return fail(new RcError('bad_request', 'this socket already has a terminal; open another socket'));
       const parsed = TtyOpen.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        return fail(new RcError('bad_request', `${issue.path.length ? `${issue.path.join('.')}: ` : ''}${issue.message}`));
-      }
+      if (!parsed.success) return fail(new RcError('bad_request', zodMessage(parsed.error)));
       const open = parsed.data;
       (open.jobId ? this.attach(socket, identity, open.jobId, open) : this.submit(socket, identity, open)).catch(fail);
     });
@@ -251,7 +249,7 @@ export class TtyHub {
       maxRuntimeS: open.maxRuntimeS ?? null,
       idleTimeoutS: open.idleTimeoutS ?? null,
     });
-    if (!body.success) throw new RcError('bad_request', body.error.issues[0]!.message);
+    if (!body.success) throw new RcError('bad_request', zodMessage(body.error));
     await startJob(this.c, identity, body.data, (job, position) => {
       // Bound before the job is sent to its worker: the start carries the client's size.
       const s = this.session(job);

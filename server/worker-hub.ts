@@ -26,6 +26,7 @@ import type { JobRow } from './jobs/job-view';
 import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
 import { TtyOutput } from '../protocol/tty';
+import { zodMessage } from '../protocol/zod-message';
 
 /** What the terminal side (server/tty.ts) needs from the hub's traffic. */
 export interface TtyHooks {
@@ -238,7 +239,7 @@ export class WorkerHub implements Dispatcher {
 
     socket.on(WorkerEvent.inventory, (raw) => {
       const inv = Inventory.safeParse(raw);
-      if (!inv.success) return log(`bad inventory from ${hostName}: ${inv.error.issues[0]?.message}`);
+      if (!inv.success) return log(`bad inventory from ${hostName}: ${zodMessage(inv.error)}`);
       db.transaction((tx) => storeInventory(tx, hostName, inv.data))
         .then(() => this.quarantineFromProbes(hostName))
         .then(

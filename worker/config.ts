@@ -2,6 +2,7 @@
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { zodMessage } from '../protocol/zod-message';
 
 /** A path, where an empty value means unset. */
 const optionalPath = z
@@ -62,9 +63,6 @@ export function stateDirFor(host: string, env: NodeJS.ProcessEnv): string {
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
   const parsed = Env.transform((c) => ({ ...c, RC_STATE_DIR: c.RC_STATE_DIR ?? stateDirFor(c.RC_HOST_NAME, env) })).safeParse(env);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`${issue.path.join('.')}: ${issue.message}`);
-  }
+  if (!parsed.success) throw new Error(zodMessage(parsed.error));
   return parsed.data;
 }

@@ -14,6 +14,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { zodMessage } from '../protocol/zod-message';
 import type { PreviousJob, Unkillable } from './runtime';
 
 const Job = z.object({ jobId: z.string().max(64), devices: z.array(z.number().int()).max(64), cgroup: z.string().max(4096).nullable() });
@@ -45,15 +46,16 @@ export class JobState {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.claim();
     if (!existsSync(this.file)) return { jobs: [], leftover: [] };
+    let why: string;
     try {
-      const parsed = File.parse(JSON.parse(readFileSync(this.file, 'utf8')));
-      return { jobs: parsed.jobs, leftover: parsed.leftover };
+      const parsed = File.safeParse(JSON.parse(readFileSync(this.file, 'utf8')));
+      if (parsed.success) return { jobs: parsed.data.jobs, leftover: parsed.data.leftover };
+      why = zodMessage(parsed.error);
     } catch (err) {
-      this.log(
-        `cannot read ${this.file} (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); only the job cgroups left in the worker's folder are cleaned up`,
-      );
-      return { jobs: [], leftover: [] };
+      why = err instanceof Error ? err.message.split('\n')[0]! : String(err);
     }
+    this.log(`cannot read ${this.file} (${why}); only the job cgroups left in the worker's folder are cleaned up`);
+    return { jobs: [], leftover: [] };
   }
 
   private claim(): void {

@@ -30,6 +30,7 @@ import { Watchdog } from './watchdog';
 import { OutputOutbox } from './outbox';
 import { Prober } from './inventory';
 import { readWorkerConfigFile } from './worker-config';
+import { zodMessage } from '../protocol/zod-message';
 
 declare const RC_VERSION: string;
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
@@ -135,7 +136,7 @@ class Worker {
     if (typeof ack !== 'function') return;
     const op = FileOp.safeParse(raw);
     let reply: FileReply;
-    if (!op.success) reply = { ok: false, code: 'bad_request', message: `bad file request: ${op.error.issues[0]?.message}` };
+    if (!op.success) reply = { ok: false, code: 'bad_request', message: `bad file request: ${zodMessage(op.error)}` };
     else {
       try {
         reply = { ok: true, ...(fn(op.data) ?? {}) };

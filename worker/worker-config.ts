@@ -9,6 +9,7 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import type { DeclaredLabels } from './labels';
 import { LABEL_KEY, MAX_KEY_LENGTH, MAX_VALUE_LENGTH } from './probes/parse';
+import { zodMessage } from '../protocol/zod-message';
 
 const KEY_RULE = 'label keys start with a letter or _ and hold only letters, digits, _ . and -';
 
@@ -62,7 +63,7 @@ export function readWorkerConfigFile(file: string): WorkerFileConfig {
     throw new WorkerConfigError(`${file}: not valid JSON: ${(err as Error).message}`);
   }
   const parsed = FileSchema.safeParse(json);
-  if (!parsed.success) throw new WorkerConfigError(`${file}: ${describeIssue(parsed.error.issues[0]!)}`);
+  if (!parsed.success) throw new WorkerConfigError(`${file}: ${zodMessage(parsed.error, describeIssue)}`);
   const { labels = {}, devices = {}, probesDir } = parsed.data;
   const pairs = (l: Record<string, string>) => Object.entries(l).map(([key, value]) => ({ key, value }));
   const declared: DeclaredLabels = {
@@ -72,9 +73,9 @@ export function readWorkerConfigFile(file: string): WorkerFileConfig {
   return { file, declared, probesDir: probesDir === undefined ? null : resolve(dirname(resolve(file)), probesDir) };
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+/** The file's own words for a bad key and an unknown field; zod's for the rest. */
+function describeIssue(issue: z.core.$ZodIssue, where: string): string | undefined {
   const path = issue.path.map(String);
-  const where = path.length ? `${path.join('.')}: ` : '';
   if (issue.code === 'invalid_key') {
     const key = JSON.stringify(path[path.length - 1] ?? '');
     const isDevice = path.length === 2 && path[0] === 'devices';
@@ -87,5 +88,5 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     const allowed = path.length === 0 ? 'labels, devices, probesDir' : 'labels';
     return `${where}unknown field ${issue.keys.map((k) => JSON.stringify(k)).join(', ')} (allowed: ${allowed})`;
   }
-  return `${where}${issue.message}`;
+  return undefined;
 }

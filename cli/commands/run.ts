@@ -8,7 +8,7 @@ import type { Client } from '../client';
 import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
 import { durationFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
-import { err, out, usage } from '../output';
+import { err, out, stderr, stdout, usage } from '../output';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
@@ -168,7 +168,7 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
       const { seq, data } = splitOutput(payload);
       if (seq <= state.lastSeq) return;
       state.lastSeq = seq;
-      (type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);
+      (type === FRAME_STDOUT ? stdout() : stderr()).write(data);
     });
     const done = () => {
       if (queuedNotice) clearTimeout(queuedNotice);
@@ -182,6 +182,9 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
 function runTtyJob(client: Client, body: TtyRun['open'], jobId?: string): Promise<number> {
   const { join } = require('node:path') as typeof import('node:path');
   const mod = require(join(__dirname, 'rc-tty.cjs')) as typeof import('../tty');
+  // The terminal client writes to both, through its own bundle's copy of output.ts: this run's exit waits for them.
+  stdout();
+  stderr();
   return mod.runTty({
     controller: client.controller,
     token: client.token,

@@ -25,6 +25,7 @@ import { created, readBody, Reply, type Router } from './router';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
+import { zodMessage } from '../../protocol/zod-message';
 
 const JOB_ID = /^j[0-9a-v]{10}$/;
 
@@ -135,7 +136,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const path = query.get('path');
     if (!path) throw new RcError('bad_request', 'path is required: the file on the device, e.g. /workspace/train.py');
     const submitter = Submitter.safeParse(query.get('submitter') ?? '');
-    if (!submitter.success) throw new RcError('bad_request', submitter.error.issues[0]!.message);
+    if (!submitter.success) throw new RcError('bad_request', zodMessage(submitter.error));
     return { path, submitter: submitter.data };
   };
   router.on('PUT /api/devices/:name/files', async ({ req, params, query, identity }) => {

@@ -203,6 +203,25 @@ test("the CLI finds the checkout's credentials with no environment", async () =>
   assert.match(none.stderr, /^rc: not_configured: set RC_CONTROLLER and RC_TOKEN/);
 });
 
+test('the CLI uses no deprecated Node API: with pending deprecations thrown, every path still works and nothing is warned', async () => {
+  const env = { NODE_OPTIONS: '--pending-deprecation --throw-deprecation' };
+  for (const args of [['--version'], ['run', '--', 'true'], ['run', '--', 'sh', '-c', 'echo out; echo err >&2'], ['devices'], ['jobs', '--json']]) {
+    const r = await stack.cli(args, { env });
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    assert.doesNotMatch(r.stderr, /Deprecation/, args.join(' '));
+  }
+  const gone = await stack.cli(['devices'], { env: { ...env, RC_CONTROLLER: 'http://127.0.0.1:1' } });
+  assert.equal(gone.code, 207, gone.stderr);
+  assert.match(gone.stderr, /^rc: unreachable: cannot reach the controller at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\)/);
+});
+
+test("a job's output bigger than a pipe holds reaches rc's stdout whole before rc exits", async () => {
+  const r = await stack.cli(['run', '--', 'sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" x; echo; head -c 300000 /dev/zero | tr "\\0" y >&2']);
+  assert.equal(r.code, 0, r.stderr.slice(-500));
+  assert.equal(r.stdout, `${'x'.repeat(3_000_000)}\n`);
+  assert.equal(r.stderr, 'y'.repeat(300_000));
+});
+
 test('--gpus 2 claims two devices on one host, all or nothing, and lists both in CUDA_VISIBLE_DEVICES', async () => {
   await allFree();
   const r = await stack.cli(['run', '--gpus', '2', '--', 'sh', '-c', 'echo "$CUDA_VISIBLE_DEVICES|$RC_DEVICES"']);

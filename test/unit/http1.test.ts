@@ -4,7 +4,6 @@ import { createServer as createTcpServer } from 'node:net';
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { Body, chunkedFeed, http1Request } from '../../cli/http1';
-import { connectTcp } from '../../cli/tcp';
 
 const chunked = (parts: Buffer[]) =>
   Buffer.concat([
@@ -92,7 +91,7 @@ async function withServer(fn: (port: number) => Promise<void>): Promise<void> {
       res.end(JSON.stringify({ bytes: body.length, head: body.subarray(0, 5).toString(), auth: req.headers.authorization }));
     });
   });
-  // Both address families, so each way of connecting can be tried.
+  // Both address families, and a host name.
   await new Promise<void>((r) => server.listen(0, '::', r));
   try {
     await fn((server.address() as { port: number }).port);
@@ -102,12 +101,8 @@ async function withServer(fn: (port: number) => Promise<void>): Promise<void> {
   }
 }
 
-for (const [host, via] of [
-  ['127.0.0.1', 'handle'],
-  ['[::1]', 'handle'],
-  ['localhost', 'net'],
-] as const) {
-  test(`against a real node:http server at ${host} (${via}): status, headers, streamed chunks, sized bodies, a 16 MiB upload`, async () => {
+for (const host of ['127.0.0.1', '[::1]', 'localhost']) {
+  test(`against a real node:http server at ${host}: status, headers, streamed chunks, sized bodies, a 16 MiB upload`, async () => {
     await withServer(async (port) => {
       const s = await http1Request(new URL(`http://${host}:${port}/stream`), 'GET', {});
       assert.equal(s.statusCode, 200);
@@ -124,29 +119,6 @@ for (const [host, via] of [
   });
 }
 
-test('an IP address connects through the TCP handle, a host name through node:net', async () => {
-  await withServer(async (port) => {
-    for (const [host, via] of [
-      ['127.0.0.1', 'handle'],
-      ['::1', 'handle'],
-      ['localhost', 'net'],
-    ] as const) {
-      const conn = await new Promise<ReturnType<typeof connectTcp>>((resolve, reject) => {
-        const c = connectTcp(host, port, {
-          data: () => {
-            resolve(c);
-          },
-          end: () => {},
-          error: reject,
-        });
-        c.write(`GET /x HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n`);
-      });
-      assert.equal(conn.via, via, host);
-      conn.destroy();
-    }
-  });
-});
-
 test('a connection cut in the middle of a body is an error, not a short success', async () => {
   const server = createTcpServer((socket) => {
     socket.once('data', () => {
@@ -162,24 +134,4 @@ test('a connection cut in the middle of a body is an error, not a short success'
   } finally {
     server.close();
   }
-});
-
-test('with pending deprecations shown, the CLI keeps to node:net and prints no warning', async () => {
-  await withServer(async (port) => {
-    const { execFile } = await import('node:child_process');
-    const script = `import { connectTcp } from './cli/tcp.ts';
-      const c = connectTcp('127.0.0.1', ${port}, { data: () => { console.log(c.via); c.destroy(); }, end: () => {}, error: (e) => { console.log(e.code); } });
-      c.write('GET /x HTTP/1.1\\r\\nhost: x\\r\\ncontent-length: 0\\r\\n\\r\\n');`;
-    // Not spawnSync: the server answering it runs in this process.
-    const r = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', '--input-type=module', '-e', script],
-        { env: { ...process.env, NODE_PENDING_DEPRECATION: '1' }, timeout: 30_000 },
-        (err, stdout, stderr) => (err ? reject(err) : resolve({ stdout, stderr })),
-      );
-    });
-    assert.equal(r.stdout.trim(), 'net');
-    assert.doesNotMatch(r.stderr, /DeprecationWarning/);
-  });
 });

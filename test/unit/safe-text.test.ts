@@ -124,14 +124,13 @@ test('onScreen escapes for a terminal only: a pipe or a file gets the same strin
 /**
  * One choke point: the CLI writes its own text through out() and err()
  * (cli/output.ts). These are the only other writes to stdout and stderr, each
- * with why it must not be escaped. A new one fails here until it is either
+ * with why it must not be escaped (they too take the streams from output.ts). A new one fails here until it is either
  * routed through output.ts or listed with its reason.
  */
 const RAW_WRITES: Record<string, string> = {
-  'cli/commands/run.ts|(type === FRAME_STDOUT ? process.stdout : process.stderr).write(data);': "a job's own output, byte for byte",
+  'cli/commands/run.ts|(type === FRAME_STDOUT ? stdout() : stderr()).write(data);': "a job's own output, byte for byte",
   'cli/tty.ts|stdout.write(buf, () => socket.emit(TtyEvent.ack, buf.length));': "a terminal job's own output, byte for byte",
   "cli/tty.ts|stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));": 'an empty write, to wait for the output to drain',
-  "cli/main.ts|for (const name of streams) process[name].write('', done);": 'an empty write, to wait for the output to drain',
 };
 
 test("the CLI writes its own text only through cli/output.ts; the other writes are a job's bytes", () => {
@@ -146,7 +145,9 @@ test("the CLI writes its own text only through cli/output.ts; the other writes a
     const rel = relative(root, file);
     if (rel === 'cli/output.ts') continue;
     for (const line of readFileSync(file, 'utf8').split('\n')) {
-      if (/\b(?:std(?:out|err)|process\[\w+\])\)?\.write\(/.test(line)) found.push(`${rel}|${line.trim()}`);
+      if (/\b(?:std(?:out|err)(?:\(\))?|process\[\w+\])\)?\.write\(/.test(line)) found.push(`${rel}|${line.trim()}`);
+      // Even those take the stream from output.ts's stdout() and stderr(), so that rc's exit waits for what they wrote.
+      assert.doesNotMatch(line, /process\.std(?:out|err)\b|process\[/, `${rel}: take the stream from stdout() or stderr() in cli/output.ts`);
     }
   }
   assert.deepEqual(found.sort(), Object.keys(RAW_WRITES).sort(), "write rc's own text with out() or err() from cli/output.ts");
