@@ -39,6 +39,7 @@ async function main(): Promise<void> {
 
   const controller = new Controller({
     database,
+    databaseUrl: process.env.DATABASE_URL,
     health,
     publicUrl,
     hostTimeoutS: config.RC_HOST_TIMEOUT_S,

@@ -18,8 +18,16 @@ import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
 
+/** Errors that mean the request never reached a controller: another one in RC_CONTROLLER's list may be tried. */
+const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
 export class Client {
-  constructor(private readonly config: CliConfig) {}
+  /** The controller answering now: the first of the list, until one cannot be reached. */
+  private current: string;
+
+  constructor(private readonly config: CliConfig) {
+    this.current = config.controller;
+  }
 
   get submitter(): string {
     return this.config.submitter;
@@ -27,7 +35,7 @@ export class Client {
 
   /** For the terminal socket (rc run --tty). */
   get controller(): string {
-    return this.config.controller;
+    return this.current;
   }
 
   get token(): string {
@@ -57,12 +65,32 @@ export class Client {
     return data;
   }
 
-  private send(name: RouteName, input: { query?: unknown; body?: unknown } = {}, accept: string): Promise<Response> {
+  /** Sends to the controller in use; one that cannot be reached is passed over for the next of the list (once round it). */
+  private async send(name: RouteName, input: { query?: unknown; body?: unknown } = {}, accept: string): Promise<Response> {
+    const list = this.config.controllers.length ? this.config.controllers : [this.config.controller];
+    const start = Math.max(0, list.indexOf(this.current));
+    let last: Error | null = null;
+    for (let i = 0; i < list.length; i++) {
+      const controller = list[(start + i) % list.length]!;
+      try {
+        const res = await this.sendTo(controller, name, input, accept);
+        this.current = controller;
+        return res;
+      } catch (err) {
+        last = err as Error;
+        if (!NOT_REACHED.has(last.message)) break;
+      }
+    }
+    const where = list.length > 1 ? `any of the controllers (${list.join(', ')})` : `the controller at ${list[0]}`;
+    return fail('unreachable', `cannot reach ${where} (${last?.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable);
+  }
+
+  private sendTo(controller: string, name: RouteName, input: { query?: unknown; body?: unknown }, accept: string): Promise<Response> {
     const [method, pattern] = name.split(' ') as [string, string];
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries((input.query ?? {}) as Record<string, unknown>)) if (v !== undefined) query.set(k, String(v));
     const path = pattern.replace(/:(\w+)/g, (_, k: string) => encodeURIComponent((input as Record<string, string>)[k]!));
-    const url = new URL(this.config.controller + path + (query.size ? `?${query}` : ''));
+    const url = new URL(controller + path + (query.size ? `?${query}` : ''));
     const body = input.body;
     const raw = Buffer.isBuffer(body);
     const payload = body === undefined ? undefined : raw ? body : JSON.stringify(body);
@@ -83,13 +111,9 @@ export class Client {
               .end(payload);
           })
         : http1Request(url, method, headers, payload);
-    return sent
-      .catch((err: NodeJS.ErrnoException) => {
-        throw new Error(err.code ?? err.message);
-      })
-      .catch((err: Error) =>
-        fail('unreachable', `cannot reach the controller at ${this.config.controller} (${err.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable),
-      );
+    return sent.catch((err: NodeJS.ErrnoException) => {
+      throw new Error(err.code ?? err.message);
+    });
   }
 }
 

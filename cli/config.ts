@@ -6,7 +6,9 @@ import { EXIT } from '../core/exit-codes';
 import { fail } from './output';
 
 export interface CliConfig {
+  /** The first controller; RC_CONTROLLER may list more, comma-separated, tried in turn when one cannot be reached. */
   controller: string;
+  controllers: string[];
   token: string;
   submitter: string;
 }
@@ -30,12 +32,16 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
     }
     return local;
   };
-  const controller = (env.RC_CONTROLLER || readLocal().controller || '').replace(/\/+$/, '');
+  const controllers = (env.RC_CONTROLLER || readLocal().controller || '')
+    .split(',')
+    .map((u) => u.trim().replace(/\/+$/, ''))
+    .filter(Boolean);
+  const controller = controllers[0] ?? '';
   const token = env.RC_TOKEN || (env.RC_ADMIN === '1' ? readLocal().adminToken : readLocal().clientToken) || '';
   if (!controller || !token) {
     fail('not_configured', 'set RC_CONTROLLER and RC_TOKEN (ask the operator), or run `npm start` in this checkout first', EXIT.unauthorized);
   }
-  return { controller, token, submitter: env.RC_SUBMITTER || defaultSubmitter() };
+  return { controller, controllers, token, submitter: env.RC_SUBMITTER || defaultSubmitter() };
 }
 
 /** user@host/s<session id>: distinct per terminal session, stable within one. */

@@ -175,6 +175,8 @@ export const jobs = pgTable(
     expiresAt: ts('expires_at'),
     /** Set once its stored output reached the bound; later output was streamed, not kept. */
     outputTruncated: boolean('output_truncated').notNull().default(false),
+    /** A terminal's client was attached this recently, on some controller (each refreshes its own): the unattended grace counts from it. */
+    ttySeenAt: ts('tty_seen_at'),
     createdAt: ts('created_at').notNull().defaultNow(),
     startedAt: ts('started_at'),
     endedAt: ts('ended_at'),
@@ -220,6 +222,25 @@ export const jobOutput = pgTable(
     at: ts('at').notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.jobId, t.seq] })],
+);
+
+/**
+ * A terminal's recent output, as it went by: how it reaches a client attached
+ * to another controller than the worker's, and what a re-attach replays (on
+ * any controller, after any restart). Only the last RC_TTY_REPLAY_BYTES or so
+ * of each terminal are kept, and nothing of one that has ended.
+ */
+export const ttyOutput = pgTable(
+  'tty_output',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    /** Where the chunk starts in the terminal's stream, in bytes. */
+    pos: bigint('pos', { mode: 'number' }).notNull(),
+    data: bytea('data').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.pos] })],
 );
 
 export const audit = pgTable('audit', {

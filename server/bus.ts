@@ -15,9 +15,11 @@ export const MAX_PAYLOAD_BYTES = 7900;
 
 export type BusMessage =
   /** A job's lifecycle event (queued, started, exit), for whoever follows it on any controller. */
-  | { t: 'job'; event: JobEvent }
-  /** The job's output is stored up to `seq`: followers elsewhere read the rows. */
-  | { t: 'out'; jobId: string; seq: number }
+  | { t: 'job'; jobId: string; event: JobEvent }
+  /** The job's output from seq `from` to `to` is stored: followers elsewhere read the rows. */
+  | { t: 'out'; jobId: string; from: number; to: number }
+  /** A terminal's output from byte `from` to `to` is stored (tty_output): followers elsewhere read the rows. */
+  | { t: 'tty'; jobId: string; from: number; to: number }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */
@@ -92,7 +94,7 @@ export function encode(env: Envelope): string | null {
   if (Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES) return text;
   if (env.m.t === 'job' && 'reason' in env.m.event && env.m.event.reason) {
     const event = { ...env.m.event, reason: `${env.m.event.reason.slice(0, 1000)}…` };
-    text = JSON.stringify({ ...env, m: { t: 'job', event } });
+    text = JSON.stringify({ ...env, m: { ...env.m, event } });
     if (Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES) return text;
   }
   return null;

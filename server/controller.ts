@@ -16,9 +16,14 @@ import { TtyHub } from './tty';
 import { forgetToken } from './auth';
 import { boundBacklog } from './socket-backlog';
 import { TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
+import { Bus, type BusMessage } from './bus';
+import { storedOutput } from './stored-output';
+import { TtyRelay } from './tty-relay';
 
 export interface ControllerOptions {
   database: Database;
+  /** The database's URL: the bus between controllers listens on a connection of its own. */
+  databaseUrl: string;
   hostTimeoutS: number;
   /** Seconds past a time limit before the controller ends a job its worker did not kill. */
   watchdogGraceS?: number;
@@ -39,8 +44,10 @@ export interface ControllerOptions {
 export class Controller {
   readonly db: Db;
   readonly sql: Sql;
-  readonly events = new JobEvents();
+  readonly bus: Bus;
+  readonly events: JobEvents;
   readonly writer: OutputWriter;
+  readonly relay: TtyRelay;
   readonly hub: WorkerHub;
   readonly scheduler: Scheduler;
   readonly router: Router;
@@ -54,7 +61,17 @@ export class Controller {
     this.db = opts.database.db;
     this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
     this.sql = opts.database.client;
-    this.writer = new OutputWriter(this.db, (err) => log(`storing output failed: ${String(err)}`));
+    this.bus = new Bus({ url: opts.databaseUrl, log });
+    const bus = this.bus;
+    this.events = new JobEvents(storedOutput(this.sql), { event: (event) => bus.publish({ t: 'job', jobId: event.jobId, event }) }, (err) =>
+      log(`following output stored elsewhere: ${String(err)}`),
+    );
+    this.writer = new OutputWriter(
+      this.db,
+      (err) => log(`storing output failed: ${String(err)}`),
+      (jobId, from, to) => bus.publish({ t: 'out', jobId, from, to }),
+    );
+    this.relay = new TtyRelay(this.sql, opts.ttyReplayBytes ?? 256 * 1024, (err) => log(`storing terminal output failed: ${String(err)}`));
     this.hub = new WorkerHub({
       db: this.db,
       sql: this.sql,
@@ -67,11 +84,50 @@ export class Controller {
       freed: () => this.scheduler.pokeIfQueued(),
       heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
       outputLimitBytes: this.outputLimitBytes,
+      elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
     });
-    this.scheduler = new Scheduler(this.db, this.sql, this.events, this.hub, (err) => log(`scheduling pass failed: ${String(err)}`), opts.reserveAfterS);
+    this.scheduler = new Scheduler(
+      this.db,
+      this.sql,
+      this.events,
+      this.hub,
+      (err) => log(`scheduling pass failed: ${String(err)}`),
+      opts.reserveAfterS,
+      () => bus.publish({ t: 'poke' }),
+    );
     this.router = new Router(this.db, log, { publicUrl: opts.publicUrl ?? null, health: opts.health ?? null });
     registerApi(this.router, this);
-    this.tty = new TtyHub(this, { graceS: opts.ttyGraceS ?? 45, replayBytes: opts.ttyReplayBytes ?? 256 * 1024, log, publicUrl: opts.publicUrl ?? null });
+    this.tty = new TtyHub(
+      {
+        db: this.db,
+        sql: this.sql,
+        events: this.events,
+        hub: this.hub,
+        scheduler: this.scheduler,
+        relay: this.relay,
+        holds: (h: string) => this.hub.holds(h),
+        publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
+      },
+      { graceS: opts.ttyGraceS ?? 45, log, publicUrl: opts.publicUrl ?? null },
+    );
+  }
+
+  /** Whether a host's worker is connected here: a job starts at submit only on such a device. (Bound: use cases take it alone.) */
+  readonly holds = (hostName: string): boolean => this.hub.holds(hostName);
+
+  /** Another controller's message. */
+  private onBus(m: BusMessage): void {
+    if (m.t === 'job') this.events.remoteEvent(m.jobId, m.event);
+    else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
+    else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
+    else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
+    else if (m.t === 'poke') void this.scheduler.poke();
+  }
+
+  /** Messages missed while the bus was away (or lost): the periodic backstop. */
+  private catchUp(): void {
+    this.events.catchUp().catch((err: unknown) => (this.opts.log ?? console.error)(`catching up on jobs followed here: ${String(err)}`));
+    void this.scheduler.poke();
   }
 
   /** A revoked token: out of the auth cache, and its live sockets (a worker, terminals, the live view) cut now. */
@@ -85,8 +141,12 @@ export class Controller {
 
   async start(io: Server): Promise<void> {
     this.io = io;
-    await markHostsAway(this.db);
+    await markHostsAway(this.db, this.opts.hostTimeoutS);
     const log = this.opts.log ?? console.error;
+    await this.bus.start(
+      (m) => this.onBus(m),
+      () => this.catchUp(),
+    );
     // The dashboard's live view: whatever it is sent waits for it within the same bound as a terminal.
     io.of('/').on('connection', (socket) => boundBacklog(socket, log));
     this.hub.attach(io);
@@ -115,7 +175,8 @@ export class Controller {
         pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`));
       }, 600_000),
     );
-    // A safety net only: every change that can start a job pokes the scheduler at once.
+    // Safety nets only: every change pokes at once, here and (through the bus) on the other controllers.
+    this.every(2000, () => this.events.catchUp().catch((err: unknown) => log(`catching up on jobs followed here: ${String(err)}`)));
     this.timers.push(
       setInterval(() => {
         void this.scheduler.poke();
@@ -150,5 +211,6 @@ export class Controller {
     // What is not stored within a few seconds stays with the workers, which resend it to the next controller.
     await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 5000))]);
     this.writer.stop();
+    await this.bus.stop();
   }
 }

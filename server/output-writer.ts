@@ -34,6 +34,8 @@ export class OutputWriter {
   constructor(
     private readonly db: Db,
     private readonly onError: (err: unknown) => void,
+    /** Rows from..to of a job committed: the other controllers' followers are told (server/bus.ts). */
+    private readonly onStored: (jobId: string, from: number, to: number) => void = () => {},
   ) {}
 
   add(row: Row): void {
@@ -87,6 +89,16 @@ export class OutputWriter {
         await new Promise((r) => setTimeout(r, wait));
       }
     }
-    for (const r of rows) this.pendingBytes -= r.data.length;
+    const spans = new Map<string, { from: number; to: number }>();
+    for (const r of rows) {
+      this.pendingBytes -= r.data.length;
+      const s = spans.get(r.jobId);
+      if (!s) spans.set(r.jobId, { from: r.seq, to: r.seq });
+      else {
+        s.from = Math.min(s.from, r.seq);
+        s.to = Math.max(s.to, r.seq);
+      }
+    }
+    for (const [jobId, s] of spans) this.onStored(jobId, s.from, s.to);
   }
 }

@@ -58,10 +58,14 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
   return lost;
 }
 
-/** At start-up no worker is connected to this controller yet: give every host the full timeout to come back. */
-export async function markHostsAway(db: Db): Promise<void> {
+/**
+ * At start-up no worker is connected to this controller yet: every host gets
+ * the full timeout to come back, but those another controller hears from
+ * (a heartbeat within a third of the timeout) are left as they are.
+ */
+export async function markHostsAway(db: Db, timeoutS: number): Promise<void> {
   await db
     .update(hosts)
     .set({ status: 'away', lastSeenAt: sql`now()` })
-    .where(inArray(hosts.status, ['online', 'away']));
+    .where(and(inArray(hosts.status, ['online', 'away']), sql`${hosts.lastSeenAt} < now() - make_interval(secs => ${timeoutS / 2})`));
 }

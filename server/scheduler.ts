@@ -1,8 +1,13 @@
 // Runs the scheduling decision whenever something changes (a submit, a freed
-// device, a worker arriving): no fixed polling delay stands between a freed
-// device and the next job. Passes from several
-// controller replicas may plan at once: the claim re-checks at commit, and the
-// database's one-active-lease index is the last word.
+// device, a worker arriving, a poke from another controller): no fixed
+// polling delay stands between a freed device and the next job.
+//
+// Every controller runs it, each for the devices whose workers are connected
+// to it: what it claims it can start at once, over its own socket. The whole
+// queue is read by all of them, so a job submitted anywhere starts on any
+// controller's free device; two passes that pick the same job or device meet
+// in the claim, which re-checks at commit, and the database's one-active-lease
+// index is the last word.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
@@ -17,6 +22,8 @@ import type { JobRow } from './jobs/job-view';
 export interface Dispatcher {
   /** Sends a started job to its worker; false when that worker is not connected here. */
   startJob(job: JobRow, devices: Target[]): boolean;
+  /** Whether the host's worker is connected here: only its devices are claimed by this controller. */
+  holds(hostName: string): boolean;
 }
 
 export class Scheduler {
@@ -32,6 +39,8 @@ export class Scheduler {
     private readonly dispatcher: Dispatcher,
     private readonly onError: (err: unknown) => void,
     private readonly reserveAfterS = DEFAULT_RESERVE_AFTER_S,
+    /** Tells the other controllers that something may have become schedulable (the bus). */
+    private readonly spread: () => void = () => {},
   ) {}
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
@@ -45,6 +54,12 @@ export class Scheduler {
   /** A device was freed: run a pass only if something may be waiting for it (the 5 s safety pass covers other replicas). */
   pokeIfQueued(): void {
     if (this.maybeQueued) void this.poke();
+  }
+
+  /** A job was queued, or put back: every controller's pass looks, this one's too. */
+  pokeAll(): Promise<void> {
+    this.spread();
+    return this.poke();
   }
 
   /** Runs a pass now, or right after the one in progress. Resolves when it is done. */
@@ -74,7 +89,7 @@ export class Scheduler {
   private async pass(): Promise<void> {
     const [queued, devices] = await Promise.all([
       this.sql<Record<string, unknown>[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`.then((rows) => rows.map(rowToJob)),
-      loadDevices(this.sql),
+      loadDevices(this.sql).then((all) => all.filter((d) => this.dispatcher.holds(d.hostName))),
     ]);
     if (!queued.length) {
       this.maybeQueued = false;
@@ -109,6 +124,7 @@ export class Scheduler {
     }
     await this.requeue(job);
     this.maybeQueued = true;
+    this.spread();
   }
 
   /** The worker vanished between the decision and the dispatch: put the job back. */

@@ -1,8 +1,10 @@
 // Interactive terminals: the socket.io namespace /tty. A client (rc run --tty,
-// the dashboard's terminal page) opens a tty job or re-attaches to one; the
-// controller relays keystrokes and resizes to the job's worker and the
-// terminal's output back, keeps the last RC_TTY_REPLAY_BYTES of it for a
-// re-attach, and ends the job when nobody was attached for RC_TTY_GRACE_S.
+// the dashboard's terminal page) opens a tty job or re-attaches to one, on
+// any controller; keystrokes and resizes reach the job's worker wherever it
+// is connected (orders through the bus), and the terminal's output comes back
+// through Postgres (server/tty-relay.ts), which also keeps the last
+// RC_TTY_REPLAY_BYTES for a re-attach. The job ends when nobody was attached,
+// on any controller, for RC_TTY_GRACE_S (jobs.tty_seen_at).
 //
 // Flow control, end to end: the client acknowledges the bytes it has written
 // (xterm's write callback, or stdout's); past HIGH_WATER unacknowledged bytes
@@ -11,13 +13,14 @@
 // most TTY_WORKER_WINDOW bytes before the controller's tty:ack. The client's
 // acknowledgements are its word only: one that acknowledges without reading
 // is cut once SOCKET_BACKLOG_BYTES wait for it (server/socket-backlog.ts).
-import { eq } from 'drizzle-orm';
+import { eq, inArray, sql as q } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { RcError } from '../core/errors';
 import { jobs } from '../db/schema';
 import { SubmitJob } from '../protocol/api';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent, type Unchecked, WorkerEvent } from '../protocol/events';
 import { TTY_MAX_INPUT, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
+import type { TtyRelay } from './tty-relay';
 import type { TtyError } from '../protocol/wire';
 import { identify, webSubmitter, type Identity } from './auth';
 import type { Db, Sql } from './db';
@@ -32,6 +35,9 @@ import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
 import { zodMessage } from '../protocol/zod-message';
 
+/** Input is relayed in pieces of at most this many bytes: a bus message carries one (server/bus.ts). */
+const INPUT_PIECE = 4096;
+
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
 export const HIGH_WATER = 512 * 1024;
 /** ...and below which it reads again. */
@@ -40,52 +46,9 @@ export const LOW_WATER = 128 * 1024;
 export interface TtyOptions {
   /** Seconds a terminal may have nobody attached before its job is ended. */
   graceS: number;
-  /** Bytes of recent output kept per terminal, replayed on re-attach. */
-  replayBytes: number;
   log: (msg: string) => void;
   /** RC_PUBLIC_URL, for the origin check of cookie-authenticated sockets. */
   publicUrl: string | null;
-}
-
-/** The last `cap` bytes of a stream, and how many bytes the stream has had in all. */
-export class Ring {
-  private chunks: Buffer[] = [];
-  bytes = 0;
-  total = 0;
-  constructor(readonly cap: number) {}
-
-  append(data: Buffer): void {
-    if (data.length >= this.cap) {
-      this.chunks = [Buffer.from(data.subarray(data.length - this.cap))];
-      this.bytes = this.cap;
-    } else {
-      this.chunks.push(data);
-      this.bytes += data.length;
-      while (this.bytes > this.cap) {
-        const first = this.chunks[0]!;
-        const over = this.bytes - this.cap;
-        if (first.length <= over) {
-          this.chunks.shift();
-          this.bytes -= first.length;
-        } else {
-          this.chunks[0] = Buffer.from(first.subarray(over));
-          this.bytes -= over;
-        }
-      }
-    }
-    this.total += data.length;
-  }
-
-  /** Where the kept bytes start in the stream. */
-  get start(): number {
-    return this.total - this.bytes;
-  }
-
-  /** The kept bytes from stream offset `after` (or from the oldest kept one). */
-  since(after: number): { offset: number; data: Buffer } {
-    const offset = Math.min(this.total, Math.max(after, this.start));
-    return { offset, data: Buffer.concat(this.chunks).subarray(offset - this.start) };
-  }
 }
 
 /** What the controller knows of a terminal client's socket. */
@@ -106,7 +69,10 @@ interface Session {
   fence: number | null;
   host: string | null;
   size: { cols: number; rows: number };
-  ring: Ring;
+  /** Bytes of the terminal's stream passed on to the client. */
+  cursor: number;
+  /** Reads from the relay for the client, one at a time. */
+  reading: Promise<void>;
   client: TtySocket | null;
   /** Bytes sent to the client that it has not acknowledged. */
   unacked: number;
@@ -122,10 +88,16 @@ export interface TtyDeps {
   events: JobEvents;
   hub: WorkerHub;
   scheduler: Scheduler;
+  relay: TtyRelay;
+  /** Whether a host's worker is connected to this controller. */
+  holds: (hostName: string) => boolean;
+  /** Tells the other controllers that output of a terminal was stored. */
+  publish: (jobId: string, from: number, to: number) => void;
 }
 
 export class TtyHub {
   private readonly sessions = new Map<string, Session>();
+  private timers: NodeJS.Timeout[] = [];
 
   constructor(
     private readonly c: TtyDeps,
@@ -138,20 +110,10 @@ export class TtyHub {
     };
   }
 
-  /** Bytes of output each terminal keeps for a re-attach (for tests and the docs). */
-  get replayBytes(): number {
-    return this.opts.replayBytes;
-  }
-
-  /** Sessions and the bytes they hold now. */
-  stats(): { sessions: number; ringBytes: number; unacked: number } {
-    let ringBytes = 0;
-    let unacked = 0;
-    for (const s of this.sessions.values()) {
-      ringBytes += s.ring.bytes;
-      unacked += s.unacked;
-    }
-    return { sessions: this.sessions.size, ringBytes, unacked };
+  /** Another controller stored output of a terminal: a client attached here gets it. */
+  stored(jobId: string, to: number): void {
+    const s = this.sessions.get(jobId);
+    if (s?.client && s.cursor < to) this.readFor(s);
   }
 
   async start(io: Server): Promise<void> {
@@ -175,10 +137,34 @@ export class TtyHub {
     // Terminals running from before a controller restart: whoever opened them has this long to come back.
     const rows = await this.c.db.select().from(jobs).where(eq(jobs.kind, 'tty'));
     for (const job of rows) if (!FINAL_STATES.has(job.state)) this.graceStart(this.session(job));
+    // Attached here: said in the database, so a controller where the client is not does not end the terminal.
+    const seenEvery = Math.min(5000, (this.opts.graceS * 1000) / 3);
+    this.timers.push(setInterval(() => void this.seen([...this.sessions.values()].filter((s) => s.client)), seenEvery));
+    this.timers.push(
+      setInterval(() => {
+        this.c.relay.pruneEnded().catch((err: unknown) => this.opts.log(`pruning terminal output: ${String(err)}`));
+      }, 60_000),
+    );
   }
 
   stop(): void {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
     for (const s of this.sessions.values()) this.drop(s);
+  }
+
+  /** These sessions' clients are attached now. */
+  private seen(sessions: Session[]): Promise<void> {
+    if (!sessions.length) return Promise.resolve();
+    const ids = sessions.map((s) => s.jobId);
+    return this.c.db
+      .update(jobs)
+      .set({ ttySeenAt: q`now()` })
+      .where(inArray(jobs.id, ids))
+      .then(
+        () => {},
+        (err: unknown) => this.opts.log(`noting attached terminals: ${String(err)}`),
+      );
   }
 
   private onConnection(socket: TtySocket): void {
@@ -203,14 +189,18 @@ export class TtyHub {
       const s = this.mine(socket);
       if (!s?.host || s.fence === null) return;
       if (!(typeof data === 'string' || Buffer.isBuffer(data)) || data.length > TTY_MAX_INPUT) return;
-      this.c.hub.emitTo(s.host, WorkerEvent.ttyInput, { jobId: s.jobId, fence: s.fence, data });
+      // In pieces a bus message can carry, should the worker be connected to another controller.
+      const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+      for (let at = 0; at < bytes.length; at += INPUT_PIECE) {
+        this.c.hub.order(s.host, WorkerEvent.ttyInput, { jobId: s.jobId, fence: s.fence, data: bytes.subarray(at, at + INPUT_PIECE) });
+      }
     });
     socket.on(TtyEvent.resize, (raw) => {
       const s = this.mine(socket);
       const size = TtySize.safeParse(raw);
       if (!s || !size.success) return;
       s.size = size.data;
-      if (s.host && s.fence !== null) this.c.hub.emitTo(s.host, WorkerEvent.ttyResize, { jobId: s.jobId, fence: s.fence, ...size.data });
+      if (s.host && s.fence !== null) this.c.hub.order(s.host, WorkerEvent.ttyResize, { jobId: s.jobId, fence: s.fence, ...size.data });
     });
     socket.on(TtyEvent.ack, (bytes) => {
       const s = this.mine(socket);
@@ -221,6 +211,7 @@ export class TtyHub {
     socket.on('disconnect', () => {
       const s = this.mine(socket);
       if (!s) return;
+      void this.seen([s]);
       s.client = null;
       s.unacked = 0;
       this.flow(s);
@@ -276,10 +267,31 @@ export class TtyHub {
       socket.emit(TtyEvent.queued, { jobId, position: null });
       return;
     }
-    const replay = s.ring.since(open.after ?? 0);
-    socket.emit(TtyEvent.started, { jobId, host: s.host, devices: job.devices ?? [], offset: replay.offset });
-    if (s.fence !== null) this.c.hub.emitTo(s.host, WorkerEvent.ttyResize, { jobId, fence: s.fence, ...s.size });
-    if (replay.data.length) this.send(s, replay.data);
+    // The replay, and whatever is stored while it is read, in order after it.
+    s.cursor = open.after ?? 0;
+    s.reading = s.reading.then(async () => {
+      const replay = await this.c.relay.since(jobId, s.cursor);
+      if (s.client !== socket) return;
+      socket.emit(TtyEvent.started, { jobId, host: s.host!, devices: job.devices ?? [], offset: replay.offset });
+      if (s.fence !== null) this.c.hub.order(s.host!, WorkerEvent.ttyResize, { jobId, fence: s.fence, ...s.size });
+      s.cursor = replay.offset + replay.data.length;
+      if (replay.data.length) this.send(s, replay.data);
+    });
+    await s.reading;
+  }
+
+  /** Passes on to the client what the relay has after its cursor. */
+  private readFor(s: Session): void {
+    s.reading = s.reading
+      .then(async () => {
+        const client = s.client;
+        if (!client) return;
+        const more = await this.c.relay.since(s.jobId, s.cursor);
+        if (s.client !== client || !more.data.length) return;
+        s.cursor = more.offset + more.data.length;
+        this.send(s, more.data);
+      })
+      .catch((err: unknown) => this.opts.log(`terminal ${s.jobId}: reading its output: ${String(err)}`));
   }
 
   private session(job: JobRow): Session {
@@ -290,7 +302,8 @@ export class TtyHub {
       fence: job.state === 'running' ? job.fence : null,
       host: job.state === 'running' ? job.hostName : null,
       size: { cols: 80, rows: 24 },
-      ring: new Ring(this.opts.replayBytes),
+      cursor: 0,
+      reading: Promise.resolve(),
       client: null,
       unacked: 0,
       paused: false,
@@ -301,7 +314,7 @@ export class TtyHub {
     s.unsubscribe = this.c.events.subscribe(job.id, (item) => {
       if (item.kind !== 'event') return;
       const e = item.event;
-      if (e.type === 'started') session.client?.emit(TtyEvent.started, { jobId: e.jobId, host: e.host, devices: e.devices, offset: session.ring.total });
+      if (e.type === 'started') void this.startedElsewhere(session, e.host, e.devices);
       if (e.type === 'exit') {
         session.client?.emit(TtyEvent.exit, { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason, cause: e.cause });
         this.drop(session);
@@ -339,16 +352,37 @@ export class TtyHub {
     if (!s.client) this.graceStart(s);
   }
 
+  /** The terminal started, here or on another controller: the client learns it, and its size reaches the worker. */
+  private async startedElsewhere(s: Session, host: string, devices: string[]): Promise<void> {
+    if (s.fence === null) {
+      const [row] = await this.c.db.select({ fence: jobs.fence, host: jobs.hostName }).from(jobs).where(eq(jobs.id, s.jobId));
+      s.fence = row?.fence ?? null;
+      s.host = row?.host ?? host;
+      if (s.fence !== null && s.client) this.c.hub.order(s.host, WorkerEvent.ttyResize, { jobId: s.jobId, fence: s.fence, ...s.size });
+    }
+    s.client?.emit(TtyEvent.started, { jobId: s.jobId, host, devices, offset: s.cursor });
+    if (!s.client) this.graceStart(s);
+  }
+
+  /** Output from a worker connected here: stored, then acknowledged (the worker may send more), then passed on. */
   private onOutput(host: string, out: TtyOutput): void {
-    // Taken: the worker may send more (its window). Only the pause below holds it back.
-    this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
-    const s = this.sessions.get(out.jobId);
-    if (!s) return;
-    s.ring.append(out.data);
-    if (s.client) this.send(s, out.data);
+    void this.c.relay.append(out.jobId, out.data).then((stored) => {
+      // Acknowledged even when it could not be stored: a terminal is live first; only the pause below holds it back.
+      this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
+      if (!stored) return;
+      // Once per row: chunks stored together are told together.
+      if (stored.to === stored.row.to) this.c.publish(out.jobId, stored.row.from, stored.row.to);
+      const s = this.sessions.get(out.jobId);
+      if (!s?.client) return;
+      if (s.cursor === stored.from) {
+        s.cursor = stored.to;
+        this.send(s, out.data);
+      } else if (s.cursor < stored.to) this.readFor(s);
+    });
   }
 
   private send(s: Session, data: Buffer): void {
+    if (!data.length) return;
     s.unacked += data.length;
     s.client!.emit(TtyEvent.output, data);
     this.flow(s);
@@ -360,7 +394,7 @@ export class TtyHub {
     const behind = s.client !== null && (s.paused ? s.unacked > LOW_WATER : s.unacked > HIGH_WATER);
     if (behind === s.paused) return;
     s.paused = behind;
-    this.c.hub.emitTo(s.host, behind ? WorkerEvent.ttyPause : WorkerEvent.ttyResume, { jobId: s.jobId, fence: s.fence });
+    this.c.hub.order(s.host, behind ? WorkerEvent.ttyPause : WorkerEvent.ttyResume, { jobId: s.jobId, fence: s.fence });
   }
 
   private graceStart(s: Session): void {
@@ -377,6 +411,20 @@ export class TtyHub {
   private async endUnattended(jobId: string): Promise<void> {
     const [job] = await this.c.db.select().from(jobs).where(eq(jobs.id, jobId));
     if (!job || FINAL_STATES.has(job.state)) return;
+    // Attached on another controller meanwhile (or until lately): the grace counts from when it was last seen.
+    const seenAgo = job.ttySeenAt ? Date.now() - job.ttySeenAt.getTime() : Number.POSITIVE_INFINITY;
+    const s = this.sessions.get(jobId);
+    if (seenAgo < this.opts.graceS * 1000 && s) {
+      s.grace = setTimeout(
+        () => {
+          s.grace = null;
+          if (!s.client) void this.endUnattended(jobId).catch((err: unknown) => this.opts.log(`ending the unattended terminal ${jobId}: ${String(err)}`));
+        },
+        this.opts.graceS * 1000 - seenAgo + 50,
+      );
+      s.grace.unref();
+      return;
+    }
     // The controller's own decision: no submitter, no token, so no "killed by" (a kill asked for earlier keeps its reason).
     await stopJob(this.c, job, `closed: nobody was attached to the terminal for ${this.opts.graceS}s`, 'unattended');
   }

@@ -51,6 +51,8 @@ export interface HubDeps {
   heartbeatMs: number;
   /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
   outputLimitBytes: number;
+  /** An order for a worker that is not connected here: for the controller that holds it (the bus). */
+  elsewhere: (hostName: string, event: keyof ControllerToWorker, payload: unknown) => void;
 }
 
 /** What the controller knows of a worker's socket: its host, and the token it signed in with (cut when revoked). */
@@ -132,7 +134,7 @@ export class WorkerHub implements Dispatcher {
     return true;
   }
 
-  /** Sends a message to a host's worker; false when it is not connected here. */
+  /** Sends a message to a host's worker if it is connected here; false when it is not. */
   emitTo<E extends keyof ControllerToWorker>(hostName: string, event: E, ...payload: Emit<E>): boolean {
     const socket = this.sockets.get(hostName);
     if (!socket) return false;
@@ -140,8 +142,27 @@ export class WorkerHub implements Dispatcher {
     return true;
   }
 
-  killJob(hostName: string, order: KillJobOrder): boolean {
-    return this.emitTo(hostName, WorkerEvent.jobKill, order);
+  /** Sends an order to a host's worker wherever it is connected: here, or through the controller that holds it. */
+  order<E extends keyof ControllerToWorker>(hostName: string, event: E, ...payload: Emit<E>): void {
+    if (this.emitTo(hostName, event, ...payload)) return;
+    this.deps.elsewhere(hostName, event, toBus(payload[0]));
+  }
+
+  /** An order from another controller (the bus): carried out if the host's worker is connected here. */
+  orderFromBus(hostName: string, event: string, payload: unknown): void {
+    const socket = this.sockets.get(hostName);
+    if (!socket || !ORDERS.has(event as keyof ControllerToWorker)) return;
+    const args = payload === undefined ? [] : [fromBus(payload)];
+    (socket.emit as (event: string, ...args: unknown[]) => boolean)(event, ...args);
+  }
+
+  /** Whether the host's worker is connected to this controller. */
+  holds(hostName: string): boolean {
+    return this.sockets.has(hostName);
+  }
+
+  killJob(hostName: string, order: KillJobOrder): void {
+    this.order(hostName, WorkerEvent.jobKill, order);
   }
 
   /** One rc cp step on a host's worker (FILE_* events); null when its worker is not connected here or does not answer. */
@@ -157,9 +178,9 @@ export class WorkerHub implements Dispatcher {
       );
   }
 
-  /** Asks a host's worker to run its probes now; false when it is not connected here. */
-  probeNow(hostName: string): boolean {
-    return this.emitTo(hostName, WorkerEvent.probeNow);
+  /** Asks a host's worker to run its probes now, wherever it is connected. */
+  probeNow(hostName: string): void {
+    this.order(hostName, WorkerEvent.probeNow);
   }
 
   /** Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so). */
@@ -507,6 +528,34 @@ export class WorkerHub implements Dispatcher {
     this.storedBytes.delete(jobId);
     this.handledSeq.delete(jobId);
   }
+}
+
+/** The orders another controller may relay to a worker connected here. */
+const ORDERS = new Set<keyof ControllerToWorker>([
+  WorkerEvent.jobKill,
+  WorkerEvent.probeNow,
+  WorkerEvent.ttyInput,
+  WorkerEvent.ttyResize,
+  WorkerEvent.ttyPause,
+  WorkerEvent.ttyResume,
+]);
+
+/** A payload as JSON can carry it: a Buffer field (terminal input) as base64. */
+function toBus(payload: unknown): unknown {
+  if (!payload || typeof payload !== 'object') return payload;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(payload)) out[k] = Buffer.isBuffer(v) ? { $b64: v.toString('base64') } : v;
+  return out;
+}
+
+function fromBus(payload: unknown): unknown {
+  if (!payload || typeof payload !== 'object') return payload;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(payload)) {
+    const b64 = v && typeof v === 'object' ? (v as { $b64?: unknown }).$b64 : undefined;
+    out[k] = typeof b64 === 'string' ? Buffer.from(b64, 'base64') : v;
+  }
+  return out;
 }
 
 /** Refused reports of one host are audited at most this often (with their count). */

@@ -3,6 +3,7 @@ import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { zodMessage } from '../protocol/zod-message';
+import { controllerList } from './controllers';
 
 /** A path, where an empty value means unset. */
 const optionalPath = z
@@ -12,7 +13,13 @@ const optionalPath = z
 const flag = z.enum(['0', '1', 'true', 'false'], { message: 'is 0, 1, true or false' }).transform((v) => v === '1' || v === 'true');
 
 const Env = z.object({
-  RC_CONTROLLER: z.string().url('RC_CONTROLLER must be the controller URL, e.g. http://rc.internal:8080'),
+  /** The controller's URL, or several (comma-separated) that share one database: tried in turn (controllers.ts). */
+  RC_CONTROLLER: z
+    .string()
+    .refine(
+      (v) => controllerList(v).length > 0 && controllerList(v).every((u) => URL.canParse(u) && /^https?:\/\//.test(u)),
+      'RC_CONTROLLER must be the controller URL, e.g. http://rc.internal:8080 (or several, comma-separated)',
+    ),
   RC_HOST_TOKEN: z.string().min(10, 'RC_HOST_TOKEN must be the host credential from `rc admin host add`'),
   RC_HOST_NAME: z
     .string()

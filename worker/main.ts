@@ -31,6 +31,7 @@ import { OutputOutbox } from './outbox';
 import { Prober } from './inventory';
 import { readWorkerConfigFile } from './worker-config';
 import { zodMessage } from '../protocol/zod-message';
+import { controllerList, rotateControllers } from './controllers';
 
 declare const RC_VERSION: string;
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
@@ -66,6 +67,7 @@ class Worker {
   /** The inventory the controller last got from us. */
   private sent: Inventory | null = null;
   private readonly socket: Socket<ControllerToWorker, WorkerToController>;
+  private readonly controller: { current: () => string };
 
   /** Device index → the job that just ended there, until its GPU memory had time to settle. */
   private readonly ending = new Map<number, { jobId: string; until: number }>();
@@ -81,7 +83,8 @@ class Worker {
       if (this.ready) this.sendInventory(inventory);
     };
     this.probeTimer = setInterval(() => void prober.run(), config.RC_PROBE_INTERVAL_S * 1000);
-    this.socket = io(config.RC_CONTROLLER + WORKER_NAMESPACE, {
+    const urls = controllerList(config.RC_CONTROLLER);
+    this.socket = io(urls[0]! + WORKER_NAMESPACE, {
       auth: { token: config.RC_HOST_TOKEN },
       transports: ['websocket'],
       reconnectionDelay: 200,
@@ -95,7 +98,8 @@ class Worker {
       // socket.io does not retry after a server-side disconnect (a controller shutting down): we do.
       if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
     });
-    this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${config.RC_CONTROLLER}: ${err.message}; retrying`));
+    this.controller = rotateControllers(this.socket as unknown as Socket, urls, WORKER_NAMESPACE, (url) => log(`trying the next controller, ${url}`));
+    this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${this.controller.current()}: ${err.message}; retrying`));
     this.socket.on(WorkerEvent.jobStart, (order) => this.start(order));
     this.socket.on(WorkerEvent.jobAck, (a) => this.outbox.ack(a.jobId, a.seq));
     this.socket.on(WorkerEvent.jobKill, (order) => this.kill(order));
@@ -171,7 +175,7 @@ class Worker {
       this.socket.disconnect().connect();
       return;
     }
-    log(`connected to ${this.config.RC_CONTROLLER} as ${this.config.RC_HOST_NAME} with ${inventory.devices.length} device(s)`);
+    log(`connected to ${this.controller.current()} as ${this.config.RC_HOST_NAME} with ${inventory.devices.length} device(s)`);
     this.ready = true;
     // Output sent before the reconnect will never be acknowledged: the window starts again.
     this.ttyFlowAll(true);

@@ -38,6 +38,8 @@ export interface ApiDeps {
   outputLimitBytes: number;
   hub: WorkerHub;
   scheduler: Scheduler;
+  /** Whether a host's worker is connected to this controller. */
+  holds(hostName: string): boolean;
   /** A revoked token: out of the auth cache, its live sockets cut. */
   cutToken(tokenId: number): void;
 }
@@ -72,9 +74,13 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('POST /api/explain', async ({ body }) => explain(sql, body.selector, body.device ?? null));
 
   router.on('POST /api/admin/hosts/:name/probe', async ({ params }) => {
-    if (c.hub.probeNow(params.name)) return { requested: true };
-    const [known] = await db.select({ name: hosts.name }).from(hosts).where(eq(hosts.name, params.name));
+    const [known] = await db.select({ name: hosts.name, status: hosts.status }).from(hosts).where(eq(hosts.name, params.name));
     if (!known) throw new RcError('not_found', `no host is named ${params.name}; rc admin hosts lists them`);
+    // Connected here, or to another controller (which the order reaches through the bus).
+    if (c.holds(params.name) || known.status === 'online') {
+      c.hub.probeNow(params.name);
+      return { requested: true };
+    }
     // The host's state, not the server's: its worker probes again when it reconnects.
     throw new RcError('conflict', `the worker of ${params.name} is not connected; it probes again when it reconnects`);
   });

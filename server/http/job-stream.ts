@@ -90,15 +90,19 @@ class Sink {
   }
 }
 
-/** Subscribes before anything can happen to the job, so no event is missed. Returns a stop function. */
+/** Subscribes before anything can happen to the job (a new one: from seq 0), so no event is missed. Returns a stop function. */
 export function pipeJob(events: JobEvents, jobId: string, res: ServerResponse): () => void {
   const sink = new Sink(res, 0);
-  const stop = events.subscribe(jobId, (item) => {
-    if (item.kind === 'output') return sink.output(item);
-    if (item.event.type !== 'exit') return sink.event(item.event);
-    stop();
-    sink.end(item.event);
-  });
+  const stop = events.subscribe(
+    jobId,
+    (item) => {
+      if (item.kind === 'output') return sink.output(item);
+      if (item.event.type !== 'exit') return sink.event(item.event);
+      stop();
+      sink.end(item.event);
+    },
+    0,
+  );
   res.on('close', stop);
   return stop;
 }
@@ -146,7 +150,10 @@ export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResp
   res.on('close', stop);
   // Chunks that reached this controller before the subscription are stored by now; later ones are held.
   await deps.writer.drain();
-  await replayStored(deps.sql, jobId, sink, await lastStoredSeq(deps.sql, jobId));
+  const upTo = await lastStoredSeq(deps.sql, jobId);
+  await replayStored(deps.sql, jobId, sink, upTo);
+  // Output stored after this, on whichever controller, follows from here.
+  deps.events.caughtUp(jobId, upTo);
   const job = await jobState(deps.sql, jobId);
   if (job?.output_truncated) sink.event(truncatedNotice(deps, jobId));
   live = true;

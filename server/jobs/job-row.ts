@@ -31,6 +31,7 @@ export function rowToJob(r: Record<string, unknown>): JobRow {
     holdTtlS: num(r.hold_ttl_s),
     expiresAt: date(r.expires_at),
     outputTruncated: Boolean(r.output_truncated),
+    ttySeenAt: date(r.tty_seen_at),
     createdAt: new Date(r.created_at as string),
     startedAt: date(r.started_at),
     endedAt: date(r.ended_at),

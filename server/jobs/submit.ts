@@ -31,7 +31,12 @@ export function newJobId(): string {
  * the common case of an idle fleet skips the queue and a scheduling pass.
  * `startAtOnce: false` skips the attempt (the caller knows jobs are queued).
  */
-export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: { startAtOnce: boolean } = { startAtOnce: true }): Promise<Submitted> {
+export async function submitJob(
+  sql: Sql,
+  identity: Identity,
+  body: SubmitJob,
+  opts: { startAtOnce: boolean; here?: (hostName: string) => boolean } = { startAtOnce: true },
+): Promise<Submitted> {
   actsAs(identity, body.submitter);
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -73,7 +78,8 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
     ? []
     : decide(
         [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
-        healthy.map((d) => ({ ...d, free: d.state === 'free' })),
+        // Only devices whose workers are connected here: the job is sent over this controller's own socket.
+        healthy.map((d) => ({ ...d, free: d.state === 'free' && (opts.here?.(d.hostName) ?? true) })),
       );
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {

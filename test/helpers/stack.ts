@@ -21,6 +21,8 @@ export class Stack {
   adminToken = '';
   private controller: ChildProcess | null = null;
   readonly workers = new Map<string, ChildProcess>();
+  /** What each worker printed (its log), for tests that watch it move between controllers. */
+  readonly workerLogs = new Map<string, string>();
   readonly dataDir = mkdtempSync(join(tmpdir(), 'rc-stack-'));
   private dropDb: (() => Promise<void>) | null = null;
   dbUrl = '';
@@ -128,7 +130,10 @@ export class Stack {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.on('data', () => {});
+    this.workerLogs.set(name, '');
+    child.stdout!.on('data', (c: Buffer) => {
+      this.workerLogs.set(name, (this.workerLogs.get(name) ?? '') + c.toString());
+    });
     child.stderr!.on('data', () => {});
     this.workers.set(name, child);
     await this.waitFor(async () => {

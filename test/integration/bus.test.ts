@@ -57,11 +57,15 @@ test("two controllers' buses hear each other, not themselves, and a cut listen c
       bListens++;
     },
   );
-  const exit: BusMessage = { t: 'job', event: { type: 'exit', jobId: 'j0000000001', state: 'succeeded', exitCode: 0, reason: null, cause: 'exit' } };
+  const exit: BusMessage = {
+    t: 'job',
+    jobId: 'j0000000001',
+    event: { type: 'exit', jobId: 'j0000000001', state: 'succeeded', exitCode: 0, reason: null, cause: 'exit' },
+  };
   a.publish(exit);
-  a.publish({ t: 'out', jobId: 'j0000000001', seq: 42 });
+  a.publish({ t: 'out', jobId: 'j0000000001', from: 40, to: 42 });
   await until(() => (got.b.length === 2 ? true : undefined), 'b to hear both messages');
-  assert.deepEqual(got.b, [exit, { t: 'out', jobId: 'j0000000001', seq: 42 }]);
+  assert.deepEqual(got.b, [exit, { t: 'out', jobId: 'j0000000001', from: 40, to: 42 }]);
   await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(got.a, [], 'a does not hear its own messages');
 
@@ -77,7 +81,7 @@ test("two controllers' buses hear each other, not themselves, and a cut listen c
 
 test('a payload NOTIFY cannot carry: a long reason is shortened, anything else too big is not sent', () => {
   const event = { type: 'exit' as const, jobId: 'j1', state: 'killed' as const, exitCode: null, reason: 'x'.repeat(20_000), cause: 'killed' as const };
-  const text = encode({ from: 'me', m: { t: 'job', event } });
+  const text = encode({ from: 'me', m: { t: 'job', jobId: 'j0000000001', event } });
   assert.ok(text !== null && Buffer.byteLength(text) <= MAX_PAYLOAD_BYTES);
   assert.match(JSON.parse(text).m.event.reason, /^x{1000}…$/);
   assert.equal(encode({ from: 'me', m: { t: 'order', host: 'h', event: 'tty:input', payload: 'y'.repeat(9000) } }), null);

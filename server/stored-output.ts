@@ -1,0 +1,29 @@
+// What following a job that runs on another controller's worker reads: the
+// stored chunks, and whether the job has ended (server/job-events.ts).
+import { FINAL_STATES, type EndCause, type JobState } from '../core/job-state';
+import type { Sql } from './db';
+import type { OutputStore, StoredChunk } from './job-events';
+
+export function storedOutput(sql: Sql): OutputStore {
+  return {
+    read: (jobId, after, upTo, limit) => sql<StoredChunk[]>`
+      select seq, stream, data from job_output
+      where job_id = ${jobId} and seq > ${after} and (${upTo}::int is null or seq <= ${upTo}::int)
+      order by seq limit ${limit}`,
+    async state(jobIds) {
+      const rows = await sql<{ id: string; state: JobState; exit_code: number | null; reason: string | null; end_cause: EndCause | null; last_seq: number }[]>`
+        select j.id, j.state, j.exit_code, j.reason, j.end_cause,
+          coalesce((select max(seq) from job_output o where o.job_id = j.id), 0)::int as last_seq
+        from jobs j where j.id = any(${jobIds}::text[])`;
+      return new Map(
+        rows.map((r) => [
+          r.id,
+          {
+            lastSeq: r.last_seq,
+            exit: FINAL_STATES.has(r.state) ? { type: 'exit', jobId: r.id, state: r.state, exitCode: r.exit_code, reason: r.reason, cause: r.end_cause } : null,
+          },
+        ]),
+      );
+    },
+  };
+}

@@ -1,0 +1,120 @@
+// A terminal's output through Postgres (the tty_output table): the
+// controller that holds the worker's socket appends what the pty printed, and
+// whichever controller the client is attached to reads it from there, told by
+// the bus. The same rows are the replay of a re-attach, so a controller
+// restart keeps the screen and any controller can attach. Each terminal keeps
+// about its last `cap` bytes; an ended one keeps nothing.
+//
+// Appends of one terminal are one at a time and take whatever arrived
+// meanwhile in one row: positions are contiguous, and a busy terminal costs
+// one INSERT per round trip, not one per pty read.
+import type { Sql } from './db';
+
+export interface Span {
+  from: number;
+  to: number;
+}
+
+/** Where one appended chunk went: its own span, and the row it was stored in with others. */
+export interface Stored extends Span {
+  row: Span;
+}
+
+interface Pending {
+  chunks: Buffer[];
+  waiters: ((stored: Stored | null) => void)[];
+}
+
+interface Tail {
+  pending: Pending | null;
+  writing: boolean;
+  /** Where the kept rows start, as far as this controller pruned them. */
+  prunedTo: number;
+}
+
+export class TtyRelay {
+  private readonly tails = new Map<string, Tail>();
+
+  constructor(
+    private readonly sql: Sql,
+    /** Bytes kept per terminal for a re-attach. */
+    readonly cap: number,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** Stores output of a terminal whose worker is connected here; resolves with its span once committed (null: not stored). */
+  append(jobId: string, data: Buffer): Promise<Stored | null> {
+    let tail = this.tails.get(jobId);
+    if (!tail) {
+      tail = { pending: null, writing: false, prunedTo: 0 };
+      this.tails.set(jobId, tail);
+    }
+    if (!tail.pending) tail.pending = { chunks: [], waiters: [] };
+    const pending = tail.pending;
+    pending.chunks.push(data);
+    const done = new Promise<Stored | null>((resolve) => pending.waiters.push(resolve));
+    if (!tail.writing) void this.write(jobId, tail);
+    return done;
+  }
+
+  /** What the terminal printed after byte `after`, as far as it is kept: where that starts, and the bytes. */
+  async since(jobId: string, after: number): Promise<{ offset: number; data: Buffer }> {
+    const rows = await this.sql<{ pos: string; data: Buffer }[]>`
+      select pos, data from tty_output where job_id = ${jobId} and pos + octet_length(data) > ${after} order by pos`;
+    if (!rows.length) return { offset: Math.min(after, await this.end(jobId)), data: Buffer.alloc(0) };
+    const first = Number(rows[0]!.pos);
+    const all = Buffer.concat(rows.map((r) => r.data));
+    const offset = Math.max(after, first);
+    return { offset, data: all.subarray(offset - first) };
+  }
+
+  /** The terminal's whole length so far (bytes). */
+  async end(jobId: string): Promise<number> {
+    const [row] = await this.sql<{ end: string }[]>`
+      select coalesce(max(pos + octet_length(data)), 0)::int8 as end from tty_output where job_id = ${jobId}`;
+    return Number(row?.end ?? 0);
+  }
+
+  /** Rows of terminals that ended (on any controller) go, and what this controller kept of them. */
+  async pruneEnded(): Promise<void> {
+    for (const [jobId, tail] of this.tails) if (!tail.writing) this.tails.delete(jobId);
+    await this.sql`delete from tty_output t using jobs j where j.id = t.job_id and j.state not in ('queued', 'running')`;
+  }
+
+  private async write(jobId: string, tail: Tail): Promise<void> {
+    tail.writing = true;
+    try {
+      while (tail.pending) {
+        const { chunks, waiters } = tail.pending;
+        tail.pending = null;
+        const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        let span: Span | null = null;
+        try {
+          // The position is the stored end, read by the INSERT itself: a worker that moved here from
+          // another controller continues where that one stopped.
+          const [row] = await this.sql<{ pos: string }[]>`
+            insert into tty_output (job_id, pos, data)
+            select ${jobId}, coalesce((select pos + octet_length(data) from tty_output where job_id = ${jobId} order by pos desc limit 1), 0), ${data}
+            returning pos`;
+          const from = Number(row!.pos);
+          span = { from, to: from + data.length };
+          // Pruned a quarter of the cap at a time: one DELETE per cap/4 bytes printed, not per row.
+          if (span.to - this.cap - tail.prunedTo > this.cap / 4) {
+            tail.prunedTo = span.to - this.cap;
+            await this.sql`delete from tty_output where job_id = ${jobId} and pos + octet_length(data) <= ${tail.prunedTo}`;
+          }
+        } catch (err) {
+          this.onError(err);
+        }
+        let at = span?.from ?? 0;
+        for (const [i, w] of waiters.entries()) {
+          const len = chunks[i]!.length;
+          w(span ? { from: at, to: at + len, row: span } : null);
+          at += len;
+        }
+      }
+    } finally {
+      tail.writing = false;
+    }
+  }
+}

@@ -1,0 +1,150 @@
+// Two controller processes on one Postgres, workers spread across them: a
+// job submitted through one runs on the other's worker and streams back; a
+// kill through one reaches the other's worker; a terminal opened on one drives
+// a pty on the other's worker, and re-attaches through either. Then one
+// controller is SIGKILLed mid-run: its worker moves to the other (RC_CONTROLLER
+// lists both), the running job keeps running, the queued one still runs, and
+// the client on the survivor gets every line of output once.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { io, type Socket } from 'socket.io-client';
+import { Stack } from '../helpers/stack';
+
+let a: Stack;
+let b: Stack;
+before(async () => {
+  a = await Stack.start({ workers: [], hostTimeoutS: 6 });
+  b = await Stack.start({ workers: [], hostTimeoutS: 6, databaseUrl: a.dbUrl });
+  // Each worker starts on "its" controller and falls back to the other.
+  await a.startWorker('ona', 1, { RC_CONTROLLER: `${a.controllerUrl},${b.controllerUrl}` });
+  await b.startWorker('onb', 1, { RC_CONTROLLER: `${b.controllerUrl},${a.controllerUrl}` });
+});
+after(async () => {
+  if (process.env.RC_TEST_DEBUG) console.log(`--- A\n${a?.controllerLog}\n--- B\n${b?.controllerLog}\n--- onb\n${b?.workerLogs.get('onb')}`);
+  await b?.stop();
+  await a?.stop();
+});
+
+const connectedTo = (stack: Stack, worker: string, url: string) => (stack.workerLogs.get(worker) ?? '').includes(`connected to ${url} as ${worker}`);
+
+test('each worker is connected to its own controller', () => {
+  assert.ok(connectedTo(a, 'ona', a.controllerUrl), a.workerLogs.get('ona'));
+  assert.ok(connectedTo(b, 'onb', b.controllerUrl), b.workerLogs.get('onb'));
+});
+
+test("a job submitted through A runs on B's worker, and its output streams to the client on A", { timeout: 60_000 }, async () => {
+  const t0 = Date.now();
+  const r = await a.cli(['run', '-d', 'onb:gpu0', '--', 'sh', '-c', 'i=0; while [ $i -lt 200 ]; do echo "line $i"; i=$((i+1)); done; echo err >&2; exit 3']);
+  const took = Date.now() - t0;
+  assert.equal(r.code, 3, r.stderr);
+  assert.equal(r.stdout, Array.from({ length: 200 }, (_, i) => `line ${i}\n`).join(''));
+  assert.equal(r.stderr, 'err\n');
+  console.log(`# A→B job: rc run took ${took} ms`);
+});
+
+test('rc kill through B stops a job whose worker is on A', { timeout: 60_000 }, async () => {
+  const job = a.runJob(['-d', 'ona:gpu0'], 'sleep 351');
+  const id = await job.id;
+  const t0 = Date.now();
+  const k = await b.cli(['kill', id]);
+  assert.equal(k.code, 0, k.stderr);
+  const done = await job.done;
+  const took = Date.now() - t0;
+  assert.equal(done.code, 143, done.stderr);
+  assert.equal((await b.job(id)).state, 'killed');
+  // Not at the worker's next hello: through the bus, at once.
+  assert.ok(took < 5000, `the kill took ${took} ms`);
+  console.log(`# kill through B of a job on A's worker: ${took} ms to the client's exit`);
+});
+
+/** A terminal client on `stack`'s controller, signed in with A's client token (the job's owner, whichever controller it reaches). */
+function terminal(stack: Stack): Socket {
+  return io(`${stack.controllerUrl}/tty`, { auth: { token: a.clientToken }, transports: ['websocket'], reconnection: false });
+}
+
+function until<T>(check: () => T | undefined, what: string, ms = 15_000): Promise<T> {
+  const end = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const tick = () => {
+      const v = check();
+      if (v !== undefined) return resolve(v);
+      if (Date.now() > end) return reject(new Error(`timed out waiting for ${what}`));
+      setTimeout(tick, 20);
+    };
+    tick();
+  });
+}
+
+test("a terminal opened on A drives a pty on B's worker, and re-attaches through B with its screen", { timeout: 60_000 }, async () => {
+  const first = terminal(a);
+  let screen = '';
+  let jobId = '';
+  first.on('output', (d: Uint8Array) => {
+    screen += Buffer.from(d).toString();
+    first.emit('ack', d.byteLength);
+  });
+  let started = false;
+  first.on('queued', (e: { jobId: string }) => {
+    jobId = e.jobId;
+  });
+  first.on('started', () => {
+    started = true;
+  });
+  first.emit('open', { argv: ['sh'], device: 'onb:gpu0', submitter: 'tester', cols: 100, rows: 30 });
+  await until(() => (started ? true : undefined), 'the terminal to start');
+  first.emit('input', 'stty size; echo "sum=$((6*7))"\n');
+  await until(() => (/sum=42/.test(screen) ? true : undefined), `the answer on the screen (${JSON.stringify(screen)})`);
+  assert.match(screen, /30 100/, 'the size set on A reached the pty on B');
+  first.close();
+
+  // Back through the other controller: the screen so far is replayed, then the terminal goes on.
+  const second = terminal(b);
+  let replay = '';
+  let exit: { exitCode: number | null } | null = null;
+  second.on('output', (d: Uint8Array) => {
+    replay += Buffer.from(d).toString();
+    second.emit('ack', d.byteLength);
+  });
+  second.on('exit', (e: { exitCode: number | null }) => {
+    exit = e;
+  });
+  second.emit('open', { jobId, cols: 100, rows: 30 });
+  await until(() => (/sum=42/.test(replay) ? true : undefined), `the replay on B (${JSON.stringify(replay)})`);
+  second.emit('input', 'exit 5\n');
+  const e = await until(() => exit ?? undefined, 'the exit');
+  assert.equal(e.exitCode, 5);
+  second.close();
+});
+
+test('SIGKILL of a controller mid-run: its worker moves, the running job keeps running, the queued one runs, no chunk lost or repeated', {
+  timeout: 120_000,
+}, async () => {
+  const lines = 300;
+  // On B's worker, followed by a client on A: a line every 20 ms, about 6 s in all.
+  const running = a.runJob(['-d', 'onb:gpu0'], `i=0; while [ $i -lt ${lines} ]; do echo "n $i"; i=$((i+1)); sleep 0.02; done`, { timeoutMs: 100_000 });
+  const id = await running.id;
+  // Queued behind it, through A too.
+  const queued = a.cli(['run', '-d', 'onb:gpu0', '--', 'echo', 'queued ran'], { timeoutMs: 100_000 });
+  await a.waitFor(async () => ((await a.api('GET', '/api/jobs?state=queued')).body as { jobs: unknown[] }).jobs.length === 1, 'the second job to queue');
+  await new Promise((r) => setTimeout(r, 1500));
+  const killedAt = Date.now();
+  await b.stopController('SIGKILL');
+  await a.waitFor(() => connectedTo(b, 'onb', a.controllerUrl), "B's worker to connect to A", 30_000);
+  const moved = Date.now() - killedAt;
+  const done = await running.done;
+  const ranFor = Date.now() - killedAt;
+  assert.equal(done.code, 0, done.stderr);
+  const got = done.stdout.split('\n').slice(1, -1);
+  const want = Array.from({ length: lines }, (_, i) => `n ${i}`);
+  const lost = want.filter((l) => !got.includes(l)).length;
+  const repeated = got.length - new Set(got).size;
+  assert.deepEqual(got, want, `lost ${lost}, repeated ${repeated}`);
+  assert.equal((await a.job(id)).state, 'succeeded');
+  const q = await queued;
+  const queuedFor = Date.now() - killedAt;
+  assert.equal(q.code, 0, q.stderr);
+  assert.equal(q.stdout, 'queued ran\n');
+  console.log(
+    `# SIGKILL of B: its worker connected to A after ${moved} ms; the running job ended ${ranFor} ms and the queued one ${queuedFor} ms after it; chunks lost ${lost}, repeated ${repeated}`,
+  );
+});
