@@ -19,6 +19,7 @@ import { jobEnv } from './host-runtime';
 import { containerNamespace, signalJobOnHost } from './proc-signal';
 import type { DeviceProblem, JobCallbacks, PreviousJob, ProcessTree, Reclaimed, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
 import { LOGIN_SHELL } from '../protocol/tty';
+import { JobLife } from './supervise';
 import { PtyJob } from './tty';
 
 export interface DockerRuntimeOptions {
@@ -452,129 +453,82 @@ interface StartOptions {
 const HOLD_MAX = 4096;
 const DOCKER_ERROR = /^(OCI runtime exec failed|Error response from daemon|docker: Error response from daemon|\[FATAL tini)/;
 
-/** One `docker exec`/`docker run` client: streams, exit, kill with grace. */
+/** One `docker exec`/`docker run` client: its streams, with docker's own errors told as rc's; its life (kill with grace, the end once) is a JobLife. */
 class JobProcess {
-  private done = false;
-  private killedEarly = false;
-  private started = false;
-  private killTimers: NodeJS.Timeout[] = [];
-  private child: ChildProcessByStdio<null, Readable, Readable> | null = null;
-  private tree: ProcessTree | null = null;
+  private readonly life: JobLife;
+  /** Output that looks like docker's own error, held until the exit code says whose it was. */
+  private held: { stream: 1 | 2; data: Buffer }[] = [];
+  private translate: StartOptions['translate'] | null = null;
 
-  constructor(private readonly cb: JobCallbacks) {}
+  constructor(private readonly cb: JobCallbacks) {
+    this.life = new JobLife({ say: (message) => cb.output(2, Buffer.from(message)), end: (code, signal) => this.end(code, signal) });
+  }
 
   failAtOnce(code: number, message: string): void {
-    setImmediate(() => {
-      if (this.done) return;
-      this.cb.output(2, Buffer.from(message));
-      this.finish(code, null);
-    });
+    this.life.failAtOnce(code, message);
+  }
+
+  kill(graceS: number): void {
+    this.life.kill(graceS);
   }
 
   start(docker: string, args: string[], opts: StartOptions): void {
-    if (this.killedEarly) {
-      // Killed while its container was being made: it never ran.
-      this.finish(null, 'SIGTERM');
-      return;
-    }
-    this.started = true;
-    this.tree = opts.tree;
-    const child = spawn(docker, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child = child;
-    let anyOutput = false;
-    // Output that looks like docker's own error, held until the exit code says whose it was.
-    let held: { stream: 1 | 2; data: Buffer }[] = [];
-    let heldBytes = 0;
-    const release = () => {
-      for (const h of held) this.cb.output(h.stream, h.data);
-      held = [];
+    const cut = () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
     };
-    let closed = false;
-    child.on('close', () => {
-      closed = true;
-    });
+    // Something outside the sweep may still hold the pipes: the end does not wait long for them.
+    // If docker itself hangs after the KILL, at least the client is let go.
+    const started = this.life.start({ tree: opts.tree, drain: { ms: PIPE_GRACE_MS, cut }, hung: { ms: 10_000, fn: () => child.kill('SIGKILL') } });
+    // Killed while its container was being made: it never runs.
+    if (!started) return;
+    this.translate = opts.translate;
+    const child: ChildProcessByStdio<null, Readable, Readable> = spawn(docker, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let anyOutput = false;
+    let heldBytes = 0;
     // docker prints its own exec failures on stdout (OCI errors) or stderr.
     const onData = (stream: 1 | 2, d: Buffer) => {
-      if (held.length > 0 || (!anyOutput && DOCKER_ERROR.test(d.toString('utf8')))) {
-        held.push({ stream, data: d });
+      if (this.held.length > 0 || (!anyOutput && DOCKER_ERROR.test(d.toString('utf8')))) {
+        this.held.push({ stream, data: d });
         heldBytes += d.length;
         // Docker's errors are short: this much is the job's own output after all.
         if (heldBytes <= HOLD_MAX) return;
-        release();
+        this.release();
       }
       anyOutput = true;
       this.cb.output(stream, d);
     };
     child.stdout.on('data', (d: Buffer) => onData(1, d));
     child.stderr.on('data', (d: Buffer) => onData(2, d));
+    child.on('close', () => this.life.closed());
     child.on('error', (err: NodeJS.ErrnoException) => {
       if (child.pid !== undefined) return;
       const why = err.code === 'ENOENT' ? `the docker CLI (${docker}) is not installed or not on PATH` : err.message;
-      this.cb.output(2, Buffer.from(`rc: cannot run the job: ${why}\n`));
-      this.finish(DOCKER_FAILED, null);
+      this.life.spawnFailed(DOCKER_FAILED, `rc: cannot run the job: ${why}\n`);
     });
-    child.on('exit', (code, signal) => {
-      void opts.tree
-        .reap()
-        .catch(() => [])
-        .finally(() => {
-          const end = () => {
-            let finalCode = code;
-            const text = Buffer.concat(held.map((h) => h.data)).toString('utf8');
-            // docker's failures end in 125 (docker), 126/127 (the command), or 1 (a daemon error).
-            if (held.length > 0 && code !== null && (code >= 125 || (code === 1 && /Error response from daemon/.test(text)))) {
-              const t = opts.translate(text, code);
-              const line = typeof t === 'string' ? t : t.line;
-              if (typeof t !== 'string') finalCode = t.code;
-              this.cb.output(2, Buffer.from(line));
-            } else {
-              release();
-            }
-            this.finish(finalCode, signal);
-          };
-          if (closed) return end();
-          // Something outside the sweep may still hold the pipes: stop waiting soon.
-          const t = setTimeout(() => {
-            child.stdout.destroy();
-            child.stderr.destroy();
-            end();
-          }, PIPE_GRACE_MS);
-          child.once('close', () => {
-            clearTimeout(t);
-            end();
-          });
-        });
-    });
+    child.on('exit', (code, signal) => this.life.exited(code, signal));
   }
 
-  kill(graceS: number): void {
-    if (this.done) return;
-    if (!this.started) {
-      this.killedEarly = true;
-      return;
+  private release(): void {
+    for (const h of this.held) this.cb.output(h.stream, h.data);
+    this.held = [];
+  }
+
+  /** The client and the job's processes are gone: docker's own error, if it held one, becomes rc's line. */
+  private end(code: number | null, signal: NodeJS.Signals | null): void {
+    let finalCode = code;
+    const text = Buffer.concat(this.held.map((h) => h.data)).toString('utf8');
+    // docker's failures end in 125 (docker), 126/127 (the command), or 1 (a daemon error).
+    if (this.translate && this.held.length > 0 && code !== null && (code >= 125 || (code === 1 && /Error response from daemon/.test(text)))) {
+      const t = this.translate(text, code);
+      const line = typeof t === 'string' ? t : t.line;
+      if (typeof t !== 'string') finalCode = t.code;
+      this.held = [];
+      this.cb.output(2, Buffer.from(line));
+    } else {
+      this.release();
     }
-    if (this.killTimers.length > 0) return;
-    const tree = this.tree!;
-    void tree.signal('TERM');
-    this.killTimers.push(
-      setTimeout(() => {
-        if (this.done) return;
-        void tree.signal('KILL');
-        // If docker itself hangs, at least let go of the client.
-        this.killTimers.push(
-          setTimeout(() => {
-            this.child?.kill('SIGKILL');
-          }, 10_000),
-        );
-      }, graceS * 1000),
-    );
-  }
-
-  private finish(code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.done) return;
-    this.done = true;
-    for (const t of this.killTimers) clearTimeout(t);
-    this.cb.exit(code, signal);
+    this.cb.exit(finalCode, signal);
   }
 }
 
