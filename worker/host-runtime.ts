@@ -1,8 +1,9 @@
 // Runs a job's command directly on the host: its own session and process
-// group, CUDA_VISIBLE_DEVICES set, stdout and stderr piped back. The process
-// supervisor (job-supervisor.ts) knows all of the job's processes: a kill
-// reaches every one, and when the command exits whatever it left running is
-// killed and gone before the end is reported.
+// group, CUDA_VISIBLE_DEVICES set, stdout and stderr piped back. The host's
+// supervisor (job-supervisor.ts) knows all of the job's processes, and the
+// job's life (supervise.ts: kill with grace, the end told once) goes through
+// them: a kill reaches every one, and when the command exits whatever it left
+// running is killed and gone before the end is reported.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs';
@@ -11,6 +12,7 @@ import type { StartJob } from '../protocol/worker';
 import { LOGIN_SHELL } from '../protocol/tty';
 import type { JobSupervisor } from './job-supervisor';
 import type { JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
+import { JobLife } from './supervise';
 import { findOnPath, PtyJob } from './tty';
 
 /** Jobs run directly on the host, for hosts without Docker (and `npm start`'s local worker). */
@@ -58,17 +60,28 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): 
 }
 
 export function runOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: JobCallbacks): RunningJob {
+  const life = new JobLife({ say: (message) => cb.output(2, Buffer.from(message)), end: cb.exit });
   const cwd = order.cwd ?? workspace;
   if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
-    return failAtOnce(cb, 126, `rc: the working directory ${cwd} does not exist on this host\n`);
+    life.failAtOnce(126, `rc: the working directory ${cwd} does not exist on this host\n`);
+    return life;
   }
   const env = jobEnv(order);
   const command = order.argv[0]!;
   // Checked here, since the cgroup's shell would otherwise say it in its own words.
   const unusable = commandProblem(command, env.PATH, cwd);
-  if (unusable) return failAtOnce(cb, unusable.code, `rc: ${command}: ${unusable.why}\n`);
+  if (unusable) {
+    life.failAtOnce(unusable.code, `rc: ${command}: ${unusable.why}\n`);
+    return life;
+  }
   const tree = supervisor.open(order.jobId);
   const spawned = tree.spawnArgs(command, order.argv.slice(1));
+  // The pipes get a moment to drain what was written before the exit.
+  const cut = () => {
+    child.stdout.destroy();
+    child.stderr.destroy();
+  };
+  life.start({ tree, drain: { ms: 2000, cut } });
   const child: ChildProcessByStdio<null, Readable, Readable> = spawn(spawned.file, spawned.args, {
     cwd,
     env: env as NodeJS.ProcessEnv,
@@ -76,53 +89,18 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid !== undefined) tree.started(child.pid);
-  let done = false;
-  let closed = false;
-  let killTimer: NodeJS.Timeout | null = null;
-  const finish = (code: number | null, signal: NodeJS.Signals | null, survivors: number[]) => {
-    if (done) return;
-    done = true;
-    if (killTimer) clearTimeout(killTimer);
-    cb.exit(code, signal, survivors);
-  };
   child.stdout.on('data', (d: Buffer) => cb.output(1, d));
   child.stderr.on('data', (d: Buffer) => cb.output(2, d));
-  child.on('close', () => {
-    closed = true;
-  });
+  child.on('close', () => life.closed());
   child.on('error', (err: NodeJS.ErrnoException) => {
     // Only a failed spawn matters here; later errors end in 'exit' anyway.
     if (child.pid !== undefined) return;
     const [code, why] = err.code === 'ENOENT' ? [127, 'command not found'] : err.code === 'EACCES' ? [126, 'permission denied'] : [126, err.message];
-    cb.output(2, Buffer.from(`rc: ${command}: ${why}\n`));
-    void tree.reap().then((survivors) => finish(code, null, survivors));
+    life.spawnFailed(code, `rc: ${command}: ${why}\n`);
   });
-  child.on('exit', (code, signal) => {
-    // The command is over: nothing it started may outlive it, and its end waits until all of it is gone.
-    void tree
-      .reap()
-      .catch(() => [] as number[])
-      .then((survivors) => {
-        if (closed) return finish(code, signal, survivors);
-        // Give the pipes a moment to drain what was written before the exit.
-        const t = setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
-          finish(code, signal, survivors);
-        }, 2000);
-        child.once('close', () => {
-          clearTimeout(t);
-          finish(code, signal, survivors);
-        });
-      });
-  });
-  return {
-    kill(graceS: number) {
-      if (done || child.pid === undefined) return;
-      void tree.signal('TERM');
-      if (!killTimer) killTimer = setTimeout(() => void tree.signal('KILL'), graceS * 1000);
-    },
-  };
+  // The command is over: nothing it started may outlive it, and its end waits until all of it is gone.
+  child.on('exit', (code, signal) => life.exited(code, signal));
+  return life;
 }
 
 /** Why a command cannot run from this cwd with this PATH (as execvp would fail), or null when it can. */
@@ -131,14 +109,6 @@ function commandProblem(command: string, path: string | undefined, cwd: string):
   if (findOnPath(command, path, (p) => isExecutableFile(at(p)))) return null;
   if (findOnPath(command, path, (p) => isFile(at(p)))) return { code: 126, why: 'permission denied' };
   return { code: 127, why: 'command not found' };
-}
-
-function failAtOnce(cb: JobCallbacks, code: number, message: string): RunningJob {
-  setImmediate(() => {
-    cb.output(2, Buffer.from(message));
-    cb.exit(code, null);
-  });
-  return { kill() {} };
 }
 
 /** A job under a pseudo-terminal on the host: same cwd and environment as runOnHost, TERM=xterm-256color. */

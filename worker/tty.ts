@@ -2,11 +2,12 @@
 // through node-pty. The runtime says what to spawn and gives the job's
 // process tree (how to signal all of it); this file does the terminal:
 // output, input, resizes, flow control (pause stops reading, so the program
-// blocks) and kill with grace.
+// blocks); its start, kill with grace and end are the job's life (supervise.ts).
 import { constants } from 'node:os';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
 import { guardPtyEnd } from './pty-end';
 import type { ProcessTree, RunningTty, TtyCallbacks } from './runtime';
+import { JobLife } from './supervise';
 
 export interface PtySpec {
   file: string;
@@ -25,29 +26,26 @@ const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(Object.entries(constants.si
 
 export class PtyJob implements RunningTty {
   private pty: IPty | null = null;
-  private done = false;
-  private killTimers: NodeJS.Timeout[] = [];
-  private killedEarly = false;
+  private readonly life: JobLife;
   private paused = false;
   /** The terminal's stream is ending: it is read to the end, flow control or not (guardPtyEnd). */
   private gone = false;
 
-  constructor(private readonly cb: TtyCallbacks) {}
-
-  /** Ends the job at once with a message on the terminal (the program never ran). */
-  failAtOnce(code: number, message: string): void {
-    setImmediate(() => {
-      if (this.done) return;
-      this.cb.output(Buffer.from(message.replace(/\r?\n/g, '\r\n')));
-      this.finish(code, null);
+  constructor(private readonly cb: TtyCallbacks) {
+    this.life = new JobLife({
+      say: (message) => cb.output(Buffer.from(message.replace(/\r?\n/g, '\r\n'))),
+      end: cb.exit,
     });
   }
 
+  /** Ends the job at once with a message on the terminal (the program never ran). */
+  failAtOnce(code: number, message: string): void {
+    this.life.failAtOnce(code, message);
+  }
+
   start(spec: PtySpec): void {
-    if (this.killedEarly) {
-      this.finish(null, 'SIGTERM');
-      return;
-    }
+    // Killed while its container was being made: it never runs.
+    if (!this.life.start({ tree: spec.tree })) return;
     let pty: IPty;
     try {
       pty = ptySpawn(spec.file, spec.args, {
@@ -60,9 +58,8 @@ export class PtyJob implements RunningTty {
         encoding: null,
       } as Parameters<typeof ptySpawn>[2]);
     } catch (err) {
-      // Nothing ran; the tree's cgroup, if it has one, goes.
-      void spec.tree.reap().catch(() => {});
-      this.failAtOnce(126, `rc: cannot start ${spec.file}: ${err instanceof Error ? err.message : String(err)}\n`);
+      // Nothing ran; the tree's cgroup, if it has one, goes before the end.
+      this.life.spawnFailed(126, `rc: cannot start ${spec.file}: ${err instanceof Error ? err.message : String(err)}\n`);
       return;
     }
     this.pty = pty;
@@ -72,27 +69,21 @@ export class PtyJob implements RunningTty {
     });
     if (this.paused) pty.pause();
     pty.onData((d: string | Buffer) => {
-      if (!this.done) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d);
+      if (!this.life.ended) this.cb.output(typeof d === 'string' ? Buffer.from(d) : d);
     });
     pty.onExit(({ exitCode, signal }) => {
       const sig = signal ? (SIGNAL_NAMES.get(signal) ?? 'SIGKILL') : null;
-      void spec.tree
-        .reap()
-        .catch(() => [] as number[])
-        .then((survivors) => this.finish(sig ? null : exitCode, sig, survivors));
+      this.life.exited(sig ? null : exitCode, sig);
     });
-    this.signal = (sig) => spec.tree.signal(sig);
   }
-
-  private signal: (sig: 'TERM' | 'KILL') => Promise<void> = () => Promise.resolve();
 
   /** Bytes reach the program exactly as given (a string as UTF-8). */
   write(data: string | Buffer): void {
-    if (!this.done) this.pty?.write(data);
+    if (!this.life.ended) this.pty?.write(data);
   }
 
   resize(cols: number, rows: number): void {
-    if (this.done || !this.pty) return;
+    if (this.life.ended || !this.pty) return;
     try {
       this.pty.resize(cols, rows);
     } catch {
@@ -103,37 +94,19 @@ export class PtyJob implements RunningTty {
   pause(): void {
     if (this.paused) return;
     this.paused = true;
-    if (this.done || this.gone || !this.pty) return;
+    if (this.life.ended || this.gone || !this.pty) return;
     this.pty.pause();
   }
 
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    if (!this.done) this.pty?.resume();
+    if (!this.life.ended) this.pty?.resume();
   }
 
+  /** TERM to the job's tree, KILL after the grace (JobLife). */
   kill(graceS: number): void {
-    if (this.done) return;
-    if (!this.pty) {
-      this.killedEarly = true;
-      return;
-    }
-    if (this.killTimers.length) return;
-    void Promise.resolve(this.signal('TERM')).catch(() => {});
-    this.killTimers.push(
-      setTimeout(() => {
-        if (this.done) return;
-        void Promise.resolve(this.signal('KILL')).catch(() => {});
-      }, graceS * 1000),
-    );
-  }
-
-  private finish(code: number | null, signal: NodeJS.Signals | null, survivors: number[] = []): void {
-    if (this.done) return;
-    this.done = true;
-    for (const t of this.killTimers) clearTimeout(t);
-    this.cb.exit(code, signal, survivors);
+    this.life.kill(graceS);
   }
 }
 

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { StartJob } from '../../protocol/worker';
 import type { DeviceProblem, RunningJob } from '../../worker/runtime';
-import { DockerRuntime, containerName } from '../../worker/docker-runtime';
+import { containerName } from '../../worker/docker-containers';
+import { DockerRuntime } from '../../worker/docker-runtime';
 import { ensureTestImage } from '../helpers/docker';
 
 let image = '';

@@ -1,0 +1,117 @@
+// The worker's connection to the controller: it dials out (no inbound port),
+// says hello with its inventory and the jobs it holds, and once the
+// controller has the hello sends what it held back meanwhile (the latest
+// inventory, device reports) and starts its heartbeat. It reconnects after
+// any disconnect, a controller shutting down included, until the worker stops;
+// with several controllers in RC_CONTROLLER, to the next one when the one it
+// lost does not come back (controllers.ts).
+import { io, type Socket } from 'socket.io-client';
+import { type ControllerToWorker, type HelloReply, WORKER_NAMESPACE, WorkerEvent, type WorkerToController } from '../protocol/events';
+import type { Inventory, Quarantine } from '../protocol/worker';
+import type { WorkerConfig } from './config';
+import type { Prober } from './inventory';
+import type { Unkillable } from './runtime';
+import { controllerList, rotateControllers } from './controllers';
+
+declare const RC_VERSION: string;
+
+export interface LinkHooks {
+  /** The jobs the worker holds (running, or ended and not yet reported), and the unkillable processes of the previous run's. */
+  hello(): { running: { jobId: string; fence: number }[]; unkillable: Unkillable[] };
+  /** The controller has our hello: what it does not have yet is sent again. */
+  welcomed(reply: HelloReply): void;
+  /** The connection is lost. */
+  lost(): void;
+  /** Every heartbeat interval while connected. */
+  beat(): void;
+}
+
+export class ControllerLink {
+  readonly socket: Socket<ControllerToWorker, WorkerToController>;
+  /** The controller has our hello: events may be sent. */
+  ready = false;
+  private stopping = false;
+  private heartbeat: NodeJS.Timeout | null = null;
+  /** Device reports held while not connected, sent in order once the controller has our hello. */
+  private held: Quarantine[] = [];
+  /** The inventory the controller last got from us. */
+  private sent: Inventory | null = null;
+  private readonly controller: { current: () => string };
+
+  constructor(
+    private readonly config: WorkerConfig,
+    private readonly prober: Prober,
+    private readonly hooks: LinkHooks,
+    private readonly log: (msg: string) => void,
+  ) {
+    const urls = controllerList(config.RC_CONTROLLER);
+    this.socket = io(urls[0]! + WORKER_NAMESPACE, {
+      auth: { token: config.RC_HOST_TOKEN },
+      transports: ['websocket'],
+      reconnectionDelay: 200,
+      reconnectionDelayMax: 2000,
+    });
+    this.socket.on('connect', () => void this.hello());
+    this.socket.on('disconnect', (reason) => {
+      this.ready = false;
+      this.hooks.lost();
+      this.stopHeartbeat();
+      // socket.io does not retry after a server-side disconnect (a controller shutting down): we do.
+      if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
+    });
+    this.controller = rotateControllers(this.socket as unknown as Socket, urls, WORKER_NAMESPACE, (url) => log(`trying the next controller, ${url}`));
+    this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${this.controller.current()}: ${err.message}; retrying`));
+  }
+
+  sendInventory(inventory: Inventory): void {
+    this.sent = inventory;
+    this.socket.emit(WorkerEvent.inventory, inventory);
+  }
+
+  private async hello(): Promise<void> {
+    const inventory = this.prober.latest ?? (await this.prober.run());
+    const { running, unkillable } = this.hooks.hello();
+    // Processes of the previous run's jobs that would not die: the controller quarantines their devices (an ended job's went in its exit).
+    const reply = await this.socket
+      .timeout(10_000)
+      .emitWithAck(WorkerEvent.hello, { version: RC_VERSION, ...inventory, running, ...(unkillable.length ? { unkillable } : {}) })
+      .catch(() => null);
+    if (!reply?.ok) {
+      this.log(`the controller refused our hello (${reply?.code ?? 'no answer'}); reconnecting`);
+      this.socket.disconnect().connect();
+      return;
+    }
+    this.log(`connected to ${this.controller.current()} as ${this.config.RC_HOST_NAME} with ${inventory.devices.length} device(s)`);
+    this.ready = true;
+    this.sent = inventory;
+    // A probe run that ended while the hello was on its way.
+    if (this.prober.latest && this.prober.latest !== this.sent) this.sendInventory(this.prober.latest);
+    const held = this.held;
+    this.held = [];
+    for (const q of held) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
+    this.hooks.welcomed(reply);
+    this.stopHeartbeat();
+    this.heartbeat = setInterval(() => this.hooks.beat(), reply.heartbeatMs ?? 5000);
+  }
+
+  /** A device must not be scheduled: told now, or once the controller has our hello. */
+  sendUnhealthy(q: Quarantine): void {
+    if (this.ready) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
+    else this.held.push(q);
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+
+  /** The worker is stopping: no reconnect after a disconnect from here on. */
+  stopReconnecting(): void {
+    this.stopping = true;
+  }
+
+  close(): void {
+    this.stopHeartbeat();
+    this.socket.disconnect();
+  }
+}

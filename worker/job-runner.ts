@@ -1,0 +1,180 @@
+// The jobs the worker runs: started on the controller's order (recorded in
+// the state file first), killed on its order or by their watchdog, their
+// output numbered and kept until acknowledged, and their exit reported (with
+// the devices to quarantine: processes that would not die, a GPU still
+// holding memory) until the controller has it, across reconnects.
+import type { JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
+import { WorkerEvent } from '../protocol/events';
+import type { WorkerConfig } from './config';
+import type { ControllerLink } from './controller-link';
+import type { GpuMonitor } from './gpu-monitor';
+import { holdLease } from './hold';
+import type { JobState } from './job-state';
+import { OutputOutbox } from './outbox';
+import type { DeviceProblem, JobCallbacks, RunningJob, Runtime } from './runtime';
+import { Terminals, type TtyState } from './tty-flow';
+import { Watchdog } from './watchdog';
+
+export interface Job {
+  order: StartJob;
+  seq: number;
+  run: RunningJob;
+  watchdog: Watchdog | null;
+  killedFor: string | null;
+  killCause: 'max_runtime' | 'idle' | null;
+  tty?: TtyState;
+}
+
+export class JobRunner {
+  readonly jobs = new Map<string, Job>();
+  /** Exit reports not yet acknowledged by the controller; resent after a reconnect. */
+  private readonly unreported = new Map<string, JobExit>();
+  private readonly outbox = new OutputOutbox();
+  /** Device index → the job that just ended there, until its GPU memory had time to settle. */
+  private readonly ending = new Map<number, { jobId: string; until: number }>();
+  readonly terminals: Terminals;
+
+  constructor(
+    private readonly config: WorkerConfig,
+    private readonly runtime: Runtime,
+    private readonly gpus: GpuMonitor,
+    private readonly state: JobState,
+    private readonly link: ControllerLink,
+    /** A device the runtime cannot use (reported to the controller). */
+    private readonly unusable: (problem: DeviceProblem) => void,
+    private readonly log: (msg: string) => void,
+  ) {
+    this.terminals = new Terminals(link, this.jobs);
+    const socket = link.socket;
+    socket.on(WorkerEvent.jobStart, (order) => this.start(order));
+    socket.on(WorkerEvent.jobAck, (a) => this.outbox.ack(a.jobId, a.seq));
+    socket.on(WorkerEvent.jobKill, (order) => this.kill(order));
+  }
+
+  /** The jobs the hello names: running, or ended and not yet reported. */
+  held(): { jobId: string; fence: number }[] {
+    return [...this.jobs.values()]
+      .map((j) => ({ jobId: j.order.jobId, fence: j.order.fence }))
+      .concat([...this.unreported.values()].map((e) => ({ jobId: e.jobId, fence: e.fence })));
+  }
+
+  /** After the hello: output the controller does not have yet, then the exits that follow it. */
+  resend(resume: Record<string, number> | undefined): void {
+    for (const jobId of this.outbox.jobIds()) {
+      for (const chunk of this.outbox.after(jobId, resume?.[jobId] ?? 0)) this.link.socket.emit(WorkerEvent.jobOutput, chunk);
+    }
+    for (const exit of this.unreported.values()) this.sendExit(exit);
+  }
+
+  /** The job running on the device, or the one that just ended there (its GPU memory may not have settled yet). */
+  jobOn(index: number, now: number): string | null {
+    for (const j of this.jobs.values()) if (j.order.devices.some((d) => d.index === index)) return j.order.jobId;
+    const e = this.ending.get(index);
+    return e && e.until > now ? e.jobId : null;
+  }
+
+  /** Devices held by a hold job: people work on them directly. */
+  heldDevices(): Set<number> {
+    return new Set([...this.jobs.values()].filter((j) => j.order.kind === 'hold').flatMap((j) => j.order.devices.map((d) => d.index)));
+  }
+
+  private start(order: StartJob): void {
+    if (this.jobs.has(order.jobId)) return;
+    const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null, killCause: null };
+    this.jobs.set(order.jobId, job);
+    // Known to the next run of the worker before it runs anything (a hold runs nothing).
+    if (order.kind !== 'hold')
+      this.state.started({ jobId: order.jobId, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
+    job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason, cause) => {
+      this.log(`job ${order.jobId}: ${reason}; killing it`);
+      job.killedFor = reason;
+      job.killCause = cause;
+      job.run.kill(this.config.RC_KILL_GRACE_S);
+    });
+    const callbacks: JobCallbacks = {
+      output: (stream, data) => {
+        job.watchdog?.activity();
+        job.seq += 1;
+        const chunk = { jobId: order.jobId, fence: order.fence, seq: job.seq, stream, data };
+        this.outbox.add(chunk);
+        if (this.link.ready) this.link.socket.emit(WorkerEvent.jobOutput, chunk);
+      },
+      exit: (exitCode, signal, survivors = []) => {
+        job.watchdog?.stop();
+        this.state.ended(order.jobId, survivors);
+        const stuck = survivors.length ? this.stuck(order, survivors) : [];
+        const until = Date.now() + this.config.RC_GPU_SETTLE_S * 1000 + 10_000;
+        for (const d of order.devices) this.ending.set(d.index, { jobId: order.jobId, until });
+        // A GPU still holding memory is quarantined in the same report that ends the job,
+        // so no other job can be given it in between.
+        void this.gpus
+          .afterJob(order.jobId, order.devices)
+          .catch(() => [] as Quarantine[])
+          .then((found) => {
+            this.jobs.delete(order.jobId);
+            const quarantine = [...stuck, ...found];
+            const exit: JobExit = {
+              jobId: order.jobId,
+              fence: order.fence,
+              exitCode,
+              signal,
+              lastSeq: job.seq,
+              killedFor: job.killedFor,
+              killCause: job.killCause,
+              quarantine,
+            };
+            for (const q of quarantine) this.log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
+            this.unreported.set(order.jobId, exit);
+            if (this.link.ready) this.sendExit(exit);
+          });
+      },
+    };
+    job.run =
+      order.kind === 'hold'
+        ? holdLease(callbacks)
+        : order.kind === 'tty'
+          ? this.terminals.start(job, this.runtime, callbacks.exit, this.unusable)
+          : this.runtime.run(order, callbacks, this.unusable);
+  }
+
+  /** Processes of an ended job still there after the kill: its devices are quarantined in its end report. */
+  private stuck(order: StartJob, pids: number[]): Quarantine[] {
+    const shown = pids.slice(0, 10).join(', ') + (pids.length > 10 ? ', …' : '');
+    this.log(`job ${order.jobId}: ${pids.length} process(es) could not be killed (pid ${shown})`);
+    return order.devices.map((d) => ({
+      index: d.index,
+      reason: `processes of job ${order.jobId} could not be killed (pid ${shown})`,
+      evidence: { jobId: order.jobId, pids: pids.slice(0, 100) },
+    }));
+  }
+
+  private sendExit(exit: JobExit): void {
+    this.link.socket
+      .timeout(10_000)
+      .emitWithAck(WorkerEvent.jobExit, exit)
+      .then(
+        (reply) => {
+          // Acknowledged, or refused as stale: either way there is nothing left to report.
+          if (reply.ok || reply.code === 'stale_lease') {
+            this.unreported.delete(exit.jobId);
+            this.outbox.forget(exit.jobId);
+          }
+        },
+        () => {
+          /* no answer: resent after the next hello */
+        },
+      );
+  }
+
+  private kill(order: KillJobOrder): void {
+    const job = this.jobs.get(order.jobId);
+    if (job && job.order.fence === order.fence) job.run.kill(this.config.RC_KILL_GRACE_S);
+  }
+
+  /** Kills every job, and waits (at most `ms`) until each has ended and its exit was reported. */
+  async stopAll(graceS: number, ms: number): Promise<void> {
+    for (const job of this.jobs.values()) job.run.kill(graceS);
+    const deadline = Date.now() + ms;
+    while ((this.jobs.size || this.unreported.size) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  }
+}
