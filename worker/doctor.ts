@@ -2,6 +2,7 @@
 // ok / n/a / fail, and a non-zero exit when a row fails. Reads the same
 // environment as the worker but never stops at a bad value: it reports it.
 import { accessSync, constants } from 'node:fs';
+import { controllerList } from './controllers';
 import type { ApiErrorBody } from '../core/errors';
 import type { ResponseOf } from '../protocol/routes';
 import { loadWorkerConfig } from './config';
@@ -115,7 +116,8 @@ async function gpuRow(run: Run, runtime: string, docker: string, image: string, 
 
 /** Reachable (any HTTP answer), then whether it accepts RC_HOST_TOKEN as a host credential. */
 async function controllerRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
-  const url = env.RC_CONTROLLER;
+  // Of several controllers, the first: they share one database, so one answers for all.
+  const url = controllerList(env.RC_CONTROLLER ?? '')[0];
   if (!url)
     return [
       { check: 'controller', status: 'fail', detail: 'RC_CONTROLLER is not set' },
