@@ -8,8 +8,11 @@ import { join } from 'node:path';
 
 export const root = new URL('..', import.meta.url).pathname;
 
-/** Builds rc and starts a controller on a fresh embedded Postgres; `localWorker` also starts its worker, host `bench`. */
-export async function startFleet({ localWorker }) {
+/**
+ * Builds rc and starts a controller on a fresh embedded Postgres; `localWorker` also starts its worker, host `bench`.
+ * `second`: a second controller on the same database (`controller2`), for the figures with two.
+ */
+export async function startFleet({ localWorker, second = false }) {
   spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
   const { startEmbeddedPostgres } = await import('../dist/test-support.js');
   const dir = mkdtempSync(join(tmpdir(), 'rc-bench-'));
@@ -37,14 +40,34 @@ export async function startFleet({ localWorker }) {
     () => `the controller did not come up:\n${log}`,
   );
   const { controller, clientToken, adminToken } = JSON.parse(readFileSync(join(dir, 'data', 'local.json'), 'utf8'));
+  let server2 = null;
+  let controller2 = null;
+  if (second) {
+    server2 = spawn(process.execPath, [join(root, 'dist/server.js')], {
+      env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data2'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let log2 = '';
+    server2.stdout.on('data', (c) => {
+      log2 += c;
+    });
+    await until(
+      () => /controller on (http:\/\/\S+);/.test(log2),
+      () => `the second controller did not come up:\n${log2}`,
+    );
+    controller2 = /controller on (http:\/\/\S+);/.exec(log2)[1];
+  }
   return {
     dir,
     controller,
+    controller2,
     clientToken,
     adminToken,
     async stop() {
-      server.kill('SIGTERM');
-      await new Promise((r) => server.once('exit', r));
+      for (const s of [server2, server].filter(Boolean)) {
+        s.kill('SIGTERM');
+        await new Promise((r) => s.once('exit', r));
+      }
       await pg.stop();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -6,14 +6,22 @@
 //   - throughput of 300 trivial jobs (`true`) through the two devices;
 //   - how long after its worker is SIGKILLed a job is marked lost (median of 5),
 //     at the default host timeout, with no worker restart.
-// Usage: npm run bench:queue
+//   With --two: two controllers on the database; the worker is connected to
+//   the second, the jobs are submitted through the first (every start goes
+//   through the bus), and instead of the lost-job figure, how long after a
+//   device frees a job queued behind it starts (the database's timestamps).
+// Usage: npm run bench:queue [-- --two]
 import { spawn, spawnSync } from 'node:child_process';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { report, root, startFleet, until } from './bench-fleet.mjs';
 
-const fleet = await startFleet({ localWorker: false });
+const two = process.argv.includes('--two');
+const fleet = await startFleet({ localWorker: false, second: two });
 const { dir, controller, clientToken, adminToken } = fleet;
+/** Where the worker connects: the second controller with --two. */
+const workerController = two ? fleet.controller2 : controller;
+if (two) console.log(`two controllers: jobs submitted through ${controller}, the worker connected to ${workerController}`);
 const { credential } = await api('POST', '/api/admin/hosts', { name: 'bench' }, adminToken);
 let worker = startWorker();
 await until(async () => (await api('GET', '/api/devices')).devices.filter((d) => d.state === 'free').length === 2, 'the worker');
@@ -49,22 +57,52 @@ try {
   const secs = (performance.now() - t0) / 1000;
   console.log(`${'throughput, 300 x true through 2 devices'.padEnd(44)} ${(300 / secs).toFixed(1)} jobs/s (${secs.toFixed(2)} s)`);
 
-  // 3. A worker SIGKILLed mid-job: time until its job is lost.
-  const lost = [];
-  for (let i = 0; i < 5; i++) {
-    const id = await new Promise((resolve) => {
-      void runJob(['sleep', '613.5'], resolve);
-    });
-    await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'running', 'the job to run');
-    const t = Date.now();
-    worker.kill('SIGKILL');
-    await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'lost', 'the job to be lost', 60_000);
-    lost.push(Date.now() - t);
-    spawnSync('pkill', ['-f', '^sleep 613.5$']); // the orphan of the killed worker, and nothing else
-    worker = startWorker();
-    await until(async () => (await api('GET', '/api/devices')).devices.filter((d) => d.state === 'free').length === 2, 'the worker back');
+  if (two) {
+    // 3. A queued job's start after its device frees, both on the second controller's worker, through the first.
+    const gaps = [];
+    for (let i = 0; i < 20; i++) {
+      let holderId = null;
+      const holder = runJob(['sh', '-c', 'sleep 0.3'], (id) => {
+        holderId = id;
+      });
+      await until(async () => holderId && (await api('GET', `/api/jobs/${holderId}`)).job.state === 'running', 'the holder to run');
+      // Both devices busy: the next one queues.
+      let otherId = null;
+      const other = runJob(['sh', '-c', 'sleep 0.3'], (id) => {
+        otherId = id;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      let waiterId = null;
+      const waiter = runJob(['true'], (id) => {
+        waiterId = id;
+      });
+      await Promise.all([holder, other, waiter]);
+      const jobs = [holderId, waiterId].map(async (id) => (await api('GET', `/api/jobs/${id}`)).job);
+      const [h, w] = await Promise.all(jobs);
+      const { job: o } = await api('GET', `/api/jobs/${otherId}`);
+      // The waiter took whichever device freed first.
+      const freed = Math.min(Date.parse(h.endedAt), Date.parse(o.endedAt));
+      gaps.push(Date.parse(w.startedAt) - freed);
+    }
+    report('queued job starts after a device frees', gaps);
+  } else {
+    // 3. A worker SIGKILLed mid-job: time until its job is lost.
+    const lost = [];
+    for (let i = 0; i < 5; i++) {
+      const id = await new Promise((resolve) => {
+        void runJob(['sleep', '613.5'], resolve);
+      });
+      await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'running', 'the job to run');
+      const t = Date.now();
+      worker.kill('SIGKILL');
+      await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'lost', 'the job to be lost', 60_000);
+      lost.push(Date.now() - t);
+      spawnSync('pkill', ['-f', '^sleep 613.5$']); // the orphan of the killed worker, and nothing else
+      worker = startWorker();
+      await until(async () => (await api('GET', '/api/devices')).devices.filter((d) => d.state === 'free').length === 2, 'the worker back');
+    }
+    report('SIGKILLed worker → job lost (host timeout 15 s)', lost);
   }
-  report('SIGKILLed worker → job lost (host timeout 15 s)', lost);
 } finally {
   worker.kill('SIGTERM');
   await fleet.stop();
@@ -72,7 +110,7 @@ try {
 
 function startWorker() {
   const w = spawn(process.execPath, [join(root, 'dist/worker.js')], {
-    env: { ...process.env, RC_CONTROLLER: controller, RC_HOST_TOKEN: credential, RC_HOST_NAME: 'bench', RC_WORKSPACE: join(dir, 'ws') },
+    env: { ...process.env, RC_CONTROLLER: workerController, RC_HOST_TOKEN: credential, RC_HOST_NAME: 'bench', RC_WORKSPACE: join(dir, 'ws') },
     stdio: 'ignore',
   });
   return w;

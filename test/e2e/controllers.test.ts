@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { io, type Socket } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
+import { until } from '../helpers/until';
 
 let a: Stack;
 let b: Stack;
@@ -60,19 +61,6 @@ test('rc kill through B stops a job whose worker is on A', { timeout: 60_000 }, 
 /** A terminal client on `stack`'s controller, signed in with A's client token (the job's owner, whichever controller it reaches). */
 function terminal(stack: Stack): Socket {
   return io(`${stack.controllerUrl}/tty`, { auth: { token: a.clientToken }, transports: ['websocket'], reconnection: false });
-}
-
-function until<T>(check: () => T | undefined, what: string, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const tick = () => {
-      const v = check();
-      if (v !== undefined) return resolve(v);
-      if (Date.now() > end) return reject(new Error(`timed out waiting for ${what}`));
-      setTimeout(tick, 20);
-    };
-    tick();
-  });
 }
 
 test("a terminal opened on A drives a pty on B's worker, and re-attaches through B with its screen", { timeout: 60_000 }, async () => {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Bus, type BusMessage, encode, MAX_PAYLOAD_BYTES } from '../../server/bus';
 import { freshDatabase } from '../helpers/db';
+import { until } from '../helpers/until';
 
 let url = '';
 let drop: () => Promise<void>;
@@ -27,19 +28,6 @@ after(async () => {
   for (const b of buses) await b.stop();
   await drop();
 });
-
-function until<T>(check: () => T | undefined, what: string, ms = 5000): Promise<T> {
-  const end = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const tick = () => {
-      const v = check();
-      if (v !== undefined) return resolve(v);
-      if (Date.now() > end) return reject(new Error(`timed out waiting for ${what}`));
-      setTimeout(tick, 10);
-    };
-    tick();
-  });
-}
 
 test("two controllers' buses hear each other, not themselves, and a cut listen connection comes back", { timeout: 30_000 }, async () => {
   const log = () => {};
