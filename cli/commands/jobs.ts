@@ -62,15 +62,15 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
   }
   out(
     table(
-      ['JOB', 'NAME', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'],
+      ['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'NAME', 'COMMAND'],
       body.jobs.map((j) => [
         j.id,
-        j.name ?? '-',
         j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''),
         j.exitCode === null ? '-' : String(j.exitCode),
         (j.devices ?? []).join(',') || j.device || '-',
         j.submitter,
         `${age(j.createdAt)} ago`,
+        j.name ?? '-',
         what(j),
       ]),
     ),
@@ -106,15 +106,15 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
   }
   out(
     table(
-      ['JOB', 'NAME', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'],
+      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND'],
       body.jobs.map((j) => [
         j.id,
-        j.name ?? '-',
         j.state === 'queued' ? `queued #${j.position}` : j.state,
         j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
         j.submitter,
         age(j.startedAt ?? j.createdAt),
         limit(j),
+        j.name ?? '-',
         what(j),
       ]),
     ),

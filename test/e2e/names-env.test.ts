@@ -183,10 +183,11 @@ test('names show in rc ps, rc jobs and rc describe; logs and attach take a name'
   const id = await run.id;
   await stack.waitFor(async () => (await stack.cli(['logs', 'shown-1'])).stdout.includes('line-one'), 'logs by name');
   const ps = (await stack.cli(['ps'])).stdout;
-  assert.match(ps, /^JOB +NAME +STATE/);
-  assert.match(ps, new RegExp(`^${id} +shown-1 +running`, 'm'));
+  assert.match(ps, /^JOB +STATE +WHERE +SUBMITTER +FOR +LIMIT +NAME +COMMAND$/m);
+  assert.match(ps, new RegExp(`^${id} +running +alpha:gpu\\d +tester +\\d+s +- +shown-1 +sh -c`, 'm'));
   const jobs = (await stack.cli(['jobs'])).stdout;
-  assert.match(jobs, new RegExp(`^${id} +shown-1 +running`, 'm'));
+  assert.match(jobs, /^JOB +STATE +EXIT +DEVICE +SUBMITTER +CREATED +NAME +COMMAND$/m);
+  assert.match(jobs, new RegExp(`^${id} +running +- +alpha:gpu\\d +tester +\\d+s ago +shown-1 +sh -c`, 'm'));
   const psJson = JSON.parse((await stack.cli(['ps', '--json'])).stdout) as { jobs: View[] };
   assert.equal(psJson.jobs.find((j) => j.id === id)?.name, 'shown-1');
   const jobsJson = JSON.parse((await stack.cli(['jobs', '--json'])).stdout) as { jobs: View[] };
