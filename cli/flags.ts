@@ -6,10 +6,15 @@ export interface FlagSpec {
   name: string;
   short?: string;
   type: 'string' | 'boolean';
+  /** A string flag that may be given several times (rc run --env): every value is kept, in order, in `Parsed.lists`. */
+  repeat?: true;
 }
 
 export interface Parsed {
+  /** Each flag's value (the last one, for a flag given twice). */
   flags: Map<string, string | true>;
+  /** Every value of a `repeat` flag, in the order given. */
+  lists: Map<string, string[]>;
   rest: string[];
 }
 
@@ -19,6 +24,7 @@ export interface Parsed {
  */
 export function parseFlags(command: string, args: readonly string[], specs: readonly FlagSpec[], stopAtPositional: boolean): Parsed {
   const flags = new Map<string, string | true>();
+  const lists = new Map<string, string[]>();
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -49,8 +55,9 @@ export function parseFlags(command: string, args: readonly string[], specs: read
     else value = args[++i];
     if (value === undefined) usage(`--${spec.name} needs a value`);
     flags.set(spec.name, value);
+    if (spec.repeat) lists.set(spec.name, [...(lists.get(spec.name) ?? []), value]);
   }
-  return { flags, rest };
+  return { flags, lists, rest };
 }
 
 export function intFlag(parsed: Parsed, name: string, min: number, max: number): number | undefined {

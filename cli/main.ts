@@ -25,7 +25,8 @@ usage: rc <command> [flags]
   release  end a hold:  rc release <hold-id>
   cp       copy one file to or from a device's workspace:  rc cp ./train.py host:gpu0:/workspace/
   devices  list devices, their state and holder
-  describe one device in full: labels with source and age, the host's usage sheet, recent jobs
+  describe one device in full: labels with source and age, the host's usage sheet, recent jobs;
+           or one job (by id or --name): its state, command, devices, env names
   ps       what is running and queued now, whose it is, queue positions
   jobs     current and past jobs (--state, --device, --submitter, --json)
   logs     a job's stored output (-f follows it)

@@ -4,10 +4,18 @@
 export const ERROR_STATUS = {
   bad_request: 400,
   bad_selector: 400,
+  /** rc run --env: a malformed name or value, or too many or too big (core/job-options.ts). */
+  bad_env: 400,
+  /** rc run --env: a name rc sets itself (CUDA_VISIBLE_DEVICES, RC_JOB_ID, ...). */
+  reserved_env: 400,
+  /** rc run --name: not a valid job name. */
+  bad_name: 400,
   unauthorized: 401,
   forbidden: 403,
   not_job_owner: 403,
   not_found: 404,
+  /** A job name given instead of an id matches several jobs: the message lists their ids. */
+  ambiguous_name: 409,
   no_matching_device: 409,
   busy: 409,
   quarantined: 409,

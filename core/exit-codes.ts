@@ -21,6 +21,8 @@ export const EXIT = {
   bad_selector: 212,
   /** The device asked for (or every device that matches) is quarantined: pick another. */
   quarantined: 213,
+  /** A job name matched several jobs: use one of the ids the message lists. */
+  ambiguous_name: 214,
 } as const;
 
 export type ExitName = keyof typeof EXIT;
@@ -37,6 +39,9 @@ export function exitCodeForError(code: string): number {
     case 'quarantined':
       return EXIT.quarantined;
     case 'bad_request':
+    case 'bad_env':
+    case 'reserved_env':
+    case 'bad_name':
       return EXIT.usage;
     case 'unauthorized':
     case 'forbidden':
@@ -45,6 +50,8 @@ export function exitCodeForError(code: string): number {
       return EXIT.not_found;
     case 'not_job_owner':
       return EXIT.not_job_owner;
+    case 'ambiguous_name':
+      return EXIT.ambiguous_name;
     default:
       return EXIT.error;
   }

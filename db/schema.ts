@@ -146,6 +146,10 @@ export const jobs = pgTable(
     submitter: text('submitter').notNull(),
     tokenId: bigint('token_id', { mode: 'number' }),
     argv: jsonb('argv').$type<string[]>().notNull(),
+    /** rc run --name: not unique; a name stands for a job id where it picks one job (server/jobs/find.ts). */
+    name: text('name'),
+    /** rc run --env: the variables set for its process. The values may be secrets: no view shows them, only the keys. */
+    env: jsonb('env').$type<Record<string, string>>(),
     cwd: text('cwd'),
     selector: text('selector').notNull().default(''),
     deviceName: text('device_name'),
@@ -185,6 +189,7 @@ export const jobs = pgTable(
     index('jobs_queued_idx').on(t.priority, t.seq).where(sql`state = 'queued'`),
     index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
     index('jobs_created_idx').on(t.createdAt),
+    index('jobs_name_idx').on(t.name, t.seq).where(sql`name is not null`),
   ],
 );
 

@@ -3,6 +3,7 @@
 // imports this file (zod stays out of its bundle).
 import { z } from 'zod';
 import type { BodyOf, JsonBodyRoute } from './routes';
+import { envProblem, jobNameProblem } from '../core/job-options';
 
 /**
  * Names shown on other people's terminals (submitters, and token names, which
@@ -53,6 +54,25 @@ export const JOB_PLACEMENT = {
     .nullish(),
 };
 
+/**
+ * What a job (or a terminal, protocol/tty.ts) is called and what it gets in
+ * its environment (core/job-options.ts has the rules; checkJobOptions tells
+ * them). An issue carries its error code in `params.code` (bad_name, bad_env,
+ * reserved_env): protocol/zod-message.ts's zodCode reads it.
+ */
+export const JOB_OPTIONS = {
+  name: z.string().max(200).nullish(),
+  env: z.record(z.string().max(1000), z.string()).nullish(),
+};
+
+/** Adds the issues of a job's name and environment (JOB_OPTIONS) to `ctx`. */
+export function checkJobOptions(j: { name?: string | null; env?: Record<string, string> | null }, ctx: z.RefinementCtx): void {
+  const nameProblem = j.name == null ? null : jobNameProblem(j.name);
+  if (nameProblem) ctx.addIssue({ code: 'custom', path: ['name'], message: nameProblem, params: { code: 'bad_name' } });
+  const env = j.env == null ? null : envProblem(j.env);
+  if (env) ctx.addIssue({ code: 'custom', path: env.key === null ? ['env'] : ['env', env.key], message: env.message, params: { code: env.code } });
+}
+
 /** The longest a hold may last, from its start or from an extend (documented in the README). */
 export const HOLD_MAX_TTL_S = 24 * 3600;
 
@@ -74,14 +94,17 @@ export const SubmitJob = z
     ttlS: holdTtl.nullish(),
     submitter: Submitter,
     ...JOB_PLACEMENT,
+    ...JOB_OPTIONS,
   })
   .strict()
   .superRefine((j, ctx) => {
+    checkJobOptions(j, ctx);
     const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     if (j.kind === 'hold') {
       if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
       if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
       if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
+      if (j.env != null && Object.keys(j.env).length) say('env', 'a hold runs no command, so it has no environment to set: drop --env');
     } else {
       if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');
       if (j.ttlS != null) say('ttlS', 'only a hold has a TTL; bound a job with --max-runtime');

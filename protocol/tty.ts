@@ -4,7 +4,7 @@
 // Their names and event maps are in protocol/events.ts. docs/api.md, "The
 // terminal socket", documents both.
 import { z } from 'zod';
-import { JOB_PLACEMENT, Submitter } from './api';
+import { checkJobOptions, JOB_OPTIONS, JOB_PLACEMENT, Submitter } from './api';
 
 const size = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) };
 export const TtySize = z.object(size).strict();
@@ -30,9 +30,11 @@ export const TtyOpen = z
     /** Ignored when the socket signed in with the browser's session cookie: the submitter is then `web:<token name>`, or for a bound token its name or `<prefix>web` (webSubmitter, server/auth.ts). */
     submitter: Submitter.optional(),
     ...JOB_PLACEMENT,
+    ...JOB_OPTIONS,
     ...size,
   })
-  .strict();
+  .strict()
+  .superRefine(checkJobOptions);
 export type TtyOpen = z.infer<typeof TtyOpen>;
 
 /** At most this much input per `input` message. */

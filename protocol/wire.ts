@@ -22,10 +22,14 @@ export type { EndCause, JobState };
 /** A job as every answer shows it (server/jobs/job-view.ts builds it). Times are ISO 8601. */
 export interface JobView {
   id: string;
+  /** rc run --name; not unique (a name stands for an id where it picks one job). */
+  name: string | null;
   kind: JobKind;
   state: JobState;
   submitter: string;
   argv: string[];
+  /** The names of the variables set with rc run --env, sorted. Never their values: they may be secrets. */
+  envKeys: string[];
   cwd: string | null;
   selector: string;
   /** The device asked for (-d), if any. */

@@ -112,6 +112,8 @@ export interface StartJob {
   tty?: { cols: number; rows: number } | null;
   fence: number;
   argv: string[];
+  /** rc run --env: set in the job's environment (below what rc sets itself, which it may not name). */
+  env: Record<string, string>;
   cwd: string | null;
   devices: { index: number; name: string; uuid: string | null }[];
   /** Watchdogs in seconds, enforced by the worker (and, as a backstop, the controller). */

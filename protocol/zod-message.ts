@@ -13,3 +13,14 @@ export function zodMessage(error: z.ZodError, say?: (issue: z.core.$ZodIssue, wh
   const where = path ? `${path}: ` : '';
   return say?.(issue, where) ?? `${where}${issue.message}`;
 }
+
+/**
+ * The error code for a failed parse: the one its first issue carries in
+ * `params.code` (protocol/api.ts's checkJobOptions sets bad_name, bad_env,
+ * reserved_env), else bad_request.
+ */
+export function zodCode(error: z.ZodError): 'bad_request' | 'bad_name' | 'bad_env' | 'reserved_env' {
+  const issue = error.issues[0];
+  const code = issue?.code === 'custom' ? (issue.params as { code?: unknown } | undefined)?.code : undefined;
+  return code === 'bad_name' || code === 'bad_env' || code === 'reserved_env' ? code : 'bad_request';
+}

@@ -33,7 +33,7 @@ import { startJob } from './jobs/start';
 import { FINAL_STATES } from '../core/job-state';
 import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
-import { zodMessage } from '../protocol/zod-message';
+import { zodCode, zodMessage } from '../protocol/zod-message';
 
 /** Input is relayed in pieces of at most this many bytes: a bus message carries one (server/bus.ts). */
 const INPUT_PIECE = 4096;
@@ -181,7 +181,7 @@ export class TtyHub {
     socket.on(TtyEvent.open, (raw) => {
       if (socket.data.jobId) return fail(new RcError('bad_request', 'this socket already has a terminal; open another socket'));
       const parsed = TtyOpen.safeParse(raw);
-      if (!parsed.success) return fail(new RcError('bad_request', zodMessage(parsed.error)));
+      if (!parsed.success) return fail(new RcError(zodCode(parsed.error), zodMessage(parsed.error)));
       const open = parsed.data;
       (open.jobId ? this.attach(socket, identity, open.jobId, open) : this.submit(socket, identity, open)).catch(fail);
     });
@@ -229,6 +229,8 @@ export class TtyHub {
     const body = SubmitJob.safeParse({
       kind: 'tty',
       argv: open.argv,
+      name: open.name ?? null,
+      env: open.env ?? null,
       selector: open.selector,
       device: open.device ?? null,
       cwd: open.cwd ?? null,
@@ -240,7 +242,7 @@ export class TtyHub {
       maxRuntimeS: open.maxRuntimeS ?? null,
       idleTimeoutS: open.idleTimeoutS ?? null,
     });
-    if (!body.success) throw new RcError('bad_request', zodMessage(body.error));
+    if (!body.success) throw new RcError(zodCode(body.error), zodMessage(body.error));
     await startJob(this.c, identity, body.data, (job, position) => {
       // Bound before the job is sent to its worker: the start carries the client's size.
       const s = this.session(job);

@@ -123,6 +123,7 @@ export class WorkerHub implements Dispatcher {
       kind: job.kind,
       fence: job.fence!,
       argv: job.argv,
+      env: job.env ?? {},
       cwd: job.cwd,
       devices,
       maxRuntimeS: job.maxRuntimeS,

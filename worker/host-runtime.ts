@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
+import { RESERVED_ENV } from '../core/job-options';
 import { LOGIN_SHELL } from '../protocol/tty';
 import type { JobSupervisor } from './job-supervisor';
 import type { JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
@@ -51,6 +52,8 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): 
     const v = base[k];
     if (v !== undefined) env[k] = v;
   }
+  // rc run --env, below what rc sets itself (the controller refuses those names; a worker never lets them through).
+  for (const [k, v] of Object.entries(order.env ?? {})) if (!(RESERVED_ENV as readonly string[]).includes(k)) env[k] = v;
   // UUIDs name the same card whatever order CUDA enumerates them in.
   env.CUDA_VISIBLE_DEVICES = order.devices.map((d) => d.uuid ?? String(d.index)).join(',');
   env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';

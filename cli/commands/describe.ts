@@ -1,18 +1,23 @@
 // rc describe host:gpuN: state, holder, every label with its source and age,
-// the host's usage sheet, and the device's recent jobs.
+// the host's usage sheet, and the device's recent jobs. rc describe <job>: one
+// job in full (its environment's keys, never their values).
 import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
-import type { DeviceDescription } from '../../protocol/wire';
+import type { DeviceDescription, JobView } from '../../protocol/wire';
+import { formatDuration } from '../../core/duration';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import { age, indent, json, out, shortCommand, table, usage } from '../output';
 
-export const DESCRIBE_HELP = `usage: rc describe <host:gpuN> [--json]
+export const DESCRIBE_HELP = `usage: rc describe <host:gpuN|job-id|name> [--json]
 
 Prints the device's state and holder, every label with where it came from and
 how old it is, the host's usage sheet, and its recent jobs. Read the sheet
 before you use the host: it is the operator talking to you.
-      --json   the API's JSON (docs/api.md, GET /api/devices/:name)
+Given a job id or a job name (rc run --name) instead, prints that job: its
+state, name, submitter, command, devices, limits, and the names of the
+variables set with --env (never their values).
+      --json   the API's JSON (docs/api.md, GET /api/devices/:name or GET /api/jobs/:id)
 `;
 
 export async function describe(client: Client, args: readonly string[]): Promise<number> {
@@ -29,8 +34,16 @@ export async function describe(client: Client, args: readonly string[]): Promise
     out(DESCRIBE_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length !== 1) usage('rc describe takes one device: rc describe host:gpu0');
-  const d = await client.call('GET /api/devices/:name', { name: parsed.rest[0]! });
+  if (parsed.rest.length !== 1) usage('rc describe takes one device or job: rc describe host:gpu0, rc describe <job-id|name>');
+  const what = parsed.rest[0]!;
+  // A device name has a colon; a job id or name never does (core/job-options.ts).
+  if (!what.includes(':')) {
+    const body = await client.call('GET /api/jobs/:id', { id: what });
+    if (parsed.flags.has('json')) json(body);
+    else out(renderJob(body.job));
+    return EXIT.ok;
+  }
+  const d = await client.call('GET /api/devices/:name', { name: what });
   if (parsed.flags.has('json')) {
     json(d);
     return EXIT.ok;
@@ -84,6 +97,30 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
       )
     : '  (none)\n';
   return text;
+}
+
+/** One job in full, as rc describe <job> prints it. */
+export function renderJob(j: JobView, now = Date.now()): string {
+  const lines: [string, string][] = [
+    ['name', j.name ?? '-'],
+    ['kind', j.kind],
+    ['state', j.state + (j.reason ? ` (${j.reason})` : '')],
+    ['exit', j.exitCode === null ? '-' : String(j.exitCode)],
+    ['submitter', j.submitter],
+    ['command', j.kind === 'hold' ? '(hold)' : shortCommand(j.argv, 200)],
+    ['env', j.envKeys.length ? j.envKeys.join(', ') : '-'],
+    ['cwd', j.cwd ?? '-'],
+    [
+      'asked',
+      [j.selector && `--select ${j.selector}`, j.device && `-d ${j.device}`, j.gpus > 1 && `--gpus ${j.gpus}`].filter(Boolean).join(' ') || 'any device',
+    ],
+    ['devices', (j.devices ?? []).join(', ') || '-'],
+    ['limits', `max-runtime ${j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-'}, idle-timeout ${j.idleTimeoutS ? formatDuration(j.idleTimeoutS) : '-'}`],
+    ['created', `${age(j.createdAt, now)} ago`],
+    ['started', j.startedAt ? `${age(j.startedAt, now)} ago` : '-'],
+    ['ended', j.endedAt ? `${age(j.endedAt, now)} ago` : '-'],
+  ];
+  return `${j.id}  ${j.state}\n${lines.map(([k, v]) => `${`${k}:`.padEnd(11)}${v}\n`).join('')}`;
 }
 
 function showValue(key: string, value: string): string {

@@ -6,6 +6,12 @@ import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
 import { age, json, out, shortCommand, table, usage } from '../output';
 import { follow, reattachTty } from './run';
+import { JOB_ID } from '../../core/job-options';
+
+/** The id of the job `ref` names: an id as it is, a name (rc run --name) looked up once, so that a reconnect follows the same job. */
+async function jobIdOf(client: Client, ref: string): Promise<string> {
+  return JOB_ID.test(ref) ? ref : (await client.call('GET /api/jobs/:id', { id: ref })).job.id;
+}
 
 /** What a job runs, as the tables show it: a hold runs nothing. */
 function what(j: JobView): string {
@@ -56,7 +62,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
   }
   out(
     table(
-      ['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'COMMAND'],
+      ['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'NAME', 'COMMAND'],
       body.jobs.map((j) => [
         j.id,
         j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''),
@@ -64,6 +70,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
         (j.devices ?? []).join(',') || j.device || '-',
         j.submitter,
         `${age(j.createdAt)} ago`,
+        j.name ?? '-',
         what(j),
       ]),
     ),
@@ -99,7 +106,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
   }
   out(
     table(
-      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'COMMAND'],
+      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND'],
       body.jobs.map((j) => [
         j.id,
         j.state === 'queued' ? `queued #${j.position}` : j.state,
@@ -107,6 +114,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
         j.submitter,
         age(j.startedAt ?? j.createdAt),
         limit(j),
+        j.name ?? '-',
         what(j),
       ]),
     ),
@@ -114,11 +122,12 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
   return EXIT.ok;
 }
 
-export const LOGS_HELP = `usage: rc logs [-f|--follow] <job-id>
+export const LOGS_HELP = `usage: rc logs [-f|--follow] <job-id|name>
 
 Prints the job's stored output (stdout to stdout, stderr to stderr) and exits.
 With -f, replays it and then follows new output until the job ends; Ctrl-C
-stops following without touching the job.
+stops following without touching the job. A name (rc run --name) stands for
+the one queued or running job with it, else the one job ever given it.
 `;
 
 export async function logs(client: Client, args: readonly string[]): Promise<number> {
@@ -135,19 +144,20 @@ export async function logs(client: Client, args: readonly string[]): Promise<num
     out(LOGS_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length !== 1) usage('rc logs takes one job id: rc logs [-f] <job-id>');
-  const id = parsed.rest[0]!;
+  if (parsed.rest.length !== 1) usage('rc logs takes one job id or name: rc logs [-f] <job-id|name>');
+  const id = await jobIdOf(client, parsed.rest[0]!);
   const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: parsed.flags.has('follow') ? '1' : undefined } });
   const code = await follow(client, res, { detachOnInterrupt: true, knownJobId: id, reconnect: parsed.flags.has('follow') });
   return code === EXIT.unreachable ? code : EXIT.ok;
 }
 
-export const ATTACH_HELP = `usage: rc attach <job-id>
+export const ATTACH_HELP = `usage: rc attach <job-id|name>
 
 Re-streams a job's output from the beginning and follows it until it ends,
 then exits as rc run would (the command's exit code). Ctrl-C detaches; the
 job keeps running. A running terminal (rc run --tty) is re-attached instead:
-its recent screen is replayed and your keys go to it again.
+its recent screen is replayed and your keys go to it again. A name stands for
+a job as in rc logs.
 `;
 
 export async function attach(client: Client, args: readonly string[]): Promise<number> {
@@ -156,9 +166,9 @@ export async function attach(client: Client, args: readonly string[]): Promise<n
     out(ATTACH_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length !== 1) usage('rc attach takes one job id: rc attach <job-id>');
-  const id = parsed.rest[0]!;
-  const { job } = await client.call('GET /api/jobs/:id', { id });
+  if (parsed.rest.length !== 1) usage('rc attach takes one job id or name: rc attach <job-id|name>');
+  const { job } = await client.call('GET /api/jobs/:id', { id: parsed.rest[0]! });
+  const id = job.id;
   if (job.kind === 'tty' && (job.state === 'running' || job.state === 'queued')) return reattachTty(client, id);
   const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: '1' } });
   return follow(client, res, { detachOnInterrupt: true, knownJobId: id });

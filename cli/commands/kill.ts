@@ -4,10 +4,12 @@ import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import { out, usage } from '../output';
 
-export const KILL_HELP = `usage: rc kill <job-id>
+export const KILL_HELP = `usage: rc kill <job-id|name>
 
 Stops a queued or running job whose submitter matches yours (RC_SUBMITTER);
-its whole process group dies with it.
+its whole process group dies with it. A name (rc run --name) stands for the
+one queued or running job with it, else the one job ever given it; a name
+several jobs share is refused with ambiguous_name, listing their ids.
 `;
 
 export async function kill(client: Client, args: readonly string[]): Promise<number> {
@@ -16,7 +18,7 @@ export async function kill(client: Client, args: readonly string[]): Promise<num
     out(KILL_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length !== 1) usage('rc kill takes one job id: rc kill <job-id>');
+  if (parsed.rest.length !== 1) usage('rc kill takes one job id or name: rc kill <job-id|name>');
   const id = parsed.rest[0]!;
   const { job } = await client.call('POST /api/jobs/:id/kill', { id, body: { submitter: client.submitter } });
   out(job.state === 'running' ? `stopping ${job.id}\n` : `${job.id} is ${job.state}\n`);

@@ -7,8 +7,9 @@ import type { JobEvent, SubmitJobBody } from '../../protocol/wire';
 import type { Client } from '../client';
 import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
-import { durationFlag, parseFlags, stringFlag, type FlagSpec } from '../flags';
-import { err, out, stderr, stdout, usage } from '../output';
+import { durationFlag, parseFlags, stringFlag, type FlagSpec, type Parsed } from '../flags';
+import { err, fail, out, stderr, stdout, usage } from '../output';
+import { envKeyProblem, envProblem, jobNameProblem } from '../../core/job-options';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
@@ -20,6 +21,15 @@ matching device is busy.
   -s, --select <selector>   labels the device must have, e.g. 'vram>=40G,vendor=nvidia'
   -d, --device <host:gpuN>  this device and no other
       --cwd <dir>           working directory on the device host
+      --name <name>         a name for the job, shown by rc ps, rc jobs and
+                            rc describe, and usable instead of its id in rc kill,
+                            rc logs, rc attach and rc describe (1-63 letters,
+                            digits, . _ -; need not be unique)
+      --env KEY=VALUE       set KEY in the job's environment (repeatable; the
+                            last one for a KEY wins). --env KEY passes your own
+                            value of KEY. Values may be secrets: rc never shows
+                            them, only the keys. rc's own variables
+                            (CUDA_VISIBLE_DEVICES, RC_JOB_ID, ...) are refused
       --gpus <n>            devices on one host (1-8, default 1)
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
@@ -37,6 +47,8 @@ matching device is busy.
 const SPECS: FlagSpec[] = [
   ...PLACEMENT_FLAGS,
   { name: 'cwd', type: 'string' },
+  { name: 'name', type: 'string' },
+  { name: 'env', type: 'string', repeat: true },
   { name: 'explain', type: 'boolean' },
   { name: 'tty', short: 't', type: 'boolean' },
   { name: 'max-runtime', type: 'string' },
@@ -56,8 +68,13 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
   const cwd = stringFlag(parsed, 'cwd');
   if (cwd !== undefined && !cwd.startsWith('/')) usage(`--cwd must be an absolute path on the device host, not ${cwd}`);
+  const name = stringFlag(parsed, 'name');
+  const nameProblem = name === undefined ? null : jobNameProblem(name);
+  if (nameProblem) fail('bad_name', nameProblem, EXIT.usage);
   const body: SubmitJobBody = {
     argv: parsed.rest,
+    name: name ?? null,
+    env: envOf(parsed),
     ...placementOf(parsed),
     cwd: cwd ?? null,
     maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
@@ -67,6 +84,30 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (tty) return runTtyJob(client, body);
   const res = await client.stream('POST /api/jobs', { body });
   return follow(client, res);
+}
+
+/**
+ * The --env flags as the job's environment: KEY=VALUE, or KEY for this
+ * shell's own value of KEY; the last one for a KEY wins. Checked here as the
+ * controller will (core/job-options.ts), with the code it would answer.
+ */
+export function envOf(parsed: Parsed, from: Readonly<Record<string, string | undefined>> = process.env): Record<string, string> | null {
+  const given = parsed.lists.get('env') ?? [];
+  if (given.length === 0) return null;
+  const env: Record<string, string> = {};
+  for (const item of given) {
+    const eq = item.indexOf('=');
+    const key = eq < 0 ? item : item.slice(0, eq);
+    const bad = envKeyProblem(key);
+    if (bad) fail(bad.code, `--env ${key}: ${bad.message}`, EXIT.usage);
+    const value = eq < 0 ? from[key] : item.slice(eq + 1);
+    if (value === undefined)
+      usage(`--env ${key}: ${key} is not set in your environment, so there is no value to pass; set it, or give one: --env ${key}=VALUE`);
+    env[key] = value;
+  }
+  const bad = envProblem(env);
+  if (bad) fail(bad.code, bad.key ? `--env ${bad.key}: ${bad.message}` : bad.message, EXIT.usage);
+  return env;
 }
 
 /** How long a lost stream may take to come back before rc gives up (exit 207). */

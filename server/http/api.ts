@@ -9,6 +9,7 @@ import { describeDevice, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
 import { loadDevices, loadHosts } from '../fleet';
+import { findJob } from '../jobs/find';
 import { killJob } from '../jobs/kill';
 import { jobView } from '../jobs/job-view';
 import type { Db, Sql } from '../db';
@@ -26,8 +27,6 @@ import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
-
-const JOB_ID = /^j[0-9a-v]{10}$/;
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -114,8 +113,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
 
   // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
   router.on('GET /api/jobs/:id/stream', async ({ params, query, res }) => {
-    const [job] = JOB_ID.test(params.id) ? await db.select({ id: jobs.id, kind: jobs.kind }).from(jobs).where(eq(jobs.id, params.id)) : [];
-    if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
+    const job = await findJob(sql, params.id);
     const after = Number(query.get('after') ?? '0');
     if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
     openStream(res);
@@ -125,14 +123,11 @@ export function registerApi(router: Router, c: ApiDeps): void {
   });
 
   router.on('GET /api/jobs/:id', async ({ params }) => {
-    const [job] = JOB_ID.test(params.id) ? await db.select().from(jobs).where(eq(jobs.id, params.id)) : [];
-    if (!job) throw new RcError('not_found', `no job ${params.id}; check the job id`);
-    return { job: jobView(job) };
+    return { job: jobView(await findJob(sql, params.id)) };
   });
 
   router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
-    if (!JOB_ID.test(params.id)) throw new RcError('not_found', `no job ${params.id}; check the job id`);
-    const job = await killJob(c, identity, params.id, body.submitter);
+    const job = await killJob(c, identity, (await findJob(sql, params.id)).id, body.submitter);
     return { job: jobView(job) };
   });
 
@@ -158,8 +153,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
   });
 
   router.on('POST /api/holds/:id/release', async ({ body, params, identity }) => {
-    await holdOf(params.id);
-    return { job: jobView(await killJob(c, identity, params.id, body.submitter, 'released')) };
+    return { job: jobView(await killJob(c, identity, (await holdOf(params.id)).id, body.submitter, 'released')) };
   });
 
   router.on('POST /api/holds/:id/extend', async ({ body, params, identity }) => {
@@ -169,8 +163,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
 
   /** The job, if it is a hold; a clear error otherwise. */
   async function holdOf(id: string) {
-    const [job] = JOB_ID.test(id) ? await db.select().from(jobs).where(eq(jobs.id, id)) : [];
-    if (!job) throw new RcError('not_found', `no hold ${id}; rc ps lists the running ones`);
+    const job = await findJob(sql, id, 'hold');
     if (job.kind !== 'hold') throw new RcError('bad_request', `${id} is not a hold but a ${job.kind} job; stop it with rc kill ${id}`);
     return job;
   }

@@ -12,7 +12,7 @@ import { bearer, identify, requireKind, type Identity } from '../auth';
 import { databaseDown, errorCode, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
-import { zodMessage } from '../../protocol/zod-message';
+import { zodCode, zodMessage } from '../../protocol/zod-message';
 
 export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
@@ -284,7 +284,7 @@ export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema
   const nul = nulPath(value, []);
   if (nul) throw new RcError('bad_request', `${nul.length ? `${nul.join('.')}: ` : ''}text cannot contain a NUL byte`);
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new RcError('bad_request', zodMessage(parsed.error));
+  if (!parsed.success) throw new RcError(zodCode(parsed.error), zodMessage(parsed.error));
   return parsed.data;
 }
 

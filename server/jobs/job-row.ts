@@ -7,10 +7,12 @@ export function rowToJob(r: Record<string, unknown>): JobRow {
   return {
     id: r.id as string,
     kind: (r.kind as JobRow['kind'] | undefined) ?? 'run',
+    name: (r.name as string | null) ?? null,
     seq: Number(r.seq),
     submitter: r.submitter as string,
     tokenId: num(r.token_id),
     argv: r.argv as string[],
+    env: (r.env as Record<string, string> | null) ?? null,
     cwd: (r.cwd as string | null) ?? null,
     selector: r.selector as string,
     deviceName: (r.device_name as string | null) ?? null,

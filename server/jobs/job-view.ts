@@ -5,13 +5,16 @@ import type { JobView } from '../../protocol/wire';
 export type { JobView };
 export type JobRow = typeof jobs.$inferSelect;
 
+/** The job as answers show it: its environment's keys, never their values (they may be secrets). */
 export function jobView(j: JobRow): JobView {
   return {
     id: j.id,
+    name: j.name,
     kind: j.kind,
     state: j.state,
     submitter: j.submitter,
     argv: j.argv,
+    envKeys: Object.keys(j.env ?? {}).sort(),
     cwd: j.cwd,
     selector: j.selector,
     device: j.deviceName,

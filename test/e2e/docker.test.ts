@@ -39,6 +39,17 @@ test('a job runs in its device container: exit code, stdout and stderr, CUDA_VIS
   assert.match(missing.stderr, /working directory \/no\/such\/dir does not exist in the container/);
 });
 
+test('rc run --env reaches the job in its container, under what rc sets itself', async () => {
+  const r = await stack.cli(
+    ['run', '-d', `${host}:gpu0`, '--env', 'MSG=hello from env', '--env', 'FROM_ME', '--', 'sh', '-c', 'echo "$MSG|$FROM_ME|$RC_DEVICES"'],
+    {
+      env: { FROM_ME: 'caller' },
+    },
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.stdout, `hello from env|caller|${host}:gpu0\n`);
+});
+
 test('the runtime and the image are host labels', async () => {
   const d = await stack.cli(['describe', `${host}:gpu0`]);
   assert.match(d.stdout, /runtime +docker +detected \(host\)/);

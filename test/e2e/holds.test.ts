@@ -41,7 +41,7 @@ test('a hold blocks, shows in rc ps with its time left, and ends at its TTL', as
   assert.match(h.line, /^hold j\w+ on alpha:gpu0 until \d{4}-\d\d-\d\dT\S+Z \(3s\)$/);
   assert.equal((await device('alpha:gpu0')).holder?.jobId, h.id);
   const ps = await stack.cli(['ps']);
-  assert.match(ps.stdout, new RegExp(`${h.id}\\s+running\\s+alpha:gpu0\\s+tester\\s+\\S+\\s+[123]s left\\s+\\(hold\\)`));
+  assert.match(ps.stdout, new RegExp(`${h.id}\\s+running\\s+alpha:gpu0\\s+tester\\s+\\S+\\s+[123]s left\\s+-\\s+\\(hold\\)`));
   const started = Date.now();
   const r = await h.done;
   const tookS = (Date.now() - started) / 1000;
@@ -101,7 +101,7 @@ test('rc hold extend moves the end deliberately; only the holder (or an admin) m
   await new Promise((r) => setTimeout(r, 3000));
   assert.equal((await device('alpha:gpu0')).holder?.jobId, h.id, 'past the first TTL, still held');
   const ps = await stack.cli(['ps']);
-  assert.match(ps.stdout, /2\ds left\s+\(hold\)/);
+  assert.match(ps.stdout, /2\ds left\s+-\s+\(hold\)/);
   await stack.cli(['release', h.id]);
   await h.done;
   const ended = await stack.cli(['hold', 'extend', h.id, '--ttl', '1h']);

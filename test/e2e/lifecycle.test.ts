@@ -84,7 +84,7 @@ test('rc ps shows running and queued jobs with positions; rc jobs filters; rc lo
   const onDevice = JSON.parse((await stack.cli(['jobs', '--device', 'alpha:gpu0', '--json', '--limit', '500'])).stdout) as { jobs: { devices: string[] }[] };
   assert.ok(onDevice.jobs.length > 0 && onDevice.jobs.every((j) => j.devices.includes('alpha:gpu0')));
   const table = (await stack.cli(['jobs', '--limit', '3'])).stdout;
-  assert.match(table, /^JOB +STATE +EXIT +DEVICE +SUBMITTER +CREATED +COMMAND\n/);
+  assert.match(table, /^JOB +STATE +EXIT +DEVICE +SUBMITTER +CREATED +NAME +COMMAND\n/);
   const bad = await stack.cli(['jobs', '--state', 'sleeping']);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /unknown state sleeping/);

@@ -64,6 +64,7 @@ function order(argv: string[], extra: Partial<StartJob> = {}): StartJob {
     kind: 'run',
     fence: 1,
     argv,
+    env: {},
     cwd: null,
     devices: [{ index: 0, name: 'cpu0', uuid: null }],
     maxRuntimeS: null,

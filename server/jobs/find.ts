@@ -1,0 +1,45 @@
+// A job named by its id or by its name (rc run --name): the lookup behind
+// every route that takes `:id` (rc describe, rc logs, rc attach, rc kill,
+// rc release, rc hold extend).
+import { RcError } from '../../core/errors';
+import { JOB_ID, JOB_NAME } from '../../core/job-options';
+import type { Sql } from '../db';
+import { rowToJob } from './job-row';
+import type { JobRow } from './job-view';
+
+/** How many of the matching ids an ambiguous name's error lists. */
+const SHOWN_IDS = 5;
+
+/**
+ * The job `ref` names: the job with that id; else, for a name, the one job
+ * queued or running under it, or failing that the one job ever given it.
+ * not_found when none has it; ambiguous_name (listing ids, newest first) when
+ * several do. `what` words the not-found message (a job, a hold).
+ */
+export async function findJob(sql: Sql, ref: string, what = 'job'): Promise<JobRow> {
+  const notFound = () => new RcError('not_found', `no ${what} ${ref}; check the job id or name (rc jobs lists them)`);
+  if (JOB_ID.test(ref)) {
+    const [row] = await sql<Record<string, unknown>[]>`select * from jobs where id = ${ref}`;
+    if (!row) throw notFound();
+    return rowToJob(row);
+  }
+  if (!JOB_NAME.test(ref)) throw notFound();
+  // Active ones first; one more than is shown tells "and more".
+  const rows = await sql<Record<string, unknown>[]>`
+    (select *, true as active from jobs where name = ${ref} and state in ('queued', 'running') order by seq desc limit ${SHOWN_IDS + 1})
+    union all
+    (select *, false as active from jobs where name = ${ref} and state not in ('queued', 'running') order by seq desc limit ${SHOWN_IDS + 1})`;
+  const active = rows.filter((r) => r.active === true);
+  const pick = active.length > 0 ? active : rows;
+  if (pick.length === 0) throw notFound();
+  if (pick.length === 1) return rowToJob(pick[0]!);
+  const ids = pick
+    .map(rowToJob)
+    .sort((a, b) => b.seq - a.seq)
+    .map((j) => j.id);
+  const shown = ids.slice(0, SHOWN_IDS).join(', ') + (ids.length > SHOWN_IDS ? ', ...' : '');
+  throw new RcError(
+    'ambiguous_name',
+    `${ref} names ${ids.length > SHOWN_IDS ? `more than ${SHOWN_IDS}` : ids.length} ${active.length > 0 ? 'queued or running ' : ''}jobs (${shown}, newest first); use a job id`,
+  );
+}
