@@ -9,30 +9,74 @@ export type Db = PostgresJsDatabase<typeof schema>;
 /** A transaction or the database itself: use cases accept either. */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export type DbOrTx = Db | Tx;
-/** The raw client, for hot-path SQL: tagged templates are prepared once per connection. */
-export type Sql = postgres.Sql;
+/**
+ * The raw client, for hot-path SQL: tagged templates are prepared once per connection.
+ * Its rows read like drizzle's (`typeof jobs.$inferSelect`): camelCase keys, int8 as
+ * numbers, timestamps as Dates, so `sql<JobRow[]>\`select * from jobs\`` needs no mapper.
+ */
+export type Sql = postgres.Sql<{ int8: number }>;
 
 export interface Database {
   db: Db;
-  client: postgres.Sql;
+  client: Sql;
   close(): Promise<void>;
+  /** Where it connects: the migrator opens its own plain client (runMigrations). */
+  url: string;
 }
+
+const INT8 = 20;
+const TIMESTAMPTZ = 1184;
+
+/** int8 as a number: rc's bigints (ids, seq, fence, counts) stay far below 2^53, and one that did not would be refused, not rounded. */
+const int8 = {
+  to: INT8,
+  from: [INT8],
+  serialize: (x: number | bigint | string) => String(x),
+  parse: (x: string) => {
+    const n = Number(x);
+    if (!Number.isSafeInteger(n)) throw new RangeError(`int8 value ${x} does not fit a JavaScript number exactly`);
+    return n;
+  },
+};
+
+/**
+ * Column names only (snake_case in SQL, camelCase in JS, both ways: rows read and
+ * `sql(obj)` helpers written). Not postgres.camel itself: that one also renames the
+ * top-level keys of json values, which are data (audit details, evidence), not columns.
+ */
+const camelColumns = { column: { from: postgres.toCamel, to: postgres.fromCamel } };
 
 export function connect(url: string, max = 10): Database {
-  const client = postgres(url, { max, onnotice: () => {}, connection: { application_name: 'rc' } });
+  const client = postgres(url, {
+    max,
+    onnotice: () => {},
+    connection: { application_name: 'rc' },
+    types: { int8 },
+    transform: camelColumns,
+  });
   const db = drizzle(client, { schema });
-  return { db, client, close: () => client.end({ timeout: 2 }) };
+  // drizzle's driver makes timestamps come back as text (its columns parse them, and take a Date as well):
+  // raw SQL gets them as Dates again, like drizzle's rows. rc stores only timestamptz.
+  client.options.parsers[TIMESTAMPTZ] = (x: string) => new Date(x);
+  return { db, client, url, close: () => client.end({ timeout: 2 }) };
 }
 
-/** Applies the generated SQL migrations; an advisory lock keeps two controllers from racing. Needs a pool of 2 or more. */
+/**
+ * Applies the generated SQL migrations; an advisory lock keeps two controllers from racing.
+ * drizzle's migrator reads its own table by snake_case key (created_at), so it runs on a
+ * plain client of its own, without the camelCase transform (which would hide the last
+ * migration applied and skip every new one).
+ */
 export async function runMigrations(database: Database): Promise<void> {
   const lock = await database.client.reserve();
+  const plain = postgres(database.url, { max: 1, onnotice: () => {}, connection: { application_name: 'rc-migrate' } });
   try {
     await lock`select pg_advisory_lock(7431001)`;
-    await migrate(database.db, { migrationsFolder: MIGRATIONS_DIR });
+    await migrate(drizzle(plain), { migrationsFolder: MIGRATIONS_DIR });
   } finally {
     await lock`select pg_advisory_unlock(7431001)`.catch(() => {});
     lock.release();
+    await plain.end({ timeout: 2 }).catch(() => {});
   }
 }
 

@@ -3,26 +3,31 @@
 import { RcError } from '../core/errors';
 import { deviceMatches, parseDeviceName } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
+import type { sheets } from '../db/schema';
 import type { DeviceDescription, Explanation, SheetView } from '../protocol/wire';
 import type { Sql } from './db';
 import { loadDevices } from './fleet';
-import { rowToJob } from './jobs/job-row';
-import { jobView } from './jobs/job-view';
+import { type JobRow, jobView } from './jobs/job-view';
+
+type SheetRow = typeof sheets.$inferSelect;
+
+/** A stored sheet as the API shows it. */
+function sheetView(s: Pick<SheetRow, 'body' | 'updatedBy' | 'updatedAt'>): SheetView {
+  return { body: s.body, updatedBy: s.updatedBy, updatedAt: s.updatedAt.toISOString() };
+}
 
 export async function describeDevice(sql: Sql, name: string): Promise<DeviceDescription> {
   const device = (await loadDevices(sql)).find((d) => d.name === name);
   if (!device) throw new RcError('not_found', `no device is named ${name}; rc devices lists them`);
-  const [sheets, jobs] = await Promise.all([
-    sql<{ device_index: number; body: string; updated_by: string; updated_at: Date }[]>`
-      select device_index, body, updated_by, updated_at from sheets where host_name = ${device.hostName} and device_index in (-1, ${device.index})`,
-    sql<Record<string, unknown>[]>`
-      select * from jobs where devices @> ${JSON.stringify([name])}::text::jsonb order by created_at desc limit 10`,
+  const [found, recent] = await Promise.all([
+    sql<SheetRow[]>`select * from sheets where host_name = ${device.hostName} and device_index in (-1, ${device.index})`,
+    sql<JobRow[]>`select * from jobs where devices @> ${JSON.stringify([name])}::text::jsonb order by created_at desc limit 10`,
   ]);
   const view = (i: number): SheetView | null => {
-    const s = sheets.find((r) => r.device_index === i);
-    return s ? { body: s.body, updatedBy: s.updated_by, updatedAt: new Date(s.updated_at).toISOString() } : null;
+    const s = found.find((r) => r.deviceIndex === i);
+    return s ? sheetView(s) : null;
   };
-  return { device, sheet: view(-1), note: view(device.index), recentJobs: jobs.map((j) => jobView(rowToJob(j))) };
+  return { device, sheet: view(-1), note: view(device.index), recentJobs: recent.map(jobView) };
 }
 
 /** Replaces (or, with an empty body, removes) a host's sheet or a device's note. */
@@ -36,20 +41,19 @@ export async function writeSheet(sql: Sql, hostName: string, deviceIndex: number
       await tx`delete from sheets where host_name = ${hostName} and device_index = ${deviceIndex}`;
       return null;
     }
-    const [row] = await tx<{ updated_at: Date }[]>`
+    const [row] = await tx<Pick<SheetRow, 'updatedAt'>[]>`
       insert into sheets (host_name, device_index, body, updated_by) values (${hostName}, ${deviceIndex}, ${body}, ${actor})
       on conflict (host_name, device_index) do update set body = excluded.body, updated_by = excluded.updated_by, updated_at = now()
       returning updated_at`;
-    return { body, updatedBy: actor, updatedAt: new Date(row!.updated_at).toISOString() };
+    return sheetView({ body, updatedBy: actor, updatedAt: row!.updatedAt });
   });
 }
 
 export async function readSheet(sql: Sql, hostName: string): Promise<SheetView | null> {
   const [host] = await sql<{ name: string }[]>`select name from hosts where name = ${hostName}`;
   if (!host) throw new RcError('not_found', `no host is named ${hostName}`);
-  const [s] = await sql<{ body: string; updated_by: string; updated_at: Date }[]>`
-    select body, updated_by, updated_at from sheets where host_name = ${hostName} and device_index = -1`;
-  return s ? { body: s.body, updatedBy: s.updated_by, updatedAt: new Date(s.updated_at).toISOString() } : null;
+  const [s] = await sql<SheetRow[]>`select * from sheets where host_name = ${hostName} and device_index = -1`;
+  return s ? sheetView(s) : null;
 }
 
 /** What a selector (and -d) would match, how much of it is free, and why the rest does not match. */
@@ -59,7 +63,7 @@ export async function explain(sql: Sql, selector: string, device: string | null)
   if (device !== null && !parseDeviceName(device)) throw new RcError('no_matching_device', `no device is named ${device}; device names look like host:gpu0`);
   const [devices, queued] = await Promise.all([
     loadDevices(sql),
-    sql<{ selector: string; device_name: string | null }[]>`select selector, device_name from jobs where state = 'queued'`,
+    sql<Pick<JobRow, 'selector' | 'deviceName'>[]>`select selector, device_name from jobs where state = 'queued'`,
   ]);
   const job = { terms: parsed.terms, deviceName: device };
   const matching = devices.filter((d) => deviceMatches(job, d));
@@ -76,7 +80,7 @@ export async function explain(sql: Sql, selector: string, device: string | null)
     }));
   const depth = queued.filter((q) => {
     const p = parseSelector(q.selector);
-    return p.ok && matching.some((d) => (q.device_name === null || q.device_name === d.name) && matchTerms(p.terms, d.labels));
+    return p.ok && matching.some((d) => (q.deviceName === null || q.deviceName === d.name) && matchTerms(p.terms, d.labels));
   }).length;
   return {
     selector: formatSelector(parsed.terms),

@@ -137,7 +137,7 @@ function heldBy(d: DeviceRow, kind: string): string {
 /** One statement: a running `cp` job and its lease, or nothing if the device was taken (or quarantined) meanwhile. */
 async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d: DeviceRow, argv: string[]): Promise<{ id: string; fence: number }> {
   try {
-    const rows = await sql<{ id: string; fence: string }[]>`
+    const rows = await sql<{ id: string; fence: number }[]>`
       with j as (
         insert into jobs (id, kind, submitter, token_id, argv, device_name, state, started_at, host_name, devices, fence)
         select ${newJobId()}, 'cp', ${submitter}, ${identity.tokenId}, ${JSON.stringify(argv)}::text::jsonb, ${d.name}, 'running', now(),
@@ -149,7 +149,7 @@ async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d
       )
       select id, fence from j`;
     if (!rows[0]) throw new RcError('quarantined', `${d.name} was quarantined just now; pick another device`);
-    return { id: rows[0].id, fence: Number(rows[0].fence) };
+    return rows[0];
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === '23505') throw new RcError('busy', `${d.name} was taken just now; rc cp only copies to or from a device that is free or that you hold`);

@@ -1,39 +1,22 @@
 // The fleet as people and the scheduler see it: devices, their labels and holders.
 import { deviceName } from '../core/schedule';
+import type { devices, hosts, labels } from '../db/schema';
 import type { DeviceRow, HostRow, LabelView } from '../protocol/wire';
 import type { Sql } from './db';
 
 export type { DeviceRow, HostRow, LabelView };
 
-interface RawDevice extends Record<string, unknown> {
-  id: string | number;
-  host_name: string;
-  index: number;
-  uuid: string | null;
-  host_status: DeviceRow['hostStatus'];
-  job_id: string | null;
-  submitter: string | null;
-  acquired_at: Date | null;
-  unhealthy_since: Date | null;
-  unhealthy_reason: string | null;
-  unhealthy_evidence: Record<string, unknown> | null;
-  gpu_sample: Omit<NonNullable<DeviceRow['gpu']>, 'at'> | null;
-  sampled_at: Date | null;
-}
-interface RawLabel extends Record<string, unknown> {
-  host_name: string;
-  device_index: number;
-  key: string;
-  value: string;
-  source: 'declared' | 'detected';
-  probe: string | null;
-  seen_at: Date;
-  stale: string | null;
-}
+type DeviceColumns = typeof devices.$inferSelect;
+type LabelRow = typeof labels.$inferSelect;
+/** A present device with its host's status and its active lease, if any (the left join's columns are null without one). */
+type FleetDevice = Pick<
+  DeviceColumns,
+  'id' | 'hostName' | 'index' | 'uuid' | 'unhealthySince' | 'unhealthyReason' | 'unhealthyEvidence' | 'gpuSample' | 'sampledAt'
+> & { hostStatus: DeviceRow['hostStatus']; jobId: string | null; submitter: string | null; acquiredAt: Date | null };
 
 export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
-  const [devices, labels] = await Promise.all([
-    sql<RawDevice[]>`
+  const [found, allLabels] = await Promise.all([
+    sql<FleetDevice[]>`
       select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.submitter, l.acquired_at,
         d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
       from devices d
@@ -42,16 +25,16 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       left join jobs j on j.id = l.job_id
       where d.present
       order by d.host_name, d.index`,
-    sql<RawLabel[]>`select host_name, device_index, key, value, source, probe, seen_at, stale from labels order by key, device_index desc, source`,
+    sql<LabelRow[]>`select * from labels order by key, device_index desc, source`,
   ]);
-  const byHost = new Map<string, RawLabel[]>();
-  for (const l of labels) {
-    const list = byHost.get(l.host_name) ?? [];
+  const byHost = new Map<string, LabelRow[]>();
+  for (const l of allLabels) {
+    const list = byHost.get(l.hostName) ?? [];
     list.push(l);
-    byHost.set(l.host_name, list);
+    byHost.set(l.hostName, list);
   }
-  return devices.map((d) => {
-    const own = (byHost.get(d.host_name) ?? []).filter((l) => l.device_index === -1 || l.device_index === d.index);
+  return found.map((d) => {
+    const own = (byHost.get(d.hostName) ?? []).filter((l) => l.deviceIndex === -1 || l.deviceIndex === d.index);
     const details = markEffective(
       own.map(
         (l): LabelView => ({
@@ -59,30 +42,28 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
           value: l.value,
           source: l.source,
           probe: l.probe,
-          seenAt: new Date(l.seen_at).toISOString(),
+          seenAt: l.seenAt.toISOString(),
           stale: l.stale,
-          hostWide: l.device_index === -1,
+          hostWide: l.deviceIndex === -1,
           effective: false,
         }),
       ),
     );
     return {
-      id: Number(d.id),
-      name: deviceName(d.host_name, d.index),
-      hostName: d.host_name,
+      id: d.id,
+      name: deviceName(d.hostName, d.index),
+      hostName: d.hostName,
       index: d.index,
       uuid: d.uuid,
-      hostStatus: d.host_status,
+      hostStatus: d.hostStatus,
       // Unhealthy wins: a quarantined device is never free, whatever else is true. An offline host's devices
       // are offline, even while a lost job still holds them (freed when the worker comes back without it).
-      state: d.unhealthy_since ? 'unhealthy' : d.host_status === 'offline' ? 'offline' : d.job_id ? 'busy' : d.host_status === 'online' ? 'free' : 'offline',
-      holder: d.job_id ? { jobId: d.job_id, submitter: d.submitter ?? '', since: new Date(d.acquired_at!).toISOString() } : null,
+      state: d.unhealthySince ? 'unhealthy' : d.hostStatus === 'offline' ? 'offline' : d.jobId ? 'busy' : d.hostStatus === 'online' ? 'free' : 'offline',
+      holder: d.jobId ? { jobId: d.jobId, submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
       labels: Object.fromEntries(details.filter((l) => l.effective).map((l) => [l.key, l.value])),
       labelDetails: details,
-      unhealthy: d.unhealthy_since
-        ? { since: new Date(d.unhealthy_since).toISOString(), reason: d.unhealthy_reason ?? '', evidence: d.unhealthy_evidence ?? {} }
-        : null,
-      gpu: d.gpu_sample && d.sampled_at ? { ...d.gpu_sample, at: new Date(d.sampled_at).toISOString() } : null,
+      unhealthy: d.unhealthySince ? { since: d.unhealthySince.toISOString(), reason: d.unhealthyReason ?? '', evidence: d.unhealthyEvidence ?? {} } : null,
+      gpu: d.gpuSample && d.sampledAt ? { ...d.gpuSample, at: d.sampledAt.toISOString() } : null,
     };
   });
 }
@@ -104,12 +85,6 @@ export function markEffective(details: LabelView[]): LabelView[] {
 }
 
 export async function loadHosts(sql: Sql): Promise<HostRow[]> {
-  const rows = await sql<{ name: string; status: HostRow['status']; last_seen_at: Date | null; worker_version: string | null }[]>`
-    select name, status, last_seen_at, worker_version from hosts order by name`;
-  return rows.map((h) => ({
-    name: h.name,
-    status: h.status,
-    lastSeenAt: h.last_seen_at ? new Date(h.last_seen_at).toISOString() : null,
-    workerVersion: h.worker_version,
-  }));
+  const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts order by name`;
+  return rows.map((h) => ({ name: h.name, status: h.status, lastSeenAt: h.lastSeenAt?.toISOString() ?? null, workerVersion: h.workerVersion }));
 }

@@ -4,6 +4,7 @@
 // scheduled. Only an admin clears it; both steps are audited.
 import { RcError } from '../core/errors';
 import { parseDeviceName } from '../core/schedule';
+import type { devices } from '../db/schema';
 import type { Quarantine } from '../protocol/worker';
 import type { Sql } from './db';
 import type { DeviceRow } from './fleet';
@@ -34,7 +35,7 @@ export async function clearQuarantine(
 ): Promise<{ device: string; was: { reason: string; since: string } }> {
   const parsed = parseDeviceName(device);
   if (!parsed) throw new RcError('bad_request', `${device} is not a device name; device names look like host:gpu0`);
-  const rows = await sql<{ old_reason: string | null; old_since: Date | null; evidence: unknown }[]>`
+  const rows = await sql<Pick<typeof devices.$inferSelect, 'unhealthyReason' | 'unhealthySince'>[]>`
     with old as (
       select id, unhealthy_reason, unhealthy_since, unhealthy_evidence from devices
       where host_name = ${parsed.hostName} and index = ${parsed.index} for update
@@ -48,11 +49,11 @@ export async function clearQuarantine(
         jsonb_build_object('reason', ${reason}::text, 'was', old.unhealthy_reason, 'since', old.unhealthy_since, 'evidence', old.unhealthy_evidence)
       from old join cleared on cleared.id = old.id
     )
-    select unhealthy_reason as old_reason, unhealthy_since as old_since, unhealthy_evidence as evidence from old`;
+    select unhealthy_reason, unhealthy_since from old`;
   const row = rows[0];
   if (!row) throw new RcError('not_found', `no device is named ${device}; rc devices lists them`);
-  if (!row.old_since) throw new RcError('conflict', `${device} is not quarantined; there is nothing to clear`);
-  return { device, was: { reason: row.old_reason ?? '', since: new Date(row.old_since).toISOString() } };
+  if (!row.unhealthySince) throw new RcError('conflict', `${device} is not quarantined; there is nothing to clear`);
+  return { device, was: { reason: row.unhealthyReason ?? '', since: row.unhealthySince.toISOString() } };
 }
 
 /** Values of a `health` label that mean the device is fine; any other value quarantines it. */

@@ -16,7 +16,6 @@ import type { Db, Sql } from './db';
 import { loadDevices } from './fleet';
 import type { JobEvents } from './job-events';
 import { claimDevices, targetsOf, type Target } from './jobs/claim';
-import { rowToJob } from './jobs/job-row';
 import type { JobRow } from './jobs/job-view';
 
 export interface Dispatcher {
@@ -88,7 +87,7 @@ export class Scheduler {
 
   private async pass(): Promise<void> {
     const [queued, devices] = await Promise.all([
-      this.sql<Record<string, unknown>[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`.then((rows) => rows.map(rowToJob)),
+      this.sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`,
       loadDevices(this.sql).then((all) => all.filter((d) => this.dispatcher.holds(d.hostName))),
     ]);
     if (!queued.length) {

@@ -11,7 +11,7 @@ export function storedOutput(sql: Sql): OutputStore {
       where job_id = ${jobId} and seq > ${after} and (${upTo}::int is null or seq <= ${upTo}::int)
       order by seq limit ${limit}`,
     async state(jobIds) {
-      const rows = await sql<{ id: string; state: JobState; exit_code: number | null; reason: string | null; end_cause: EndCause | null; last_seq: number }[]>`
+      const rows = await sql<{ id: string; state: JobState; exitCode: number | null; reason: string | null; endCause: EndCause | null; lastSeq: number }[]>`
         select j.id, j.state, j.exit_code, j.reason, j.end_cause,
           coalesce((select max(seq) from job_output o where o.job_id = j.id), 0)::int as last_seq
         from jobs j where j.id = any(${jobIds}::text[])`;
@@ -19,8 +19,8 @@ export function storedOutput(sql: Sql): OutputStore {
         rows.map((r) => [
           r.id,
           {
-            lastSeq: r.last_seq,
-            exit: FINAL_STATES.has(r.state) ? { type: 'exit', jobId: r.id, state: r.state, exitCode: r.exit_code, reason: r.reason, cause: r.end_cause } : null,
+            lastSeq: r.lastSeq,
+            exit: FINAL_STATES.has(r.state) ? { type: 'exit', jobId: r.id, state: r.state, exitCode: r.exitCode, reason: r.reason, cause: r.endCause } : null,
           },
         ]),
       );

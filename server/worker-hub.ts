@@ -374,13 +374,13 @@ export class WorkerHub implements Dispatcher {
    * that still hold its devices are stopped now; their exit reports free the devices.
    */
   private async cameBack(hostName: string, socket: WorkerSocket): Promise<void> {
-    const rows = await this.deps.sql<{ id: string; fence: string; reason: string | null }[]>`
+    const rows = await this.deps.sql<{ id: string; fence: number; reason: string | null }[]>`
       select distinct j.id, j.fence, j.reason from leases l join jobs j on j.id = l.job_id
       where l.released_at is null and j.host_name = ${hostName} and j.state not in ('queued', 'running')`;
     for (const j of rows)
       socket.emit(WorkerEvent.jobKill, {
         jobId: j.id,
-        fence: Number(j.fence),
+        fence: j.fence,
         reason: `ended by the controller meanwhile (${j.reason ?? 'no reason recorded'})`,
       } satisfies KillJobOrder);
     this.deps.poke();
@@ -403,15 +403,15 @@ export class WorkerHub implements Dispatcher {
     await this.deps.writer.drain();
     const ids = hello.running.map((r) => r.jobId);
     if (!ids.length) return {};
-    const rows = await this.deps.sql<{ job_id: string; seq: number; bytes: number; truncated: boolean }[]>`
-      select j.id as job_id, coalesce(max(o.seq), 0)::int as seq, coalesce(sum(octet_length(o.data)), 0)::float8 as bytes, j.output_truncated as truncated
+    const rows = await this.deps.sql<{ id: string; seq: number; bytes: number; truncated: boolean }[]>`
+      select j.id, coalesce(max(o.seq), 0)::int as seq, coalesce(sum(octet_length(o.data)), 0)::float8 as bytes, j.output_truncated as truncated
       from jobs j left join job_output o on o.job_id = j.id
       where j.id = any(${ids}::text[]) and j.host_name = ${hostName} and j.state = 'running' group by j.id`;
     // Only this host's running jobs: a hello naming another host's job learns nothing and changes nothing.
     const out: Record<string, number> = {};
     for (const r of rows) {
-      out[r.job_id] = r.seq;
-      if (!this.storedBytes.has(r.job_id)) this.storedBytes.set(r.job_id, r.truncated ? Infinity : r.bytes);
+      out[r.id] = r.seq;
+      if (!this.storedBytes.has(r.id)) this.storedBytes.set(r.id, r.truncated ? Infinity : r.bytes);
     }
     for (const [jobId, seq] of Object.entries(out)) {
       const known = this.handledSeq.get(jobId)?.seq ?? 0;

@@ -7,11 +7,11 @@
 // Past STREAM_BACKLOG_BYTES it is dropped: its connection is cut, and it
 // resumes with ?after=<the last seq it has> (the CLI does so by itself).
 import type { ServerResponse } from 'node:http';
-import type { EndCause } from '../../core/job-state';
 import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE } from '../../core/frames';
-import type { JobEvent, JobView } from '../../protocol/wire';
+import type { JobEvent } from '../../protocol/wire';
 import { formatSize } from '../../core/size';
 import type { Sql } from '../db';
+import type { JobRow } from '../jobs/job-view';
 import type { JobEvents, JobItem } from '../job-events';
 import type { OutputWriter } from '../output-writer';
 import { FINAL_STATES } from '../../core/job-state';
@@ -114,13 +114,7 @@ export interface ReplayDeps {
   outputLimitBytes: number;
 }
 
-interface JobState {
-  state: JobView['state'];
-  exit_code: number | null;
-  reason: string | null;
-  end_cause: EndCause | null;
-  output_truncated: boolean;
-}
+type JobState = Pick<JobRow, 'state' | 'exitCode' | 'reason' | 'endCause' | 'outputTruncated'>;
 
 /**
  * Replays a job's stored output after `after`, then (with `follow`) its live
@@ -155,7 +149,7 @@ export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResp
   // Output stored after this, on whichever controller, follows from here.
   deps.events.caughtUp(jobId, upTo);
   const job = await jobState(deps.sql, jobId);
-  if (job?.output_truncated) sink.event(truncatedNotice(deps, jobId));
+  if (job?.outputTruncated) sink.event(truncatedNotice(deps, jobId));
   live = true;
   for (const item of held.splice(0)) pass(item);
   if (sink.gone || !job) return;
@@ -174,7 +168,7 @@ async function snapshot(deps: ReplayDeps, jobId: string, sink: Sink): Promise<vo
   // Read again: the output may have reached the bound during the replay.
   const job = await jobState(deps.sql, jobId);
   if (!before || !job) return sink.drop();
-  if (job.output_truncated) sink.event(truncatedNotice(deps, jobId));
+  if (job.outputTruncated) sink.event(truncatedNotice(deps, jobId));
   sink.end(FINAL_STATES.has(before.state) ? exitEvent(jobId, job) : { type: 'end', jobId, state: before.state });
 }
 
@@ -203,7 +197,7 @@ async function jobState(sql: Sql, jobId: string): Promise<JobState | undefined> 
 }
 
 function exitEvent(jobId: string, job: JobState): JobEvent {
-  return { type: 'exit', jobId, state: job.state, exitCode: job.exit_code, reason: job.reason, cause: job.end_cause };
+  return { type: 'exit', jobId, state: job.state, exitCode: job.exitCode, reason: job.reason, cause: job.endCause };
 }
 
 function truncatedNotice(deps: ReplayDeps, jobId: string): JobEvent {

@@ -3,7 +3,6 @@
 // already leased, which fails the whole statement: all or nothing.
 import type { PendingQuery, Row } from 'postgres';
 import type { Sql } from '../db';
-import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
 /** Where a claimed job runs: what the worker needs to know of each device. */
@@ -42,13 +41,13 @@ export async function withLeases(sql: Sql, devices: { id: number }[], job: (heal
   const ids = `{${devices.map((d) => d.id).join(',')}}`;
   const healthy = sql`not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)`;
   try {
-    const rows = await sql<Record<string, unknown>[]>`
+    // A data-modifying WITH runs to completion whether or not the outer select reads it: l needs no reference.
+    const [row] = await sql<JobRow[]>`
       with j as (${job(healthy)}), l as (
         insert into leases (device_id, job_id) select d, j.id from j, unnest(${ids}::text::bigint[]) d
-        returning id
       )
-      select j.*, (select count(*) from l) as leased from j`;
-    return rows[0] ? rowToJob(rows[0]) : null;
+      select * from j`;
+    return row ?? null;
   } catch (err) {
     if (isLeaseConflict(err)) return null;
     throw err;

@@ -4,7 +4,6 @@
 import { RcError } from '../../core/errors';
 import { JOB_ID, JOB_NAME } from '../../core/job-options';
 import type { Sql } from '../db';
-import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
 /** How many of the matching ids an ambiguous name's error lists. */
@@ -19,24 +18,24 @@ const SHOWN_IDS = 5;
 export async function findJob(sql: Sql, ref: string, what = 'job'): Promise<JobRow> {
   const notFound = () => new RcError('not_found', `no ${what} ${ref}; check the job id or name (rc jobs lists them)`);
   if (JOB_ID.test(ref)) {
-    const [row] = await sql<Record<string, unknown>[]>`select * from jobs where id = ${ref}`;
+    const [row] = await sql<JobRow[]>`select * from jobs where id = ${ref}`;
     if (!row) throw notFound();
-    return rowToJob(row);
+    return row;
   }
   if (!JOB_NAME.test(ref)) throw notFound();
   // Active ones first; one more than is shown tells "and more".
-  const rows = await sql<Record<string, unknown>[]>`
+  const rows = await sql<(JobRow & { active: boolean })[]>`
     (select *, true as active from jobs where name = ${ref} and state in ('queued', 'running') order by seq desc limit ${SHOWN_IDS + 1})
     union all
     (select *, false as active from jobs where name = ${ref} and state not in ('queued', 'running') order by seq desc limit ${SHOWN_IDS + 1})`;
   const active = rows.filter((r) => r.active === true);
   const pick = active.length > 0 ? active : rows;
   if (pick.length === 0) throw notFound();
-  if (pick.length === 1) return rowToJob(pick[0]!);
-  const ids = pick
-    .map(rowToJob)
-    .sort((a, b) => b.seq - a.seq)
-    .map((j) => j.id);
+  if (pick.length === 1) {
+    const { active: _, ...job } = pick[0]!;
+    return job;
+  }
+  const ids = pick.sort((a, b) => b.seq - a.seq).map((j) => j.id);
   const shown = ids.slice(0, SHOWN_IDS).join(', ') + (ids.length > SHOWN_IDS ? ', ...' : '');
   throw new RcError(
     'ambiguous_name',

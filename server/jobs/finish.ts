@@ -8,7 +8,6 @@
 import type { Ending } from '../../core/job-state';
 import type { Sql } from '../db';
 import type { JobEvents } from '../job-events';
-import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
 export interface EndDeps {
@@ -38,7 +37,7 @@ export interface EndWhere {
 export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: EndWhere): Promise<JobRow | null> {
   // An end that outcome() made (the command exited, or a stop the worker reports): a stop asked for earlier replaces it.
   const exited = end.state === 'succeeded' || end.state === 'failed' || end.state === 'killed';
-  const rows = await deps.sql<Record<string, unknown>[]>`
+  const [row] = await deps.sql<JobRow[]>`
     with j as (
       update jobs set
         state = case when kill_requested_by is not null and ${exited} then 'killed' else ${end.state}::text end,
@@ -54,7 +53,7 @@ export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: E
       update leases set released_at = now() where ${!where.keepLeases} and job_id in (select id from j) and released_at is null
     )
     select * from j`;
-  const ended = rows[0] ? rowToJob(rows[0]) : null;
+  const ended = row ?? null;
   if (ended) {
     deps.events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason, cause: ended.endCause });
   }

@@ -4,7 +4,6 @@ import { RcError } from '../../core/errors';
 import { formatDuration } from '../../core/duration';
 import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
-import { rowToJob } from './job-row';
 import { FINAL_STATES } from '../../core/job-state';
 import type { JobRow } from './job-view';
 
@@ -15,7 +14,7 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
   }
   if (FINAL_STATES.has(hold.state))
     throw new RcError('conflict', `hold ${hold.id} has already ended (${hold.state}: ${hold.reason ?? 'no reason'}); take a new one with rc hold`);
-  const rows = await deps.sql<Record<string, unknown>[]>`
+  const [row] = await deps.sql<JobRow[]>`
     with j as (
       update jobs set
         expires_at = case when state = 'running' then now() + make_interval(secs => ${ttlS}) end,
@@ -28,6 +27,6 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
       from j
     )
     select * from j`;
-  if (!rows[0]) throw new RcError('conflict', `hold ${hold.id} has just ended; take a new one with rc hold`);
-  return rowToJob(rows[0]);
+  if (!row) throw new RcError('conflict', `hold ${hold.id} has just ended; take a new one with rc hold`);
+  return row;
 }

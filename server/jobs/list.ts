@@ -1,10 +1,9 @@
 // Finding jobs across the fleet (rc jobs) and what is running and queued now (rc ps).
 import { RcError } from '../../core/errors';
 import type { Sql } from '../db';
-import { rowToJob } from './job-row';
 import { JOB_STATES } from '../../core/job-state';
 import type { JobView, PsEntry } from '../../protocol/wire';
-import { jobView } from './job-view';
+import { type JobRow, jobView } from './job-view';
 
 export interface JobFilter {
   states: string[];
@@ -28,21 +27,21 @@ export function parseJobFilter(query: URLSearchParams): JobFilter {
 
 /** Newest first. */
 export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
-  const rows = await sql<Record<string, unknown>[]>`
+  const rows = await sql<JobRow[]>`
     select * from jobs
     where (${f.states.length === 0} or state = any(${f.states}::text[]))
       and (${f.device}::text is null or devices @> jsonb_build_array(${f.device}::text) or device_name = ${f.device}::text)
       and (${f.submitter}::text is null or submitter = ${f.submitter}::text)
     order by seq desc limit ${f.limit}`;
-  return rows.map((r) => jobView(rowToJob(r)));
+  return rows.map(jobView);
 }
 
 /** Running jobs, then queued ones in the order they will be considered. */
 export async function listActive(sql: Sql): Promise<PsEntry[]> {
-  const rows = await sql<Record<string, unknown>[]>`
+  const rows = await sql<(JobRow & { position: number | null })[]>`
     select *, case when state = 'queued'
       then (row_number() over (partition by state order by priority desc, seq) - 1)::int end as position
     from jobs where state in ('running', 'queued')
     order by state desc, priority desc, seq`;
-  return rows.map((r) => ({ ...jobView(rowToJob(r)), position: r.position === null ? null : Number(r.position) }));
+  return rows.map((r) => ({ ...jobView(r), position: r.position }));
 }

@@ -8,7 +8,6 @@ import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import { loadDevices } from '../fleet';
 import { targetsOf, withLeases, type Target } from './claim';
-import { rowToJob } from './job-row';
 import type { JobRow } from './job-view';
 
 export interface Submitted {
@@ -89,10 +88,10 @@ export async function submitJob(
     }
   }
   // One statement inserts the job and counts the queued jobs ahead of it.
-  const rows = await sql<Record<string, unknown>[]>`
+  const [{ position, ...job }] = await sql<[JobRow & { position: number }]>`
     insert into jobs (${fields.columns}) values (${fields.values})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
-  return { job: rowToJob(rows[0]!), position: Number(rows[0]!.position), targets: null };
+  return { job, position, targets: null };
 }
 
 /**

@@ -23,9 +23,9 @@ before(async () => {
   // Away: its devices are not free, so submits queue and these tests claim by hand.
   // The tests of the start at submit (at the end) bring it online.
   await db.client`insert into hosts (name, status) values ('h', 'away')`;
-  const [d] = await db.client<{ id: string }[]>`insert into devices (host_name, index) values ('h', 0) returning id`;
+  const [d] = await db.client<{ id: number }[]>`insert into devices (host_name, index) values ('h', 0) returning id`;
   await db.client`insert into devices (host_name, index) values ('h', 1)`;
-  deviceId = Number(d!.id);
+  deviceId = d!.id;
 });
 after(async () => drop());
 
@@ -65,10 +65,10 @@ test('a multi-device claim is all or nothing', async () => {
   const holder = await submit();
   const c = await claimDevices(db.client, holder.id, 'h', [{ id: deviceId, name: 'h:gpu0' }]);
   assert.ok(c);
-  const [other] = await db.client<{ id: string }[]>`select id from devices where index = 1`;
+  const [other] = await db.client<{ id: number }[]>`select id from devices where index = 1`;
   const wide = await submit();
   const r = await claimDevices(db.client, wide.id, 'h', [
-    { id: Number(other!.id), name: 'h:gpu1' },
+    { id: other!.id, name: 'h:gpu1' },
     { id: deviceId, name: 'h:gpu0' },
   ]);
   assert.equal(r, null);
@@ -139,8 +139,8 @@ function deps() {
   return { sql: db.client, events: new JobEvents() };
 }
 
-async function activeLeases(): Promise<{ device_id: string; job_id: string }[]> {
-  return db.client<{ device_id: string; job_id: string }[]>`select device_id, job_id from leases where released_at is null`;
+async function activeLeases(): Promise<{ deviceId: number; jobId: string }[]> {
+  return db.client<{ deviceId: number; jobId: string }[]>`select device_id, job_id from leases where released_at is null`;
 }
 
 async function endEverything(): Promise<void> {
@@ -169,7 +169,7 @@ test('on an idle fleet a submit claims a free device in the same statement: runn
     assert.deepEqual(s.targets, [{ index: 0, name: 'h:gpu0', uuid: null }]);
     assert.equal(s.position, 0);
     assert.deepEqual(
-      (await activeLeases()).map((l) => [Number(l.device_id), l.job_id]),
+      (await activeLeases()).map((l) => [l.deviceId, l.jobId]),
       [[deviceId, s.job.id]],
     );
     // Its device is taken now: the next one for it waits in the queue.
@@ -200,7 +200,7 @@ test('submits racing for one free device: exactly one starts, the others queue, 
       assert.equal(running.length, 1, `round ${round}: ${all.map((s) => s.job.state).join(',')}`);
       assert.equal(all.filter((s) => s.job.state === 'queued' && s.targets === null).length, 3);
       assert.deepEqual(
-        (await activeLeases()).map((l) => l.job_id),
+        (await activeLeases()).map((l) => l.jobId),
         [running[0]!.job.id],
       );
       await endEverything();
