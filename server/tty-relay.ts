@@ -28,6 +28,8 @@ interface Pending {
 interface Tail {
   pending: Pending | null;
   writing: boolean;
+  /** Called when the writes in progress are done. */
+  idle: (() => void)[];
   /** Where the kept rows start, as far as this controller pruned them. */
   prunedTo: number;
 }
@@ -46,7 +48,7 @@ export class TtyRelay {
   append(jobId: string, data: Buffer): Promise<Stored | null> {
     let tail = this.tails.get(jobId);
     if (!tail) {
-      tail = { pending: null, writing: false, prunedTo: 0 };
+      tail = { pending: null, writing: false, idle: [], prunedTo: 0 };
       this.tails.set(jobId, tail);
     }
     if (!tail.pending) tail.pending = { chunks: [], waiters: [] };
@@ -55,6 +57,13 @@ export class TtyRelay {
     const done = new Promise<Stored | null>((resolve) => pending.waiters.push(resolve));
     if (!tail.writing) void this.write(jobId, tail);
     return done;
+  }
+
+  /** Resolves once everything appended so far for the terminal is stored (or failed). */
+  flushed(jobId: string): Promise<void> {
+    const tail = this.tails.get(jobId);
+    if (!tail?.writing) return Promise.resolve();
+    return new Promise((resolve) => tail.idle.push(resolve));
   }
 
   /** What the terminal printed after byte `after`, as far as it is kept: where that starts, and the bytes. */
@@ -115,6 +124,7 @@ export class TtyRelay {
       }
     } finally {
       tail.writing = false;
+      for (const done of tail.idle.splice(0)) done();
     }
   }
 }

@@ -107,6 +107,7 @@ export class TtyHub {
       sizeOf: (jobId) => this.sessions.get(jobId)?.size ?? null,
       started: (job) => this.onStarted(job),
       output: (host, out) => this.onOutput(host, out),
+      flushed: (jobId) => this.c.relay.flushed(jobId),
     };
   }
 
@@ -318,8 +319,11 @@ export class TtyHub {
       const e = item.event;
       if (e.type === 'started') void this.startedElsewhere(session, e.host, e.devices);
       if (e.type === 'exit') {
-        session.client?.emit(TtyEvent.exit, { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason, cause: e.cause });
-        this.drop(session);
+        // After the output read before it: the program's last words come before its end.
+        void session.reading.then(() => {
+          session.client?.emit(TtyEvent.exit, { jobId: e.jobId, state: e.state, exitCode: e.exitCode, reason: e.reason, cause: e.cause });
+          this.drop(session);
+        });
       }
     });
     this.sessions.set(job.id, s);

@@ -36,6 +36,8 @@ export interface TtyHooks {
   started(job: JobRow): void;
   /** Live terminal output from a worker (fence already checked). */
   output(hostName: string, out: TtyOutput): void;
+  /** Resolves once the terminal's output so far is stored (and told): its exit is reported after it. */
+  flushed(jobId: string): Promise<void>;
 }
 
 export interface HubDeps {
@@ -500,8 +502,8 @@ export class WorkerHub implements Dispatcher {
   /** A job's exit, from its host's worker. False when it is not that host's job with that fence (refused). */
   private async onExit(hostName: string, exit: JobExit): Promise<boolean> {
     const { writer } = this.deps;
-    // Every chunk before the exit is stored before the job is final, so `rc logs` is whole.
-    await writer.drain();
+    // Every chunk before the exit is stored before the job is final, so `rc logs` is whole, and a terminal's last output is told before its end.
+    await Promise.all([writer.drain(), this.tty?.flushed(exit.jobId)]);
     // Quarantined while the job still holds the device: no moment where another job could take it.
     if (exit.quarantine?.length) {
       const [mine] = await this.deps.sql`select 1 from jobs where id = ${exit.jobId} and fence = ${exit.fence} and host_name = ${hostName}`;
