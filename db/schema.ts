@@ -179,6 +179,8 @@ export const jobs = pgTable(
     expiresAt: ts('expires_at'),
     /** Set once its stored output reached the bound; later output was streamed, not kept. */
     outputTruncated: boolean('output_truncated').notNull().default(false),
+    /** When the controller holding its worker sent a job claimed on another controller (null until then: that one may still put it back). */
+    dispatchedAt: ts('dispatched_at'),
     /** A terminal's client was attached this recently, on some controller (each refreshes its own): the unattended grace counts from it. */
     ttySeenAt: ts('tty_seen_at'),
     createdAt: ts('created_at').notNull().defaultNow(),

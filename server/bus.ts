@@ -20,6 +20,8 @@ export type BusMessage =
   | { t: 'out'; jobId: string; from: number; to: number }
   /** A terminal's output from byte `from` to `to` is stored (tty_output): followers elsewhere read the rows. */
   | { t: 'tty'; jobId: string; from: number; to: number }
+  /** A job claimed on another controller, for the one that holds `host`'s worker to send (server/scheduler.ts). */
+  | { t: 'start'; host: string; jobId: string; fence: number; targets: { index: number; name: string; uuid: string | null }[] }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */

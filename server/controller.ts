@@ -94,6 +94,7 @@ export class Controller {
       (err) => log(`scheduling pass failed: ${String(err)}`),
       opts.reserveAfterS,
       () => bus.publish({ t: 'poke' }),
+      (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets }),
     );
     this.router = new Router(this.db, log, { publicUrl: opts.publicUrl ?? null, health: opts.health ?? null });
     registerApi(this.router, this);
@@ -121,7 +122,12 @@ export class Controller {
     else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
-    else if (m.t === 'poke') void this.scheduler.poke();
+    else if (m.t === 'start') {
+      if (this.hub.holds(m.host))
+        this.scheduler
+          .startFromElsewhere(m.jobId, m.fence, m.targets)
+          .catch((err: unknown) => (this.opts.log ?? console.error)(`starting ${m.jobId}: ${String(err)}`));
+    } else if (m.t === 'poke') void this.scheduler.poke();
   }
 
   /** Messages missed while the bus was away (or lost): the periodic backstop. */

@@ -4,10 +4,16 @@
 //
 // Every controller runs it, each for the devices whose workers are connected
 // to it: what it claims it can start at once, over its own socket. The whole
-// queue is read by all of them, so a job submitted anywhere starts on any
+// queue is read by all of them, so a job queued anywhere starts on any
 // controller's free device; two passes that pick the same job or device meet
 // in the claim, which re-checks at commit, and the database's one-active-lease
 // index is the last word.
+//
+// A job claimed at submit on a device whose worker is connected to another
+// controller is sent by that one (a `start` message). It marks the job
+// dispatched before it sends it; the claiming controller puts the job back in
+// the queue if nobody has within START_ELSEWHERE_MS. One statement each, on
+// dispatched_at, so exactly one of the two happens.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
@@ -17,6 +23,9 @@ import { loadDevices } from './fleet';
 import type { JobEvents } from './job-events';
 import { claimDevices, targetsOf, type Target } from './jobs/claim';
 import type { JobRow } from './jobs/job-view';
+
+/** How long a job claimed here for another controller's worker may wait to be sent before it is put back in the queue. */
+export const START_ELSEWHERE_MS = 2000;
 
 export interface Dispatcher {
   /** Sends a started job to its worker; false when that worker is not connected here. */
@@ -40,6 +49,8 @@ export class Scheduler {
     private readonly reserveAfterS = DEFAULT_RESERVE_AFTER_S,
     /** Tells the other controllers that something may have become schedulable (the bus). */
     private readonly spread: () => void = () => {},
+    /** Asks the controller holding the job's worker to send it (the bus); null: one controller, nobody to ask. */
+    private readonly startElsewhere: ((job: JobRow, targets: Target[]) => void) | null = null,
   ) {}
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
@@ -115,29 +126,60 @@ export class Scheduler {
     }
   }
 
-  /** Sends a claimed job to its worker and tells whoever follows it; puts it back in the queue when that worker is not connected here. */
+  /**
+   * Sends a claimed job to its worker and tells whoever follows it. A worker
+   * connected to another controller gets it through that one; a worker
+   * connected nowhere (it vanished since the decision) does not, and the job
+   * goes back in the queue.
+   */
   async dispatch(job: JobRow, targets: Target[]): Promise<void> {
-    if (this.dispatcher.startJob(job, targets)) {
-      this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] });
+    if (this.sendHere(job, targets)) return;
+    if (this.startElsewhere) {
+      this.startElsewhere(job, targets);
+      setTimeout(() => {
+        this.requeue(job, true).catch((err: unknown) => this.onError(err));
+      }, START_ELSEWHERE_MS).unref();
       return;
     }
     await this.requeue(job);
-    this.maybeQueued = true;
-    this.spread();
   }
 
-  /** The worker vanished between the decision and the dispatch: put the job back. */
-  private async requeue(job: JobRow): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  /** Another controller claimed this job for a worker connected here: marked dispatched (unless it was put back meanwhile), then sent. */
+  async startFromElsewhere(jobId: string, fence: number, targets: Target[]): Promise<void> {
+    const [job] = await this.sql<JobRow[]>`
+      update jobs set dispatched_at = now() where id = ${jobId} and fence = ${fence} and state = 'running' and dispatched_at is null returning *`;
+    if (job && !this.sendHere(job, targets)) await this.requeue(job);
+  }
+
+  private sendHere(job: JobRow, targets: Target[]): boolean {
+    if (!this.dispatcher.startJob(job, targets)) return false;
+    this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] });
+    return true;
+  }
+
+  /**
+   * Puts the job back in the queue: its worker vanished between the decision
+   * and the dispatch, or (`undispatchedOnly`) no controller sent it in time.
+   * Every controller's pass looks at it again.
+   */
+  private async requeue(job: JobRow, undispatchedOnly = false): Promise<void> {
+    const back = await this.db.transaction(async (tx) => {
+      const rows = await tx
+        .update(jobs)
+        .set({ state: 'queued', startedAt: null, hostName: null, devices: null, fence: null, dispatchedAt: null })
+        .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running'), eq(jobs.fence, job.fence!), undispatchedOnly ? isNull(jobs.dispatchedAt) : undefined))
+        .returning({ id: jobs.id });
+      if (!rows.length) return false;
       await tx
         .update(leases)
         .set({ releasedAt: sql`now()` })
         .where(and(eq(leases.jobId, job.id), isNull(leases.releasedAt)));
-      await tx
-        .update(jobs)
-        .set({ state: 'queued', startedAt: null, hostName: null, devices: null, fence: null })
-        .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running'), eq(jobs.fence, job.fence!)));
+      return true;
     });
+    if (!back) return;
+    this.maybeQueued = true;
+    this.spread();
+    void this.poke();
   }
 
   private toQueued(j: JobRow): QueuedJob {

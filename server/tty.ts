@@ -364,8 +364,9 @@ export class TtyHub {
       const [row] = await this.c.db.select({ fence: jobs.fence, host: jobs.hostName }).from(jobs).where(eq(jobs.id, s.jobId));
       s.fence = row?.fence ?? null;
       s.host = row?.host ?? host;
-      if (s.fence !== null && s.client) this.c.hub.order(s.host, WorkerEvent.ttyResize, { jobId: s.jobId, fence: s.fence, ...s.size });
     }
+    // Started by the controller that holds the worker, which did not know the client's size.
+    if (s.client && s.fence !== null && !this.c.holds(host)) this.c.hub.order(host, WorkerEvent.ttyResize, { jobId: s.jobId, fence: s.fence, ...s.size });
     s.client?.emit(TtyEvent.started, { jobId: s.jobId, host, devices, offset: s.cursor });
     if (!s.client) this.graceStart(s);
   }

@@ -14,8 +14,6 @@ export interface StartDeps {
   sql: Sql;
   events: JobEvents;
   scheduler: Pick<Scheduler, 'mayHaveQueued' | 'dispatch' | 'pokeAll'>;
-  /** Whether a host's worker is connected here: a job starts at submit only there. */
-  holds: (hostName: string) => boolean;
 }
 
 export interface Started {
@@ -34,7 +32,7 @@ export interface Started {
  * wait: false, a job still queued after that pass is cancelled.
  */
 export async function startJob(deps: StartDeps, identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
-  const { job, position, targets } = await submitJob(deps.sql, identity, body, { startAtOnce: !deps.scheduler.mayHaveQueued, here: deps.holds });
+  const { job, position, targets } = await submitJob(deps.sql, identity, body, { startAtOnce: !deps.scheduler.mayHaveQueued });
   attach(job, position);
   if (targets) await deps.scheduler.dispatch(job, targets);
   else await deps.scheduler.pokeAll();

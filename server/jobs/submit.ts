@@ -30,12 +30,7 @@ export function newJobId(): string {
  * the common case of an idle fleet skips the queue and a scheduling pass.
  * `startAtOnce: false` skips the attempt (the caller knows jobs are queued).
  */
-export async function submitJob(
-  sql: Sql,
-  identity: Identity,
-  body: SubmitJob,
-  opts: { startAtOnce: boolean; here?: (hostName: string) => boolean } = { startAtOnce: true },
-): Promise<Submitted> {
+export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: { startAtOnce: boolean } = { startAtOnce: true }): Promise<Submitted> {
   actsAs(identity, body.submitter);
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -77,8 +72,7 @@ export async function submitJob(
     ? []
     : decide(
         [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
-        // Only devices whose workers are connected here: the job is sent over this controller's own socket.
-        healthy.map((d) => ({ ...d, free: d.state === 'free' && (opts.here?.(d.hostName) ?? true) })),
+        healthy.map((d) => ({ ...d, free: d.state === 'free' })),
       );
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {

@@ -63,7 +63,7 @@ function terminal(stack: Stack): Socket {
   return io(`${stack.controllerUrl}/tty`, { auth: { token: a.clientToken }, transports: ['websocket'], reconnection: false });
 }
 
-test("a terminal opened on A drives a pty on B's worker, and re-attaches through B with its screen", { timeout: 60_000 }, async () => {
+test("a terminal opened on A drives a pty on B's worker, and re-attaches through B with its screen", { timeout: 60_000 }, async (t) => {
   const first = terminal(a);
   let screen = '';
   let jobId = '';
@@ -78,6 +78,7 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   first.on('started', () => {
     started = true;
   });
+  t.after(() => first.close());
   first.emit('open', { argv: ['sh'], device: 'onb:gpu0', submitter: 'tester', cols: 100, rows: 30 });
   await until(() => (started ? true : undefined), 'the terminal to start');
   first.emit('input', 'stty size; echo "sum=$((6*7))"\n');
@@ -96,12 +97,43 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   second.on('exit', (e: { exitCode: number | null }) => {
     exit = e;
   });
+  t.after(() => {
+    second.close();
+    // Whatever happened above, the terminal does not keep the device for the tests after it.
+    if (!exit) void a.cli(['kill', jobId]);
+  });
   second.emit('open', { jobId, cols: 100, rows: 30 });
   await until(() => (/sum=42/.test(replay) ? true : undefined), `the replay on B (${JSON.stringify(replay)})`);
   second.emit('input', 'exit 5\n');
   const e = await until(() => exit ?? undefined, 'the exit');
   assert.equal(e.exitCode, 5);
   second.close();
+});
+
+test('a job claimed through A for a worker whose controller does not answer goes back in the queue, and runs once when B is back', {
+  timeout: 60_000,
+}, async () => {
+  const bPid = b.controllerPid!;
+  // B holds onb's socket but is frozen: it cannot send the start A asks of it.
+  process.kill(bPid, 'SIGSTOP');
+  let thawed = false;
+  try {
+    const run = a.cli(['run', '-d', 'onb:gpu0', '--', 'sh', '-c', 'echo "ran once"'], { timeoutMs: 50_000 });
+    // Claimed at once (the device is free), then put back when nobody sent it.
+    await a.waitFor(
+      async () => ((await a.api('GET', '/api/jobs?state=queued')).body as { jobs: unknown[] }).jobs.length === 1,
+      'the job to be queued again',
+      10_000,
+    );
+    process.kill(bPid, 'SIGCONT');
+    thawed = true;
+    // B now reads the start it missed: too late, the job is queued again; its pass starts it instead, once.
+    const r = await run;
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'ran once\n');
+  } finally {
+    if (!thawed) process.kill(bPid, 'SIGCONT');
+  }
 });
 
 test('SIGKILL of a controller mid-run: its worker moves, the running job keeps running, the queued one runs, no chunk lost or repeated', {
