@@ -15,6 +15,8 @@ export interface StartOptions {
   translate(held: string, code: number | null): string | { line: string; code: number };
   /** The job's processes: signalled on a kill, reaped after the client exits and before cb.exit. */
   tree: ProcessTree;
+  /** The client's environment (docker-env.ts clientEnv: the values of the job's `-e KEY` arguments); the worker's own by default. */
+  env?: Record<string, string>;
 }
 
 // Docker's own errors, as opposed to the job's output: held back so they can
@@ -52,7 +54,10 @@ export class JobProcess {
     // Killed while its container was being made: it never runs.
     if (!started) return;
     this.translate = opts.translate;
-    const child: ChildProcessByStdio<null, Readable, Readable> = spawn(docker, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child: ChildProcessByStdio<null, Readable, Readable> = spawn(docker, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: (opts.env ?? process.env) as NodeJS.ProcessEnv,
+    });
     let anyOutput = false;
     let heldBytes = 0;
     // docker prints its own exec failures on stdout (OCI errors) or stderr.

@@ -4,7 +4,8 @@
 // outside /workspace stays for the next job until the container is
 // recreated. Jobs on several GPUs get a one-off `docker run --rm` container
 // holding all of them. Killing goes through the RC_JOB_ID tag every job
-// process carries (docker-signal.ts).
+// process carries (docker-signal.ts). A job's --env values never go on the
+// docker client's command line (docker-env.ts).
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
@@ -14,7 +15,7 @@ import { CONTAINER_WORKSPACE, containerName, DeviceContainers, gpusFor, jobConta
 import { JobProcess } from './docker-exec';
 import { DOCKER_FAILED, translateExecError, translateRunError } from './docker-exec-errors';
 import { oneOffTree, taggedTree } from './docker-signal';
-import { jobEnv } from './host-runtime';
+import { clientEnv, dockerEnv } from './docker-env';
 import type { DeviceProblem, JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
 import { LOGIN_SHELL } from '../protocol/tty';
 import { PtyJob } from './tty';
@@ -108,8 +109,9 @@ export class DockerRuntime implements Runtime {
     const job = new PtyJob(cb);
     const cwd = order.cwd ?? CONTAINER_WORKSPACE;
     const argv = order.argv.length ? order.argv : LOGIN_SHELL;
-    const base = { file: this.docker, env: process.env as Record<string, string>, cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24 };
-    const envArgs = [...this.envArgs(order), '-e', 'TERM=xterm-256color'];
+    const jobVars = dockerEnv(order);
+    const base = { file: this.docker, env: clientEnv(jobVars), cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24 };
+    const envArgs = [...jobVars.args, '-e', 'TERM=xterm-256color'];
     if (order.devices.length > 1) {
       const name = jobContainerName(this.opts.host, order.jobId);
       const gpus = gpusFor(order.devices);
@@ -127,11 +129,6 @@ export class DockerRuntime implements Runtime {
     };
     void start();
     return job;
-  }
-
-  private envArgs(order: StartJob): string[] {
-    // PATH, HOME and the like come from the image, not from the worker's host.
-    return Object.entries(jobEnv(order, {} as NodeJS.ProcessEnv)).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
   }
 
   // ---- jobs ----------------------------------------------------------------
@@ -156,7 +153,9 @@ export class DockerRuntime implements Runtime {
     const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
       if (!(await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message)))) return;
-      job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...this.envArgs(order), name, ...order.argv], {
+      const env = dockerEnv(order);
+      job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...env.args, name, ...order.argv], {
+        env: clientEnv(env),
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
         tree: taggedTree(this.containers, name, order.jobId),
       });
@@ -206,7 +205,9 @@ export class DockerRuntime implements Runtime {
       job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`);
       return { kill() {} };
     }
-    job.start(this.docker, this.oneOffArgs(order, gpus.arg, [], this.envArgs(order), order.argv), {
+    const env = dockerEnv(order);
+    job.start(this.docker, this.oneOffArgs(order, gpus.arg, [], env.args, order.argv), {
+      env: clientEnv(env),
       translate: (held) => translateRunError(held, order.argv[0] ?? '', this.opts.image),
       // --rm: the container, and every process in it, is gone with the job.
       tree: oneOffTree(this.docker, name),

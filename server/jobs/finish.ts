@@ -1,5 +1,6 @@
 // Ending a job, the one way: endJob stores the end (state, exit code, cause,
-// reason), frees the job's devices in the same statement, and tells whoever
+// reason), wipes its rc run --env values (the names stay, for envKeys),
+// frees the job's devices in the same statement, and tells whoever
 // follows the job. There is no moment where a finished job still holds a
 // lease, except for a job whose processes may still run (its host stopped
 // answering, or its worker did not report a kill): it ends, but keeps its
@@ -44,7 +45,9 @@ export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: E
         end_cause = case when kill_requested_by is not null and ${exited} then coalesce(kill_cause, 'killed') else ${end.cause}::text end,
         exit_code = ${end.exitCode}::int,
         reason = coalesce(kill_requested_by, ${end.reason}::text),
-        ended_at = now()
+        ended_at = now(),
+        -- rc run --env values may be secrets and an ended job needs none: only the keys stay (the view's envKeys).
+        env = (select jsonb_object_agg(k, '') from jsonb_object_keys(env) as k)
       where id = ${jobId} and state = any(${where.from as string[]}::text[])
         and (${where.fence ?? null}::bigint is null or fence = ${where.fence ?? null}::bigint)
         and (${where.host ?? null}::text is null or host_name = ${where.host ?? null}::text)

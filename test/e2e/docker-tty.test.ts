@@ -2,6 +2,8 @@
 // worker, the built CLI under a pseudo-terminal of the test's own.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import * as pty from 'node-pty';
@@ -30,13 +32,13 @@ after(async () => {
   if (ids.length) docker('rm', '-f', ...ids);
 });
 
-function rcTty(args: string[]) {
+function rcTty(args: string[], env: Record<string, string> = {}) {
   const p = pty.spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
     name: 'xterm-256color',
     cols: 80,
     rows: 24,
     cwd: ROOT,
-    env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester' },
+    env: { PATH: process.env.PATH!, RC_CONTROLLER: stack.controllerUrl, RC_TOKEN: stack.clientToken, RC_SUBMITTER: 'tester', ...env },
   });
   // rc may exit right after its last output: read to the end as the worker reads its jobs' terminals.
   guardPtyEnd(p);
@@ -86,4 +88,26 @@ test('rc kill ends a container terminal and everything it started in the contain
   const code = await t.exit;
   assert.ok(code === 143 || code === 137, `exit ${code}: ${t.text().slice(-300)}`);
   await stack.waitFor(() => !inside().includes('sleep 473'), 'nothing left in the container', 10_000);
+});
+
+test('a terminal gets --env, and the value is on no command line on the host', async () => {
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be free');
+  const secret = `s3cr3t-${randomBytes(12).toString('hex')}`;
+  const t = rcTty(['run', '--tty', '-d', `${host}:gpu0`, '--env', 'SECRET_X', '--', 'sh'], { SECRET_X: secret });
+  await t.until(/\/workspace # /);
+  t.p.write('echo "seen-$SECRET_X-end"\r');
+  await t.until(new RegExp(`[\\r\\n]seen-${secret}-end\\r\\n`));
+  const onCmdlines = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map((pid) => {
+      try {
+        return `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`;
+      } catch {
+        return ''; // gone meanwhile
+      }
+    })
+    .filter((line) => line.includes(secret));
+  assert.deepEqual(onCmdlines, [], 'the value is on a command line');
+  t.p.write('exit 0\r');
+  assert.equal(await t.exit, 0);
 });

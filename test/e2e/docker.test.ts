@@ -2,6 +2,8 @@
 // with RC_RUNTIME=docker → docker exec in the device's container, on a real dockerd.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { ensureTestImage } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
@@ -48,6 +50,44 @@ test('rc run --env reaches the job in its container, under what rc sets itself',
   );
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, `hello from env|caller|${host}:gpu0\n`);
+});
+
+/** Every process on this host whose command line holds `text` (pid and command line). */
+function cmdlinesWith(text: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmdline = '';
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (cmdline.includes(text)) found.push(`${pid}: ${cmdline.replace(/\0/g, ' ')}`);
+  }
+  return found;
+}
+
+test('an --env value is on no command line on the host while the job runs (docker exec and a one-off docker run); the job sees it', async () => {
+  for (const args of [
+    ['-d', `${host}:gpu0`],
+    ['--gpus', '2'],
+  ]) {
+    const secret = `s3cr3t-${randomBytes(12).toString('hex')}`;
+    let out = '';
+    // --env SECRET_X takes the value from rc's own environment: the test's rc client has it on no command line either.
+    const job = stack.cli(['run', ...args, '--env', 'SECRET_X', '--', 'sh', '-c', 'echo "seen=$SECRET_X"; sleep 3'], {
+      env: { SECRET_X: secret },
+      onSpawn: (c) =>
+        c.stdout!.on('data', (b: Buffer) => {
+          out += b.toString();
+        }),
+    });
+    await stack.waitFor(() => out.includes('seen='), `the job (${args.join(' ')}) to start`, 30_000);
+    assert.equal(out, `seen=${secret}\n`);
+    assert.deepEqual(cmdlinesWith(secret), [], `${args.join(' ')}: the value is on a command line`);
+    const r = await job;
+    assert.equal(r.code, 0, r.stderr);
+  }
 });
 
 test('the runtime and the image are host labels', async () => {

@@ -178,6 +178,43 @@ test('a queued job keeps its environment until it starts', async () => {
   await allFree();
 });
 
+test('an ended job keeps no env value in the database, whatever its end (exited, killed, cancelled while queued); its keys still show', async () => {
+  const done = await stack.cli(['run', '-d', 'alpha:gpu0', '--name', 'wipe-done', '--env', `DONE_KEY=${SECRET}`, '--', 'true']);
+  assert.equal(done.code, 0, done.stderr);
+  const running = stack.runJob(['-d', 'alpha:gpu0', '--name', 'wipe-killed', '--env', `KILLED_KEY=${SECRET}`], 'sleep 30');
+  await running.id;
+  const queued = stack.cli(['run', '-d', 'alpha:gpu0', '--name', 'wipe-queued', '--env', `QUEUED_KEY=${SECRET}`, '--env', 'EMPTY=', '--', 'true']);
+  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the third job to queue');
+  const { default: postgres } = await import('postgres');
+  const sql = postgres(stack.dbUrl, { max: 1 });
+  const stored = async (name: string) => (await sql<{ env: string | null }[]>`select env::text as env from jobs where name = ${name}`)[0]?.env ?? null;
+  // A job that has not ended keeps its values: it needs them to start.
+  assert.match((await stored('wipe-queued'))!, new RegExp(SECRET));
+  assert.equal((await stack.cli(['kill', 'wipe-queued'])).code, 0);
+  await queued;
+  assert.equal((await stack.cli(['kill', 'wipe-killed'])).code, 0);
+  await running.done;
+  const expected: [string, Record<string, string>][] = [
+    ['wipe-done', { DONE_KEY: '' }],
+    ['wipe-killed', { KILLED_KEY: '' }],
+    ['wipe-queued', { EMPTY: '', QUEUED_KEY: '' }],
+  ];
+  for (const [name, env] of expected) {
+    const text = await stored(name);
+    assert.ok(text && !text.includes(SECRET), `${name} still stores its value: ${text}`);
+    assert.deepEqual(JSON.parse(text), env);
+    const view = ((await stack.api('GET', `/api/jobs/${name}`)).body as { job?: View }).job;
+    assert.deepEqual(view?.envKeys, Object.keys(env), `${name}: ${JSON.stringify(view)}`);
+  }
+  const states = await sql<{ name: string; state: string }[]>`select name, state from jobs where name like 'wipe-%' order by name`;
+  assert.deepEqual(
+    states.map((r) => `${r.name} ${r.state}`),
+    ['wipe-done succeeded', 'wipe-killed killed', 'wipe-queued cancelled'],
+  );
+  await sql.end();
+  await allFree();
+});
+
 test('names show in rc ps, rc jobs and rc describe; logs and attach take a name', async () => {
   const run = stack.runJob(['--name', 'shown-1'], 'echo line-one; sleep 30');
   const id = await run.id;
