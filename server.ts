@@ -14,11 +14,9 @@ import { Dashboard } from './server/dashboard';
 import { connect, runMigrations } from './server/db';
 import { startEmbeddedPostgres, type EmbeddedDb } from './server/embedded-pg';
 import { ensureLocalCredentials, ensureLocalWorker } from './server/local-credentials';
-import { identify } from './server/auth';
 import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
-import { socketCredential } from './server/socket-auth';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
 
@@ -72,19 +70,6 @@ async function main(): Promise<void> {
     );
   });
   const io = new Server(http, { serveClient: false, maxHttpBufferSize: 4 * 1024 * 1024 });
-  // Browser sockets (the live view) need a client or admin token, like the API.
-  io.use((socket, next) => {
-    const cred = socketCredential(socket.handshake, publicUrl);
-    if (!cred.ok) return next(new Error(cred.message));
-    identify(database.db, cred.secret).then(
-      (id) => {
-        if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
-        socket.data.tokenId = id.tokenId;
-        next();
-      },
-      () => next(new Error('unavailable')),
-    );
-  });
   await controller.start(io);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);

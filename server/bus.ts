@@ -22,6 +22,8 @@ export type BusMessage =
   | { t: 'tty'; jobId: string; from: number; to: number }
   /** A job claimed on another controller, for the one that holds `host`'s worker to send (server/scheduler.ts). */
   | { t: 'start'; host: string; jobId: string; fence: number; targets: { index: number; name: string; uuid: string | null }[] }
+  /** A client attached to terminal `jobId` on the sending controller: one attached elsewhere is detached. */
+  | { t: 'tty-attach'; jobId: string }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */

@@ -17,6 +17,7 @@ import { forgetToken } from './auth';
 import { boundBacklog } from './socket-backlog';
 import { TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
 import { Bus, type BusMessage } from './bus';
+import { socketAuth } from './socket-auth';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
 
@@ -108,6 +109,7 @@ export class Controller {
         relay: this.relay,
         holds: (h: string) => this.hub.holds(h),
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
+        attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
       },
       { graceS: opts.ttyGraceS ?? 45, log, publicUrl: opts.publicUrl ?? null },
     );
@@ -121,6 +123,7 @@ export class Controller {
     if (m.t === 'job') this.events.remoteEvent(m.jobId, m.event);
     else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
+    else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
     else if (m.t === 'start') {
       if (this.hub.holds(m.host))
@@ -153,10 +156,13 @@ export class Controller {
       (m) => this.onBus(m),
       () => this.catchUp(),
     );
+    // One sign-in for the three namespaces: workers with their host credential; the live view and terminals with a token or the cookie.
+    const people = socketAuth(this.db, 'people', this.opts.publicUrl ?? null);
     // The dashboard's live view: whatever it is sent waits for it within the same bound as a terminal.
+    io.of('/').use(people);
     io.of('/').on('connection', (socket) => boundBacklog(socket, log));
-    this.hub.attach(io);
-    await this.tty.start(io);
+    this.hub.attach(io, socketAuth(this.db, 'worker', null));
+    await this.tty.start(io, people);
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
     // One pass of each loop at a time: passes queued behind a stalled database would judge stale time when it comes back.
     this.every(reapEvery, () =>

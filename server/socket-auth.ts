@@ -1,9 +1,49 @@
-// Who opens a browser-facing socket (the live view, terminals): a token in
-// the handshake's auth, or the session cookie. A cookie comes with sockets
-// other pages open too, so one it authenticates must come from the
-// dashboard's own origin (a WebSocket is not bound by the same-origin policy).
+// Who opens a socket, for all three namespaces alike: a token in the
+// handshake's auth, or (the live view and terminals only) the session
+// cookie. A cookie comes with sockets other pages open too, so one it
+// authenticates must come from the dashboard's own origin (a WebSocket is
+// not bound by the same-origin policy). Workers (/worker) sign in with their
+// host credential; people and agents (/, /tty) with a client or admin token.
 import type { Socket } from 'socket.io';
+import { type Identity, identify } from './auth';
+import type { DbOrTx } from './db';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './http/session';
+
+/** What every authenticated socket carries: who, with which token (cut when revoked), and whether by the browser's cookie. */
+export interface SocketIdentity {
+  identity: Identity;
+  tokenId: number;
+  web: boolean;
+}
+
+/** Who may open a namespace's sockets: a worker (its host credential, never a cookie), or a person or agent. */
+export type SocketAudience = 'worker' | 'people';
+
+/**
+ * socket.io middleware for a namespace: signs the socket in and sets
+ * socket.data (SocketIdentity); refused with a message saying what is needed.
+ */
+export function socketAuth(db: DbOrTx, audience: SocketAudience, publicUrl: string | null) {
+  return (socket: Socket, next: (err?: Error) => void): void => {
+    const cred = audience === 'worker' ? bearerOnly(socket.handshake) : socketCredential(socket.handshake, publicUrl);
+    if (!cred.ok) return next(new Error(cred.message));
+    identify(db, cred.secret).then(
+      (id) => {
+        const fits = audience === 'worker' ? id?.kind === 'host' && id.hostName !== null : id !== null && id.kind !== 'host';
+        if (!id || !fits)
+          return next(new Error(audience === 'worker' ? 'unauthorized: a host credential is required' : 'unauthorized: a client or admin token is required'));
+        socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: cred.web } satisfies SocketIdentity;
+        next();
+      },
+      () => next(new Error('unavailable')),
+    );
+  };
+}
+
+function bearerOnly(handshake: Socket['handshake']): SocketCredential {
+  const token = typeof handshake.auth?.token === 'string' ? handshake.auth.token : null;
+  return { ok: true, secret: token, web: false };
+}
 
 export type SocketCredential =
   | { ok: true; secret: string | null /** true: the session cookie (a browser page) */; web: boolean }

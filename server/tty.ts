@@ -22,12 +22,12 @@ import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, 
 import { TTY_MAX_INPUT, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
 import type { TtyRelay } from './tty-relay';
 import type { TtyError } from '../protocol/wire';
-import { identify, webSubmitter, type Identity } from './auth';
+import { webSubmitter, type Identity } from './auth';
 import type { Db, Sql } from './db';
 import type { JobEvents } from './job-events';
 import type { Scheduler } from './scheduler';
 import type { WorkerHub } from './worker-hub';
-import { socketCredential } from './socket-auth';
+import type { SocketIdentity } from './socket-auth';
 import { stopJob } from './jobs/kill';
 import { startJob } from './jobs/start';
 import { FINAL_STATES } from '../core/job-state';
@@ -52,12 +52,7 @@ export interface TtyOptions {
 }
 
 /** What the controller knows of a terminal client's socket. */
-interface TtySocketData {
-  identity: Identity;
-  /** The token it signed in with (cut when revoked). */
-  tokenId: number;
-  /** Signed in with the browser's session cookie (the dashboard). */
-  web: boolean;
+interface TtySocketData extends SocketIdentity {
   /** The terminal it is attached to. */
   jobId: string | null;
 }
@@ -93,6 +88,8 @@ export interface TtyDeps {
   holds: (hostName: string) => boolean;
   /** Tells the other controllers that output of a terminal was stored. */
   publish: (jobId: string, from: number, to: number) => void;
+  /** Tells the other controllers that a client attached to the terminal here. */
+  attached: (jobId: string) => void;
 }
 
 export class TtyHub {
@@ -117,23 +114,11 @@ export class TtyHub {
     if (s?.client && s.cursor < to) this.readFor(s);
   }
 
-  async start(io: Server): Promise<void> {
+  /** Takes the /tty namespace, whose sockets `auth` has signed in (server/socket-auth.ts). */
+  async start(io: Server, auth: (socket: Socket, next: (err?: Error) => void) => void): Promise<void> {
     // socket.io types all of a Server's namespaces alike; this one's events are protocol/events.ts's.
     const ns = io.of(TTY_NAMESPACE) as unknown as TtyNamespace;
-    ns.use((socket, next) => {
-      const cred = socketCredential(socket.handshake, this.opts.publicUrl);
-      if (!cred.ok) return next(new Error(cred.message));
-      identify(this.c.db, cred.secret).then(
-        (id) => {
-          if (!id || id.kind === 'host') return next(new Error('unauthorized: a client or admin token is required'));
-          socket.data.identity = id;
-          socket.data.tokenId = id.tokenId;
-          socket.data.web = cred.web;
-          next();
-        },
-        () => next(new Error('unavailable')),
-      );
-    });
+    ns.use(auth as unknown as Parameters<TtyNamespace['use']>[0]);
     ns.on('connection', (socket) => this.onConnection(socket));
     // Terminals running from before a controller restart: whoever opened them has this long to come back.
     const rows = await this.c.db.select().from(jobs).where(eq(jobs.kind, 'tty'));
@@ -331,11 +316,9 @@ export class TtyHub {
   }
 
   private bind(s: Session, socket: TtySocket): void {
-    if (s.client && s.client !== socket) {
-      const old = s.client;
-      old.data.jobId = null;
-      old.emit(TtyEvent.error, { code: 'detached', message: `the terminal ${s.jobId} was opened elsewhere` });
-    }
+    if (s.client && s.client !== socket) this.detach(s);
+    // A client of it on another controller is detached there.
+    this.c.attached(s.jobId);
     s.client = socket;
     s.unacked = 0;
     socket.data.jobId = s.jobId;
@@ -344,6 +327,23 @@ export class TtyHub {
       s.grace = null;
     }
     this.flow(s);
+  }
+
+  /** A client of the terminal attached on another controller: the one here is detached, as a second one here would detach it. */
+  attachedElsewhere(jobId: string): void {
+    const s = this.sessions.get(jobId);
+    if (!s?.client) return;
+    this.detach(s);
+    s.client = null;
+    s.unacked = 0;
+    this.flow(s);
+    this.graceStart(s);
+  }
+
+  private detach(s: Session): void {
+    const old = s.client!;
+    old.data.jobId = null;
+    old.emit(TtyEvent.error, { code: 'detached', message: `the terminal ${s.jobId} was opened elsewhere` });
   }
 
   private mine(socket: TtySocket): Session | null {

@@ -17,7 +17,7 @@ import { type FileOp, type FileReply, Heartbeat, Hello, Inventory, JobExit, JobO
 import { loadDevices } from './fleet';
 import { quarantineDevice, quarantinesFromLabels } from './quarantine';
 import { storeHeartbeat } from './heartbeat';
-import { identify } from './auth';
+import type { SocketIdentity } from './socket-auth';
 import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
 import { ended, outcome, type StopRequest } from '../core/job-state';
@@ -57,11 +57,8 @@ export interface HubDeps {
   elsewhere: (hostName: string, event: keyof ControllerToWorker, payload: unknown) => void;
 }
 
-/** What the controller knows of a worker's socket: its host, and the token it signed in with (cut when revoked). */
-interface WorkerSocketData {
-  hostName: string;
-  tokenId: number;
-}
+/** What the controller knows of a worker's socket: who signed in (a host credential: its host), with which token (cut when revoked). */
+type WorkerSocketData = SocketIdentity;
 type WorkerNamespace = Namespace<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
 type WorkerSocket = Socket<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
 /** The worker's send side, in general: emitTo's payloads. */
@@ -87,21 +84,11 @@ export class WorkerHub implements Dispatcher {
 
   constructor(private readonly deps: HubDeps) {}
 
-  attach(io: Server): void {
+  /** Takes the /worker namespace, whose sockets `auth` has signed in (server/socket-auth.ts). */
+  attach(io: Server, auth: (socket: Socket, next: (err?: Error) => void) => void): void {
     const ns: WorkerNamespace = io.of(WORKER_NAMESPACE);
     this.ns = ns;
-    ns.use((socket, next) => {
-      const token = typeof socket.handshake.auth?.token === 'string' ? socket.handshake.auth.token : null;
-      identify(this.deps.db, token).then(
-        (id) => {
-          if (id?.kind !== 'host' || !id.hostName) return next(new Error('unauthorized: a host credential is required'));
-          socket.data.hostName = id.hostName;
-          socket.data.tokenId = id.tokenId;
-          next();
-        },
-        () => next(new Error('unavailable')),
-      );
-    });
+    ns.use(auth);
     ns.on('connection', (socket) => this.onConnection(socket));
   }
 
@@ -232,7 +219,7 @@ export class WorkerHub implements Dispatcher {
   }
 
   private onConnection(socket: WorkerSocket): void {
-    const hostName = socket.data.hostName;
+    const hostName = socket.data.identity.hostName!;
     const { db, log } = this.deps;
     const old = this.sockets.get(hostName);
     if (old && old !== socket) old.disconnect(true);

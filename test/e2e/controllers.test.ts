@@ -1,7 +1,8 @@
 // Two controller processes on one Postgres, workers spread across them: a
 // job submitted through one runs on the other's worker and streams back; a
 // kill through one reaches the other's worker; a terminal opened on one drives
-// a pty on the other's worker, and re-attaches through either. Then one
+// a pty on the other's worker, and re-attaches through either (the first
+// client, still on the other, is detached). Then one
 // controller is SIGKILLed mid-run: its worker moves to the other (RC_CONTROLLER
 // lists both), the running job keeps running, the queued one still runs, and
 // the client on the survivor gets every line of output once.
@@ -84,7 +85,10 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   first.emit('input', 'stty size; echo "sum=$((6*7))"\n');
   await until(() => (/sum=42/.test(screen) ? true : undefined), `the answer on the screen (${JSON.stringify(screen)})`);
   assert.match(screen, /30 100/, 'the size set on A reached the pty on B');
-  first.close();
+  let firstError: { code: string } | null = null;
+  first.on('error', (e: { code: string }) => {
+    firstError = e;
+  });
 
   // Back through the other controller: the screen so far is replayed, then the terminal goes on.
   const second = terminal(b);
@@ -104,6 +108,9 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   });
   second.emit('open', { jobId, cols: 100, rows: 30 });
   await until(() => (/sum=42/.test(replay) ? true : undefined), `the replay on B (${JSON.stringify(replay)})`);
+  // Still connected to A, the first client is detached from it, as it would be by a second client on A.
+  const detached = await until(() => firstError ?? undefined, 'the first client to be detached');
+  assert.equal(detached.code, 'detached');
   second.emit('input', 'exit 5\n');
   const e = await until(() => exit ?? undefined, 'the exit');
   assert.equal(e.exitCode, 5);
