@@ -32,6 +32,10 @@ interface Tail {
   idle: (() => void)[];
   /** Where the kept rows start, as far as this controller pruned them. */
   prunedTo: number;
+  /** The stored end after this controller's last INSERT; null until one committed (or after one failed). */
+  end: number | null;
+  /** Bytes appended and not yet committed. */
+  queued: number;
 }
 
 export class TtyRelay {
@@ -48,15 +52,31 @@ export class TtyRelay {
   append(jobId: string, data: Buffer): Promise<Stored | null> {
     let tail = this.tails.get(jobId);
     if (!tail) {
-      tail = { pending: null, writing: false, idle: [], prunedTo: 0 };
+      tail = { pending: null, writing: false, idle: [], prunedTo: 0, end: null, queued: 0 };
       this.tails.set(jobId, tail);
     }
     if (!tail.pending) tail.pending = { chunks: [], waiters: [] };
     const pending = tail.pending;
     pending.chunks.push(data);
+    tail.queued += data.length;
     const done = new Promise<Stored | null>((resolve) => pending.waiters.push(resolve));
     if (!tail.writing) void this.write(jobId, tail);
     return done;
+  }
+
+  /**
+   * Where the next chunk appended for the terminal will start, when this
+   * controller knows (it is the one writer, and has committed once): output
+   * can then be passed on before it is stored. Null: wait for the commit.
+   */
+  expected(jobId: string): number | null {
+    const tail = this.tails.get(jobId);
+    return tail?.end == null ? null : tail.end + tail.queued;
+  }
+
+  /** Bytes of the terminal's output appended and not yet stored. */
+  backlog(jobId: string): number {
+    return this.tails.get(jobId)?.queued ?? 0;
   }
 
   /** Resolves once everything appended so far for the terminal is stored (or failed). */
@@ -71,8 +91,14 @@ export class TtyRelay {
     const rows = await this.sql<{ pos: string; data: Buffer }[]>`
       select pos, data from tty_output where job_id = ${jobId} and pos + octet_length(data) > ${after} order by pos`;
     if (!rows.length) return { offset: Math.min(after, await this.end(jobId)), data: Buffer.alloc(0) };
-    const first = Number(rows[0]!.pos);
-    const all = Buffer.concat(rows.map((r) => r.data));
+    // From the last hole on (a flood stored only its tail): what is passed on is one run of the stream.
+    let start = 0;
+    for (let i = 1; i < rows.length; i++) {
+      if (Number(rows[i]!.pos) !== Number(rows[i - 1]!.pos) + rows[i - 1]!.data.length) start = i;
+    }
+    const kept = rows.slice(start);
+    const first = Number(kept[0]!.pos);
+    const all = Buffer.concat(kept.map((r) => r.data));
     const offset = Math.max(after, first);
     return { offset, data: all.subarray(offset - first) };
   }
@@ -96,25 +122,32 @@ export class TtyRelay {
       while (tail.pending) {
         const { chunks, waiters } = tail.pending;
         tail.pending = null;
-        const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        // More than is kept came in while the last INSERT ran (a flood): only its last `cap` bytes are
+        // stored, as pruning would leave them; positions still count every byte.
+        const skip = Math.max(0, all.length - this.cap);
+        const data = skip ? all.subarray(skip) : all;
         let span: Span | null = null;
         try {
           // The position is the stored end, read by the INSERT itself: a worker that moved here from
           // another controller continues where that one stopped.
           const [row] = await this.sql<{ pos: string }[]>`
             insert into tty_output (job_id, pos, data)
-            select ${jobId}, coalesce((select pos + octet_length(data) from tty_output where job_id = ${jobId} order by pos desc limit 1), 0), ${data}
+            select ${jobId}, coalesce((select pos + octet_length(data) from tty_output where job_id = ${jobId} order by pos desc limit 1), 0) + ${skip}, ${data}
             returning pos`;
-          const from = Number(row!.pos);
-          span = { from, to: from + data.length };
+          const from = Number(row!.pos) - skip;
+          span = { from, to: from + all.length };
+          tail.end = span.to;
           // Pruned a quarter of the cap at a time: one DELETE per cap/4 bytes printed, not per row.
           if (span.to - this.cap - tail.prunedTo > this.cap / 4) {
             tail.prunedTo = span.to - this.cap;
             await this.sql`delete from tty_output where job_id = ${jobId} and pos + octet_length(data) <= ${tail.prunedTo}`;
           }
         } catch (err) {
+          tail.end = null;
           this.onError(err);
         }
+        tail.queued -= all.length;
         let at = span?.from ?? 0;
         for (const [i, w] of waiters.entries()) {
           const len = chunks[i]!.length;

@@ -38,6 +38,9 @@ import { zodCode, zodMessage } from '../protocol/zod-message';
 /** Input is relayed in pieces of at most this many bytes: a bus message carries one (server/bus.ts). */
 const INPUT_PIECE = 4096;
 
+/** Terminal output waiting for Postgres past which the worker is acknowledged only after the commit. */
+const RELAY_BACKLOG = 1024 * 1024;
+
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
 export const HIGH_WATER = 512 * 1024;
 /** ...and below which it reads again. */
@@ -371,20 +374,37 @@ export class TtyHub {
     if (!s.client) this.graceStart(s);
   }
 
-  /** Output from a worker connected here: stored, then acknowledged (the worker may send more), then passed on. */
+  /**
+   * Output from a worker connected here: stored (the relay), passed on to a
+   * client here at once when its place in the stream is known, and
+   * acknowledged to the worker at once unless the relay is behind (then after
+   * the commit: Postgres sets the pace).
+   */
   private onOutput(host: string, out: TtyOutput): void {
-    void this.c.relay.append(out.jobId, out.data).then((stored) => {
-      // Acknowledged even when it could not be stored: a terminal is live first; only the pause below holds it back.
-      this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
-      if (!stored) return;
+    const ack = () => this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
+    const at = this.c.relay.expected(out.jobId);
+    const stored = this.c.relay.append(out.jobId, out.data);
+    const s = this.sessions.get(out.jobId);
+    const passed = at !== null && s?.client != null && s.cursor === at;
+    if (passed) {
+      s!.cursor = at + out.data.length;
+      this.send(s!, out.data);
+    }
+    const ackedNow = this.c.relay.backlog(out.jobId) <= RELAY_BACKLOG;
+    if (ackedNow) ack();
+    void stored.then((st) => {
+      // Acknowledged even when it could not be stored: a terminal is live first; only the client's pause holds it back.
+      if (!ackedNow) ack();
+      if (!st) return;
       // Once per row: chunks stored together are told together.
-      if (stored.to === stored.row.to) this.c.publish(out.jobId, stored.row.from, stored.row.to);
-      const s = this.sessions.get(out.jobId);
-      if (!s?.client) return;
-      if (s.cursor === stored.from) {
-        s.cursor = stored.to;
-        this.send(s, out.data);
-      } else if (s.cursor < stored.to) this.readFor(s);
+      if (st.to === st.row.to) this.c.publish(out.jobId, st.row.from, st.row.to);
+      if (passed) return;
+      const later = this.sessions.get(out.jobId);
+      if (!later?.client) return;
+      if (later.cursor === st.from) {
+        later.cursor = st.to;
+        this.send(later, out.data);
+      } else if (later.cursor < st.to) this.readFor(later);
     });
   }
 
