@@ -56,9 +56,11 @@ export class Controller {
   readonly outputLimitBytes: number;
   private timers: NodeJS.Timeout[] = [];
   private io: Server | null = null;
+  private readonly log: (msg: string) => void;
 
   constructor(private readonly opts: ControllerOptions) {
     const log = opts.log ?? ((m: string) => console.error(`[rc] ${m}`));
+    this.log = log;
     this.db = opts.database.db;
     this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
     this.sql = opts.database.client;
@@ -115,7 +117,7 @@ export class Controller {
     );
   }
 
-  /** Whether a host's worker is connected here: a job starts at submit only on such a device. (Bound: use cases take it alone.) */
+  /** Whether a host's worker is connected here (bound: the API's deps take it alone). */
   readonly holds = (hostName: string): boolean => this.hub.holds(hostName);
 
   /** Another controller's message. */
@@ -125,17 +127,14 @@ export class Controller {
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
     else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
-    else if (m.t === 'start') {
-      if (this.hub.holds(m.host))
-        this.scheduler
-          .startFromElsewhere(m.jobId, m.fence, m.targets)
-          .catch((err: unknown) => (this.opts.log ?? console.error)(`starting ${m.jobId}: ${String(err)}`));
-    } else if (m.t === 'poke') void this.scheduler.poke();
+    else if (m.t === 'start')
+      this.scheduler.startFromElsewhere(m.host, m.jobId, m.fence, m.targets).catch((err: unknown) => this.log(`starting ${m.jobId}: ${String(err)}`));
+    else if (m.t === 'poke') void this.scheduler.poke();
   }
 
   /** Messages missed while the bus was away (or lost): the periodic backstop. */
   private catchUp(): void {
-    this.events.catchUp().catch((err: unknown) => (this.opts.log ?? console.error)(`catching up on jobs followed here: ${String(err)}`));
+    this.events.catchUp().catch((err: unknown) => this.log(`catching up on jobs followed here: ${String(err)}`));
     void this.scheduler.poke();
   }
 
@@ -151,7 +150,7 @@ export class Controller {
   async start(io: Server): Promise<void> {
     this.io = io;
     await markHostsAway(this.db, this.opts.hostTimeoutS);
-    const log = this.opts.log ?? console.error;
+    const log = this.log;
     await this.bus.start(
       (m) => this.onBus(m),
       () => this.catchUp(),

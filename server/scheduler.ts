@@ -144,8 +144,9 @@ export class Scheduler {
     await this.requeue(job);
   }
 
-  /** Another controller claimed this job for a worker connected here: marked dispatched (unless it was put back meanwhile), then sent. */
-  async startFromElsewhere(jobId: string, fence: number, targets: Target[]): Promise<void> {
+  /** Another controller claimed this job for `host`'s worker: if it is connected here, the job is marked dispatched (unless it was put back meanwhile), then sent. */
+  async startFromElsewhere(host: string, jobId: string, fence: number, targets: Target[]): Promise<void> {
+    if (!this.dispatcher.holds(host)) return;
     const [job] = await this.sql<JobRow[]>`
       update jobs set dispatched_at = now() where id = ${jobId} and fence = ${fence} and state = 'running' and dispatched_at is null returning *`;
     if (job && !this.sendHere(job, targets)) await this.requeue(job);
