@@ -150,6 +150,9 @@ test('SIGKILL of a controller mid-run: its worker moves, the running job keeps r
   // On B's worker, followed by a client on A: a line every 20 ms, about 6 s in all.
   const running = a.runJob(['-d', 'onb:gpu0'], `i=0; while [ $i -lt ${lines} ]; do echo "n $i"; i=$((i+1)); sleep 0.02; done`, { timeoutMs: 100_000 });
   const id = await running.id;
+  // Also followed through B, by a CLI that lists both controllers: it must carry on through A.
+  const both = `${b.controllerUrl},${a.controllerUrl}`;
+  const attached = b.cli(['attach', id], { env: { RC_CONTROLLER: both, RC_TOKEN: a.clientToken }, timeoutMs: 100_000 });
   // Queued behind it, through A too.
   const queued = a.cli(['run', '-d', 'onb:gpu0', '--', 'echo', 'queued ran'], { timeoutMs: 100_000 });
   await a.waitFor(async () => ((await a.api('GET', '/api/jobs?state=queued')).body as { jobs: unknown[] }).jobs.length === 1, 'the second job to queue');
@@ -171,6 +174,14 @@ test('SIGKILL of a controller mid-run: its worker moves, the running job keeps r
   const queuedFor = Date.now() - killedAt;
   assert.equal(q.code, 0, q.stderr);
   assert.equal(q.stdout, 'queued ran\n');
+  // The follower on B reconnected to A (B refuses connections now) and printed every line once.
+  const f = await attached;
+  assert.equal(f.code, 0, f.stderr);
+  assert.deepEqual(f.stdout.split('\n').slice(1, -1), want, 'the follower that was on B');
+  assert.match(f.stderr, /reconnecting/);
+  // And any command of that CLI passes over the dead controller.
+  const ps = await b.cli(['ps'], { env: { RC_CONTROLLER: both, RC_TOKEN: a.clientToken } });
+  assert.equal(ps.code, 0, ps.stderr);
   console.log(
     `# SIGKILL of B: its worker connected to A after ${moved} ms; the running job ended ${ranFor} ms and the queued one ${queuedFor} ms after it; chunks lost ${lost}, repeated ${repeated}`,
   );
