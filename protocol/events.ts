@@ -11,6 +11,8 @@ import type { TtyError, TtyExit, TtyOpenMessage, TtyQueued, TtyStarted } from '.
 
 export const WORKER_NAMESPACE = '/worker';
 export const TTY_NAMESPACE = '/tty';
+/** The dashboard's live view: told what changed, so its pages fetch again (or patch) what they show. */
+export const LIVE_NAMESPACE = '/';
 
 /** The events of /worker, between the controller and a host's worker. */
 export const WorkerEvent = {
@@ -130,6 +132,23 @@ export interface TtyControllerToClient {
   [TtyEvent.output]: (data: Uint8Array | ArrayBuffer) => void;
   [TtyEvent.exit]: (e: TtyExit) => void;
   [TtyEvent.error]: (e: TtyError) => void;
+}
+
+/** The events of the live view (controller → browser). */
+export const LiveEvent = {
+  /** Something the pages show changed, on any controller: which kind, and where when known. */
+  changed: 'changed',
+} as const;
+
+/** What changed: devices (a lease, a host's state, labels, a quarantine), jobs (queued, started, ended), or a host's usage sheet or a device's note. */
+export interface LiveChange {
+  what: 'devices' | 'jobs' | 'sheet';
+  host?: string;
+  jobId?: string;
+}
+
+export interface LiveControllerToClient {
+  [LiveEvent.changed]: (c: LiveChange) => void;
 }
 
 /**

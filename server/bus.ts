@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import type { JobEvent } from '../core/frames';
+import type { LiveChange } from '../protocol/events';
 
 export const BUS_CHANNEL = 'rc';
 /** Postgres refuses a payload of 8000 bytes or more. */
@@ -26,6 +27,8 @@ export type BusMessage =
   | { t: 'tty-attach'; jobId: string }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
+  /** Something the dashboard shows changed (server/live.ts). */
+  | { t: 'live'; change: LiveChange }
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */
   | { t: 'poke' };
 

@@ -15,9 +15,11 @@ import { registerApi } from './http/api';
 import { TtyHub } from './tty';
 import { forgetToken } from './auth';
 import { boundBacklog } from './socket-backlog';
-import { TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
+import { LIVE_NAMESPACE, TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
+import type { JobEvent } from '../protocol/wire';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
+import { LiveFeed } from './live';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
 
@@ -53,6 +55,7 @@ export class Controller {
   readonly scheduler: Scheduler;
   readonly router: Router;
   readonly tty: TtyHub;
+  readonly live: LiveFeed;
   readonly outputLimitBytes: number;
   private timers: NodeJS.Timeout[] = [];
   private io: Server | null = null;
@@ -66,8 +69,17 @@ export class Controller {
     this.sql = opts.database.client;
     this.bus = new Bus({ url: opts.databaseUrl, log });
     const bus = this.bus;
-    this.events = new JobEvents(storedOutput(this.sql), { event: (event) => bus.publish({ t: 'job', jobId: event.jobId, event }) }, (err) =>
-      log(`following output stored elsewhere: ${String(err)}`),
+    const live = new LiveFeed((change) => bus.publish({ t: 'live', change }));
+    this.live = live;
+    this.events = new JobEvents(
+      storedOutput(this.sql),
+      {
+        event: (event) => {
+          bus.publish({ t: 'job', jobId: event.jobId, event });
+          liveOfJob(live, event);
+        },
+      },
+      (err) => log(`following output stored elsewhere: ${String(err)}`),
     );
     this.writer = new OutputWriter(
       this.db,
@@ -88,6 +100,7 @@ export class Controller {
       heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
+      changed: (host) => live.changed({ what: 'devices', host }),
     });
     this.scheduler = new Scheduler(
       this.db,
@@ -112,6 +125,7 @@ export class Controller {
         holds: (h: string) => this.hub.holds(h),
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
         attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
+        live,
       },
       { graceS: opts.ttyGraceS ?? 45, log, publicUrl: opts.publicUrl ?? null },
     );
@@ -122,7 +136,10 @@ export class Controller {
 
   /** Another controller's message. */
   private onBus(m: BusMessage): void {
-    if (m.t === 'job') this.events.remoteEvent(m.jobId, m.event);
+    if (m.t === 'job') {
+      this.events.remoteEvent(m.jobId, m.event);
+      liveOfJob(this.live, { ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
+    } else if (m.t === 'live') this.live.here(m.change);
     else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
     else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
@@ -142,7 +159,7 @@ export class Controller {
   cutToken(tokenId: number): void {
     forgetToken(tokenId);
     if (!this.io) return;
-    for (const ns of [this.io.of('/'), this.io.of(TTY_NAMESPACE), this.io.of(WORKER_NAMESPACE)]) {
+    for (const ns of [this.io.of(LIVE_NAMESPACE), this.io.of(TTY_NAMESPACE), this.io.of(WORKER_NAMESPACE)]) {
       for (const socket of ns.sockets.values()) if (socket.data.tokenId === tokenId) socket.disconnect(true);
     }
   }
@@ -158,8 +175,9 @@ export class Controller {
     // One sign-in for the three namespaces: workers with their host credential; the live view and terminals with a token or the cookie.
     const people = socketAuth(this.db, 'people', this.opts.publicUrl ?? null);
     // The dashboard's live view: whatever it is sent waits for it within the same bound as a terminal.
-    io.of('/').use(people);
-    io.of('/').on('connection', (socket) => boundBacklog(socket, log));
+    io.of(LIVE_NAMESPACE).use(people);
+    io.of(LIVE_NAMESPACE).on('connection', (socket) => boundBacklog(socket, log));
+    this.live.attach(io.of(LIVE_NAMESPACE));
     this.hub.attach(io, socketAuth(this.db, 'worker', null));
     await this.tty.start(io, people);
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
@@ -218,10 +236,18 @@ export class Controller {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.tty.stop();
+    this.live.stop();
     this.hub.close();
     // What is not stored within a few seconds stays with the workers, which resend it to the next controller.
     await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 5000))]);
     this.writer.stop();
     await this.bus.stop();
   }
+}
+
+/** What a job's event changes on the pages: its jobs, and (started, ended) the devices it holds. Every controller sees the events, so each tells its own browsers. */
+function liveOfJob(live: LiveFeed, event: JobEvent & { jobId: string }): void {
+  if (event.type !== 'started' && event.type !== 'exit' && event.type !== 'queued') return;
+  live.here({ what: 'jobs', jobId: event.jobId });
+  if (event.type !== 'queued') live.here({ what: 'devices', ...(event.type === 'started' ? { host: event.host } : {}) });
 }

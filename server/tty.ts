@@ -21,6 +21,7 @@ import { SubmitJob } from '../protocol/api';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent, type Unchecked, WorkerEvent } from '../protocol/events';
 import { TTY_MAX_INPUT, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
 import type { TtyRelay } from './tty-relay';
+import type { LiveFeed } from './live';
 import type { TtyError } from '../protocol/wire';
 import { webSubmitter, type Identity } from './auth';
 import type { Db, Sql } from './db';
@@ -93,6 +94,8 @@ export interface TtyDeps {
   publish: (jobId: string, from: number, to: number) => void;
   /** Tells the other controllers that a client attached to the terminal here. */
   attached: (jobId: string) => void;
+  /** The dashboard's live view (a terminal queued). */
+  live: Pick<LiveFeed, 'changed'>;
 }
 
 export class TtyHub {

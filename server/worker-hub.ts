@@ -53,6 +53,8 @@ export interface HubDeps {
   heartbeatMs: number;
   /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
   outputLimitBytes: number;
+  /** The host's devices changed as the dashboard shows them (its state, inventory, a quarantine). */
+  changed: (hostName: string) => void;
   /** An order for a worker that is not connected here: for the controller that holds it (the bus). */
   elsewhere: (hostName: string, event: keyof ControllerToWorker, payload: unknown) => void;
 }
@@ -239,6 +241,7 @@ export class WorkerHub implements Dispatcher {
             if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
             for (const order of kill) socket.emit(WorkerEvent.jobKill, order);
             await this.quarantineFromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
+            this.deps.changed(hostName);
             this.deps.poke();
           },
           (err) => {
@@ -254,7 +257,10 @@ export class WorkerHub implements Dispatcher {
       db.transaction((tx) => storeInventory(tx, hostName, inv.data))
         .then(() => this.quarantineFromProbes(hostName))
         .then(
-          () => this.deps.poke(),
+          () => {
+            this.deps.changed(hostName);
+            this.deps.poke();
+          },
           (err: unknown) => log(`inventory from ${hostName}: ${String(err)}`),
         );
     });
@@ -329,13 +335,17 @@ export class WorkerHub implements Dispatcher {
       db.update(hosts)
         .set({ status: 'away' })
         .where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')))
-        .catch((err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`));
+        .then(
+          () => this.deps.changed(hostName),
+          (err: unknown) => log(`disconnect of ${hostName}: ${String(err)}`),
+        );
     });
   }
 
   private async quarantine(hostName: string, q: Quarantine): Promise<void> {
     if (await quarantineDevice(this.deps.sql, hostName, q, `host:${hostName}`)) {
       this.deps.log(`quarantined ${hostName}:gpu${q.index}: ${q.reason}`);
+      this.deps.changed(hostName);
     }
   }
 
@@ -372,6 +382,7 @@ export class WorkerHub implements Dispatcher {
         fence: j.fence,
         reason: `ended by the controller meanwhile (${j.reason ?? 'no reason recorded'})`,
       } satisfies KillJobOrder);
+    this.deps.changed(hostName);
     this.deps.poke();
   }
 

@@ -27,6 +27,7 @@ import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
+import type { LiveFeed } from '../live';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -39,6 +40,8 @@ export interface ApiDeps {
   scheduler: Scheduler;
   /** Whether a host's worker is connected to this controller. */
   holds(hostName: string): boolean;
+  /** The dashboard's live view. */
+  live: Pick<LiveFeed, 'changed'>;
   /** A revoked token: out of the auth cache, its live sockets cut. */
   cutToken(tokenId: number): void;
 }
@@ -61,14 +64,18 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('PUT /api/devices/:name/note', async ({ body, params, identity }) => {
     const name = parseDeviceName(params.name);
     if (!name) throw new RcError('not_found', `no device is named ${params.name}; device names look like host:gpu0`);
-    return { note: await writeSheet(sql, name.hostName, name.index, body.body, `admin:${identity.name}`) };
+    const note = await writeSheet(sql, name.hostName, name.index, body.body, `admin:${identity.name}`);
+    c.live.changed({ what: 'sheet', host: name.hostName });
+    return { note };
   });
 
   router.on('GET /api/hosts/:name/sheet', async ({ params }) => ({ sheet: await readSheet(sql, params.name) }));
 
-  router.on('PUT /api/hosts/:name/sheet', async ({ body, params, identity }) => ({
-    sheet: await writeSheet(sql, params.name, -1, body.body, `admin:${identity.name}`),
-  }));
+  router.on('PUT /api/hosts/:name/sheet', async ({ body, params, identity }) => {
+    const sheet = await writeSheet(sql, params.name, -1, body.body, `admin:${identity.name}`);
+    c.live.changed({ what: 'sheet', host: params.name });
+    return { sheet };
+  });
 
   router.on('POST /api/explain', async ({ body }) => explain(sql, body.selector, body.device ?? null));
 
@@ -183,7 +190,8 @@ export function registerApi(router: Router, c: ApiDeps): void {
 
   router.on('POST /api/admin/devices/:name/clear', async ({ body, params, identity }) => {
     const cleared = await clearQuarantine(sql, params.name, body.reason, `admin:${identity.name}`);
-    void c.scheduler.poke();
+    c.live.changed({ what: 'devices', host: params.name.split(':')[0] });
+    void c.scheduler.pokeAll();
     return { cleared: cleared.device, was: cleared.was };
   });
 

@@ -5,6 +5,7 @@ import type { SubmitJob } from '../../protocol/api';
 import type { Identity } from '../auth';
 import type { Sql } from '../db';
 import type { JobEvents } from '../job-events';
+import type { LiveFeed } from '../live';
 import type { Scheduler } from '../scheduler';
 import { endJob } from './finish';
 import type { JobRow } from './job-view';
@@ -14,6 +15,8 @@ export interface StartDeps {
   sql: Sql;
   events: JobEvents;
   scheduler: Pick<Scheduler, 'mayHaveQueued' | 'dispatch' | 'pokeAll'>;
+  /** The dashboard's live view: a job queued (a start is told by its event). */
+  live: Pick<LiveFeed, 'changed'>;
 }
 
 export interface Started {
@@ -35,7 +38,10 @@ export async function startJob(deps: StartDeps, identity: Identity, body: Submit
   const { job, position, targets } = await submitJob(deps.sql, identity, body, { startAtOnce: !deps.scheduler.mayHaveQueued });
   attach(job, position);
   if (targets) await deps.scheduler.dispatch(job, targets);
-  else await deps.scheduler.pokeAll();
+  else {
+    deps.live.changed({ what: 'jobs', jobId: job.id });
+    await deps.scheduler.pokeAll();
+  }
   const refused = body.wait || targets ? null : await cancelIfStillQueued(deps, job);
   return { job, position, refused };
 }

@@ -143,6 +143,25 @@ test('a job claimed through A for a worker whose controller does not answer goes
   }
 });
 
+test("the live view on A hears what changes through B: a job on B's worker, its devices, a usage sheet", { timeout: 60_000 }, async (t) => {
+  const live = io(`${a.controllerUrl}/`, { auth: { token: a.clientToken }, transports: ['websocket'], reconnection: false });
+  t.after(() => live.close());
+  const heard: { what: string; host?: string; jobId?: string }[] = [];
+  live.on('changed', (c: { what: string; host?: string; jobId?: string }) => heard.push(c));
+  await until(() => (live.connected ? true : undefined), 'the live view to connect');
+  const job = b.runJob(['-d', 'onb:gpu0'], 'true');
+  const id = await job.id;
+  assert.equal((await job.done).code, 0);
+  await until(
+    () => (heard.some((c) => c.what === 'jobs' && c.jobId === id) ? true : undefined),
+    `A's live view to hear of job ${id} (${JSON.stringify(heard)})`,
+  );
+  await until(() => (heard.some((c) => c.what === 'devices') ? true : undefined), "A's live view to hear the devices changed");
+  const put = await b.api('PUT', '/api/hosts/onb/sheet', { body: '# onb\nbe kind' }, b.adminToken);
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+  await until(() => (heard.some((c) => c.what === 'sheet' && c.host === 'onb') ? true : undefined), "A's live view to hear of onb's sheet");
+});
+
 test('SIGKILL of a controller mid-run: its worker moves, the running job keeps running, the queued one runs, no chunk lost or repeated', {
   timeout: 120_000,
 }, async () => {

@@ -1,0 +1,59 @@
+// The dashboard's live view (the `/` namespace): every change a page shows
+// is told to the browsers connected here and, through the bus, to those of
+// the other controllers. Changes of one kind and place that come together
+// (a burst of job ends, a probe run) are told once per CHANGE_WINDOW_MS: a
+// page fetches again, it does not need every step.
+import type { Namespace } from 'socket.io';
+import { LiveEvent, type LiveChange } from '../protocol/events';
+
+export const CHANGE_WINDOW_MS = 100;
+
+export class LiveFeed {
+  private ns: Namespace | null = null;
+  private readonly pending = new Map<string, LiveChange>();
+  private timer: NodeJS.Timeout | null = null;
+
+  /** `publish`: to the other controllers (the bus). */
+  constructor(private readonly publish: (c: LiveChange) => void) {}
+
+  attach(ns: Namespace): void {
+    this.ns = ns;
+  }
+
+  /** A change made here: told here and elsewhere. */
+  changed(c: LiveChange): void {
+    this.queue(c, true);
+  }
+
+  /** A change told here only: one another controller told (the bus), or one every controller sees for itself (a job's events). */
+  here(c: LiveChange): void {
+    this.queue(c, false);
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.pending.clear();
+  }
+
+  private queue(c: LiveChange, spread: boolean): void {
+    const key = `${spread ? '+' : '-'}${c.what}:${c.host ?? ''}:${c.jobId ?? ''}`;
+    this.pending.set(key, c);
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.flush(), CHANGE_WINDOW_MS);
+    this.timer.unref();
+  }
+
+  private flush(): void {
+    this.timer = null;
+    const told = new Set<string>();
+    for (const [key, c] of this.pending) {
+      if (key.startsWith('+')) this.publish(c);
+      // A change heard from the bus and made here in one window is told once.
+      if (told.has(key.slice(1))) continue;
+      told.add(key.slice(1));
+      this.ns?.emit(LiveEvent.changed, c);
+    }
+    this.pending.clear();
+  }
+}
