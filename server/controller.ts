@@ -190,6 +190,7 @@ export class Controller {
         timeoutS: this.opts.hostTimeoutS,
         dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
         heardFrom: (ms) => this.hub.heardFrom(ms),
+        changed: (host) => this.live.changed({ what: 'devices', host }),
       }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)),
     );
     this.every(1000, () =>

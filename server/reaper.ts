@@ -23,6 +23,8 @@ export interface ReapDeps {
   dbUpForMs: () => number;
   /** Hosts whose workers this controller heard from within the timeout. */
   heardFrom: (withinMs: number) => string[];
+  /** A host went offline (the dashboard's live view). */
+  changed: (hostName: string) => void;
 }
 
 export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
@@ -42,6 +44,7 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
     .returning({ name: hosts.name });
   let lost = 0;
   for (const { name } of gone) {
+    deps.changed(name);
     const running = await db
       .select({ id: jobs.id, fence: jobs.fence })
       .from(jobs)
