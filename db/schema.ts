@@ -250,6 +250,25 @@ export const ttyOutput = pgTable(
   (t) => [primaryKey({ columns: [t.jobId, t.pos] })],
 );
 
+/**
+ * A file step of rc cp (protocol/worker.ts FileOp) asked through one
+ * controller of a worker connected to another: the request and its reply,
+ * bytes included, wait here while the bus tells each side (server/remote-calls.ts).
+ * A row lives for one call.
+ */
+export const workerCalls = pgTable('worker_calls', {
+  id: text('id').primaryKey(),
+  host: text('host').notNull(),
+  event: text('event').notNull(),
+  /** The request without its bytes, and its bytes. */
+  op: jsonb('op').$type<Record<string, unknown>>().notNull(),
+  opData: bytea('op_data'),
+  /** The worker's reply without its bytes, and its bytes; null until answered. */
+  reply: jsonb('reply').$type<Record<string, unknown>>(),
+  replyData: bytea('reply_data'),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
 export const audit = pgTable('audit', {
   id: bigserial('id', { mode: 'number' }).primaryKey(),
   at: ts('at').notNull().defaultNow(),

@@ -27,6 +27,9 @@ export type BusMessage =
   | { t: 'tty-attach'; jobId: string }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
+  /** A file step for `host`'s worker waits in worker_calls row `id` (server/remote-calls.ts); and its reply. */
+  | { t: 'call'; id: string; host: string }
+  | { t: 'reply'; id: string }
   /** Something the dashboard shows changed (server/live.ts). */
   | { t: 'live'; change: LiveChange }
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */

@@ -20,6 +20,7 @@ import type { JobEvent } from '../protocol/wire';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
 import { LiveFeed } from './live';
+import { RemoteCalls } from './remote-calls';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
 
@@ -56,6 +57,7 @@ export class Controller {
   readonly router: Router;
   readonly tty: TtyHub;
   readonly live: LiveFeed;
+  readonly calls: RemoteCalls;
   readonly outputLimitBytes: number;
   private timers: NodeJS.Timeout[] = [];
   private io: Server | null = null;
@@ -86,6 +88,12 @@ export class Controller {
       (err) => log(`storing output failed: ${String(err)}`),
       (jobId, from, to) => bus.publish({ t: 'out', jobId, from, to }),
     );
+    this.calls = new RemoteCalls({
+      sql: this.sql,
+      publish: (m) => bus.publish(m),
+      local: (host, event, op, timeoutMs) => this.hub.fileCallHere(host, event, op, timeoutMs),
+      log,
+    });
     this.relay = new TtyRelay(this.sql, opts.ttyReplayBytes ?? 256 * 1024, (err) => log(`storing terminal output failed: ${String(err)}`));
     this.hub = new WorkerHub({
       db: this.db,
@@ -101,6 +109,7 @@ export class Controller {
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
       changed: (host) => live.changed({ what: 'devices', host }),
+      fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
     this.scheduler = new Scheduler(
       this.db,
@@ -146,6 +155,8 @@ export class Controller {
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
     else if (m.t === 'start')
       this.scheduler.startFromElsewhere(m.host, m.jobId, m.fence, m.targets).catch((err: unknown) => this.log(`starting ${m.jobId}: ${String(err)}`));
+    else if (m.t === 'call') this.calls.serve(m.id, m.host, this.holds).catch((err: unknown) => this.log(`a file step for ${m.host}: ${String(err)}`));
+    else if (m.t === 'reply') this.calls.replied(m.id);
     else if (m.t === 'poke') void this.scheduler.poke();
   }
 
@@ -203,6 +214,7 @@ export class Controller {
     this.timers.push(
       setInterval(() => {
         pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`));
+        this.calls.prune().catch((err: unknown) => log(`pruning file steps: ${String(err)}`));
       }, 600_000),
     );
     // Safety nets only: every change pokes at once, here and (through the bus) on the other controllers.

@@ -53,6 +53,8 @@ export interface HubDeps {
   heartbeatMs: number;
   /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
   outputLimitBytes: number;
+  /** A file step for a worker connected to another controller (server/remote-calls.ts). */
+  fileElsewhere: (hostName: string, event: FileEvent, op: FileOp, timeoutMs: number) => Promise<FileReply | null>;
   /** The host's devices changed as the dashboard shows them (its state, inventory, a quarantine). */
   changed: (hostName: string) => void;
   /** An order for a worker that is not connected here: for the controller that holds it (the bus). */
@@ -92,10 +94,6 @@ export class WorkerHub implements Dispatcher {
     this.ns = ns;
     ns.use(auth);
     ns.on('connection', (socket) => this.onConnection(socket));
-  }
-
-  connectedHosts(): string[] {
-    return [...this.sockets.keys()];
   }
 
   /** Hosts connected here whose worker sent anything within the last `ms`: alive, whatever the database's timestamps say. */
@@ -157,8 +155,14 @@ export class WorkerHub implements Dispatcher {
     this.order(hostName, WorkerEvent.jobKill, order);
   }
 
-  /** One rc cp step on a host's worker (FILE_* events); null when its worker is not connected here or does not answer. */
-  async fileCall(hostName: string, event: FileEvent, op: FileOp, timeoutMs = 30_000): Promise<FileReply | null> {
+  /** One rc cp step on a host's worker (FILE_* events), wherever it is connected; null when it does not answer. */
+  fileCall(hostName: string, event: FileEvent, op: FileOp, timeoutMs = 30_000): Promise<FileReply | null> {
+    if (!this.sockets.has(hostName)) return this.deps.fileElsewhere(hostName, event, op, timeoutMs);
+    return this.fileCallHere(hostName, event, op, timeoutMs);
+  }
+
+  /** One rc cp step on a worker connected here; null when it is not, or does not answer. */
+  async fileCallHere(hostName: string, event: FileEvent, op: FileOp, timeoutMs: number): Promise<FileReply | null> {
     const socket = this.sockets.get(hostName);
     if (!socket) return null;
     return socket

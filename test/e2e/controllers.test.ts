@@ -8,6 +8,11 @@
 // the client on the survivor gets every line of output once.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
 import { io, type Socket } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
 import { until } from '../helpers/until';
@@ -160,6 +165,29 @@ test("the live view on A hears what changes through B: a job on B's worker, its 
   const put = await b.api('PUT', '/api/hosts/onb/sheet', { body: '# onb\nbe kind' }, b.adminToken);
   assert.equal(put.status, 200, JSON.stringify(put.body));
   await until(() => (heard.some((c) => c.what === 'sheet' && c.host === 'onb') ? true : undefined), "A's live view to hear of onb's sheet");
+});
+
+test('rc cp through A copies to and from a device whose worker is on B, in several pieces', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rc-cp-two-'));
+  try {
+    const data = randomBytes(2 * 1024 * 1024 + 12345);
+    writeFileSync(join(dir, 'up.bin'), data);
+    const up = await a.cli(['cp', join(dir, 'up.bin'), 'onb:gpu0:/workspace/two.bin']);
+    assert.equal(up.code, 0, up.stderr);
+    const down = await a.cli(['cp', 'onb:gpu0:/workspace/two.bin', join(dir, 'down.bin')]);
+    assert.equal(down.code, 0, down.stderr);
+    assert.ok(readFileSync(join(dir, 'down.bin')).equals(data), 'the copy back is the same bytes');
+    // Nothing is left of the steps in the database.
+    const pg = postgres(a.dbUrl, { max: 1, onnotice: () => {} });
+    try {
+      const [left] = await pg<{ n: number }[]>`select count(*)::int as n from worker_calls`;
+      assert.equal(left!.n, 0);
+    } finally {
+      await pg.end();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('SIGKILL of a controller mid-run: its worker moves, the running job keeps running, the queued one runs, no chunk lost or repeated', {
