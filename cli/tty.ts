@@ -6,10 +6,15 @@
 // reaches the program, and window resizes follow. Without one (a pipe), stdin
 // is sent as it comes, its end as one Ctrl-D, and Ctrl-C kills the job as rc
 // run's does. rc exits with the program's exit code.
+// What to send and when (open, re-attach after the bytes received, acks, the
+// end) is protocol/tty-client.ts, shared with the dashboard's terminal; this
+// file is its adapter: the socket, stdin and stdout, stderr notices, and how
+// long a lost connection may take to come back.
 import { spawnSync } from 'node:child_process';
 import { io, type Socket } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
+import { type TtyClientAction, TtyClient } from '../protocol/tty-client';
 import type { TtyExit, TtyOpenMessage } from '../protocol/wire';
 import { errLine, stdout as stdoutStream } from './output';
 
@@ -33,6 +38,7 @@ export function runTty(o: TtyRun): Promise<number> {
   const stdout = stdoutStream();
   const raw = stdin.isTTY === true;
   const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
+  const client = new TtyClient({ open: o.open, jobId: o.jobId, size });
   const socket: Socket<TtyControllerToClient, TtyClientToController> = io(o.controller + TTY_NAMESPACE, {
     auth: { token: o.token },
     transports: ['websocket'],
@@ -41,20 +47,14 @@ export function runTty(o: TtyRun): Promise<number> {
   });
 
   return new Promise<number>((resolve) => {
-    let jobId: string | null = o.jobId ?? null;
-    let opened = false;
-    let connected = false;
-    let started = false;
     let interrupted = false;
-    /** Bytes of the terminal's output written so far: a re-attach resumes after them. */
-    let received = 0;
     let queuedNotice: NodeJS.Timeout | null = null;
     let lostSince: number | null = null;
     let giveUp: NodeJS.Timeout | null = null;
     let done = false;
     let terminal: RawTerminal | null = null;
 
-    const say = (line: string) => errLine(`rc: ${line}`, raw && started);
+    const say = (line: string) => errLine(`rc: ${line}`, raw && client.everStarted);
     const finish = (code: number) => {
       if (done) return;
       done = true;
@@ -67,95 +67,107 @@ export function runTty(o: TtyRun): Promise<number> {
       socket.close();
       resolve(code);
     };
-    const onResize = () => {
-      if (started) socket.emit(TtyEvent.resize, size());
+    const act = (actions: TtyClientAction[]) => {
+      for (const a of actions) perform(a);
     };
+    const perform = (a: TtyClientAction) => {
+      switch (a.type) {
+        case 'open':
+          return void socket.emit(TtyEvent.open, a.message);
+        case 'input':
+          return void socket.emit(TtyEvent.input, a.data);
+        case 'resize':
+          return void socket.emit(TtyEvent.resize, a.size);
+        case 'ack':
+          return void socket.emit(TtyEvent.ack, a.bytes);
+        case 'write': {
+          const n = a.bytes.length;
+          // Acknowledged once written: a slow stdout holds the program back, not rc's memory.
+          stdout.write(a.bytes, () => act(client.written(n)));
+          return;
+        }
+        case 'queued':
+          if (interrupted) void o.kill(a.jobId).catch(() => {});
+          if (a.first) queuedNotice = setTimeout(() => say(`waiting for a device: job ${a.jobId} is queued (${a.position ?? 0} ahead of it)`), 1000);
+          return;
+        case 'started':
+          if (queuedNotice) {
+            clearTimeout(queuedNotice);
+            queuedNotice = null;
+          }
+          if (!a.first) return;
+          if (raw) terminal = rawTerminal(stdin, stdout);
+          // stdin is read from now on: what was typed before waits in it.
+          stdin.on('data', (d: Buffer) => act(client.input(d)));
+          // A pipe's end is one Ctrl-D: a shell reading it then exits.
+          stdin.on('end', () => act(client.input('\x04')));
+          stdin.resume();
+          process.on('SIGWINCH', onResize);
+          return;
+        case 'exit':
+          terminal?.leave();
+          stdout.write('', () => finish(o.exitCodeOf(a.exit, interrupted)));
+          return;
+        case 'detached':
+          say(`${a.message}; detaching`);
+          return finish(EXIT.interrupted);
+        case 'refused':
+          say(`${a.code}: ${a.message}`);
+          return finish(exitCodeForError(a.code));
+        case 'lost':
+          if (lostSince !== null) return;
+          lostSince = Date.now();
+          say(`lost the connection to the controller; reconnecting${a.jobId ? ` to job ${a.jobId}` : ''}...`);
+          giveUp = setTimeout(() => {
+            const id = client.jobId;
+            say(`unreachable: lost the connection to the controller${id ? `; job ${id} ends unless it is re-attached soon` : ''}`);
+            finish(EXIT.unreachable);
+          }, RECONNECT_MS);
+          return;
+        case 'stranded':
+          say('unreachable: lost the connection to the controller before it said which job it queued');
+          return finish(EXIT.unreachable);
+        case 'unreachable':
+          if (/^unauthorized|^forbidden/.test(a.message)) {
+            say(a.message.replace(/^(\w+): /, '$1: '));
+            return finish(EXIT.unauthorized);
+          }
+          if (!a.everConnected) {
+            say(`unreachable: cannot reach the controller at ${o.controller} (${a.message}); is it running? Check RC_CONTROLLER`);
+            finish(EXIT.unreachable);
+          }
+          return;
+      }
+    };
+    const onResize = () => act(client.resize(size()));
     const onSigint = () => {
       // Only without a terminal: in raw mode Ctrl-C is a byte for the program.
       if (interrupted) return finish(EXIT.interrupted);
       interrupted = true;
-      say(`stopping job ${jobId ?? ''} (Ctrl-C again to leave without waiting)`);
-      if (jobId) void o.kill(jobId).catch(() => {});
+      const id = client.jobId;
+      say(`stopping job ${id ?? ''} (Ctrl-C again to leave without waiting)`);
+      if (id) void o.kill(id).catch(() => {});
     };
     process.on('SIGINT', onSigint);
 
     socket.on('connect', () => {
-      connected = true;
       lostSince = null;
       if (giveUp) {
         clearTimeout(giveUp);
         giveUp = null;
       }
-      if (jobId) socket.emit(TtyEvent.open, { jobId, after: received, ...size() });
-      else if (!opened) {
-        opened = true;
-        socket.emit(TtyEvent.open, { ...o.open, ...size() });
-      } else {
-        say('unreachable: lost the connection to the controller before it said which job it queued');
-        finish(EXIT.unreachable);
-      }
+      act(client.connected());
     });
-    socket.on('connect_error', (err: Error) => {
-      if (/^unauthorized|^forbidden/.test(err.message)) {
-        say(err.message.replace(/^(\w+): /, '$1: '));
-        return finish(EXIT.unauthorized);
-      }
-      if (!connected) {
-        say(`unreachable: cannot reach the controller at ${o.controller} (${err.message}); is it running? Check RC_CONTROLLER`);
-        finish(EXIT.unreachable);
-      }
-    });
+    socket.on('connect_error', (err: Error) => act(client.connectFailed(err.message)));
+    // After finish (its socket.close() is a disconnect too) nothing is said or retried.
     socket.on('disconnect', () => {
-      if (done) return;
-      if (lostSince === null) {
-        lostSince = Date.now();
-        say(`lost the connection to the controller; reconnecting${jobId ? ` to job ${jobId}` : ''}...`);
-        giveUp = setTimeout(() => {
-          say(`unreachable: lost the connection to the controller${jobId ? `; job ${jobId} ends unless it is re-attached soon` : ''}`);
-          finish(EXIT.unreachable);
-        }, RECONNECT_MS);
-      }
+      if (!done) act(client.disconnected());
     });
-    socket.on(TtyEvent.queued, (e) => {
-      const first = jobId === null;
-      jobId = e.jobId;
-      if (interrupted) void o.kill(e.jobId).catch(() => {});
-      if (first) queuedNotice = setTimeout(() => say(`waiting for a device: job ${e.jobId} is queued (${e.position ?? 0} ahead of it)`), 1000);
-    });
-    socket.on(TtyEvent.started, (e) => {
-      jobId = e.jobId;
-      received = e.offset;
-      if (queuedNotice) {
-        clearTimeout(queuedNotice);
-        queuedNotice = null;
-      }
-      if (started) return;
-      started = true;
-      if (raw) terminal = rawTerminal(stdin, stdout);
-      stdin.on('data', (d: Buffer) => socket.emit(TtyEvent.input, d));
-      // A pipe's end is one Ctrl-D: a shell reading it then exits.
-      stdin.on('end', () => socket.emit(TtyEvent.input, '\x04'));
-      stdin.resume();
-      process.on('SIGWINCH', onResize);
-    });
-    socket.on(TtyEvent.output, (data) => {
-      const buf = Buffer.isBuffer(data) ? data : Buffer.from(data instanceof ArrayBuffer ? new Uint8Array(data) : data);
-      received += buf.length;
-      // Acknowledged once written: a slow stdout holds the program back, not rc's memory.
-      stdout.write(buf, () => socket.emit(TtyEvent.ack, buf.length));
-    });
-    socket.on(TtyEvent.exit, (e) => {
-      terminal?.leave();
-      stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));
-    });
-    socket.on(TtyEvent.error, (e) => {
-      if (e.code === 'detached') {
-        say(`${e.message}; detaching`);
-        return finish(EXIT.interrupted);
-      }
-      say(`${e.code}: ${e.message}`);
-      finish(exitCodeForError(e.code));
-    });
+    socket.on(TtyEvent.queued, (e) => act(client.queued(e)));
+    socket.on(TtyEvent.started, (e) => act(client.started(e)));
+    socket.on(TtyEvent.output, (data) => act(client.output(data)));
+    socket.on(TtyEvent.exit, (e) => act(client.exit(e)));
+    socket.on(TtyEvent.error, (e) => act(client.error(e)));
   });
 }
 

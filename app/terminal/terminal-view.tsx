@@ -3,10 +3,13 @@
 // protocol as rc run --tty; docs/api.md). The socket signs in with the
 // session cookie. Once the job is queued its id goes into the URL, so a reload
 // re-attaches to the same terminal and gets its recent screen replayed.
+// The protocol's client side is protocol/tty-client.ts, shared with rc run
+// --tty; here are the socket, xterm.js, the status line and the URL.
 import { useEffect, useRef, useState } from 'react';
 import type { Socket } from 'socket.io-client';
 import '@xterm/xterm/css/xterm.css';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../../protocol/events';
+import { type TtyClientAction, TtyClient } from '../../protocol/tty-client';
 
 interface Props {
   device: string | null;
@@ -30,64 +33,69 @@ export function TerminalView({ device, select, job }: Props) {
       term.open(box.current);
       fit.fit();
       term.focus();
-      let jobId = job;
-      let opened = false;
-      let ended = false;
-      /** Bytes of output written so far: a reconnect resumes after them. */
-      let received = 0;
+      const client = new TtyClient({ open: { device, selector: select ?? '' }, jobId: job, size: () => ({ cols: term.cols, rows: term.rows }) });
       // The cookie signs the socket in; WebSocket only, so the Origin check always applies.
       const socket: Socket<TtyControllerToClient, TtyClientToController> = io(TTY_NAMESPACE, {
         transports: ['websocket'],
         reconnectionDelay: 500,
         reconnectionDelayMax: 3000,
       });
-      socket.on('connect', () => {
-        if (jobId) socket.emit(TtyEvent.open, { jobId, after: received, cols: term.cols, rows: term.rows });
-        else if (!opened) {
-          opened = true;
-          socket.emit(TtyEvent.open, { device, selector: select ?? '', cols: term.cols, rows: term.rows });
+      const act = (actions: TtyClientAction[]) => {
+        for (const a of actions) perform(a);
+      };
+      const perform = (a: TtyClientAction) => {
+        switch (a.type) {
+          case 'open':
+            return void socket.emit(TtyEvent.open, a.message);
+          case 'input':
+            return void socket.emit(TtyEvent.input, a.data);
+          case 'resize':
+            return void socket.emit(TtyEvent.resize, a.size);
+          case 'ack':
+            return void socket.emit(TtyEvent.ack, a.bytes);
+          case 'write': {
+            const n = a.bytes.length;
+            // The ack after xterm has written it is the flow control: a busy page holds the program back.
+            return term.write(a.bytes, () => act(client.written(n)));
+          }
+          case 'queued':
+            // In the URL, so a reload re-attaches to this terminal.
+            window.history.replaceState(null, '', `/terminal?job=${encodeURIComponent(a.jobId)}`);
+            return setStatus(`job ${a.jobId} is waiting for a device (${a.position ?? 0} ahead of it)`);
+          case 'started':
+            setStatus(`job ${a.jobId} on ${a.devices.join(', ')}`);
+            return term.focus();
+          case 'exit': {
+            const e = a.exit;
+            const how = e.exitCode !== null ? `exit ${e.exitCode}` : e.state;
+            setStatus(`job ${e.jobId} ended: ${e.state} (${how})${e.reason ? `: ${e.reason}` : ''}`);
+            term.write(`\r\n\x1b[2m[rc: the terminal ended: ${e.state}, ${how}]\x1b[0m\r\n`);
+            return void socket.close();
+          }
+          case 'detached':
+            setStatus(`detached: ${a.message}`);
+            return void socket.close();
+          case 'refused':
+            return setStatus(`${a.code}: ${a.message}`);
+          case 'lost':
+            return setStatus('connection lost; reconnecting…');
+          case 'stranded':
+            return;
+          case 'unreachable':
+            return setStatus(`cannot connect: ${a.message}`);
         }
-      });
-      socket.on(TtyEvent.queued, (e) => {
-        jobId = e.jobId;
-        window.history.replaceState(null, '', `/terminal?job=${encodeURIComponent(e.jobId)}`);
-        setStatus(`job ${e.jobId} is waiting for a device (${e.position ?? 0} ahead of it)`);
-      });
-      socket.on(TtyEvent.started, (e) => {
-        jobId = e.jobId;
-        received = e.offset;
-        setStatus(`job ${e.jobId} on ${e.devices.join(', ')}`);
-        term.focus();
-      });
-      socket.on(TtyEvent.output, (data) => {
-        const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
-        received += bytes.length;
-        // The ack after xterm has written it is the flow control: a busy page holds the program back.
-        term.write(bytes, () => socket.emit(TtyEvent.ack, bytes.length));
-      });
-      socket.on(TtyEvent.exit, (e) => {
-        ended = true;
-        const how = e.exitCode !== null ? `exit ${e.exitCode}` : e.state;
-        setStatus(`job ${e.jobId} ended: ${e.state} (${how})${e.reason ? `: ${e.reason}` : ''}`);
-        term.write(`\r\n\x1b[2m[rc: the terminal ended: ${e.state}, ${how}]\x1b[0m\r\n`);
-        socket.close();
-      });
-      socket.on(TtyEvent.error, (e) => {
-        setStatus(`${e.code}: ${e.message}`);
-        if (e.code === 'detached') socket.close();
-      });
-      socket.on('connect_error', (err: Error) => setStatus(`cannot connect: ${err.message}`));
-      socket.on('disconnect', () => {
-        if (!ended) setStatus('connection lost; reconnecting…');
-      });
-      term.onData((d) => socket.emit(TtyEvent.input, d));
-      term.onBinary((d) =>
-        socket.emit(
-          TtyEvent.input,
-          Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff),
-        ),
-      );
-      term.onResize(({ cols, rows }) => socket.emit(TtyEvent.resize, { cols, rows }));
+      };
+      socket.on('connect', () => act(client.connected()));
+      socket.on('connect_error', (err: Error) => act(client.connectFailed(err.message)));
+      socket.on('disconnect', () => act(client.disconnected()));
+      socket.on(TtyEvent.queued, (e) => act(client.queued(e)));
+      socket.on(TtyEvent.started, (e) => act(client.started(e)));
+      socket.on(TtyEvent.output, (data) => act(client.output(data)));
+      socket.on(TtyEvent.exit, (e) => act(client.exit(e)));
+      socket.on(TtyEvent.error, (e) => act(client.error(e)));
+      term.onData((d) => act(client.input(d)));
+      term.onBinary((d) => act(client.input(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff))));
+      term.onResize(({ cols, rows }) => act(client.resize({ cols, rows })));
       const onWindowResize = () => fit.fit();
       window.addEventListener('resize', onWindowResize);
       cleanup = () => {

@@ -129,8 +129,8 @@ test('onScreen escapes for a terminal only: a pipe or a file gets the same strin
  */
 const RAW_WRITES: Record<string, string> = {
   'cli/commands/run.ts|(type === FRAME_STDOUT ? stdout() : stderr()).write(data);': "a job's own output, byte for byte",
-  'cli/tty.ts|stdout.write(buf, () => socket.emit(TtyEvent.ack, buf.length));': "a terminal job's own output, byte for byte",
-  "cli/tty.ts|stdout.write('', () => finish(o.exitCodeOf(e, interrupted)));": 'an empty write, to wait for the output to drain',
+  'cli/tty.ts|stdout.write(a.bytes, () => act(client.written(n)));': "a terminal job's own output, byte for byte",
+  "cli/tty.ts|stdout.write('', () => finish(o.exitCodeOf(a.exit, interrupted)));": 'an empty write, to wait for the output to drain',
 };
 
 test("the CLI writes its own text only through cli/output.ts; the other writes are a job's bytes", () => {
