@@ -55,7 +55,8 @@ function needsBuild(): boolean {
   const id = join(ROOT, '.next', 'BUILD_ID');
   if (!existsSync(id)) return true;
   const built = statSync(id).mtimeMs;
-  return ['app', 'components', 'next.config.mjs'].some((p) => newestMtime(join(ROOT, p)) > built);
+  // The pages import the contract and core's logic too.
+  return ['app', 'components', 'protocol', 'core', 'next.config.mjs'].some((p) => newestMtime(join(ROOT, p)) > built);
 }
 
 function newestMtime(path: string): number {
