@@ -38,6 +38,11 @@ export class Client {
     return this.current;
   }
 
+  /** RC_CONTROLLER's list. */
+  get controllers(): string[] {
+    return this.config.controllers.length ? this.config.controllers : [this.config.controller];
+  }
+
   get token(): string {
     return this.config.token;
   }

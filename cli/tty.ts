@@ -16,10 +16,13 @@ import { EXIT, exitCodeForError } from '../core/exit-codes';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
 import { type TtyClientAction, TtyClient } from '../protocol/tty-client';
 import type { TtyExit, TtyOpenMessage } from '../protocol/wire';
+import { rotateControllers } from '../protocol/controllers';
 import { errLine, stdout as stdoutStream } from './output';
 
 export interface TtyRun {
+  /** The controller to dial first, and the list it is in (RC_CONTROLLER): a lost one is passed over for the next. */
   controller: string;
+  controllers: string[];
   token: string;
   /** The submit fields (argv, selector, device, cwd, gpus, priority, wait, time limits, submitter); the size is added here. */
   open: Omit<TtyOpenMessage, 'cols' | 'rows'>;
@@ -45,6 +48,8 @@ export function runTty(o: TtyRun): Promise<number> {
     reconnectionDelay: 300,
     reconnectionDelayMax: 2000,
   });
+  const list = o.controllers.length ? o.controllers : [o.controller];
+  rotateControllers(socket as unknown as Socket, list, TTY_NAMESPACE, () => {}, Math.max(0, list.indexOf(o.controller)));
 
   return new Promise<number>((resolve) => {
     let interrupted = false;

@@ -3,7 +3,7 @@ import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { zodMessage } from '../protocol/zod-message';
-import { controllerList } from './controllers';
+import { controllerList } from '../protocol/controllers';
 
 /** A path, where an empty value means unset. */
 const optionalPath = z

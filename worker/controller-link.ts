@@ -11,7 +11,7 @@ import type { Inventory, Quarantine } from '../protocol/worker';
 import type { WorkerConfig } from './config';
 import type { Prober } from './inventory';
 import type { Unkillable } from './runtime';
-import { controllerList, rotateControllers } from './controllers';
+import { controllerList, rotateControllers } from '../protocol/controllers';
 
 declare const RC_VERSION: string;
 

@@ -2,7 +2,7 @@
 // ok / n/a / fail, and a non-zero exit when a row fails. Reads the same
 // environment as the worker but never stops at a bad value: it reports it.
 import { accessSync, constants } from 'node:fs';
-import { controllerList } from './controllers';
+import { controllerList } from '../protocol/controllers';
 import type { ApiErrorBody } from '../core/errors';
 import type { ResponseOf } from '../protocol/routes';
 import { loadWorkerConfig } from './config';

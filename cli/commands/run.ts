@@ -228,6 +228,7 @@ function runTtyJob(client: Client, body: TtyRun['open'], jobId?: string): Promis
   stderr();
   return mod.runTty({
     controller: client.controller,
+    controllers: client.controllers,
     token: client.token,
     open: body,
     jobId,

@@ -24,7 +24,7 @@ before(async () => {
   b = await Stack.start({ workers: [], hostTimeoutS: 6, databaseUrl: a.dbUrl });
   // Each worker starts on "its" controller and falls back to the other.
   await a.startWorker('ona', 1, { RC_CONTROLLER: `${a.controllerUrl},${b.controllerUrl}` });
-  await b.startWorker('onb', 1, { RC_CONTROLLER: `${b.controllerUrl},${a.controllerUrl}` });
+  await b.startWorker('onb', 2, { RC_CONTROLLER: `${b.controllerUrl},${a.controllerUrl}` });
 });
 after(async () => {
   if (process.env.RC_TEST_DEBUG) console.log(`--- A\n${a?.controllerLog}\n--- B\n${b?.controllerLog}\n--- onb\n${b?.workerLogs.get('onb')}`);
@@ -200,6 +200,14 @@ test('SIGKILL of a controller mid-run: its worker moves, the running job keeps r
   // Also followed through B, by a CLI that lists both controllers: it must carry on through A.
   const both = `${b.controllerUrl},${a.controllerUrl}`;
   const attached = b.cli(['attach', id], { env: { RC_CONTROLLER: both, RC_TOKEN: a.clientToken }, timeoutMs: 100_000 });
+  // And a terminal through B on B's worker's other device: it re-attaches through A.
+  const terminalRun = b.cli(
+    ['run', '--tty', '-d', 'onb:gpu1', '--', 'sh', '-c', 'i=0; while [ $i -lt 80 ]; do echo "t$i"; i=$((i+1)); sleep 0.1; done; exit 7'],
+    {
+      env: { RC_CONTROLLER: both, RC_TOKEN: a.clientToken },
+      timeoutMs: 100_000,
+    },
+  );
   // Queued behind it, through A too.
   const queued = a.cli(['run', '-d', 'onb:gpu0', '--', 'echo', 'queued ran'], { timeoutMs: 100_000 });
   await a.waitFor(async () => ((await a.api('GET', '/api/jobs?state=queued')).body as { jobs: unknown[] }).jobs.length === 1, 'the second job to queue');
@@ -226,6 +234,10 @@ test('SIGKILL of a controller mid-run: its worker moves, the running job keeps r
   assert.equal(f.code, 0, f.stderr);
   assert.deepEqual(f.stdout.split('\n').slice(1, -1), want, 'the follower that was on B');
   assert.match(f.stderr, /reconnecting/);
+  // The terminal carried on through A to its end (what B had taken and not stored may be missing: a terminal is live).
+  const term = await terminalRun;
+  assert.equal(term.code, 7, term.stderr);
+  assert.match(term.stdout, /t79/);
   // And any command of that CLI passes over the dead controller.
   const ps = await b.cli(['ps'], { env: { RC_CONTROLLER: both, RC_TOKEN: a.clientToken } });
   assert.equal(ps.code, 0, ps.stderr);

@@ -1,6 +1,7 @@
 // RC_CONTROLLER may list several controllers (comma-separated) that share one
-// database: the worker connects to one, and when it loses it and cannot get
-// it back, it tries the next, round the list. Any of them serves it alike.
+// database: a socket (the worker's, rc run --tty's) connects to one, and when
+// it loses it and cannot get it back, it tries the next, round the list. Any
+// of them serves it alike. Type imports only: no socket.io in the CLI bundle.
 import type { Socket } from 'socket.io-client';
 
 /** The list in RC_CONTROLLER: trimmed, without trailing slashes. */
@@ -20,8 +21,8 @@ const ATTEMPTS_EACH = 2;
  * its place (the manager's `uri`, read at every attempt), so the socket, its
  * handlers and its buffered state stay the same.
  */
-export function rotateControllers(socket: Socket, urls: string[], namespace: string, onMove: (url: string) => void): { current: () => string } {
-  let at = 0;
+export function rotateControllers(socket: Socket, urls: string[], namespace: string, onMove: (url: string) => void, first = 0): { current: () => string } {
+  let at = first;
   let failed = 0;
   const manager = socket.io as unknown as { uri: string; on(event: string, fn: () => void): void };
   socket.on('connect', () => {
