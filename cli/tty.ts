@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { io, type Socket } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
-import { type TtyClientAction, TtyClient } from '../protocol/tty-client';
+import { sendOnSocket, type TtyClientAction, TtyClient } from '../protocol/tty-client';
 import type { TtyExit, TtyOpenMessage } from '../protocol/wire';
 import { rotateControllers } from '../protocol/controllers';
 import { errLine, stdout as stdoutStream } from './output';
@@ -76,15 +76,8 @@ export function runTty(o: TtyRun): Promise<number> {
       for (const a of actions) perform(a);
     };
     const perform = (a: TtyClientAction) => {
+      if (sendOnSocket(socket, a)) return;
       switch (a.type) {
-        case 'open':
-          return void socket.emit(TtyEvent.open, a.message);
-        case 'input':
-          return void socket.emit(TtyEvent.input, a.data);
-        case 'resize':
-          return void socket.emit(TtyEvent.resize, a.size);
-        case 'ack':
-          return void socket.emit(TtyEvent.ack, a.bytes);
         case 'write': {
           const n = a.bytes.length;
           // Acknowledged once written: a slow stdout holds the program back, not rc's memory.

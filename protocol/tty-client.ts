@@ -9,6 +9,7 @@
 // how long a dropped connection may take to come back, what a refusal does.
 // Types only from the rest of protocol/: no zod, no socket.io, no DOM, so the
 // CLI's terminal bundle stays small. docs/api.md, "The terminal socket".
+import { type TtyClientToController, TtyEvent } from './events';
 import type { TtySize } from './tty';
 import type { TtyError, TtyExit, TtyOpenMessage, TtyQueued, TtyStarted } from './wire';
 
@@ -62,6 +63,31 @@ export type TtyClientAction =
   | { type: 'stranded' }
   /** A connection attempt failed; `everConnected`: an earlier one had worked (this is a reconnect). */
   | { type: 'unreachable'; message: string; everConnected: boolean };
+
+/** The one thing both adapters' sockets need: emitting the client's messages. */
+interface TtySocket {
+  emit<E extends keyof TtyClientToController>(event: E, ...args: Parameters<TtyClientToController[E]>): unknown;
+}
+
+/** Sends an action that is a socket message (open, input, resize, ack) and says so; the others are the adapter's to carry out. */
+export function sendOnSocket(socket: TtySocket, a: TtyClientAction): boolean {
+  switch (a.type) {
+    case 'open':
+      socket.emit(TtyEvent.open, a.message);
+      return true;
+    case 'input':
+      socket.emit(TtyEvent.input, a.data);
+      return true;
+    case 'resize':
+      socket.emit(TtyEvent.resize, a.size);
+      return true;
+    case 'ack':
+      socket.emit(TtyEvent.ack, a.bytes);
+      return true;
+    default:
+      return false;
+  }
+}
 
 export class TtyClient {
   private id: string | null;

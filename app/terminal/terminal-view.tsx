@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { Socket } from 'socket.io-client';
 import '@xterm/xterm/css/xterm.css';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../../protocol/events';
-import { type TtyClientAction, TtyClient } from '../../protocol/tty-client';
+import { sendOnSocket, type TtyClientAction, TtyClient } from '../../protocol/tty-client';
 
 interface Props {
   device: string | null;
@@ -44,15 +44,8 @@ export function TerminalView({ device, select, job }: Props) {
         for (const a of actions) perform(a);
       };
       const perform = (a: TtyClientAction) => {
+        if (sendOnSocket(socket, a)) return;
         switch (a.type) {
-          case 'open':
-            return void socket.emit(TtyEvent.open, a.message);
-          case 'input':
-            return void socket.emit(TtyEvent.input, a.data);
-          case 'resize':
-            return void socket.emit(TtyEvent.resize, a.size);
-          case 'ack':
-            return void socket.emit(TtyEvent.ack, a.bytes);
           case 'write': {
             const n = a.bytes.length;
             // The ack after xterm has written it is the flow control: a busy page holds the program back.
