@@ -4,39 +4,24 @@
 // or the controller's memory growing with it. Needs /usr/bin/chromium
 // (.ci/run installs it) and a Next build of the dashboard (the Stack makes one).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, afterEach, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium, lines, noChromium, signIn as signInAs, terminalStarted, typeLine, untilLine } from '../helpers/browser';
 import { Stack } from '../helpers/stack';
 
-const CHROMIUM = process.env.RC_CHROMIUM ?? '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does)`;
+const skip = noChromium;
 
 let stack: Stack;
+let browser: Awaited<ReturnType<typeof launchChromium>>;
 let context: BrowserContext;
-const userDataDir = mkdtempSync(join(tmpdir(), 'rc-chromium-'));
 
 before(
   async () => {
     if (skip) return;
     stack = await Stack.start({ dashboard: true, workers: [{ name: 'alpha', devices: 2 }], controllerEnv: { RC_TTY_GRACE_S: '5' } });
-    const { chromium } = await import('playwright-core');
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
+    context = browser.context;
   },
   { timeout: 660_000 },
 );
@@ -47,46 +32,13 @@ afterEach(async () => {
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await stack?.stop();
-  rmSync(userDataDir, { recursive: true, force: true });
 });
 
-/** The terminal's visible lines, as xterm's DOM renderer shows them. */
-function lines(page: Page): Promise<string[]> {
-  return page.evaluate(
-    // innerText, not textContent: each row is a div, and only innerText puts a line break between them.
-    // biome-ignore lint/performance/useDomNodeTextContent: the rows' line breaks are the point.
-    () => (document.querySelector('.xterm-rows') as HTMLElement | null)?.innerText.split('\n').map((l) => l.replace(/\u00a0/g, ' ').trimEnd()) ?? [],
-  );
-}
-
-async function untilLine(page: Page, test: (line: string) => boolean, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const now = await lines(page);
-    if (now.some(test)) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; the terminal shows:\n${now.join('\n')}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function signIn(page: Page): Promise<void> {
-  await page.goto(`${stack.controllerUrl}/login`);
-  await page.fill('input[name=token]', stack.clientToken);
-  await Promise.all([page.waitForURL(`${stack.controllerUrl}/`), page.click('button[type=submit]')]);
-}
-
-async function type(page: Page, text: string): Promise<void> {
-  await page.click('[data-testid=terminal]');
-  await page.keyboard.type(text);
-  await page.keyboard.press('Enter');
-}
-
-const started = (page: Page) =>
-  page.waitForFunction(() => /^job j[0-9a-v]{10} on /.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, {
-    timeout: 20_000,
-  });
+const signIn = (page: Page) => signInAs(page, stack.controllerUrl, stack.clientToken);
+const type = typeLine;
+const started = terminalStarted;
 
 test('sign in, open a terminal on a device, type; a reload finds the same session with its screen', { skip, timeout: 120_000 }, async () => {
   const page = await context.newPage();

@@ -15,12 +15,14 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { io, type Socket } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
+import { launchChromium, noChromium, signIn, terminalStarted, typeLine, untilLine } from '../helpers/browser';
 import { until } from '../helpers/until';
 
 let a: Stack;
 let b: Stack;
 before(async () => {
-  a = await Stack.start({ workers: [], hostTimeoutS: 6 });
+  // A serves the dashboard too, for the browser's terminal (built once per checkout; browser-terminal.test makes it first).
+  a = await Stack.start({ workers: [], hostTimeoutS: 6, dashboard: !noChromium });
   b = await Stack.start({ workers: [], hostTimeoutS: 6, databaseUrl: a.dbUrl });
   // Each worker starts on "its" controller and falls back to the other.
   await a.startWorker('ona', 1, { RC_CONTROLLER: `${a.controllerUrl},${b.controllerUrl}` });
@@ -120,6 +122,23 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   const e = await until(() => exit ?? undefined, 'the exit');
   assert.equal(e.exitCode, 5);
   second.close();
+});
+
+test("a browser's terminal on A (Chromium, the dashboard's page) drives a pty on B's worker", { skip: noChromium, timeout: 120_000 }, async (t) => {
+  const browser = await launchChromium();
+  t.after(() => browser.close());
+  const page = await browser.context.newPage();
+  await signIn(page, a.controllerUrl, a.clientToken);
+  await page.goto(`${a.controllerUrl}/devices/onb%3Agpu0`);
+  await page.click('button:has-text("Open terminal")');
+  await terminalStarted(page);
+  await typeLine(page, 'echo "on-$RC_DEVICES" "$((6*7))"');
+  await untilLine(page, (l) => l === 'on-onb:gpu0 42', 'the answer from the pty on B');
+  const jobId = /[?&]job=(j[0-9a-v]{10})/.exec(page.url())?.[1];
+  assert.ok(jobId, page.url());
+  await typeLine(page, 'exit 4');
+  await b.waitFor(async () => (await b.job(jobId)).state === 'failed', 'the terminal to end', 20_000);
+  assert.equal((await b.job(jobId)).exitCode, 4);
 });
 
 test('a job claimed through A for a worker whose controller does not answer goes back in the queue, and runs once when B is back', {

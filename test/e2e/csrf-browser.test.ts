@@ -5,22 +5,22 @@
 // text/plain form that smuggles JSON. Neither may run a command or make a token.
 // Needs /usr/bin/chromium (.ci/run installs it).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { BrowserContext } from 'playwright-core';
+import { launchChromium, noChromium } from '../helpers/browser';
 import { Stack } from '../helpers/stack';
 
-const CHROMIUM = process.env.RC_CHROMIUM ?? '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does)`;
+const skip = noChromium;
 
 let stack: Stack;
 let context: BrowserContext;
 let evil: Server;
 let evilUrl = '';
-const userDataDir = mkdtempSync(join(tmpdir(), 'rc-chromium-csrf-'));
+let browser: Awaited<ReturnType<typeof launchChromium>>;
 const marker = join(mkdtempSync(join(tmpdir(), 'rc-csrf-')), 'ran');
 
 before(
@@ -44,21 +44,8 @@ fetch(${JSON.stringify(ctl)} + '/api/admin/tokens', { method: 'POST', credential
     });
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
     evilUrl = `http://127.0.0.1:${(evil.address() as { port: number }).port}/`;
-    const { chromium } = await import('playwright-core');
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
+    context = browser.context;
     // Signed in as an operator, as the dashboard's sign-in leaves it.
     await context.addCookies([{ name: 'rc_session', value: encodeURIComponent(stack.adminToken), url: ctl, httpOnly: true, sameSite: 'Strict' }]);
   },
@@ -66,10 +53,9 @@ fetch(${JSON.stringify(ctl)} + '/api/admin/tokens', { method: 'POST', credential
 );
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   evil?.close();
   await stack?.stop();
-  rmSync(userDataDir, { recursive: true, force: true });
 });
 
 test("a page on another port of the same host cannot run a command or create a token with the operator's cookie", { skip, timeout: 60_000 }, async () => {
