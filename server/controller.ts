@@ -17,6 +17,7 @@ import { forgetToken } from './auth';
 import { boundBacklog } from './socket-backlog';
 import { LIVE_NAMESPACE, TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
 import type { JobEvent } from '../protocol/wire';
+import type { Target } from './jobs/claim';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
 import { LiveFeed } from './live';
@@ -76,8 +77,8 @@ export class Controller {
     this.events = new JobEvents(
       storedOutput(this.sql),
       {
-        event: (event) => {
-          bus.publish({ t: 'job', jobId: event.jobId, event });
+        event: (event, told) => {
+          if (!told) bus.publish({ t: 'job', jobId: event.jobId, event });
           liveOfJob(live, event);
         },
       },
@@ -120,6 +121,7 @@ export class Controller {
       opts.reserveAfterS,
       () => bus.publish({ t: 'poke' }),
       (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets }),
+      (jobId, host, devices) => bus.envelope({ t: 'job', jobId, event: { type: 'started', jobId, host, devices } }),
     );
     this.router = new Router(this.db, log, { publicUrl: opts.publicUrl ?? null, health: opts.health ?? null });
     registerApi(this.router, this);
@@ -132,6 +134,7 @@ export class Controller {
         scheduler: this.scheduler,
         relay: this.relay,
         holds: (h: string) => this.hub.holds(h),
+        announce: this.announce,
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
         attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
         live,
@@ -142,6 +145,10 @@ export class Controller {
 
   /** Whether a host's worker is connected here (bound: the API's deps take it alone). */
   readonly holds = (hostName: string): boolean => this.hub.holds(hostName);
+
+  /** A job claimed here for a worker connected elsewhere: the start message its claim sends (its fence filled in by the statement). */
+  readonly announce = (jobId: string, host: string, targets: Target[]): string | null =>
+    this.hub.holds(host) ? null : this.bus.envelope({ t: 'start', host, jobId, fence: 0, targets });
 
   /** Another controller's message. */
   private onBus(m: BusMessage): void {

@@ -32,7 +32,8 @@ export interface OutputStore {
 
 /** Where this controller's own events go for the others: the bus, or nowhere (tests). */
 export interface EventSink {
-  event(event: JobEvent & { jobId: string }): void;
+  /** `told`: a statement already sent it to the other controllers (a NOTIFY in the dispatch's UPDATE). */
+  event(event: JobEvent & { jobId: string }, told: boolean): void;
 }
 
 interface Followed {
@@ -91,10 +92,10 @@ export class JobEvents {
     });
   }
 
-  /** A lifecycle event of this controller's: passed on here, and to the other controllers. */
-  event(jobId: string, event: JobEvent): void {
+  /** A lifecycle event of this controller's: passed on here, and to the other controllers (unless `told` already). */
+  event(jobId: string, event: JobEvent, told = false): void {
     this.deliver(jobId, event);
-    this.sink?.event({ ...event, jobId } as JobEvent & { jobId: string });
+    this.sink?.event({ ...event, jobId } as JobEvent & { jobId: string }, told);
   }
 
   /** Another controller's event (from the bus): passed on after the output read before it. */

@@ -18,6 +18,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import { decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
 import { jobs, leases } from '../db/schema';
+import { BUS_CHANNEL } from './bus';
 import type { Db, Sql } from './db';
 import { loadDevices } from './fleet';
 import type { JobEvents } from './job-events';
@@ -51,6 +52,8 @@ export class Scheduler {
     private readonly spread: () => void = () => {},
     /** Asks the controller holding the job's worker to send it (the bus); null: one controller, nobody to ask. */
     private readonly startElsewhere: ((job: JobRow, targets: Target[]) => void) | null = null,
+    /** The bus payload of a job's `started` event, for the dispatch's UPDATE to send at its commit (null: none). */
+    private readonly startedPayload: ((jobId: string, host: string, devices: string[]) => string | null) | null = null,
   ) {}
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
@@ -132,10 +135,11 @@ export class Scheduler {
    * connected nowhere (it vanished since the decision) does not, and the job
    * goes back in the queue.
    */
-  async dispatch(job: JobRow, targets: Target[]): Promise<void> {
+  async dispatch(job: JobRow, targets: Target[], announced = false): Promise<void> {
     if (this.sendHere(job, targets)) return;
     if (this.startElsewhere) {
-      this.startElsewhere(job, targets);
+      // The claim's own commit may have asked already (submitJob's announce).
+      if (!announced) this.startElsewhere(job, targets);
       setTimeout(() => {
         this.requeue(job, true).catch((err: unknown) => this.onError(err));
       }, START_ELSEWHERE_MS).unref();
@@ -144,17 +148,33 @@ export class Scheduler {
     await this.requeue(job);
   }
 
-  /** Another controller claimed this job for `host`'s worker: if it is connected here, the job is marked dispatched (unless it was put back meanwhile), then sent. */
+  /**
+   * Another controller claimed this job for `host`'s worker: if it is
+   * connected here, the job is marked dispatched (unless it was put back
+   * meanwhile), then sent. The same UPDATE tells the other controllers that it
+   * started, at its commit (the claimer's client waits for that, and it saves
+   * a round trip).
+   */
   async startFromElsewhere(host: string, jobId: string, fence: number, targets: Target[]): Promise<void> {
     if (!this.dispatcher.holds(host)) return;
-    const [job] = await this.sql<JobRow[]>`
-      update jobs set dispatched_at = now() where id = ${jobId} and fence = ${fence} and state = 'running' and dispatched_at is null returning *`;
-    if (job && !this.sendHere(job, targets)) await this.requeue(job);
+    const payload =
+      this.startedPayload?.(
+        jobId,
+        host,
+        targets.map((t) => t.name),
+      ) ?? null;
+    const notify = payload === null ? this.sql`null` : this.sql`pg_notify(${BUS_CHANNEL}, ${payload})`;
+    const [row] = await this.sql<(JobRow & { told: unknown })[]>`
+      update jobs set dispatched_at = now() where id = ${jobId} and fence = ${fence} and state = 'running' and dispatched_at is null
+      returning *, ${notify} as told`;
+    if (!row) return;
+    const { told: _, ...job } = row;
+    if (!this.sendHere(job, targets, payload !== null)) await this.requeue(job);
   }
 
-  private sendHere(job: JobRow, targets: Target[]): boolean {
+  private sendHere(job: JobRow, targets: Target[], told = false): boolean {
     if (!this.dispatcher.startJob(job, targets)) return false;
-    this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] });
+    this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] }, told);
     return true;
   }
 

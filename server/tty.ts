@@ -30,7 +30,7 @@ import type { Scheduler } from './scheduler';
 import type { WorkerHub } from './worker-hub';
 import type { SocketIdentity } from './socket-auth';
 import { stopJob } from './jobs/kill';
-import { startJob } from './jobs/start';
+import { type StartDeps, startJob } from './jobs/start';
 import { FINAL_STATES } from '../core/job-state';
 import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
@@ -96,6 +96,8 @@ export interface TtyDeps {
   attached: (jobId: string) => void;
   /** The dashboard's live view (a terminal queued). */
   live: Pick<LiveFeed, 'changed'>;
+  /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
+  announce: StartDeps['announce'];
 }
 
 export class TtyHub {

@@ -17,7 +17,7 @@ import type { JobEvents } from '../job-events';
 import type { OutputWriter } from '../output-writer';
 import type { Scheduler } from '../scheduler';
 import type { WorkerHub } from '../worker-hub';
-import { startJob } from '../jobs/start';
+import { type StartDeps, startJob } from '../jobs/start';
 import { clearQuarantine } from '../quarantine';
 import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
@@ -42,6 +42,8 @@ export interface ApiDeps {
   holds(hostName: string): boolean;
   /** The dashboard's live view. */
   live: Pick<LiveFeed, 'changed'>;
+  /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
+  announce: StartDeps['announce'];
   /** A revoked token: out of the auth cache, its live sockets cut. */
   cutToken(tokenId: number): void;
 }

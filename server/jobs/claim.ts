@@ -3,6 +3,7 @@
 // already leased, which fails the whole statement: all or nothing.
 import type { PendingQuery, Row } from 'postgres';
 import type { Sql } from '../db';
+import { BUS_CHANNEL } from '../bus';
 import type { JobRow } from './job-view';
 
 /** Where a claimed job runs: what the worker needs to know of each device. */
@@ -37,17 +38,26 @@ export function claimDevices(sql: Sql, jobId: string, hostName: string, devices:
  * condition that none of the devices was quarantined since the plan was made.
  * Null when no row came out, or when another claim holds one of the devices.
  */
-export async function withLeases(sql: Sql, devices: { id: number }[], job: (healthy: PendingQuery<Row[]>) => PendingQuery<Row[]>): Promise<JobRow | null> {
+export async function withLeases(
+  sql: Sql,
+  devices: { id: number }[],
+  job: (healthy: PendingQuery<Row[]>) => PendingQuery<Row[]>,
+  /** A bus payload (a `start` message, its fence 0) that the statement sends when it commits, with the job's fence in it. */
+  announce: string | null = null,
+): Promise<JobRow | null> {
   const ids = `{${devices.map((d) => d.id).join(',')}}`;
   const healthy = sql`not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)`;
   try {
     // A data-modifying WITH runs to completion whether or not the outer select reads it: l needs no reference.
-    const [row] = await sql<JobRow[]>`
+    const notify = announce === null ? sql`null` : sql`pg_notify(${BUS_CHANNEL}, jsonb_set(${announce}::jsonb, '{m,fence}', to_jsonb(j.fence))::text)`;
+    const [row] = await sql<(JobRow & { announced: unknown })[]>`
       with j as (${job(healthy)}), l as (
         insert into leases (device_id, job_id) select d, j.id from j, unnest(${ids}::text::bigint[]) d
       )
-      select * from j`;
-    return row ?? null;
+      select j.*, ${notify} as announced from j`;
+    if (!row) return null;
+    const { announced: _, ...claimed } = row;
+    return claimed;
   } catch (err) {
     if (isLeaseConflict(err)) return null;
     throw err;

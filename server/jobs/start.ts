@@ -7,6 +7,7 @@ import type { Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { LiveFeed } from '../live';
 import type { Scheduler } from '../scheduler';
+import type { Target } from './claim';
 import { endJob } from './finish';
 import type { JobRow } from './job-view';
 import { submitJob } from './submit';
@@ -15,6 +16,8 @@ export interface StartDeps {
   sql: Sql;
   events: JobEvents;
   scheduler: Pick<Scheduler, 'mayHaveQueued' | 'dispatch' | 'pokeAll'>;
+  /** The bus payload asking the controller that holds a host's worker to send a job claimed here (null: it is connected here). */
+  announce: (jobId: string, hostName: string, targets: Target[]) => string | null;
   /** The dashboard's live view: a job queued (a start is told by its event). */
   live: Pick<LiveFeed, 'changed'>;
 }
@@ -35,9 +38,12 @@ export interface Started {
  * wait: false, a job still queued after that pass is cancelled.
  */
 export async function startJob(deps: StartDeps, identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
-  const { job, position, targets } = await submitJob(deps.sql, identity, body, { startAtOnce: !deps.scheduler.mayHaveQueued });
+  const { job, position, targets, announced } = await submitJob(deps.sql, identity, body, {
+    startAtOnce: !deps.scheduler.mayHaveQueued,
+    announce: deps.announce,
+  });
   attach(job, position);
-  if (targets) await deps.scheduler.dispatch(job, targets);
+  if (targets) await deps.scheduler.dispatch(job, targets, announced);
   else {
     deps.live.changed({ what: 'jobs', jobId: job.id });
     await deps.scheduler.pokeAll();

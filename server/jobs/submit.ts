@@ -16,6 +16,8 @@ export interface Submitted {
   position: number;
   /** Set when the job was claimed at submit (state running): the caller dispatches it. */
   targets: Target[] | null;
+  /** The claim itself told the controller holding the worker to send it (opts.announce). */
+  announced: boolean;
 }
 
 export function newJobId(): string {
@@ -30,7 +32,14 @@ export function newJobId(): string {
  * the common case of an idle fleet skips the queue and a scheduling pass.
  * `startAtOnce: false` skips the attempt (the caller knows jobs are queued).
  */
-export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: { startAtOnce: boolean } = { startAtOnce: true }): Promise<Submitted> {
+export interface SubmitOptions {
+  /** False: do not try to start at submit (the caller knows jobs are queued). */
+  startAtOnce: boolean;
+  /** For a claim on a device whose worker is connected to another controller: the bus payload that asks it to send the job (server/scheduler.ts), sent by the claim's own commit; null when it is connected here. */
+  announce?: (jobId: string, hostName: string, targets: Target[]) => string | null;
+}
+
+export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
   actsAs(identity, body.submitter);
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -76,16 +85,16 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
       );
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {
-    const started = await startAtOnce(sql, fields, body, plan.devices);
-    if (started) {
-      return { job: started, position: 0, targets: targetsOf(plan.devices, new Map(healthy.map((d) => [d.id, d.uuid]))) };
-    }
+    const targets = targetsOf(plan.devices, new Map(healthy.map((d) => [d.id, d.uuid])));
+    const announce = opts.announce?.(id, plan.devices[0]!.hostName, targets) ?? null;
+    const started = await startAtOnce(sql, fields, body, plan.devices, announce);
+    if (started) return { job: started, position: 0, targets, announced: announce !== null };
   }
   // One statement inserts the job and counts the queued jobs ahead of it.
   const [{ position, ...job }] = await sql<[JobRow & { position: number }]>`
     insert into jobs (${fields.columns}) values (${fields.values})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
-  return { job, position, targets: null };
+  return { job, position, targets: null, announced: false };
 }
 
 /**
@@ -95,7 +104,7 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
  * index refuses a device another claim took meanwhile. Null when it did not
  * start: the caller queues the job instead.
  */
-function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceView[]): Promise<JobRow | null> {
+function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceView[], announce: string | null): Promise<JobRow | null> {
   // A lease conflict (another claim took a device first) gives null too: the job is then queued like any other.
   return withLeases(
     sql,
@@ -108,6 +117,7 @@ function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceV
       case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
     where not exists (select 1 from jobs where state = 'queued') and ${healthy}
     returning *`,
+    announce,
   );
 }
 
