@@ -1,6 +1,8 @@
 // A job's whole life: watchdogs, wait timeouts, logs, attach, jobs, ps, the
 // output bound, and what happens when a worker or the controller goes away.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { processesMatching, Stack } from '../helpers/stack';
 
@@ -151,11 +153,16 @@ test('the bound on stored output holds across a controller restart', async () =>
   await allFree();
   // 2.5 KiB before the restart and 2.5 KiB after: each half fits in the 4 KiB bound, both do not.
   const half = (from: number) => `i=${from}; while [ $i -lt ${from + 40} ]; do printf "%063d\\n" $i; i=$((i+1)); done`;
-  const job = started([], `${half(0)}; sleep 2.5; ${half(40)}`);
+  // The second half waits for the test's word: output past the bound is live only, so it must come once rc run is back.
+  const go = join(stack.dataDir, `go-${Date.now()}`);
+  const job = started([], `${half(0)}; n=0; while [ ! -e ${go} ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done; ${half(40)}`);
   const id = await job.id;
   await stack.waitFor(async () => (await stack.cli(['logs', id])).stdout.length === id.length + 1 + 40 * 64, 'the first half to be stored');
   await stack.stopController('SIGTERM');
   await stack.startController(HOST_TIMEOUT_S);
+  // rc run polls every 500 ms to reconnect: well past that, the job goes on.
+  await new Promise((r) => setTimeout(r, 2000));
+  writeFileSync(go, '');
   const r = await job.done;
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout.length, id.length + 1 + 80 * 64, 'rc run printed all of it');
