@@ -20,10 +20,21 @@ export interface Stored extends Span {
   row: Span;
 }
 
+/** What waits for the next INSERT: at most about `cap` bytes are held; older ones are dropped (counted, for positions). */
 interface Pending {
+  /** The chunks held, the newest last. */
   chunks: Buffer[];
+  held: number;
+  /** Bytes dropped from the front: a flood outran the INSERTs, and pruning would not keep them anyway. */
+  dropped: number;
+  /** Every appended chunk's length, dropped ones included, in order, with its waiter. */
+  lengths: number[];
   waiters: ((stored: Stored | null) => void)[];
 }
+
+/** A batch this big means a flood: the next INSERT waits FLOOD_PAUSE_MS, so a flood costs a few INSERTs a second, each at most `cap`. */
+const FLOOD_BATCH = 64 * 1024;
+const FLOOD_PAUSE_MS = 200;
 
 interface Tail {
   pending: Pending | null;
@@ -55,9 +66,16 @@ export class TtyRelay {
       tail = { pending: null, writing: false, idle: [], prunedTo: 0, end: null, queued: 0 };
       this.tails.set(jobId, tail);
     }
-    if (!tail.pending) tail.pending = { chunks: [], waiters: [] };
+    if (!tail.pending) tail.pending = { chunks: [], held: 0, dropped: 0, lengths: [], waiters: [] };
     const pending = tail.pending;
     pending.chunks.push(data);
+    pending.held += data.length;
+    pending.lengths.push(data.length);
+    while (pending.chunks.length > 1 && pending.held - pending.chunks[0]!.length >= this.cap) {
+      const old = pending.chunks.shift()!;
+      pending.held -= old.length;
+      pending.dropped += old.length;
+    }
     tail.queued += data.length;
     const done = new Promise<Stored | null>((resolve) => pending.waiters.push(resolve));
     if (!tail.writing) void this.write(jobId, tail);
@@ -72,11 +90,6 @@ export class TtyRelay {
   expected(jobId: string): number | null {
     const tail = this.tails.get(jobId);
     return tail?.end == null ? null : tail.end + tail.queued;
-  }
-
-  /** Bytes of the terminal's output appended and not yet stored. */
-  backlog(jobId: string): number {
-    return this.tails.get(jobId)?.queued ?? 0;
   }
 
   /** Resolves once everything appended so far for the terminal is stored (or failed). */
@@ -120,13 +133,14 @@ export class TtyRelay {
     tail.writing = true;
     try {
       while (tail.pending) {
-        const { chunks, waiters } = tail.pending;
+        const { chunks, held, dropped, lengths, waiters } = tail.pending;
         tail.pending = null;
         const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-        // More than is kept came in while the last INSERT ran (a flood): only its last `cap` bytes are
-        // stored, as pruning would leave them; positions still count every byte.
-        const skip = Math.max(0, all.length - this.cap);
-        const data = skip ? all.subarray(skip) : all;
+        // Only the last `cap` bytes are stored, as pruning would leave them; positions still count every byte.
+        const cut = Math.max(0, held - this.cap);
+        const skip = dropped + cut;
+        const data = cut ? all.subarray(cut) : all;
+        const total = dropped + held;
         let span: Span | null = null;
         try {
           // The position is the stored end, read by the INSERT itself: a worker that moved here from
@@ -136,7 +150,7 @@ export class TtyRelay {
             select ${jobId}, coalesce((select pos + octet_length(data) from tty_output where job_id = ${jobId} order by pos desc limit 1), 0) + ${skip}, ${data}
             returning pos`;
           const from = Number(row!.pos) - skip;
-          span = { from, to: from + all.length };
+          span = { from, to: from + total };
           tail.end = span.to;
           // Pruned a quarter of the cap at a time: one DELETE per cap/4 bytes printed, not per row.
           if (span.to - this.cap - tail.prunedTo > this.cap / 4) {
@@ -147,13 +161,14 @@ export class TtyRelay {
           tail.end = null;
           this.onError(err);
         }
-        tail.queued -= all.length;
+        tail.queued -= total;
         let at = span?.from ?? 0;
         for (const [i, w] of waiters.entries()) {
-          const len = chunks[i]!.length;
+          const len = lengths[i]!;
           w(span ? { from: at, to: at + len, row: span } : null);
           at += len;
         }
+        if (total >= FLOOD_BATCH && tail.pending) await new Promise((r) => setTimeout(r, FLOOD_PAUSE_MS));
       }
     } finally {
       tail.writing = false;

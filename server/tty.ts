@@ -39,9 +39,6 @@ import { zodCode, zodMessage } from '../protocol/zod-message';
 /** Input is relayed in pieces of at most this many bytes: a bus message carries one (server/bus.ts). */
 const INPUT_PIECE = 4096;
 
-/** Terminal output waiting for Postgres past which the worker is acknowledged only after the commit. */
-const RELAY_BACKLOG = 1024 * 1024;
-
 /** Unacknowledged bytes at which a client is too far behind: the terminal is paused. */
 export const HIGH_WATER = 512 * 1024;
 /** ...and below which it reads again. */
@@ -380,10 +377,10 @@ export class TtyHub {
   }
 
   /**
-   * Output from a worker connected here: stored (the relay), passed on to a
-   * client here at once when its place in the stream is known, and
-   * acknowledged to the worker at once unless the relay is behind (then after
-   * the commit: Postgres sets the pace).
+   * Output from a worker connected here: stored (the relay, which holds at
+   * most about the replay's worth of it), passed on to a client here at once
+   * when its place in the stream is known, and acknowledged to the worker at
+   * once: only the client's pace holds the program back.
    */
   private onOutput(host: string, out: TtyOutput): void {
     const ack = () => this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
@@ -395,11 +392,8 @@ export class TtyHub {
       s!.cursor = at + out.data.length;
       this.send(s!, out.data);
     }
-    const ackedNow = this.c.relay.backlog(out.jobId) <= RELAY_BACKLOG;
-    if (ackedNow) ack();
+    ack();
     void stored.then((st) => {
-      // Acknowledged even when it could not be stored: a terminal is live first; only the client's pause holds it back.
-      if (!ackedNow) ack();
       if (!st) return;
       // Once per row: chunks stored together are told together.
       if (st.to === st.row.to) this.c.publish(out.jobId, st.row.from, st.row.to);
