@@ -181,6 +181,12 @@ export const WriteSheet = z
   .object({
     /** Markdown; an empty string removes the sheet. */
     body: z.string().max(64 * 1024, 'a sheet is at most 64 KiB of Markdown'),
+    /**
+     * The updatedAt of the version this edit started from (null: there was no
+     * sheet). When given and the stored one differs, the write is refused
+     * (`conflict`): someone saved meanwhile. Absent: last write wins (rc admin sheet).
+     */
+    ifUpdatedAt: z.iso.datetime({ offset: true }).nullish(),
   })
   .strict();
 export type WriteSheet = z.infer<typeof WriteSheet>;

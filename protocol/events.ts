@@ -140,9 +140,13 @@ export const LiveEvent = {
   changed: 'changed',
 } as const;
 
-/** What changed: devices (a lease, a host's state, labels, a quarantine), jobs (queued, started, ended), or a host's usage sheet or a device's note. */
+/**
+ * What changed: devices (a lease, a host's state, labels, a quarantine), jobs
+ * (queued, started, ended), a host's usage sheet or a device's note, new GPU
+ * samples (told at most every few seconds, fleet-wide), or the audit log.
+ */
 export interface LiveChange {
-  what: 'devices' | 'jobs' | 'sheet';
+  what: 'devices' | 'jobs' | 'sheet' | 'samples' | 'audit';
   host?: string;
   jobId?: string;
 }

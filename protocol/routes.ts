@@ -7,6 +7,8 @@
 // name holds the method and path), so its bundle carries no table. No zod
 // here: the bodies' schemas are protocol/api.ts's BODIES, server-side.
 import type {
+  AuditEntry,
+  AuditQuery,
   Cleared,
   ClearQuarantineBody,
   Copied,
@@ -15,18 +17,23 @@ import type {
   CreateTokenBody,
   DeviceDescription,
   DeviceRow,
+  DeviceSamples,
   Explanation,
   ExplainBody,
   ExtendHoldBody,
+  Fleet,
+  HostDescription,
   HostRow,
   JobsQuery,
   JobView,
   KillJobBody,
   PsEntry,
+  QueueEntry,
   RegisteredHost,
   RegisterHostBody,
   ReleaseHoldBody,
   RevokedToken,
+  SamplesQuery,
   SheetView,
   SignInBody,
   StreamQuery,
@@ -46,6 +53,11 @@ export const ROUTES = {
   'GET /api/whoami': 'client',
   'GET /api/devices': 'client',
   'GET /api/hosts': 'client',
+  'GET /api/fleet': 'client',
+  'GET /api/hosts/:name': 'client',
+  'GET /api/samples': 'client',
+  'GET /api/queue': 'client',
+  'GET /api/audit': 'client',
   'GET /api/devices/:name': 'client',
   'PUT /api/devices/:name/note': 'admin',
   'GET /api/hosts/:name/sheet': 'client',
@@ -83,6 +95,12 @@ export interface RouteTypes {
   'GET /api/whoami': { response: Whoami };
   'GET /api/devices': { query: { select?: string }; response: { devices: DeviceRow[] } };
   'GET /api/hosts': { response: { hosts: HostRow[] } };
+  'GET /api/fleet': { query: { host?: string }; response: Fleet };
+  'GET /api/hosts/:name': { response: HostDescription };
+  'GET /api/samples': { query: SamplesQuery; response: { samples: DeviceSamples[] } };
+  /** The queue in the order it will be considered, each job with why it waits. */
+  'GET /api/queue': { response: { jobs: QueueEntry[] } };
+  'GET /api/audit': { query: AuditQuery; response: { entries: AuditEntry[] } };
   'GET /api/devices/:name': { response: DeviceDescription };
   'PUT /api/devices/:name/note': { body: WriteSheetBody; response: { note: SheetView | null } };
   'GET /api/hosts/:name/sheet': { response: { sheet: SheetView | null } };

@@ -119,8 +119,8 @@ export interface GpuView {
   at: string;
 }
 
-/** A device as GET /api/devices lists it (server/fleet.ts builds it). */
-export interface DeviceRow {
+/** A device as the fleet view lists it (GET /api/fleet): a DeviceRow without its labels' details. */
+export interface DeviceSummary {
   id: number;
   /** `<host>:gpu<index>` */
   name: string;
@@ -132,11 +132,102 @@ export interface DeviceRow {
   holder: Holder | null;
   /** The merged view selectors match against. */
   labels: Record<string, string>;
-  labelDetails: LabelView[];
   /** Set while quarantined (state unhealthy): why, since when, and what showed it. */
   unhealthy: { since: string; reason: string; evidence: Record<string, unknown> } | null;
   /** The last GPU sample; null on a CPU slot or before the first heartbeat. */
   gpu: GpuView | null;
+}
+
+/** A device as GET /api/devices lists it (server/fleet.ts builds it): with every label's source, age and staleness. */
+export interface DeviceRow extends DeviceSummary {
+  labelDetails: LabelView[];
+}
+
+/** GET /api/fleet: the fleet page's data, one host's part of it with ?host=. */
+export interface Fleet {
+  hosts: HostRow[];
+  devices: DeviceSummary[];
+  /** Jobs waiting in the queue (the whole queue, also with ?host=). */
+  queued: number;
+}
+
+/** GET /api/hosts/:name: one host in full (the host page). */
+export interface HostDescription {
+  host: HostRow;
+  devices: DeviceRow[];
+  /** The host's usage sheet, if its operator wrote one. */
+  sheet: SheetView | null;
+  /** The last jobs that ran on any of its devices, newest first. */
+  recentJobs: JobView[];
+}
+
+/** How far back GET /api/samples looks: the fleet page's sparklines (10m), a device's charts (1h, 1d). */
+export type SampleWindow = '10m' | '1h' | '1d';
+
+/**
+ * One device's GPU samples, oldest first, as parallel arrays (compact for
+ * thousands of devices): 10m is every heartbeat's sample, 1h averages 30 s
+ * buckets, 1d 10 min buckets (utilisation averaged, memory at its peak).
+ */
+export interface DeviceSamples {
+  device: string;
+  /** Seconds since the epoch. */
+  at: number[];
+  utilPct: (number | null)[];
+  memUsedMiB: number[];
+  /** The newest sample's total memory. */
+  memTotalMiB: number;
+}
+
+/** GET /api/samples: `hosts` (comma-separated, at most 500) or `device`, and the window. */
+export interface SamplesQuery {
+  hosts?: string;
+  device?: string;
+  window?: SampleWindow;
+}
+
+/** Why a queued job waits: its selector's --explain answer, counted. */
+export interface WaitReason {
+  /** Devices its selector (and -d) match at all. */
+  matching: number;
+  /** Of those: free now, busy (leased), unhealthy (quarantined), offline. */
+  free: number;
+  busy: number;
+  unhealthy: number;
+  offline: number;
+  /** A multi-GPU job waiting past RC_RESERVE_AFTER_S holds back these devices for itself (core/schedule.ts reservationFor); null when none. */
+  reserved: string[] | null;
+  /** The same in one sentence, as an operator would say it. */
+  text: string;
+}
+
+/** GET /api/queue: a queued job, its place in line, and why it waits. */
+export interface QueueEntry extends PsEntry {
+  position: number;
+  why: WaitReason;
+}
+
+/** An audit row: who did what, to what, when, and from where. */
+export interface AuditEntry {
+  id: number;
+  at: string;
+  /** The actor as recorded: `admin:<token name>`, or `<submitter> (token <id> <name>)`. */
+  actor: string;
+  /** What: `job.kill`, `hold.release`, `sheet.write`, `device.clear`, `token.create`, … */
+  action: string;
+  target: string | null;
+  detail: Record<string, unknown> | null;
+  /** Where the request came from: the client's address and whether by the dashboard or a token (`127.0.0.1, dashboard`); null for the controller's own acts. */
+  origin: string | null;
+}
+
+/** GET /api/audit: filters, each optional; newest first, `before` an entry's id to page back. */
+export interface AuditQuery {
+  actor?: string;
+  action?: string;
+  target?: string;
+  before?: string;
+  limit?: string;
 }
 
 export interface HostRow {
@@ -244,11 +335,14 @@ export type WriteSheetBody = z.input<typeof WriteSheet>;
 export type ExplainBody = z.input<typeof Explain>;
 export type SignInBody = z.input<typeof SignIn>;
 
-/** GET /api/jobs: filters, each optional (states comma-separated). */
+/** GET /api/jobs: filters, each optional (states and kinds comma-separated); newest first, `before` a job's id to page back. */
 export interface JobsQuery {
   state?: string;
+  kind?: string;
   device?: string;
   submitter?: string;
+  name?: string;
+  before?: string;
   limit?: string;
 }
 
