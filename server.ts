@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     embedded = await startEmbeddedPostgres(config.RC_DATA_DIR, config.RC_PG_PORT, { notice: log });
     log(`embedded Postgres on port ${config.RC_PG_PORT}, data in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'pgdata')) || '.'}`);
   }
-  // The dashboard's pages (bundled apart by Next) read the URL from the environment.
+  // Kept in the environment for what this process starts (the DbHealth probe's own connection).
   process.env.DATABASE_URL = config.DATABASE_URL ?? embedded!.url;
   const database = connect(process.env.DATABASE_URL);
   await runMigrations(database);

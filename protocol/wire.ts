@@ -106,6 +106,8 @@ export interface LabelView {
 /** Who holds a device now. */
 export interface Holder {
   jobId: string;
+  /** A hold (rc hold) keeps a device without a command; run, tty and cp jobs use it. */
+  kind: JobKind;
   submitter: string;
   since: string;
 }

@@ -76,12 +76,8 @@ export function actorDetail(identity: Identity, submitter: string): Record<strin
   return { submitter, tokenId: identity.tokenId, token: identity.name, kind: identity.kind };
 }
 
-/** The submitter of a dashboard terminal: the bound name, `<prefix>web` under a prefix, or `web:<token name>` for an unbound token. */
-export function webSubmitter(identity: Identity): string {
-  const bound = identity.submitter;
-  if (bound === null) return `web:${identity.name}`;
-  return bound.endsWith('/') ? `${bound}web` : bound;
-}
+/** The submitter of a dashboard terminal (core/web-submitter.ts). */
+export { webSubmitter } from '../core/web-submitter';
 
 /** Stores the hash of a secret; returns the secret, which is never stored. */
 export async function createToken(db: DbOrTx, kind: TokenKind, name: string, hostName: string | null = null, secret = newSecret(kind)): Promise<string> {

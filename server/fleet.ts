@@ -1,7 +1,7 @@
 // The fleet as people and the scheduler see it: devices, their labels and holders.
 import { deviceName } from '../core/schedule';
 import type { devices, hosts, labels } from '../db/schema';
-import type { DeviceRow, HostRow, LabelView } from '../protocol/wire';
+import type { DeviceRow, HostRow, JobKind, LabelView } from '../protocol/wire';
 import type { Sql } from './db';
 
 export type { DeviceRow, HostRow, LabelView };
@@ -12,12 +12,12 @@ type LabelRow = typeof labels.$inferSelect;
 type FleetDevice = Pick<
   DeviceColumns,
   'id' | 'hostName' | 'index' | 'uuid' | 'unhealthySince' | 'unhealthyReason' | 'unhealthyEvidence' | 'gpuSample' | 'sampledAt'
-> & { hostStatus: DeviceRow['hostStatus']; jobId: string | null; submitter: string | null; acquiredAt: Date | null };
+> & { hostStatus: DeviceRow['hostStatus']; jobId: string | null; jobKind: JobKind | null; submitter: string | null; acquiredAt: Date | null };
 
 export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
   const [found, allLabels] = await Promise.all([
     sql<FleetDevice[]>`
-      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.submitter, l.acquired_at,
+      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
         d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
       from devices d
       join hosts h on h.name = d.host_name
@@ -59,7 +59,7 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       // Unhealthy wins: a quarantined device is never free, whatever else is true. An offline host's devices
       // are offline, even while a lost job still holds them (freed when the worker comes back without it).
       state: d.unhealthySince ? 'unhealthy' : d.hostStatus === 'offline' ? 'offline' : d.jobId ? 'busy' : d.hostStatus === 'online' ? 'free' : 'offline',
-      holder: d.jobId ? { jobId: d.jobId, submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
+      holder: d.jobId ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
       labels: Object.fromEntries(details.filter((l) => l.effective).map((l) => [l.key, l.value])),
       labelDetails: details,
       unhealthy: d.unhealthySince ? { since: d.unhealthySince.toISOString(), reason: d.unhealthyReason ?? '', evidence: d.unhealthyEvidence ?? {} } : null,

@@ -8,8 +8,8 @@
 import { useEffect, useRef, useState } from 'react';
 import type { Socket } from 'socket.io-client';
 import '@xterm/xterm/css/xterm.css';
-import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../../protocol/events';
-import { sendOnSocket, type TtyClientAction, TtyClient } from '../../protocol/tty-client';
+import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
+import { sendOnSocket, type TtyClientAction, TtyClient } from '../protocol/tty-client';
 
 interface Props {
   device: string | null;
@@ -105,10 +105,10 @@ export function TerminalView({ device, select, job }: Props) {
 
   return (
     <div>
-      <p data-testid="terminal-status" style={{ fontSize: 13, color: '#555' }}>
+      <p data-testid="terminal-status" role="status" className="mb-2 text-sm text-zinc-600">
         {status}
       </p>
-      <div ref={box} data-testid="terminal" style={{ height: '75vh', background: '#000', padding: 4 }} />
+      <div ref={box} data-testid="terminal" className="h-[75vh] rounded bg-black p-1" />
     </div>
   );
 }

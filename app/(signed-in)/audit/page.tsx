@@ -1,0 +1,5 @@
+import { AuditView } from '../../../components/audit-view';
+
+export default function Page() {
+  return <AuditView />;
+}

@@ -1,0 +1,5 @@
+import { HoldsView } from '../../../components/holds-view';
+
+export default function Page() {
+  return <HoldsView />;
+}

@@ -1,0 +1,5 @@
+import { QueueView } from '../../../components/queue-view';
+
+export default function Page() {
+  return <QueueView />;
+}

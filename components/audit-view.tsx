@@ -1,0 +1,107 @@
+'use client';
+// The audit log: who (token and submitter), what, to what, when and from
+// where, newest first, filterable, paged back.
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { useDeferredValue, useState } from 'react';
+import type { AuditEntry, AuditQuery } from '../protocol/wire';
+import { call } from './api-client';
+import { keys } from './query-keys';
+import { Ago, Button, ErrorBox, Loading, PageTitle } from './ui';
+
+const PAGE = 100;
+
+export function AuditView() {
+  const [f, setF] = useState({ actor: '', action: '', target: '' });
+  const filters = useDeferredValue(f);
+  const q = useInfiniteQuery({
+    queryKey: keys.audit(filters),
+    queryFn: ({ pageParam }) => {
+      const query: AuditQuery = { limit: String(PAGE) };
+      for (const [k, v] of Object.entries(filters)) if (v.trim()) query[k as 'actor'] = v.trim();
+      if (pageParam) query.before = pageParam;
+      return call('GET /api/audit', { query }).then((r) => r.entries);
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => (last.length < PAGE ? undefined : String(last.at(-1)!.id)),
+  });
+  const entries = q.data?.pages.flat() ?? [];
+  return (
+    <div>
+      <PageTitle sub="Every change made through rc: kills, releases, sheets, quarantines, tokens, copies.">Audit log</PageTitle>
+      <form className="mb-3 flex flex-wrap gap-2" onSubmit={(e) => e.preventDefault()} aria-label="Filter the audit log">
+        {(
+          [
+            ['actor', 'Who', 'alice, admin:ops'],
+            ['action', 'What', 'job.kill, sheet.write'],
+            ['target', 'Target', 'gpubox-a:gpu0'],
+          ] as const
+        ).map(([k, label, hint]) => (
+          <label key={k} className="flex flex-col text-xs text-zinc-600">
+            {label}
+            <input
+              value={f[k]}
+              onChange={(e) => setF((o) => ({ ...o, [k]: e.target.value }))}
+              placeholder={hint}
+              className="mt-0.5 rounded border border-zinc-300 px-2 py-1 font-mono text-sm"
+            />
+          </label>
+        ))}
+      </form>
+      <ErrorBox error={q.error} />
+      {q.isPending ? <Loading what="the audit log" /> : null}
+      {q.data && !entries.length ? <p className="text-sm text-zinc-500">No entry matches.</p> : null}
+      {entries.length ? (
+        <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm">
+          <table className="w-full text-left text-sm">
+            <thead className="text-xs text-zinc-500">
+              <tr>
+                <th className="px-3 py-2 font-medium">When</th>
+                <th className="pr-3 font-medium">Who</th>
+                <th className="pr-3 font-medium">What</th>
+                <th className="pr-3 font-medium">Target</th>
+                <th className="pr-3 font-medium">From</th>
+                <th className="pr-3 font-medium">Detail</th>
+              </tr>
+            </thead>
+            <tbody>
+              {entries.map((e) => (
+                <AuditLine key={e.id} e={e} />
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {q.hasNextPage ? (
+        <div className="mt-3">
+          <Button onClick={() => q.fetchNextPage()} disabled={q.isFetchingNextPage}>
+            Older entries
+          </Button>
+        </div>
+      ) : null}
+    </div>
+  );
+}
+
+function AuditLine({ e }: { e: AuditEntry }) {
+  const detail = e.detail ? Object.entries(e.detail).filter(([k]) => !['tokenId', 'kind'].includes(k)) : [];
+  return (
+    <tr data-audit={e.action} className="border-t border-zinc-100 align-top">
+      <td className="whitespace-nowrap px-3 py-1.5 text-xs text-zinc-600">
+        <Ago at={e.at} />
+      </td>
+      <td className="max-w-64 pr-3 text-xs">{e.actor}</td>
+      <td className="pr-3 font-mono text-xs">{e.action}</td>
+      <td className="max-w-48 truncate pr-3 font-mono text-xs" title={e.target ?? undefined}>
+        {e.target ?? '–'}
+      </td>
+      <td className="pr-3 text-xs text-zinc-600">{e.origin ?? 'controller'}</td>
+      <td className="max-w-80 pr-3 text-xs text-zinc-600">
+        {detail.map(([k, v]) => (
+          <span key={k} className="mr-2">
+            {k}: <span className="font-mono">{typeof v === 'string' ? v : JSON.stringify(v)}</span>
+          </span>
+        ))}
+      </td>
+    </tr>
+  );
+}

@@ -1,0 +1,254 @@
+'use client';
+// The fleet page: totals, used and free per model, then every host with its
+// devices. The filter takes a selector in the CLI's syntax and is applied
+// here, over the fleet already loaded, so typing costs no request. The host
+// list is virtualised: only the hosts on screen are rendered, and only their
+// GPU samples are fetched.
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useWindowVirtualizer } from '@tanstack/react-virtual';
+import Link from 'next/link';
+import { useDeferredValue, useMemo, useState } from 'react';
+import { matchTerms, parseSelector } from '../../core/selector';
+import type { DeviceSamples, DeviceSummary, HostRow } from '../../protocol/wire';
+import { call } from '../api-client';
+import { mibText, vramText } from '../format';
+import { OpenTerminalButton } from '../open-terminal';
+import { keys } from '../query-keys';
+import { Sparkline } from '../sparkline';
+import { Ago, DeviceBadge, ErrorBox, Loading } from '../ui';
+import { byHost, fleetTotals, type HostGroup, perModel, type ShownState, shownState } from './totals';
+
+const TOTALS: { key: ShownState; label: string; colour: string }[] = [
+  { key: 'free', label: 'free', colour: 'text-emerald-700' },
+  { key: 'busy', label: 'busy', colour: 'text-sky-700' },
+  { key: 'held', label: 'held', colour: 'text-violet-700' },
+  { key: 'unhealthy', label: 'unhealthy', colour: 'text-red-700' },
+  { key: 'offline', label: 'offline', colour: 'text-zinc-600' },
+];
+
+export function FleetView() {
+  const fleet = useQuery({ queryKey: keys.fleet, queryFn: () => call('GET /api/fleet') });
+  const queue = useQuery({ queryKey: keys.queue, queryFn: () => call('GET /api/queue') });
+  const [filter, setFilter] = useState('');
+  const deferred = useDeferredValue(filter);
+  const parsed = useMemo(() => parseSelector(deferred), [deferred]);
+  const shown = useMemo(() => {
+    const all = fleet.data?.devices ?? [];
+    return parsed.ok && parsed.terms.length ? all.filter((d) => matchTerms(parsed.terms, d.labels)) : all;
+  }, [fleet.data, parsed]);
+  const totals = useMemo(() => fleetTotals(shown), [shown]);
+  const models = useMemo(() => perModel(shown), [shown]);
+  const groups = useMemo(() => byHost(shown), [shown]);
+  const hostRows = useMemo(() => new Map((fleet.data?.hosts ?? []).map((h) => [h.name, h])), [fleet.data]);
+  const liveError = parseSelector(filter);
+
+  return (
+    <div>
+      <section aria-label="Totals" className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-3 lg:grid-cols-6">
+        {TOTALS.map((t) => (
+          <div key={t.key} className="rounded-lg border border-zinc-200 bg-white px-3 py-2 shadow-sm">
+            <div className={`text-2xl font-semibold tabular-nums ${t.colour}`} data-total={t.key}>
+              {fleet.data ? totals[t.key] : '–'}
+            </div>
+            <div className="text-xs text-zinc-600">{t.label} devices</div>
+          </div>
+        ))}
+        <Link href="/queue" className="rounded-lg border border-zinc-200 bg-white px-3 py-2 shadow-sm hover:bg-zinc-50">
+          <div className="text-2xl font-semibold tabular-nums text-amber-700" data-total="queued">
+            {queue.data ? queue.data.jobs.length : '–'}
+          </div>
+          <div className="text-xs text-zinc-600">queued jobs</div>
+        </Link>
+      </section>
+
+      {models.length ? (
+        <section aria-label="By model" className="mb-4 flex flex-wrap gap-2">
+          {models.map((m) => (
+            <div key={m.model} className="min-w-44 rounded border border-zinc-200 bg-white px-3 py-1.5 text-sm shadow-sm">
+              <div className="font-medium">{m.model}</div>
+              <div className="mt-1 flex h-1.5 overflow-hidden rounded bg-zinc-200" aria-hidden>
+                <div className="bg-sky-500" style={{ width: `${(100 * m.used) / m.total}%` }} />
+                <div className="bg-emerald-400" style={{ width: `${(100 * m.free) / m.total}%` }} />
+              </div>
+              <div className="mt-0.5 text-xs text-zinc-600">
+                {m.used} used · {m.free} free{m.unavailable ? ` · ${m.unavailable} unavailable` : ''} · {m.total} in all
+              </div>
+            </div>
+          ))}
+        </section>
+      ) : null}
+
+      <div className="mb-3 flex flex-wrap items-start gap-2">
+        <div className="min-w-64 flex-1">
+          <label htmlFor="fleet-filter" className="sr-only">
+            Filter devices by selector
+          </label>
+          <input
+            id="fleet-filter"
+            value={filter}
+            onChange={(e) => setFilter(e.target.value)}
+            placeholder="filter: gpu_model=A100,vram>=40G (the CLI's selector syntax)"
+            spellCheck={false}
+            autoComplete="off"
+            aria-invalid={!liveError.ok}
+            aria-describedby="fleet-filter-help"
+            className={`w-full rounded border px-2 py-1.5 font-mono text-sm focus:outline-none focus-visible:ring-2 ${liveError.ok ? 'border-zinc-300 focus-visible:ring-sky-500' : 'border-red-400 focus-visible:ring-red-400'}`}
+          />
+          <p id="fleet-filter-help" className={`mt-1 text-xs ${liveError.ok ? 'text-zinc-500' : 'text-red-700'}`} role={liveError.ok ? undefined : 'alert'}>
+            {liveError.ok ? (fleet.data ? `${shown.length} of ${fleet.data.devices.length} devices on ${groups.length} hosts` : ' ') : liveError.error.message}
+          </p>
+        </div>
+        <OpenTerminalButton
+          select={liveError.ok ? filter.trim() : undefined}
+          disabled={!liveError.ok}
+          label="Open a terminal on any device matching the filter"
+        />
+      </div>
+
+      <ErrorBox error={fleet.error} />
+      {fleet.isPending ? <Loading what="the fleet" /> : null}
+      {fleet.data && fleet.data.devices.length === 0 ? (
+        <p className="rounded border border-dashed border-zinc-300 p-6 text-center text-sm text-zinc-600">
+          No hosts yet. Register one with <code>rc admin host add &lt;name&gt;</code> and start its worker (install.md).
+        </p>
+      ) : null}
+      <HostList groups={groups} hosts={hostRows} />
+    </div>
+  );
+}
+
+function HostList({ groups, hosts }: { groups: HostGroup[]; hosts: Map<string, HostRow> }) {
+  const virtual = useWindowVirtualizer({ count: groups.length, estimateSize: (i) => 52 + 37 * groups[i]!.devices.length, overscan: 3 });
+  const items = virtual.getVirtualItems();
+  const visible = items.map((i) => groups[i.index]!.name);
+  const samples = useQuery({
+    queryKey: keys.samples(visible.join(','), '10m'),
+    queryFn: () => call('GET /api/samples', { query: { hosts: visible.join(','), window: '10m' } }),
+    enabled: visible.length > 0,
+    placeholderData: keepPreviousData,
+  });
+  const byDevice = useMemo(() => new Map((samples.data?.samples ?? []).map((s) => [s.device, s])), [samples.data]);
+  return (
+    <div style={{ height: virtual.getTotalSize(), position: 'relative' }}>
+      {items.map((item) => {
+        const g = groups[item.index]!;
+        return (
+          <div
+            key={g.name}
+            data-index={item.index}
+            ref={virtual.measureElement}
+            style={{ position: 'absolute', top: 0, left: 0, width: '100%', transform: `translateY(${item.start - virtual.options.scrollMargin}px)` }}
+          >
+            <HostCard group={g} host={hosts.get(g.name)} samples={byDevice} />
+          </div>
+        );
+      })}
+    </div>
+  );
+}
+
+function HostCard({ group, host, samples }: { group: HostGroup; host: HostRow | undefined; samples: Map<string, DeviceSamples> }) {
+  const simulated = group.devices.some((d) => d.labels.simulated === 'true');
+  return (
+    <section aria-label={`host ${group.name}`} data-host={group.name} className="mb-3 rounded-lg border border-zinc-200 bg-white shadow-sm">
+      <header className="flex flex-wrap items-center gap-x-3 gap-y-1 border-b border-zinc-100 px-3 py-2">
+        <Link href={`/hosts/${encodeURIComponent(group.name)}`} className="font-semibold hover:underline">
+          {group.name}
+        </Link>
+        <HostStatus host={host} />
+        {simulated ? <span className="rounded bg-amber-50 px-1.5 text-xs text-amber-800 ring-1 ring-amber-200">simulated</span> : null}
+        <span className="text-xs text-zinc-500">
+          {group.devices.length} device{group.devices.length === 1 ? '' : 's'}
+          {host?.workerVersion ? ` · worker ${host.workerVersion}` : ''}
+        </span>
+      </header>
+      <table className="w-full text-sm">
+        <thead className="sr-only">
+          <tr>
+            <th>Device</th>
+            <th>State</th>
+            <th>Holder</th>
+            <th>Model</th>
+            <th>Memory</th>
+            <th>Utilisation and memory, last 10 minutes</th>
+            <th>Terminal</th>
+          </tr>
+        </thead>
+        <tbody>
+          {group.devices.map((d) => (
+            <DeviceLine key={d.name} d={d} samples={samples.get(d.name)} />
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function HostStatus({ host }: { host: HostRow | undefined }) {
+  if (!host) return null;
+  const colour = host.status === 'online' ? 'text-emerald-700' : host.status === 'away' ? 'text-amber-700' : 'text-zinc-500';
+  return (
+    <span className={`text-xs ${colour}`}>
+      {host.status}
+      {host.status !== 'online' && host.lastSeenAt ? (
+        <>
+          {' '}
+          · last seen <Ago at={host.lastSeenAt} />
+        </>
+      ) : null}
+    </span>
+  );
+}
+
+function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples | undefined }) {
+  const state = shownState(d);
+  const memPct = samples ? samples.memUsedMiB.map((m) => (samples.memTotalMiB ? (100 * m) / samples.memTotalMiB : null)) : [];
+  return (
+    <tr data-device={d.name} data-state={state} className="border-t border-zinc-100 first:border-t-0">
+      <td className="w-28 px-3 py-1.5 font-mono text-xs">
+        <Link href={`/devices/${encodeURIComponent(d.name)}`} className="hover:underline">
+          gpu{d.index}
+        </Link>
+      </td>
+      <td className="w-24 px-2">
+        <DeviceBadge state={state} />
+      </td>
+      <td className="max-w-56 truncate px-2 text-xs">
+        {d.holder ? (
+          <Link href={`/jobs/${encodeURIComponent(d.holder.jobId)}`} className="hover:underline" title={`job ${d.holder.jobId} since ${d.holder.since}`}>
+            {d.holder.submitter} · <span className="font-mono">{d.holder.jobId}</span>
+          </Link>
+        ) : d.unhealthy ? (
+          <span className="text-red-700" title={d.unhealthy.reason}>
+            {d.unhealthy.reason}
+          </span>
+        ) : (
+          <span className="text-zinc-400">–</span>
+        )}
+      </td>
+      <td className="hidden px-2 text-xs sm:table-cell">{d.labels.gpu_model ?? '–'}</td>
+      <td className="hidden px-2 text-xs tabular-nums sm:table-cell" title={d.labels.vram ? `${d.labels.vram} bytes` : undefined}>
+        {vramText(d.labels.vram)}
+      </td>
+      <td className="hidden px-2 md:table-cell">
+        {d.gpu ? (
+          <span className="inline-flex items-center gap-1.5 text-xs tabular-nums text-zinc-600">
+            <Sparkline values={samples?.utilPct ?? [d.gpu.utilPct]} label={`utilisation of ${d.name}, now ${d.gpu.utilPct ?? 'n/a'}%`} />
+            <span className="w-9" title={`utilisation ${d.gpu.utilPct ?? 'n/a'}% at ${d.gpu.at}`}>
+              {d.gpu.utilPct ?? '–'}%
+            </span>
+            <Sparkline values={memPct.length ? memPct : [(100 * d.gpu.memUsedMiB) / (d.gpu.memTotalMiB || 1)]} label={`memory of ${d.name}`} colour="#7c3aed" />
+            <span title={`${d.gpu.memUsedMiB} of ${d.gpu.memTotalMiB} MiB`}>
+              {mibText(d.gpu.memUsedMiB)} / {mibText(d.gpu.memTotalMiB)}
+            </span>
+          </span>
+        ) : (
+          <span className="text-xs text-zinc-400">no GPU sample</span>
+        )}
+      </td>
+      <td className="w-24 px-2 text-right">
+        <OpenTerminalButton device={d.name} disabled={state === 'unhealthy' || state === 'offline'} />
+      </td>
+    </tr>
+  );
+}

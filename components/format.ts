@@ -1,0 +1,71 @@
+// Human units for the dashboard: GiB, "3 min ago", "1h 20m". Pure, so the
+// unit tests pin them; the exact value goes in a title attribute beside.
+
+const GIB = 1024 ** 3;
+
+/** Bytes → "80 GiB", "23.5 GiB", "512 MiB". */
+export function bytesText(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return '–';
+  if (bytes >= GIB) return `${trim(bytes / GIB)} GiB`;
+  if (bytes >= 1024 ** 2) return `${trim(bytes / 1024 ** 2)} MiB`;
+  if (bytes >= 1024) return `${trim(bytes / 1024)} KiB`;
+  return `${bytes} B`;
+}
+
+/** MiB (as nvidia-smi reports memory) → "79.6 GiB". */
+export function mibText(mib: number): string {
+  return bytesText(mib * 1024 ** 2);
+}
+
+/** A label value that is a size in bytes (vram) → GiB; anything else as it is. */
+export function vramText(value: string | undefined): string {
+  if (value === undefined) return '–';
+  return /^\d+$/.test(value) ? bytesText(Number(value)) : value;
+}
+
+function trim(n: number): string {
+  return n >= 100 ? String(Math.round(n)) : String(Math.round(n * 10) / 10);
+}
+
+/** Seconds → "45s", "12 min", "1h 20m", "3d 4h". */
+export function durationText(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) {
+    const m = Math.floor((s % 3600) / 60);
+    return `${Math.floor(s / 3600)}h${m ? ` ${m}m` : ''}`;
+  }
+  const h = Math.floor((s % 86400) / 3600);
+  return `${Math.floor(s / 86400)}d${h ? ` ${h}h` : ''}`;
+}
+
+/** An instant relative to now: "just now", "3 min ago", "in 5 min". */
+export function agoText(iso: string | null | undefined, now: number): string {
+  if (!iso) return 'never';
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '–';
+  const d = (now - t) / 1000;
+  if (Math.abs(d) < 5) return 'just now';
+  return d > 0 ? `${durationText(d)} ago` : `in ${durationText(-d)}`;
+}
+
+/** The exact instant, for a title: "2026-12-01 14:03:07 UTC". */
+export function exactTime(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return '';
+  return `${t.toISOString().replace('T', ' ').slice(0, 19)} UTC`;
+}
+
+/** How long a job took or has been running: from start to end (or now). */
+export function jobDuration(startedAt: string | null, endedAt: string | null, now: number): string {
+  if (!startedAt) return '–';
+  const end = endedAt ? Date.parse(endedAt) : now;
+  return durationText((end - Date.parse(startedAt)) / 1000);
+}
+
+/** A command line as a person would type it: quoted where a shell would need it. */
+export function commandText(argv: readonly string[]): string {
+  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}

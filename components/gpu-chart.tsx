@@ -1,0 +1,38 @@
+'use client';
+// A device's GPU utilisation and memory over the last hour or day (uPlot),
+// loaded only on the device page.
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { DeviceSamples } from '../protocol/wire';
+
+export default function GpuChart({ samples }: { samples: DeviceSamples }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const gib = samples.memUsedMiB.map((m) => m / 1024);
+    const plot = new uPlot(
+      {
+        width: el.clientWidth || 600,
+        height: 180,
+        scales: { pct: { range: [0, 100] }, mem: { range: [0, Math.max(1, samples.memTotalMiB / 1024)] } },
+        series: [
+          {},
+          { label: 'utilisation %', scale: 'pct', stroke: '#0284c7', width: 1.5, value: (_, v) => (v == null ? '–' : `${Math.round(v)}%`) },
+          { label: 'memory GiB', scale: 'mem', stroke: '#7c3aed', width: 1.5, value: (_, v) => (v == null ? '–' : `${v.toFixed(1)} GiB`) },
+        ],
+        axes: [{}, { scale: 'pct', values: (_, t) => t.map((v) => `${v}%`) }, { scale: 'mem', side: 1, values: (_, t) => t.map((v) => `${v} GiB`) }],
+      },
+      [samples.at, samples.utilPct, gib] as uPlot.AlignedData,
+      el,
+    );
+    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: 180 }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [samples]);
+  return <div ref={box} className="w-full" />;
+}

@@ -1,0 +1,141 @@
+'use client';
+// One job: its state, exit code, cause and reason, timings, command and
+// limits, live output, and Kill for those allowed.
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import dynamic from 'next/dynamic';
+import Link from 'next/link';
+import { mayStop, stopAs } from '../../core/web-submitter';
+import type { JobView as Job } from '../../protocol/wire';
+import { call } from '../api-client';
+import { commandText, durationText, jobDuration } from '../format';
+import { useMe, useNow } from '../providers';
+import { keys } from '../query-keys';
+import { Ago, Button, Card, ErrorBox, Field, JobBadge, Loading, PageTitle } from '../ui';
+
+const JobOutput = dynamic(() => import('./job-output'), { ssr: false, loading: () => <div className="h-96 rounded bg-zinc-900" /> });
+
+export function JobPage({ id }: { id: string }) {
+  const q = useQuery({ queryKey: keys.job(id), queryFn: () => call('GET /api/jobs/:id', { id }).then((r) => r.job) });
+  const now = useNow();
+  if (q.error) return <ErrorBox error={q.error} />;
+  if (!q.data) return <Loading what={`job ${id}`} />;
+  const j = q.data;
+  const active = j.state === 'queued' || j.state === 'running';
+  return (
+    <div>
+      <div className="flex flex-wrap items-start justify-between gap-2">
+        <PageTitle sub={j.name ? `named ${j.name}` : undefined}>
+          Job <span className="font-mono">{j.id}</span> <JobBadge state={j.state} />
+        </PageTitle>
+        <div className="flex gap-2">
+          {j.kind === 'tty' && active ? (
+            <Link href={`/terminal?job=${encodeURIComponent(j.id)}`} className="rounded px-2.5 py-1 text-sm font-medium ring-1 ring-zinc-300 hover:bg-zinc-50">
+              Open its terminal
+            </Link>
+          ) : null}
+          {active ? <StopButton job={j} /> : null}
+        </div>
+      </div>
+      <div className="grid gap-4 lg:grid-cols-2">
+        <Card title="What">
+          <dl>
+            <Field term="Kind">{j.kind}</Field>
+            <Field term="Command">
+              <code className="font-mono text-xs">{j.kind === 'hold' ? '(a hold: no command)' : commandText(j.argv)}</code>
+            </Field>
+            <Field term="Submitter">{j.submitter}</Field>
+            <Field term="Asked for">
+              {j.device ? `device ${j.device}` : `selector ${j.selector || '(any)'}`}
+              {j.gpus > 1 ? `, ${j.gpus} GPUs` : ''}
+              {j.priority ? `, priority ${j.priority}` : ''}
+            </Field>
+            <Field term="Runs on">
+              {j.devices?.length
+                ? j.devices.map((d) => (
+                    <Link key={d} href={`/devices/${encodeURIComponent(d)}`} className="mr-2 font-mono text-xs text-sky-800 hover:underline">
+                      {d}
+                    </Link>
+                  ))
+                : '–'}
+            </Field>
+            {j.cwd ? <Field term="Directory">{j.cwd}</Field> : null}
+            {j.envKeys.length ? <Field term="Environment">{j.envKeys.join(', ')} (values not shown)</Field> : null}
+            <Field term="Limits">
+              {[
+                j.maxRuntimeS ? `max runtime ${durationText(j.maxRuntimeS)}` : null,
+                j.idleTimeoutS ? `idle timeout ${durationText(j.idleTimeoutS)}` : null,
+                j.waitTimeoutS ? `wait at most ${durationText(j.waitTimeoutS)}` : null,
+              ]
+                .filter(Boolean)
+                .join(', ') || 'none'}
+            </Field>
+          </dl>
+        </Card>
+        <Card title="When and how it ended">
+          <dl>
+            <Field term="Submitted">
+              <Ago at={j.createdAt} />
+            </Field>
+            <Field term="Started">{j.startedAt ? <Ago at={j.startedAt} /> : 'not yet'}</Field>
+            <Field term="Ended">{j.endedAt ? <Ago at={j.endedAt} /> : '–'}</Field>
+            <Field term="Waited">{durationText(((j.startedAt ? Date.parse(j.startedAt) : now) - Date.parse(j.createdAt)) / 1000)}</Field>
+            <Field term="Ran for">{jobDuration(j.startedAt, j.endedAt, now)}</Field>
+            {j.expiresAt ? (
+              <Field term="Hold ends">
+                <Ago at={j.expiresAt} />
+              </Field>
+            ) : null}
+            <Field term="Exit code">{j.exitCode ?? '–'}</Field>
+            <Field term="Cause">{j.cause ?? '–'}</Field>
+            <Field term="Reason">{j.reason ?? '–'}</Field>
+          </dl>
+        </Card>
+      </div>
+      {j.kind === 'run' ? (
+        <Card title="Output">
+          {j.outputTruncated ? (
+            <p className="mb-2 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900">
+              Stored output reached its bound: later output was streamed live but not kept.
+            </p>
+          ) : null}
+          <JobOutput jobId={j.id} />
+        </Card>
+      ) : j.kind === 'tty' ? (
+        <p className="text-sm text-zinc-500">A terminal's output is not stored.</p>
+      ) : null}
+    </div>
+  );
+}
+
+/** Kill (or, for a hold, Release), shown to those the controller lets stop it. */
+export function StopButton({ job }: { job: Job }) {
+  const me = useMe();
+  const client = useQueryClient();
+  const stop = useMutation({
+    mutationFn: () => {
+      if (!me) throw new Error('not signed in');
+      const submitter = stopAs(me, job.submitter);
+      return job.kind === 'hold'
+        ? call('POST /api/holds/:id/release', { id: job.id, body: { submitter } })
+        : call('POST /api/jobs/:id/kill', { id: job.id, body: { submitter } });
+    },
+    onSuccess: () => void client.invalidateQueries(),
+  });
+  if (!me || !mayStop(me, job.submitter)) return null;
+  const verb = job.kind === 'hold' ? 'Release' : 'Kill';
+  return (
+    <span className="inline-flex flex-col items-end">
+      <Button
+        kind="danger"
+        disabled={stop.isPending}
+        aria-label={`${verb} job ${job.id}`}
+        onClick={() => {
+          if (window.confirm(`${verb} job ${job.id} of ${job.submitter}?`)) stop.mutate();
+        }}
+      >
+        {verb}
+      </Button>
+      <ErrorBox error={stop.error} />
+    </span>
+  );
+}

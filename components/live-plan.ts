@@ -1,0 +1,59 @@
+// What a page fetches again after the live view's changes (server/live.ts):
+// pure, so the rule is tested apart from sockets and React. A change on one
+// host refetches that host's part of the fleet; a burst over many hosts, or a
+// change that names none, refetches the fleet whole.
+import type { LiveChange } from '../protocol/events';
+
+/** Past this many hosts in one batch, one whole fetch is cheaper than one per host. */
+export const MAX_HOST_FETCHES = 16;
+
+export interface RefetchPlan {
+  /** Fetch the whole fleet again. */
+  fleet: boolean;
+  /** Or only these hosts' parts of it. */
+  hosts: string[];
+  /** Query key prefixes to invalidate (react-query refetches those in use). */
+  invalidate: string[][];
+}
+
+export function planRefetch(changes: readonly LiveChange[]): RefetchPlan {
+  let fleet = false;
+  const hosts = new Set<string>();
+  const keys = new Map<string, string[]>();
+  const add = (...key: string[]) => keys.set(JSON.stringify(key), key);
+  for (const c of changes) {
+    switch (c.what) {
+      case 'devices':
+        if (c.host) {
+          hosts.add(c.host);
+          add('host', c.host);
+        } else {
+          fleet = true;
+          add('host');
+        }
+        add('device');
+        add('queue');
+        break;
+      case 'jobs':
+        add('jobs');
+        add('queue');
+        add('holds');
+        add(...(c.jobId ? ['job', c.jobId] : ['job']));
+        add('device');
+        add('host');
+        break;
+      case 'sheet':
+        add(...(c.host ? ['host', c.host] : ['host']));
+        add('device');
+        break;
+      case 'samples':
+        add('samples');
+        break;
+      case 'audit':
+        add('audit');
+        break;
+    }
+  }
+  if (hosts.size > MAX_HOST_FETCHES) fleet = true;
+  return { fleet, hosts: fleet ? [] : [...hosts].sort(), invalidate: [...keys.values()] };
+}

@@ -1,0 +1,14 @@
+// The dashboard's query keys in one place: the live view invalidates by their
+// first element (components/live-plan.ts), so every query starts with one of these.
+export const keys = {
+  whoami: ['whoami'] as const,
+  fleet: ['fleet'] as const,
+  host: (name: string) => ['host', name] as const,
+  device: (name: string) => ['device', name] as const,
+  samples: (what: string, window: string) => ['samples', what, window] as const,
+  jobs: (filter: Record<string, string>) => ['jobs', filter] as const,
+  job: (id: string) => ['job', id] as const,
+  queue: ['queue'] as const,
+  holds: ['holds'] as const,
+  audit: (filter: Record<string, string>) => ['audit', filter] as const,
+};

@@ -1,0 +1,110 @@
+'use client';
+// Small shared pieces: state badges, times with their exact value on hover,
+// error boxes, buttons. Colour always comes with a word.
+import type { ReactNode } from 'react';
+import type { DeviceState, JobState } from '../protocol/wire';
+import { ApiError } from './api-client';
+import { agoText, exactTime } from './format';
+import { useNow } from './providers';
+
+const DEVICE_COLOURS: Record<DeviceState | 'held', string> = {
+  free: 'bg-emerald-100 text-emerald-900 ring-emerald-300',
+  busy: 'bg-sky-100 text-sky-900 ring-sky-300',
+  held: 'bg-violet-100 text-violet-900 ring-violet-300',
+  unhealthy: 'bg-red-100 text-red-900 ring-red-300',
+  offline: 'bg-zinc-200 text-zinc-700 ring-zinc-300',
+};
+
+export function DeviceBadge({ state }: { state: DeviceState | 'held' }) {
+  return <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ring-1 ${DEVICE_COLOURS[state]}`}>{state}</span>;
+}
+
+const JOB_COLOURS: Record<string, string> = {
+  queued: 'bg-amber-100 text-amber-900 ring-amber-300',
+  running: 'bg-sky-100 text-sky-900 ring-sky-300',
+  succeeded: 'bg-emerald-100 text-emerald-900 ring-emerald-300',
+  failed: 'bg-red-100 text-red-900 ring-red-300',
+};
+
+export function JobBadge({ state }: { state: JobState }) {
+  return (
+    <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ring-1 ${JOB_COLOURS[state] ?? 'bg-zinc-200 text-zinc-800 ring-zinc-300'}`}>
+      {state}
+    </span>
+  );
+}
+
+/** "3 min ago", the exact time on hover. */
+export function Ago({ at }: { at: string | null | undefined }) {
+  const now = useNow(5000);
+  return (
+    <time dateTime={at ?? undefined} title={exactTime(at)}>
+      {agoText(at, now)}
+    </time>
+  );
+}
+
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  const message = error instanceof Error ? error.message : String(error);
+  const code = error instanceof ApiError ? error.code : null;
+  return (
+    <div role="alert" className="my-2 rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-900">
+      {code ? <span className="mr-2 font-mono text-xs">{code}</span> : null}
+      {message}
+    </div>
+  );
+}
+
+export function Card({ title, children, actions }: { title?: ReactNode; children: ReactNode; actions?: ReactNode }) {
+  return (
+    <section className="mb-4 rounded-lg border border-zinc-200 bg-white shadow-sm">
+      {title ? (
+        <header className="flex flex-wrap items-center justify-between gap-2 border-b border-zinc-100 px-4 py-2">
+          <h2 className="text-sm font-semibold text-zinc-800">{title}</h2>
+          {actions}
+        </header>
+      ) : null}
+      <div className="px-4 py-3">{children}</div>
+    </section>
+  );
+}
+
+const BUTTON = {
+  primary: 'bg-zinc-900 text-white hover:bg-zinc-700',
+  plain: 'bg-white text-zinc-800 ring-1 ring-zinc-300 hover:bg-zinc-50',
+  danger: 'bg-red-700 text-white hover:bg-red-600',
+};
+
+export function Button({ kind = 'plain', className = '', ...props }: React.ButtonHTMLAttributes<HTMLButtonElement> & { kind?: keyof typeof BUTTON }) {
+  return (
+    <button
+      type="button"
+      {...props}
+      className={`rounded px-2.5 py-1 text-sm font-medium focus:outline-none focus-visible:ring-2 focus-visible:ring-sky-500 disabled:cursor-not-allowed disabled:opacity-50 ${BUTTON[kind]} ${className}`}
+    />
+  );
+}
+
+export function PageTitle({ children, sub }: { children: ReactNode; sub?: ReactNode }) {
+  return (
+    <div className="mb-4">
+      <h1 className="text-xl font-semibold text-zinc-900">{children}</h1>
+      {sub ? <p className="mt-0.5 text-sm text-zinc-600">{sub}</p> : null}
+    </div>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return <p className="text-sm text-zinc-500">Loading {what}…</p>;
+}
+
+/** A definition list row: a term and its value. */
+export function Field({ term, children }: { term: string; children: ReactNode }) {
+  return (
+    <div className="flex gap-3 py-0.5 text-sm">
+      <dt className="w-32 shrink-0 text-zinc-500">{term}</dt>
+      <dd className="min-w-0 break-words text-zinc-900">{children}</dd>
+    </div>
+  );
+}
