@@ -56,7 +56,7 @@ function needsBuild(): boolean {
   if (!existsSync(id)) return true;
   const built = statSync(id).mtimeMs;
   // The pages import the contract and core's logic too.
-  return ['app', 'components', 'protocol', 'core', 'next.config.mjs'].some((p) => newestMtime(join(ROOT, p)) > built);
+  return ['app', 'components', 'protocol', 'core', 'next.config.mjs', 'proxy.ts', 'postcss.config.mjs'].some((p) => newestMtime(join(ROOT, p)) > built);
 }
 
 function newestMtime(path: string): number {

@@ -73,3 +73,13 @@ export const terminalStarted = (page: Page) =>
   page.waitForFunction(() => /^job j[0-9a-v]{10} on /.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, {
     timeout: 20_000,
   });
+
+/** Saves a screenshot of the whole page under test-results/screenshots/ (CI keeps it as an artefact; people look at it). */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  const { mkdirSync } = await import('node:fs');
+  const dir = join(import.meta.dirname, '..', '..', 'test-results', 'screenshots');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}

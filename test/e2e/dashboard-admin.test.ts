@@ -1,0 +1,219 @@
+// The dashboard's operator side in a real Chromium: the usage sheet editor
+// (source beside a live preview, a stale edit refused), a sheet full of XSS
+// running nothing, the read-only view refusing edits in the page and at the
+// API, clearing a quarantine (reason and evidence first, a reason required),
+// and the audit page listing all of it with who and from where. Every page
+// is saved as a screenshot under test-results/screenshots/.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
+import { fakeNvidiaSmiDir, setGpuMemoryUsed } from '../helpers/fake-nvidia-smi';
+import { Stack } from '../helpers/stack';
+
+const skip = noChromium;
+let stack: Stack;
+let browser: Awaited<ReturnType<typeof launchChromium>>;
+let context: BrowserContext;
+const smi = fakeNvidiaSmiDir();
+
+before(
+  async () => {
+    if (skip) return;
+    stack = await Stack.start({ dashboard: true, workers: [] });
+    await stack.startWorker('gpubox', 2, { PATH: `${smi}:${process.env.PATH}`, RC_GPU_SETTLE_S: '0.5', RC_GPU_MEM_THRESHOLD_MIB: '1024' });
+    browser = await launchChromium();
+    context = browser.context;
+  },
+  { timeout: 660_000 },
+);
+
+after(async () => {
+  await browser?.close();
+  await stack?.stop();
+});
+
+async function pageAs(token: 'admin' | 'client'): Promise<Page> {
+  const page = await context.newPage();
+  page.on('dialog', (d) => void d.accept());
+  await signIn(page, stack.controllerUrl, token === 'admin' ? stack.adminToken : stack.clientToken);
+  await page.locator('[data-device="gpubox:gpu0"]').waitFor();
+  return page;
+}
+
+/** Types into CodeMirror as a person does (select all, then the new text). */
+async function typeSource(page: Page, text: string): Promise<void> {
+  const editor = page.getByRole('textbox', { name: 'usage sheet source (Markdown)' });
+  await editor.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.press('Delete');
+  await page.keyboard.insertText(text);
+}
+
+const XSS = [
+  '# Rules for gpubox',
+  '',
+  'Ask **#infra** first.',
+  '',
+  '<script>window.__xss = "script"</script>',
+  '<img src="x" onerror="window.__xss = \'img\'">',
+  '[a link](javascript:window.__xss=%22link%22)',
+  '<svg onload="window.__xss = \'svg\'"><circle r="4"/></svg>',
+  '<a href="javascript:window.__xss=1">raw link</a>',
+  'ANSI: \u001b[31mred?\u001b[0m',
+  '',
+].join('\n');
+
+test('an admin edits the usage sheet with a live preview; the XSS corpus in it runs nothing, for the editor or for readers', { skip, timeout: 120_000 }, async () => {
+  const page = await pageAs('admin');
+  await page.goto(`${stack.controllerUrl}/hosts/gpubox`);
+  await page.getByText('No usage sheet yet.').waitFor();
+  await page.getByRole('button', { name: 'Edit the usage sheet' }).click();
+  await typeSource(page, XSS);
+  const preview = page.getByRole('region', { name: 'Preview' });
+  await preview.getByRole('heading', { name: 'Rules for gpubox' }).waitFor();
+  await screenshot(page, 'sheet-editor');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByText(/updated just now by admin:/).waitFor();
+
+  const reader = await pageAs('client');
+  await reader.goto(`${stack.controllerUrl}/hosts/gpubox`);
+  await reader.getByRole('heading', { name: 'Rules for gpubox' }).waitFor();
+  await reader.getByText('a link').click();
+  await new Promise((r) => setTimeout(r, 300));
+  for (const p of [page, reader]) {
+    const found = await p.evaluate(() => {
+      const md = document.querySelector('.rc-markdown')!;
+      return {
+        xss: (window as unknown as { __xss?: string }).__xss ?? null,
+        scripts: md.querySelectorAll('script').length,
+        handlers: [...md.querySelectorAll('*')].filter((e) => [...e.attributes].some((a) => a.name.startsWith('on'))).length,
+        svgs: md.querySelectorAll('svg, img').length,
+        hrefs: [...md.querySelectorAll('a')].map((a) => a.getAttribute('href') ?? ''),
+        text: md.textContent ?? '',
+      };
+    });
+    assert.equal(found.xss, null, 'nothing of the corpus ran');
+    assert.equal(found.scripts, 0);
+    assert.equal(found.handlers, 0);
+    assert.equal(found.svgs, 0, 'raw HTML is not rendered at all');
+    assert.ok(
+      found.hrefs.every((h) => !/^\s*javascript:/i.test(h)),
+      `no javascript: link: ${found.hrefs.join(', ')}`,
+    );
+    assert.match(found.text, /Ask #infra first\./);
+  }
+  await screenshot(reader, 'host');
+  await reader.close();
+  await page.close();
+});
+
+test('a sheet edited elsewhere shows on an open page; saving over it is refused, and their version can be loaded', { skip, timeout: 90_000 }, async () => {
+  const page = await pageAs('admin');
+  await page.goto(`${stack.controllerUrl}/hosts/gpubox`);
+  await page.getByRole('button', { name: 'Edit the usage sheet' }).click();
+  await typeSource(page, '# my edit');
+  // Meanwhile another admin saves with the CLI's API (last write wins there).
+  const put = await stack.api('PUT', '/api/hosts/gpubox/sheet', { body: '# their edit\n\nsaved meanwhile' }, stack.adminToken);
+  assert.equal(put.status, 200);
+  await page.getByRole('button', { name: 'Save' }).click();
+  const alert = page.getByRole('alert');
+  await alert.waitFor();
+  assert.match((await alert.textContent()) ?? '', /conflict/);
+  await page.getByRole('button', { name: 'Load their version' }).click();
+  await page.getByRole('region', { name: 'Preview' }).getByRole('heading', { name: 'their edit' }).waitFor();
+  await page.getByRole('button', { name: 'Cancel' }).click();
+
+  // A reader with the page open sees the next edit within a second, without a reload.
+  const reader = await pageAs('client');
+  await reader.goto(`${stack.controllerUrl}/hosts/gpubox`);
+  await reader.getByRole('heading', { name: 'their edit' }).waitFor();
+  const t0 = Date.now();
+  await stack.api('PUT', '/api/hosts/gpubox/sheet', { body: '# third edit' }, stack.adminToken);
+  await reader.getByRole('heading', { name: 'third edit' }).waitFor({ timeout: 3000 });
+  assert.ok(Date.now() - t0 < 1500, `shown ${Date.now() - t0} ms after the save`);
+  await reader.close();
+  await page.close();
+});
+
+test('the read-only view: no edit controls for a client token, and the API refuses its cookie writes', { skip, timeout: 60_000 }, async () => {
+  const page = await pageAs('client');
+  await page.goto(`${stack.controllerUrl}/hosts/gpubox`);
+  await page.getByRole('heading', { name: 'third edit' }).waitFor();
+  assert.equal(await page.getByRole('button', { name: /Edit/ }).count(), 0);
+  await page.goto(`${stack.controllerUrl}/devices/gpubox:gpu0`);
+  await page.getByRole('heading', { name: /gpubox:gpu0/ }).waitFor();
+  assert.equal(await page.getByRole('button', { name: /Edit|Clear/ }).count(), 0);
+  await screenshot(page, 'device');
+  const tries = await page.evaluate(async () => {
+    const send = async (method: string, path: string, body: unknown) => {
+      const r = await fetch(path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return [r.status, ((await r.json()) as { error?: { code: string } }).error?.code ?? null];
+    };
+    return [
+      await send('PUT', '/api/hosts/gpubox/sheet', { body: 'defaced' }),
+      await send('PUT', '/api/devices/gpubox:gpu0/note', { body: 'defaced' }),
+      await send('POST', '/api/admin/devices/gpubox:gpu0/clear', { reason: 'because' }),
+    ];
+  });
+  assert.deepEqual(tries, [
+    [403, 'forbidden'],
+    [403, 'forbidden'],
+    [403, 'forbidden'],
+  ]);
+  const sheet = (await stack.api('GET', '/api/hosts/gpubox/sheet')).body as { sheet: { body: string } };
+  assert.equal(sheet.sheet.body, '# third edit');
+  await page.close();
+});
+
+test('an admin clears a quarantine: reason and evidence first, a reason required; the fleet page follows', { skip, timeout: 90_000 }, async () => {
+  const job = await stack.cli(['run', '-d', 'gpubox:gpu0', '--', 'sh', '-c', `echo 4096 > ${smi}/state/used.0; echo trained`]);
+  assert.equal(job.code, 0, job.stderr);
+  await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'gpubox:gpu0')?.state === 'unhealthy', 'the quarantine');
+  const fleet = await pageAs('client');
+  await fleet.locator('[data-device="gpubox:gpu0"][data-state=unhealthy]').waitFor();
+  const page = await pageAs('admin');
+  await page.goto(`${stack.controllerUrl}/devices/gpubox:gpu0`);
+  const panel = page.getByRole('region', { name: 'Quarantine' });
+  await panel.waitFor();
+  assert.match((await panel.textContent()) ?? '', /GPU memory still held after job j\w+ ended: 4096 MiB used/);
+  assert.match((await panel.textContent()) ?? '', /"memUsedMiB": 4096/);
+  const clear = page.getByRole('button', { name: 'Clear quarantine' });
+  assert.equal(await clear.isDisabled(), true, 'no reason, no clearing');
+  await screenshot(page, 'device-quarantined');
+  setGpuMemoryUsed(smi, 0, 0);
+  await panel.getByRole('textbox').fill('memory freed by hand after checking nvidia-smi');
+  await clear.click();
+  await page.getByTestId('device-state').getByText('free').waitFor({ timeout: 5000 });
+  await fleet.locator('[data-device="gpubox:gpu0"][data-state=free]').waitFor({ timeout: 3000 });
+  await fleet.close();
+  await page.close();
+});
+
+test('the audit page lists those actions: who (token and submitter), what, when, from where; filterable', { skip, timeout: 60_000 }, async () => {
+  const page = await pageAs('admin');
+  await page.getByRole('link', { name: 'Audit' }).click();
+  await page.locator('[data-audit="device.clear"]').waitFor();
+  const text = (await page.locator('table').textContent()) ?? '';
+  for (const what of ['sheet.write', 'device.clear', 'device.quarantine']) assert.ok(text.includes(what), `${what} is listed`);
+  const clearRow = (await page.locator('[data-audit="device.clear"]').first().textContent()) ?? '';
+  assert.match(clearRow, /admin:/);
+  assert.match(clearRow, /gpubox:gpu0/);
+  assert.match(clearRow, /dashboard/);
+  await screenshot(page, 'audit');
+  await page.getByRole('textbox', { name: 'What' }).fill('sheet.write');
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-audit]')].every((r) => r.getAttribute('data-audit') === 'sheet.write'), null, {
+    timeout: 5000,
+  });
+  assert.ok((await page.locator('[data-audit]').count()) >= 2);
+  // The other pages, for the eye.
+  await page.goto(`${stack.controllerUrl}/jobs`);
+  await page.locator('[data-job]').first().waitFor();
+  await screenshot(page, 'jobs');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL(`${stack.controllerUrl}/login`);
+  await screenshot(page, 'login');
+  const after = await page.evaluate(async () => (await fetch('/api/whoami')).status);
+  assert.equal(after, 401, 'signed out: the cookie is gone');
+  await page.close();
+});
