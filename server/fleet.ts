@@ -30,7 +30,8 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
   const details = opts.details ?? true;
   // Fragments, not `$1 is null or …`: a prepared statement's generic plan would not use the index for one host.
   const one = opts.host !== undefined;
-  const [found, allLabels] = await Promise.all([
+  const where = one ? sql`where host_name = ${opts.host!}` : sql``;
+  const [found, allLabels, merged] = await Promise.all([
     sql<FleetDevice[]>`
       select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.submitter, l.acquired_at,
         d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
@@ -40,11 +41,19 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       left join jobs j on j.id = l.job_id
       where d.present ${one ? sql`and d.host_name = ${opts.host!}` : sql``}
       order by d.host_name, d.index`,
+    details ? sql<LabelRow[]>`select * from labels ${where} order by key, device_index desc, source` : Promise.resolve([]),
+    // Without details, the database merges each level (a declared label beats a detected one) and sends one
+    // object per device and per host: a few thousand rows instead of a hundred thousand.
     details
-      ? sql<LabelRow[]>`select * from labels ${one ? sql`where host_name = ${opts.host!}` : sql``} order by key, device_index desc, source`
-      : sql<LabelRow[]>`select host_name, device_index, key, value, source from labels ${one ? sql`where host_name = ${opts.host!}` : sql``}
-          order by key, device_index desc, source`,
+      ? Promise.resolve([])
+      : sql<{ hostName: string; deviceIndex: number; labels: Record<string, string> }[]>`
+          select host_name, device_index, json_object_agg(key, value) as labels from (
+            select distinct on (host_name, device_index, key) host_name, device_index, key, value from labels ${where}
+            order by host_name, device_index, key, source = 'declared' desc
+          ) l group by host_name, device_index`,
   ]);
+  const levels = new Map<string, Record<string, string>>();
+  for (const m of merged) levels.set(`${m.hostName}\0${m.deviceIndex}`, m.labels);
   const byHost = new Map<string, LabelRow[]>();
   for (const l of allLabels) {
     const list = byHost.get(l.hostName) ?? [];
@@ -52,7 +61,7 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
     byHost.set(l.hostName, list);
   }
   return found.map((d) => {
-    const own = (byHost.get(d.hostName) ?? []).filter((l) => l.deviceIndex === -1 || l.deviceIndex === d.index);
+    const own = details ? (byHost.get(d.hostName) ?? []).filter((l) => l.deviceIndex === -1 || l.deviceIndex === d.index) : [];
     const labelDetails = details
       ? markEffective(
           own.map(
@@ -80,7 +89,9 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       // are offline, even while a lost job still holds them (freed when the worker comes back without it).
       state: d.unhealthySince ? 'unhealthy' : d.hostStatus === 'offline' ? 'offline' : d.jobId ? 'busy' : d.hostStatus === 'online' ? 'free' : 'offline',
       holder: d.jobId ? { jobId: d.jobId, submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
-      labels: labelDetails ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value])) : effectiveLabels(own),
+      labels: labelDetails
+        ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value]))
+        : mergeLevels(levels.get(`${d.hostName}\0-1`), levels.get(`${d.hostName}\0${d.index}`)),
       ...(labelDetails ? { labelDetails } : {}),
       unhealthy: d.unhealthySince ? { since: d.unhealthySince.toISOString(), reason: d.unhealthyReason ?? '', evidence: d.unhealthyEvidence ?? {} } : null,
       gpu: d.gpuSample && d.sampledAt ? { ...d.gpuSample, at: d.sampledAt.toISOString() } : null,
@@ -93,15 +104,14 @@ function rank(hostWide: boolean, source: LabelView['source']): number {
   return (hostWide ? 0 : 2) + (source === 'declared' ? 1 : 0);
 }
 
-/** The merged labels of a device's label rows (markEffective's winners), without building their details. */
-function effectiveLabels(own: Pick<LabelRow, 'key' | 'value' | 'source' | 'deviceIndex'>[]): Record<string, string> {
-  const best = new Map<string, { value: string; rank: number }>();
-  for (const l of own) {
-    const r = rank(l.deviceIndex === -1, l.source);
-    const cur = best.get(l.key);
-    if (!cur || r > cur.rank) best.set(l.key, { value: l.value, rank: r });
-  }
-  return Object.fromEntries([...best].map(([k, v]) => [k, v.value]));
+/** markEffective's rule over the levels the database merged: a device's own labels beat its host's. In key order, as with details. */
+function mergeLevels(host: Record<string, string> | undefined, own: Record<string, string> | undefined): Record<string, string> {
+  const all = { ...host, ...own };
+  return Object.fromEntries(
+    Object.keys(all)
+      .sort()
+      .map((k) => [k, all[k]!]),
+  );
 }
 
 /**
