@@ -82,8 +82,8 @@ export function reservationFor(job: QueuedJob, devices: readonly DeviceView[]): 
 }
 
 /** The first host (in name order) with enough fitting devices; all on one host. */
-function pickOnOneHost(fits: DeviceView[], count: number): DeviceView[] | null {
-  const byHost = new Map<string, DeviceView[]>();
+export function pickOnOneHost<D extends Pick<DeviceView, 'hostName'>>(fits: D[], count: number): D[] | null {
+  const byHost = new Map<string, D[]>();
   for (const d of fits) {
     const list = byHost.get(d.hostName) ?? [];
     list.push(d);
@@ -93,7 +93,7 @@ function pickOnOneHost(fits: DeviceView[], count: number): DeviceView[] | null {
   return null;
 }
 
-function byHostThenIndex(a: DeviceView, b: DeviceView): number {
+export function byHostThenIndex(a: Pick<DeviceView, 'hostName' | 'index'>, b: Pick<DeviceView, 'hostName' | 'index'>): number {
   return a.hostName < b.hostName ? -1 : a.hostName > b.hostName ? 1 : a.index - b.index;
 }
 

@@ -192,6 +192,9 @@ export const jobs = pgTable(
     index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
     index('jobs_created_idx').on(t.createdAt),
     index('jobs_name_idx').on(t.name, t.seq).where(sql`name is not null`),
+    // GET /api/jobs pages newest first by seq (?before=), and a host's recent jobs (GET /api/hosts/:name).
+    index('jobs_seq_idx').on(t.seq),
+    index('jobs_host_seq_idx').on(t.hostName, t.seq).where(sql`host_name is not null`),
   ],
 );
 
@@ -276,4 +279,6 @@ export const audit = pgTable('audit', {
   action: text('action').notNull(),
   target: text('target'),
   detail: jsonb('detail').$type<Record<string, unknown>>(),
+  /** Where the request that did it came from: `<client address>, dashboard|token`; null for the controller's own acts (server/request-scope.ts). */
+  origin: text('origin'),
 });

@@ -22,6 +22,7 @@ import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
 import { LiveFeed } from './live';
 import { RemoteCalls } from './remote-calls';
+import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
 
@@ -60,6 +61,7 @@ export class Controller {
   readonly live: LiveFeed;
   readonly calls: RemoteCalls;
   readonly outputLimitBytes: number;
+  readonly reserveAfterS: number;
   private timers: NodeJS.Timeout[] = [];
   private io: Server | null = null;
   private readonly log: (msg: string) => void;
@@ -69,6 +71,7 @@ export class Controller {
     this.log = log;
     this.db = opts.database.db;
     this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
+    this.reserveAfterS = opts.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
     this.sql = opts.database.client;
     this.bus = new Bus({ url: opts.databaseUrl, log });
     const bus = this.bus;
@@ -110,6 +113,8 @@ export class Controller {
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
       changed: (host) => live.changed({ what: 'devices', host }),
+      sampled: () => live.sampled(),
+      audited: () => live.changed({ what: 'audit' }),
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
     this.scheduler = new Scheduler(
@@ -118,12 +123,16 @@ export class Controller {
       this.events,
       this.hub,
       (err) => log(`scheduling pass failed: ${String(err)}`),
-      opts.reserveAfterS,
+      this.reserveAfterS,
       () => bus.publish({ t: 'poke' }),
       (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets }),
       (jobId, host, devices) => bus.envelope({ t: 'job', jobId, event: { type: 'started', jobId, host, devices } }),
     );
-    this.router = new Router(this.db, log, { publicUrl: opts.publicUrl ?? null, health: opts.health ?? null });
+    this.router = new Router(this.db, log, {
+      publicUrl: opts.publicUrl ?? null,
+      health: opts.health ?? null,
+      audited: () => live.changed({ what: 'audit' }),
+    });
     registerApi(this.router, this);
     this.tty = new TtyHub(
       {

@@ -4,10 +4,11 @@ import { RcError } from '../core/errors';
 import { deviceMatches, parseDeviceName } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
 import type { sheets } from '../db/schema';
-import type { DeviceDescription, Explanation, SheetView } from '../protocol/wire';
+import type { DeviceDescription, Explanation, HostDescription, SheetView } from '../protocol/wire';
 import type { Sql } from './db';
-import { loadDevices } from './fleet';
+import { loadDevices, loadHosts } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
+import { auditOrigin } from './request-scope';
 
 type SheetRow = typeof sheets.$inferSelect;
 
@@ -17,7 +18,8 @@ function sheetView(s: Pick<SheetRow, 'body' | 'updatedBy' | 'updatedAt'>): Sheet
 }
 
 export async function describeDevice(sql: Sql, name: string): Promise<DeviceDescription> {
-  const device = (await loadDevices(sql)).find((d) => d.name === name);
+  const parsed = parseDeviceName(name);
+  const device = parsed ? (await loadDevices(sql, { host: parsed.hostName })).find((d) => d.name === name) : undefined;
   if (!device) throw new RcError('not_found', `no device is named ${name}; rc devices lists them`);
   const [found, recent] = await Promise.all([
     sql<SheetRow[]>`select * from sheets where host_name = ${device.hostName} and device_index in (-1, ${device.index})`,
@@ -30,20 +32,68 @@ export async function describeDevice(sql: Sql, name: string): Promise<DeviceDesc
   return { device, sheet: view(-1), note: view(device.index), recentJobs: recent.map(jobView) };
 }
 
-/** Replaces (or, with an empty body, removes) a host's sheet or a device's note. */
-export async function writeSheet(sql: Sql, hostName: string, deviceIndex: number, body: string, actor: string): Promise<SheetView | null> {
+/** How many of a host's recent jobs its page shows. */
+export const HOST_RECENT_JOBS = 20;
+
+/** One host in full (the host page): its row, its devices with their labels' details, its sheet, its recent jobs. */
+export async function describeHost(sql: Sql, name: string): Promise<HostDescription> {
+  const [hostRows, devices, sheet, recent] = await Promise.all([
+    loadHosts(sql, name),
+    loadDevices(sql, { host: name }),
+    sql<SheetRow[]>`select * from sheets where host_name = ${name} and device_index = -1`,
+    sql<JobRow[]>`select * from jobs where host_name = ${name} order by seq desc limit ${HOST_RECENT_JOBS}`,
+  ]);
+  const host = hostRows[0];
+  if (!host) throw new RcError('not_found', `no host is named ${name}; rc admin hosts lists them (GET /api/hosts)`);
+  return { host, devices, sheet: sheet[0] ? sheetView(sheet[0]) : null, recentJobs: recent.map(jobView) };
+}
+
+/**
+ * Replaces (or, with an empty body, removes) a host's sheet or a device's note.
+ * `ifUpdatedAt` (the version the edit started from; null: none) refuses the
+ * write with `conflict` when someone saved another meanwhile; undefined: the
+ * last write wins. Versions compare at the millisecond the API shows (SheetView's
+ * ISO string), and are stored at that precision.
+ */
+export async function writeSheet(
+  sql: Sql,
+  hostName: string,
+  deviceIndex: number,
+  body: string,
+  actor: string,
+  ifUpdatedAt?: string | null,
+): Promise<SheetView | null> {
+  const origin = auditOrigin();
+  const what = deviceIndex === -1 ? `the sheet of ${hostName}` : `the note of ${hostName}:gpu${deviceIndex}`;
   return sql.begin(async (tx) => {
-    const [host] = await tx<{ name: string }[]>`select name from hosts where name = ${hostName}`;
+    // The host's row, locked: two edits of its sheet or notes take turns, so the version check holds until the write.
+    const [host] = await tx<{ name: string }[]>`select name from hosts where name = ${hostName} for update`;
     if (!host) throw new RcError('not_found', `no host is named ${hostName}; rc devices lists the hosts' devices`);
-    await tx`insert into audit (actor, action, target, detail) values (${actor}, ${deviceIndex === -1 ? 'sheet.write' : 'note.write'},
-      ${deviceIndex === -1 ? hostName : `${hostName}:gpu${deviceIndex}`}, ${JSON.stringify({ bytes: Buffer.byteLength(body) })}::text::jsonb)`;
+    if (ifUpdatedAt !== undefined) {
+      const [cur] = await tx<Pick<SheetRow, 'updatedBy' | 'updatedAt'>[]>`
+        select updated_by, updated_at from sheets where host_name = ${hostName} and device_index = ${deviceIndex}`;
+      const expected = ifUpdatedAt === null ? null : Date.parse(ifUpdatedAt);
+      const stored = cur ? cur.updatedAt.getTime() : null;
+      if (stored !== expected) {
+        throw new RcError(
+          'conflict',
+          cur
+            ? `${cur.updatedBy} saved ${what} at ${cur.updatedAt.toISOString()}, after you opened it; nothing was changed: reload to see their version, then make your edit again`
+            : `${what} was removed after you opened it; nothing was changed: reload to see that, then make your edit again`,
+        );
+      }
+    }
+    await tx`insert into audit (actor, action, target, detail, origin) values (${actor}, ${deviceIndex === -1 ? 'sheet.write' : 'note.write'},
+      ${deviceIndex === -1 ? hostName : `${hostName}:gpu${deviceIndex}`}, ${JSON.stringify({ bytes: Buffer.byteLength(body) })}::text::jsonb, ${origin})`;
     if (body === '') {
       await tx`delete from sheets where host_name = ${hostName} and device_index = ${deviceIndex}`;
       return null;
     }
+    // At the millisecond: the version a client sends back is the ISO string it was shown.
     const [row] = await tx<Pick<SheetRow, 'updatedAt'>[]>`
-      insert into sheets (host_name, device_index, body, updated_by) values (${hostName}, ${deviceIndex}, ${body}, ${actor})
-      on conflict (host_name, device_index) do update set body = excluded.body, updated_by = excluded.updated_by, updated_at = now()
+      insert into sheets (host_name, device_index, body, updated_by, updated_at)
+      values (${hostName}, ${deviceIndex}, ${body}, ${actor}, date_trunc('milliseconds', now()))
+      on conflict (host_name, device_index) do update set body = excluded.body, updated_by = excluded.updated_by, updated_at = excluded.updated_at
       returning updated_at`;
     return sheetView({ body, updatedBy: actor, updatedAt: row!.updatedAt });
   });
@@ -62,7 +112,7 @@ export async function explain(sql: Sql, selector: string, device: string | null)
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   if (device !== null && !parseDeviceName(device)) throw new RcError('no_matching_device', `no device is named ${device}; device names look like host:gpu0`);
   const [devices, queued] = await Promise.all([
-    loadDevices(sql),
+    loadDevices(sql, { details: false }),
     sql<Pick<JobRow, 'selector' | 'deviceName'>[]>`select selector, device_name from jobs where state = 'queued'`,
   ]);
   const job = { terms: parsed.terms, deviceName: device };

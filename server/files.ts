@@ -9,12 +9,14 @@ import { type FileEvent, WorkerEvent } from '../protocol/events';
 import type { FileOp, FileReply } from '../protocol/worker';
 import { actorDetail, actorText, actsAs, type Identity } from './auth';
 import type { Sql } from './db';
-import { loadDevices, type DeviceRow } from './fleet';
+import { loadDevices, type DeviceSummary } from './fleet';
+import { parseDeviceName } from '../core/schedule';
 import { ended, outcome } from '../core/job-state';
 import type { JobEvents } from './job-events';
 import { endJob } from './jobs/finish';
 import { newJobId } from './jobs/submit';
 import type { WorkerHub } from './worker-hub';
+import { auditOrigin } from './request-scope';
 
 export interface CopyDeps {
   sql: Sql;
@@ -84,8 +86,8 @@ async function audited(
   lease: string,
   bytes: number,
 ): Promise<void> {
-  await sql`insert into audit (actor, action, target, detail)
-    values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb)`;
+  await sql`insert into audit (actor, action, target, detail, origin)
+    values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb, ${auditOrigin()})`;
 }
 
 async function call(deps: CopyDeps, host: string, event: FileEvent, op: FileOp): Promise<Extract<FileReply, { ok: true }>> {
@@ -105,7 +107,8 @@ async function withCopyLease<T>(
   fn: (host: string, lease: string) => Promise<T>,
 ): Promise<T> {
   actsAs(identity, submitter);
-  const device = (await loadDevices(deps.sql)).find((d) => d.name === deviceName);
+  const parsed = parseDeviceName(deviceName);
+  const device = parsed ? (await loadDevices(deps.sql, { host: parsed.hostName, details: false })).find((d) => d.name === deviceName) : undefined;
   if (!device) throw new RcError('not_found', `no device is named ${deviceName}; rc devices lists them`);
   if (device.unhealthy) throw new RcError('quarantined', `${deviceName} is quarantined (${device.unhealthy.reason}); pick another device`);
   if (device.hostStatus !== 'online') {
@@ -130,12 +133,12 @@ async function withCopyLease<T>(
   }
 }
 
-function heldBy(d: DeviceRow, kind: string): string {
+function heldBy(d: DeviceSummary, kind: string): string {
   return `${d.name} is held by ${d.holder!.submitter} (${kind === 'hold' ? 'hold' : 'job'} ${d.holder!.jobId}); rc cp only copies to or from a device that is free or that you hold`;
 }
 
 /** One statement: a running `cp` job and its lease, or nothing if the device was taken (or quarantined) meanwhile. */
-async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d: DeviceRow, argv: string[]): Promise<{ id: string; fence: number }> {
+async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d: DeviceSummary, argv: string[]): Promise<{ id: string; fence: number }> {
   try {
     const rows = await sql<{ id: string; fence: number }[]>`
       with j as (

@@ -1,10 +1,11 @@
 // The fleet as people and the scheduler see it: devices, their labels and holders.
 import { deviceName } from '../core/schedule';
 import type { devices, hosts, labels } from '../db/schema';
-import type { DeviceRow, HostRow, JobKind, LabelView } from '../protocol/wire';
+import type { DeviceRow, DeviceSummary, Fleet, HostRow, JobKind, LabelView } from '../protocol/wire';
+import { RcError } from '../core/errors';
 import type { Sql } from './db';
 
-export type { DeviceRow, HostRow, LabelView };
+export type { DeviceRow, DeviceSummary, HostRow, LabelView };
 
 type DeviceColumns = typeof devices.$inferSelect;
 type LabelRow = typeof labels.$inferSelect;
@@ -12,10 +13,25 @@ type LabelRow = typeof labels.$inferSelect;
 type FleetDevice = Pick<
   DeviceColumns,
   'id' | 'hostName' | 'index' | 'uuid' | 'unhealthySince' | 'unhealthyReason' | 'unhealthyEvidence' | 'gpuSample' | 'sampledAt'
-> & { hostStatus: DeviceRow['hostStatus']; jobId: string | null; jobKind: JobKind | null; submitter: string | null; acquiredAt: Date | null };
+> & { hostStatus: DeviceSummary['hostStatus']; jobId: string | null; jobKind: JobKind | null; submitter: string | null; acquiredAt: Date | null };
 
-export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
-  const [found, allLabels] = await Promise.all([
+export interface LoadOptions {
+  /** Only this host's devices. */
+  host?: string;
+  /** Every label's source, age and staleness (labelDetails); default true. Without: the merged labels only, cheaper. */
+  details?: boolean;
+}
+
+/** The present devices, by host and index: all of them, or one host's (`host`); with their labels' details unless `details: false`. */
+export function loadDevices(sql: Sql, opts?: LoadOptions & { details?: true }): Promise<DeviceRow[]>;
+export function loadDevices(sql: Sql, opts: LoadOptions & { details: false }): Promise<DeviceSummary[]>;
+export function loadDevices(sql: Sql, opts: LoadOptions): Promise<DeviceSummary[] | DeviceRow[]>;
+export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<DeviceSummary[] | DeviceRow[]> {
+  const details = opts.details ?? true;
+  // Fragments, not `$1 is null or …`: a prepared statement's generic plan would not use the index for one host.
+  const one = opts.host !== undefined;
+  const where = one ? sql`where host_name = ${opts.host!}` : sql``;
+  const [found, allLabels, merged] = await Promise.all([
     sql<FleetDevice[]>`
       select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
         d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
@@ -23,10 +39,21 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       join hosts h on h.name = d.host_name
       left join leases l on l.device_id = d.id and l.released_at is null
       left join jobs j on j.id = l.job_id
-      where d.present
+      where d.present ${one ? sql`and d.host_name = ${opts.host!}` : sql``}
       order by d.host_name, d.index`,
-    sql<LabelRow[]>`select * from labels order by key, device_index desc, source`,
+    details ? sql<LabelRow[]>`select * from labels ${where} order by key, device_index desc, source` : Promise.resolve([]),
+    // Without details, the database merges each level (a declared label beats a detected one) and sends one
+    // object per device and per host: a few thousand rows instead of a hundred thousand.
+    details
+      ? Promise.resolve([])
+      : sql<{ hostName: string; deviceIndex: number; labels: Record<string, string> }[]>`
+          select host_name, device_index, json_object_agg(key, value) as labels from (
+            select distinct on (host_name, device_index, key) host_name, device_index, key, value from labels ${where}
+            order by host_name, device_index, key, source = 'declared' desc
+          ) l group by host_name, device_index`,
   ]);
+  const levels = new Map<string, Record<string, string>>();
+  for (const m of merged) levels.set(`${m.hostName}\0${m.deviceIndex}`, m.labels);
   const byHost = new Map<string, LabelRow[]>();
   for (const l of allLabels) {
     const list = byHost.get(l.hostName) ?? [];
@@ -34,21 +61,23 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
     byHost.set(l.hostName, list);
   }
   return found.map((d) => {
-    const own = (byHost.get(d.hostName) ?? []).filter((l) => l.deviceIndex === -1 || l.deviceIndex === d.index);
-    const details = markEffective(
-      own.map(
-        (l): LabelView => ({
-          key: l.key,
-          value: l.value,
-          source: l.source,
-          probe: l.probe,
-          seenAt: l.seenAt.toISOString(),
-          stale: l.stale,
-          hostWide: l.deviceIndex === -1,
-          effective: false,
-        }),
-      ),
-    );
+    const own = details ? (byHost.get(d.hostName) ?? []).filter((l) => l.deviceIndex === -1 || l.deviceIndex === d.index) : [];
+    const labelDetails = details
+      ? markEffective(
+          own.map(
+            (l): LabelView => ({
+              key: l.key,
+              value: l.value,
+              source: l.source,
+              probe: l.probe,
+              seenAt: l.seenAt.toISOString(),
+              stale: l.stale,
+              hostWide: l.deviceIndex === -1,
+              effective: false,
+            }),
+          ),
+        )
+      : null;
     return {
       id: d.id,
       name: deviceName(d.hostName, d.index),
@@ -60,12 +89,29 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
       // are offline, even while a lost job still holds them (freed when the worker comes back without it).
       state: d.unhealthySince ? 'unhealthy' : d.hostStatus === 'offline' ? 'offline' : d.jobId ? 'busy' : d.hostStatus === 'online' ? 'free' : 'offline',
       holder: d.jobId ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
-      labels: Object.fromEntries(details.filter((l) => l.effective).map((l) => [l.key, l.value])),
-      labelDetails: details,
+      labels: labelDetails
+        ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value]))
+        : mergeLevels(levels.get(`${d.hostName}\0-1`), levels.get(`${d.hostName}\0${d.index}`)),
+      ...(labelDetails ? { labelDetails } : {}),
       unhealthy: d.unhealthySince ? { since: d.unhealthySince.toISOString(), reason: d.unhealthyReason ?? '', evidence: d.unhealthyEvidence ?? {} } : null,
       gpu: d.gpuSample && d.sampledAt ? { ...d.gpuSample, at: d.sampledAt.toISOString() } : null,
-    };
+    } as DeviceRow;
   });
+}
+
+/** The rank of markEffective's rule: a device's own label beats its host's, a declared one a detected one. */
+function rank(hostWide: boolean, source: LabelView['source']): number {
+  return (hostWide ? 0 : 2) + (source === 'declared' ? 1 : 0);
+}
+
+/** markEffective's rule over the levels the database merged: a device's own labels beat its host's. In key order, as with details. */
+function mergeLevels(host: Record<string, string> | undefined, own: Record<string, string> | undefined): Record<string, string> {
+  const all = { ...host, ...own };
+  return Object.fromEntries(
+    Object.keys(all)
+      .sort()
+      .map((k) => [k, all[k]!]),
+  );
 }
 
 /**
@@ -75,16 +121,27 @@ export async function loadDevices(sql: Sql): Promise<DeviceRow[]> {
  * in `rc describe`, marked as overridden.
  */
 export function markEffective(details: LabelView[]): LabelView[] {
-  const rank = (l: LabelView) => (l.hostWide ? 0 : 2) + (l.source === 'declared' ? 1 : 0);
   const best = new Map<string, LabelView>();
   for (const l of details) {
     const cur = best.get(l.key);
-    if (!cur || rank(l) > rank(cur)) best.set(l.key, l);
+    if (!cur || rank(l.hostWide, l.source) > rank(cur.hostWide, cur.source)) best.set(l.key, l);
   }
   return details.map((l) => ({ ...l, effective: best.get(l.key) === l }));
 }
 
-export async function loadHosts(sql: Sql): Promise<HostRow[]> {
-  const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts order by name`;
+/** Every registered host by name, or the one named `host` (none when it is not registered). */
+export async function loadHosts(sql: Sql, host?: string): Promise<HostRow[]> {
+  const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts ${host === undefined ? sql`` : sql`where name = ${host}`} order by name`;
   return rows.map((h) => ({ name: h.name, status: h.status, lastSeenAt: h.lastSeenAt?.toISOString() ?? null, workerVersion: h.workerVersion }));
+}
+
+/** The fleet page's data (GET /api/fleet): every host and device, or one host's (`host`, not_found when unknown), and the queue's length. */
+export async function loadFleet(sql: Sql, host?: string): Promise<Fleet> {
+  const [hostRows, devices, [queued]] = await Promise.all([
+    loadHosts(sql, host),
+    loadDevices(sql, { host, details: false }),
+    sql<{ n: number }[]>`select count(*)::int as n from jobs where state = 'queued'`,
+  ]);
+  if (host !== undefined && !hostRows.length) throw new RcError('not_found', `no host is named ${host}; rc admin hosts lists them (GET /api/hosts)`);
+  return { hosts: hostRows, devices, queued: queued!.n };
 }

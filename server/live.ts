@@ -7,11 +7,15 @@ import type { Namespace } from 'socket.io';
 import { LiveEvent, type LiveChange } from '../protocol/events';
 
 export const CHANGE_WINDOW_MS = 100;
+/** New GPU samples come with every heartbeat of every host: they are told at most this often. */
+export const SAMPLES_EVERY_MS = 5000;
 
 export class LiveFeed {
   private ns: Namespace | null = null;
   private readonly pending = new Map<string, LiveChange>();
   private timer: NodeJS.Timeout | null = null;
+  private samplesAt = 0;
+  private samplesTimer: NodeJS.Timeout | null = null;
 
   /** `publish`: to the other controllers (the bus). */
   constructor(private readonly publish: (c: LiveChange) => void) {}
@@ -25,6 +29,27 @@ export class LiveFeed {
     this.queue(c, true);
   }
 
+  /**
+   * A heartbeat's samples were stored: told here and elsewhere at most every
+   * SAMPLES_EVERY_MS, the first after a quiet spell at once, later ones once
+   * at the end of the spell (so the newest samples are always told).
+   */
+  sampled(): void {
+    const wait = this.samplesAt + SAMPLES_EVERY_MS - Date.now();
+    if (wait <= 0) {
+      this.samplesAt = Date.now();
+      this.changed({ what: 'samples' });
+      return;
+    }
+    if (this.samplesTimer) return;
+    this.samplesTimer = setTimeout(() => {
+      this.samplesTimer = null;
+      this.samplesAt = Date.now();
+      this.changed({ what: 'samples' });
+    }, wait);
+    this.samplesTimer.unref();
+  }
+
   /** A change told here only: one another controller told (the bus), or one every controller sees for itself (a job's events). */
   here(c: LiveChange): void {
     this.queue(c, false);
@@ -33,6 +58,8 @@ export class LiveFeed {
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.samplesTimer) clearTimeout(this.samplesTimer);
+    this.samplesTimer = null;
     this.pending.clear();
   }
 

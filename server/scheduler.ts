@@ -102,7 +102,7 @@ export class Scheduler {
   private async pass(): Promise<void> {
     const [queued, devices] = await Promise.all([
       this.sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`,
-      loadDevices(this.sql).then((all) => all.filter((d) => this.dispatcher.holds(d.hostName))),
+      loadDevices(this.sql, { details: false }).then((all) => all.filter((d) => this.dispatcher.holds(d.hostName))),
     ]);
     if (!queued.length) {
       this.maybeQueued = false;

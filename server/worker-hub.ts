@@ -57,6 +57,10 @@ export interface HubDeps {
   fileElsewhere: (hostName: string, event: FileEvent, op: FileOp, timeoutMs: number) => Promise<FileReply | null>;
   /** The host's devices changed as the dashboard shows them (its state, inventory, a quarantine). */
   changed: (hostName: string) => void;
+  /** A heartbeat's GPU samples were stored (the dashboard's charts; the live view tells it at most every few seconds). */
+  sampled?: () => void;
+  /** A quarantine wrote an audit row (the dashboard's audit page). */
+  audited?: () => void;
   /** An order for a worker that is not connected here: for the controller that holds it (the bus). */
   elsewhere: (hostName: string, event: keyof ControllerToWorker, payload: unknown) => void;
 }
@@ -276,6 +280,7 @@ export class WorkerHub implements Dispatcher {
       storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
         .then(
           (cameBack) => {
+            if (beat.success && beat.data.gpus.length) this.deps.sampled?.();
             if (cameBack) return this.cameBack(hostName, socket);
           },
           (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`),
@@ -350,6 +355,7 @@ export class WorkerHub implements Dispatcher {
     if (await quarantineDevice(this.deps.sql, hostName, q, `host:${hostName}`)) {
       this.deps.log(`quarantined ${hostName}:gpu${q.index}: ${q.reason}`);
       this.deps.changed(hostName);
+      this.deps.audited?.();
     }
   }
 
@@ -367,7 +373,7 @@ export class WorkerHub implements Dispatcher {
 
   /** A probe saying a GPU is failing (a `health` label other than ok) quarantines it. */
   private async quarantineFromProbes(hostName: string): Promise<void> {
-    const devices = (await loadDevices(this.deps.sql)).filter((d) => d.hostName === hostName);
+    const devices = await loadDevices(this.deps.sql, { host: hostName });
     for (const { q } of quarantinesFromLabels(devices)) await this.quarantine(hostName, q);
   }
 

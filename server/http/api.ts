@@ -5,10 +5,13 @@ import { RcError } from '../../core/errors';
 import { audit, hosts, jobs } from '../../db/schema';
 import { SignIn, Submitter } from '../../protocol/api';
 import { extendHold } from '../jobs/hold';
-import { describeDevice, explain, readSheet, writeSheet } from '../describe';
+import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
-import { loadDevices, loadHosts } from '../fleet';
+import { loadDevices, loadFleet, loadHosts } from '../fleet';
+import { listQueue } from '../queue';
+import { loadSamples, parseSamplesQuery } from '../samples';
+import { listAudit, parseAuditQuery } from '../audit-log';
 import { findJob } from '../jobs/find';
 import { killJob } from '../jobs/kill';
 import { jobView } from '../jobs/job-view';
@@ -28,6 +31,7 @@ import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
 import type { LiveFeed } from '../live';
+import { auditOrigin } from '../request-scope';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -46,6 +50,8 @@ export interface ApiDeps {
   announce: StartDeps['announce'];
   /** A revoked token: out of the auth cache, its live sockets cut. */
   cutToken(tokenId: number): void;
+  /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */
+  reserveAfterS: number;
 }
 
 export function registerApi(router: Router, c: ApiDeps): void {
@@ -61,12 +67,27 @@ export function registerApi(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/hosts', async () => ({ hosts: await loadHosts(sql) }));
 
+  router.on('GET /api/fleet', async ({ query }) => {
+    const host = query.get('host');
+    if (host !== null && !HOST_NAME.test(host))
+      throw new RcError('bad_request', `host: ${JSON.stringify(host.slice(0, 100))} is not a host name; leave it out for the whole fleet`);
+    return loadFleet(sql, host ?? undefined);
+  });
+
+  router.on('GET /api/hosts/:name', async ({ params }) => describeHost(sql, params.name));
+
+  router.on('GET /api/samples', async ({ query }) => ({ samples: await loadSamples(sql, parseSamplesQuery(query)) }));
+
+  router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS) }));
+
+  router.on('GET /api/audit', async ({ query }) => ({ entries: await listAudit(sql, parseAuditQuery(query)) }));
+
   router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name));
 
   router.on('PUT /api/devices/:name/note', async ({ body, params, identity }) => {
     const name = parseDeviceName(params.name);
     if (!name) throw new RcError('not_found', `no device is named ${params.name}; device names look like host:gpu0`);
-    const note = await writeSheet(sql, name.hostName, name.index, body.body, `admin:${identity.name}`);
+    const note = await writeSheet(sql, name.hostName, name.index, body.body, `admin:${identity.name}`, body.ifUpdatedAt);
     c.live.changed({ what: 'sheet', host: name.hostName });
     return { note };
   });
@@ -74,7 +95,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('GET /api/hosts/:name/sheet', async ({ params }) => ({ sheet: await readSheet(sql, params.name) }));
 
   router.on('PUT /api/hosts/:name/sheet', async ({ body, params, identity }) => {
-    const sheet = await writeSheet(sql, params.name, -1, body.body, `admin:${identity.name}`);
+    const sheet = await writeSheet(sql, params.name, -1, body.body, `admin:${identity.name}`, body.ifUpdatedAt);
     c.live.changed({ what: 'sheet', host: params.name });
     return { sheet };
   });
@@ -181,7 +202,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const { name } = body;
     const credential = await db.transaction(async (tx) => {
       await tx.insert(hosts).values({ name }).onConflictDoNothing();
-      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name });
+      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name, origin: auditOrigin() });
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
     return created({ host: name, credential, note: 'shown once; only its hash is kept' });
@@ -236,3 +257,6 @@ export function registerApi(router: Router, c: ApiDeps): void {
     async ({ req }) => new Reply({ ok: true }, 200, { 'set-cookie': sessionSetCookie(null, reachedOverHttps(req, router.publicUrl)) }),
   );
 }
+
+/** A host's name, as hosts are registered (protocol/api.ts RegisterHost). */
+const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;

@@ -13,6 +13,7 @@ import { databaseDown, errorCode, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
+import { inRequest, originOf, type RequestScope } from '../request-scope';
 
 export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
@@ -64,6 +65,8 @@ export interface RouterOptions {
   publicUrl: string | null;
   /** Whether the database answers: while it does not, requests get 503 instead of hanging. */
   health?: DbHealth | null;
+  /** A request wrote an audit row (the live view's `audit` change). */
+  audited?: () => void;
 }
 
 interface Route {
@@ -155,29 +158,41 @@ export class Router {
 
   private async run(route: Route, req: IncomingMessage, res: ServerResponse, params: Record<string, string>, query: URLSearchParams): Promise<unknown> {
     const base: PublicContext = { req, res, params, query };
-    const identity = route.access === 'public' ? null : requireKind(await identify(this.db, this.credential(req)), route.access);
+    if (route.access === 'public') {
+      const body = route.schema ? await readBody(req, route.schema) : undefined;
+      return route.handler({ ...base, body } as HandlerContext<RouteName>);
+    }
+    const { secret, via } = this.credential(req);
+    const identity = requireKind(await identify(this.db, secret), route.access);
     const body = route.schema ? await readBody(req, route.schema) : undefined;
-    return route.handler({ ...base, ...(identity ? { identity } : {}), body } as HandlerContext<RouteName>);
+    // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
+    const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), audited: false };
+    const result = await inRequest(scope, () => route.handler({ ...base, identity, body } as HandlerContext<RouteName>));
+    // A refused change (a stale sheet) wrote nothing: only a request that succeeded is told.
+    if (scope.audited) this.opts.audited?.();
+    return result;
   }
 
   /**
-   * The caller's secret: a bearer token, or the session cookie. A cookie also
-   * comes with requests other pages make, so one that changes anything must
-   * come from the dashboard's own origin, as JSON (no page of another origin
-   * can send that without a preflight, which rc never grants).
+   * The caller's secret and how it came: a bearer token, or the session
+   * cookie (the dashboard). A cookie also comes with requests other pages
+   * make, so one that changes anything must come from the dashboard's own
+   * origin, as JSON (no page of another origin can send that without a
+   * preflight, which rc never grants).
    */
-  private credential(req: IncomingMessage): string | null {
+  private credential(req: IncomingMessage): { secret: string | null; via: 'token' | 'dashboard' } {
     const token = bearer(req.headers.authorization);
-    if (token !== null) return token;
+    if (token !== null) return { secret: token, via: 'token' };
     const cookie = sessionCookie(req.headers.cookie);
-    if (cookie === null || SAFE_METHODS.has(req.method ?? 'GET')) return cookie;
+    if (cookie === null) return { secret: null, via: 'token' };
+    if (SAFE_METHODS.has(req.method ?? 'GET')) return { secret: cookie, via: 'dashboard' };
     const refusal = crossSiteRefusal(req.headers, ownOrigins(req.headers, this.opts.publicUrl));
     if (refusal)
       throw new RcError('forbidden', `${refusal}; the session cookie is only accepted from the dashboard's own pages (scripts use a bearer token: RC_TOKEN)`);
     if (!isJson(req.headers['content-type'])) {
       throw new RcError('unsupported_media_type', 'a change made with the session cookie must send its body as application/json');
     }
-    return cookie;
+    return { secret: cookie, via: 'dashboard' };
   }
 
   private match(method: string, path: string): { route: Route; params: Record<string, string> } {

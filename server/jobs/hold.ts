@@ -6,6 +6,7 @@ import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import { FINAL_STATES } from '../../core/job-state';
 import type { JobRow } from './job-view';
+import { auditOrigin } from '../request-scope';
 
 export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: JobRow, submitter: string, ttlS: number): Promise<JobRow> {
   actsAs(identity, submitter);
@@ -22,8 +23,9 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
       where id = ${hold.id} and kind = 'hold' and state in ('queued', 'running')
       returning *
     ), a as (
-      insert into audit (actor, action, target, detail)
-      select ${actorText(identity, submitter)}, 'hold.extend', j.id, ${JSON.stringify({ ...actorDetail(identity, submitter), owner: hold.submitter, ttl: formatDuration(ttlS) })}::text::jsonb
+      insert into audit (actor, action, target, detail, origin)
+      select ${actorText(identity, submitter)}, 'hold.extend', j.id, ${JSON.stringify({ ...actorDetail(identity, submitter), owner: hold.submitter, ttl: formatDuration(ttlS) })}::text::jsonb,
+        ${auditOrigin()}::text
       from j
     )
     select * from j`;

@@ -49,7 +49,7 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
   if (wanted !== null && !parseDeviceName(wanted)) {
     throw new RcError('no_matching_device', `no device is named ${wanted}; device names look like host:gpu0 (rc devices lists them)`);
   }
-  const candidates = (await loadDevices(sql)).filter((d) => deviceMatches({ terms, deviceName: wanted }, d));
+  const candidates = (await loadDevices(sql, { details: false })).filter((d) => deviceMatches({ terms, deviceName: wanted }, d));
   if (candidates.length === 0) {
     throw new RcError(
       'no_matching_device',

@@ -67,13 +67,16 @@ test('a transaction through drizzle reads and writes on the transformed client',
 });
 
 test('the migrator sees the migrations it applied: one forgotten is applied again, the others are not', async () => {
-  // Undo the last migration (0010_worker_calls: a newer one changes these lines) by hand, and forget it:
+  // Undo the last migration (0011_audit_origin_and_job_paging: a newer one changes these lines) by hand, and forget it:
   // the migrator must find the one before it as the last applied.
-  await db.client`drop table worker_calls`;
+  await db.client`alter table audit drop column origin`;
+  await db.client`drop index jobs_seq_idx`;
+  await db.client`drop index jobs_host_seq_idx`;
   await db.client`delete from drizzle.__drizzle_migrations where id = (select max(id) from drizzle.__drizzle_migrations)`;
   await runMigrations(db);
-  const [table] = await db.client<{ n: number }[]>`select count(*)::int as n from information_schema.tables where table_name = 'worker_calls'`;
-  assert.equal(table!.n, 1, 'the forgotten migration was applied again');
+  const [column] = await db.client<{ n: number }[]>`
+    select count(*)::int as n from information_schema.columns where table_name = 'audit' and column_name = 'origin'`;
+  assert.equal(column!.n, 1, 'the forgotten migration was applied again');
   // And run again, nothing is left to apply.
   await runMigrations(db);
 });

@@ -1,0 +1,162 @@
+// Why each queued job waits (GET /api/queue): its selector's matches over the
+// fleet, counted by state, and the same in one sentence. It walks the queue as
+// a scheduling pass does (core/schedule.ts decide): a free device an earlier
+// job would take, or one a multi-GPU job waiting past RC_RESERVE_AFTER_S holds
+// back, is not this job's. Pure: the caller loads the queue and the fleet.
+import type { WaitReason } from '../protocol/wire';
+import { byHostThenIndex, deviceMatches, type DeviceView, pickOnOneHost, type QueuedJob, queueOrder } from './schedule';
+
+export type DeviceState = 'free' | 'busy' | 'unhealthy' | 'offline';
+
+/** A device of the whole fleet (every controller's), as the fleet view lists it. */
+export interface FleetDevice extends Omit<DeviceView, 'free'> {
+  state: DeviceState;
+}
+
+/** How many reserved devices a sentence names before it says "and N more". */
+const NAMED = 4;
+
+/** Each job's reason, by job id. */
+export function waitReasons(queued: readonly QueuedJob[], devices: readonly FleetDevice[], reserveAfterS: number): Map<string, WaitReason> {
+  const views = [...devices].sort(byHostThenIndex);
+  // Free devices a job ahead would start on in this pass, and devices a job ahead holds back: by the job's id.
+  const taken = new Map<number, string>();
+  const heldFor = new Map<number, string>();
+  // Jobs of one selector share its parsed terms (the caller caches them): the fleet is matched once per selector and -d.
+  const sets = new Map<readonly unknown[], Map<string, MatchSet>>();
+  const out = new Map<string, WaitReason>();
+  for (const job of [...queued].sort(queueOrder)) {
+    const bySelector = sets.get(job.terms) ?? new Map<string, MatchSet>();
+    sets.set(job.terms, bySelector);
+    const set = bySelector.get(job.deviceName ?? '') ?? matchSet(views.filter((d) => deviceMatches(job, d)));
+    bySelector.set(job.deviceName ?? '', set);
+
+    const pick = pickOnOneHost(
+      set.free.filter((d) => !taken.has(d.id) && !heldFor.has(d.id)),
+      job.gpus,
+    );
+    let reserved: string[] | null = null;
+    if (pick) {
+      for (const d of pick) taken.set(d.id, job.id);
+    } else if (job.gpus > 1 && job.waitedS >= reserveAfterS && set.bestHost.length >= job.gpus) {
+      // reservationFor's rule, over the devices already matched: every matching device of the host with the most.
+      for (const d of set.bestHost) heldFor.set(d.id, job.id);
+      reserved = set.bestHost.map((d) => d.name);
+    }
+    const heldFree = set.free.filter((d) => heldFor.has(d.id) && heldFor.get(d.id) !== job.id);
+    const blockers: Blockers = {
+      taken: set.free.filter((d) => taken.has(d.id) && taken.get(d.id) !== job.id).length,
+      held: heldFree.length,
+      heldFor: [...new Set(heldFree.map((d) => heldFor.get(d.id)!))],
+      maxOnOneHost: set.bestHost.length,
+    };
+    out.set(job.id, { ...set.counts, reserved, text: sentence(job, set.counts, blockers, pick !== null, reserved, set.devices) });
+  }
+  return out;
+}
+
+/** What one selector (and -d) matches: the devices, counted by state, its free ones, and the host with the most (the first by name). */
+interface MatchSet {
+  devices: FleetDevice[];
+  counts: Counts;
+  free: FleetDevice[];
+  bestHost: FleetDevice[];
+}
+
+function matchSet(devices: FleetDevice[]): MatchSet {
+  const counts: Counts = { matching: devices.length, free: 0, busy: 0, unhealthy: 0, offline: 0 };
+  let bestHost: FleetDevice[] = [];
+  let run: FleetDevice[] = [];
+  for (const d of devices) {
+    counts[d.state]++;
+    // The devices come by host, then index: a run of one host's.
+    if (run.length && run[0]!.hostName !== d.hostName) run = [];
+    run.push(d);
+    if (run.length > bestHost.length) bestHost = run;
+  }
+  return { devices, counts, free: devices.filter((d) => d.state === 'free'), bestHost };
+}
+
+interface Counts {
+  matching: number;
+  free: number;
+  busy: number;
+  unhealthy: number;
+  offline: number;
+}
+
+interface Blockers {
+  /** Free matching devices jobs ahead take in this pass. */
+  taken: number;
+  /** Free matching devices held back for jobs ahead, and those jobs. */
+  held: number;
+  heldFor: string[];
+  /** The most matching devices on one host. */
+  maxOnOneHost: number;
+}
+
+/** The reason in one sentence, as an operator would say it. */
+export function sentence(
+  job: Pick<QueuedJob, 'deviceName' | 'gpus'>,
+  c: Counts,
+  b: Blockers,
+  startsNow: boolean,
+  reserved: string[] | null,
+  matching: readonly Pick<FleetDevice, 'name'>[] = [],
+): string {
+  if (c.matching === 0) {
+    return job.deviceName !== null
+      ? `no device ${job.deviceName} matches its selector (it will wait until one does)`
+      : 'no device matches (it will wait until one joins)';
+  }
+  if (b.maxOnOneHost < job.gpus) {
+    return `it needs ${job.gpus} devices on one host, and no host has more than ${b.maxOnOneHost} that match (it will wait until one joins)`;
+  }
+  if (startsNow) return job.gpus > 1 ? `next in line: ${job.gpus} matching devices are free on one host` : 'next in line: a matching device is free';
+  const parts: string[] = [];
+  if (c.free > 0) {
+    const otherFree = c.free - b.taken - b.held;
+    if (b.held > 0) parts.push(`${of(b.held, c.free, 'free matching device')} ${isAre(b.held)} held back for ${jobList(b.heldFor)}, which waits for more`);
+    if (b.taken > 0) parts.push(`${of(b.taken, c.free, 'free matching device')} ${b.taken === 1 ? 'goes' : 'go'} to a job ahead of it`);
+    if (otherFree > 0 && job.gpus > 1) parts.push(`${of(otherFree, c.matching, 'matching device')} ${isAre(otherFree)} free, not ${job.gpus} on one host`);
+    else if (otherFree > 0) parts.push(`${plural(otherFree, 'matching device')} ${isAre(otherFree)} free (it starts at the next scheduling pass)`);
+  }
+  const states: [number, string][] = [
+    [c.busy, 'busy'],
+    [c.unhealthy, 'quarantined'],
+    [c.offline, 'offline'],
+  ];
+  for (const [n, what] of states) {
+    if (n === 0) continue;
+    if (parts.length) parts.push(`${n} ${isAre(n)} ${what}`);
+    else if (c.matching === 1) parts.push(`its one matching device${matching[0] ? `, ${matching[0].name},` : ''} is ${what}`);
+    else if (n === c.matching) parts.push(`all ${n} matching devices are ${what}`);
+    else parts.push(`${n} of ${c.matching} matching devices ${isAre(n)} ${what}`);
+  }
+  let text = parts.join('; ');
+  if (reserved) text += `; it holds back ${names(reserved)} until ${job.gpus} of them are free`;
+  return text;
+}
+
+function isAre(n: number): string {
+  return n === 1 ? 'is' : 'are';
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** `the free matching device` (the only one), `all 3 free matching devices`, `1 of 3 free matching devices`. */
+function of(n: number, total: number, noun: string): string {
+  if (n === total) return total === 1 ? `the ${noun}` : `all ${total} ${noun}s`;
+  return `${n} of ${total} ${noun}s`;
+}
+
+function jobList(ids: string[]): string {
+  return ids.length === 1 ? `job ${ids[0]}` : `jobs ${ids.join(', ')}`;
+}
+
+function names(list: string[]): string {
+  if (list.length <= NAMED) return list.length === 1 ? list[0]! : `${list.slice(0, -1).join(', ')} and ${list.at(-1)}`;
+  return `${list.slice(0, NAMED).join(', ')} and ${list.length - NAMED} more`;
+}

@@ -1,0 +1,68 @@
+// The audit log as the dashboard reads it (GET /api/audit): newest first,
+// filtered, paged back by id. `actor` and `target` match anywhere in the text
+// (case-insensitive); `action` matches exactly, or every action under a prefix
+// when it ends with `*` (`token.*`: token.create, token.revoke).
+import { RcError } from '../core/errors';
+import type { AuditEntry } from '../protocol/wire';
+import type { Sql } from './db';
+
+export interface AuditFilter {
+  actor: string | null;
+  action: string | null;
+  /** The action's prefix, when `action` ended with `*`. */
+  actionPrefix: boolean;
+  target: string | null;
+  before: number | null;
+  limit: number;
+}
+
+const ACTION = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*(\.?\*)?$/;
+
+export function parseAuditQuery(query: URLSearchParams): AuditFilter {
+  const text = (key: string) => {
+    const v = query.get(key);
+    if (v === null || v === '') return null;
+    if (v.length > 200) throw new RcError('bad_request', `${key}: at most 200 characters`);
+    return v;
+  };
+  const actionText = text('action');
+  if (actionText !== null && !ACTION.test(actionText))
+    throw new RcError('bad_request', `action: ${JSON.stringify(actionText)} is not an action; give one like job.kill, or a prefix like token.*`);
+  const beforeText = query.get('before');
+  if (beforeText !== null && !/^[1-9][0-9]{0,15}$/.test(beforeText))
+    throw new RcError('bad_request', `before: an entry's id (a whole number), not ${JSON.stringify(beforeText.slice(0, 50))}`);
+  const limitText = query.get('limit') ?? '100';
+  const limit = Number(limitText);
+  if (!/^\d{1,4}$/.test(limitText) || limit < 1 || limit > 500)
+    throw new RcError('bad_request', `limit must be a whole number from 1 to 500, not ${JSON.stringify(limitText.slice(0, 50))}`);
+  const prefix = actionText?.endsWith('*') ?? false;
+  return {
+    actor: text('actor'),
+    action: prefix ? actionText!.slice(0, -1) : actionText,
+    actionPrefix: prefix,
+    target: text('target'),
+    before: beforeText === null ? null : Number(beforeText),
+    limit,
+  };
+}
+
+/** `x` as a LIKE pattern that matches it anywhere, its own % and _ taken literally. */
+function anywhere(x: string): string {
+  return `%${x.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+type AuditRow = { id: number; at: Date; actor: string; action: string; target: string | null; detail: Record<string, unknown> | null; origin: string | null };
+
+/** Newest first, walked back along the primary key. */
+export async function listAudit(sql: Sql, f: AuditFilter): Promise<AuditEntry[]> {
+  const conditions = [
+    f.actor === null ? null : sql`actor ilike ${anywhere(f.actor)}`,
+    f.target === null ? null : sql`target ilike ${anywhere(f.target)}`,
+    f.action === null ? null : f.actionPrefix ? sql`starts_with(action, ${f.action})` : sql`action = ${f.action}`,
+    f.before === null ? null : sql`id < ${f.before}`,
+  ].filter((c) => c !== null);
+  const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`, sql`true`);
+  const rows = await sql<AuditRow[]>`
+    select id, at, actor, action, target, detail, origin from audit where ${where} order by id desc limit ${f.limit}`;
+  return rows.map((r) => ({ id: r.id, at: r.at.toISOString(), actor: r.actor, action: r.action, target: r.target, detail: r.detail, origin: r.origin }));
+}
