@@ -69,3 +69,18 @@ export function jobDuration(startedAt: string | null, endedAt: string | null, no
 export function commandText(argv: readonly string[]): string {
   return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
 }
+
+/** Memory used of total, both in GiB with one decimal: "20.0 / 79.6 GiB". */
+export function memPairText(usedMiB: number, totalMiB: number): string {
+  const g = (mib: number) => (mib / 1024).toFixed(1);
+  return `${g(usedMiB)} / ${g(totalMiB)} GiB`;
+}
+
+/** A countdown that visibly ticks: "1:59:30", "9:05", "0:42". */
+export function countdownText(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const ss = String(s % 60).padStart(2, '0');
+  return h ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}

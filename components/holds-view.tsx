@@ -8,7 +8,7 @@ import { parseDuration } from '../core/duration';
 import { mayStop, stopAs } from '../core/web-submitter';
 import type { JobView } from '../protocol/wire';
 import { call } from './api-client';
-import { durationText } from './format';
+import { countdownText } from './format';
 import { StopButton } from './jobs/job-view';
 import { useMe, useNow } from './providers';
 import { keys } from './query-keys';
@@ -63,7 +63,7 @@ function HoldLine({ h, now }: { h: JobView; now: number }) {
       <td className="pr-3">{h.submitter}</td>
       <td className="pr-3 font-mono text-xs">{h.devices?.join(', ') ?? h.device ?? (h.selector || 'any')}</td>
       <td className="pr-3 tabular-nums" data-ttl title={h.expiresAt ?? undefined}>
-        {left === null ? 'starts when a device is free' : left > 0 ? durationText(left) : 'ending…'}
+        {left === null ? 'starts when a device is free' : left > 0 ? countdownText(left) : 'ending…'}
         {h.expiresAt ? (
           <span className="ml-1 text-xs text-zinc-500">
             (ends <Ago at={h.expiresAt} />)

@@ -3,6 +3,7 @@
 // host refetches that host's part of the fleet; a burst over many hosts, or a
 // change that names none, refetches the fleet whole.
 import type { LiveChange } from '../protocol/events';
+import type { Fleet } from '../protocol/wire';
 
 /** Past this many hosts in one batch, one whole fetch is cheaper than one per host. */
 export const MAX_HOST_FETCHES = 16;
@@ -56,4 +57,18 @@ export function planRefetch(changes: readonly LiveChange[]): RefetchPlan {
   }
   if (hosts.size > MAX_HOST_FETCHES) fleet = true;
   return { fleet, hosts: fleet ? [] : [...hosts].sort(), invalidate: [...keys.values()] };
+}
+
+/** The fleet with these hosts' parts replaced (a host gone from `parts` is gone), in the server's order: host name, then device index. */
+export function patchFleet(old: Fleet, hosts: readonly string[], parts: readonly Fleet[]): Fleet {
+  const replaced = new Set(hosts);
+  const hostRows = [...old.hosts.filter((h) => !replaced.has(h.name)), ...parts.flatMap((p) => p.hosts)].sort((a, b) => cmp(a.name, b.name));
+  const devices = [...old.devices.filter((d) => !replaced.has(d.hostName)), ...parts.flatMap((p) => p.devices)].sort(
+    (a, b) => cmp(a.hostName, b.hostName) || a.index - b.index,
+  );
+  return { hosts: hostRows, devices, queued: parts.at(-1)?.queued ?? old.queued };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

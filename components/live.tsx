@@ -9,7 +9,7 @@ import type { Socket } from 'socket.io-client';
 import { LIVE_NAMESPACE, LiveEvent, type LiveChange, type LiveControllerToClient } from '../protocol/events';
 import type { Fleet } from '../protocol/wire';
 import { call } from './api-client';
-import { planRefetch } from './live-plan';
+import { patchFleet, planRefetch } from './live-plan';
 import { keys } from './query-keys';
 
 const LiveContext = createContext<{ connected: boolean }>({ connected: false });
@@ -77,18 +77,4 @@ async function apply(client: QueryClient, changes: LiveChange[]): Promise<void> 
     // A host that was removed, or a controller restarting: fetch it all.
     void client.invalidateQueries({ queryKey: keys.fleet });
   }
-}
-
-/** The fleet with these hosts' parts replaced, in the server's order (host name, then device index). */
-export function patchFleet(old: Fleet, hosts: string[], parts: Fleet[]): Fleet {
-  const gone = new Set(hosts);
-  const hostRows = [...old.hosts.filter((h) => !gone.has(h.name)), ...parts.flatMap((p) => p.hosts)].sort((a, b) => cmp(a.name, b.name));
-  const devices = [...old.devices.filter((d) => !gone.has(d.hostName)), ...parts.flatMap((p) => p.devices)].sort(
-    (a, b) => cmp(a.hostName, b.hostName) || a.index - b.index,
-  );
-  return { hosts: hostRows, devices, queued: parts.at(-1)?.queued ?? old.queued };
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -59,6 +59,8 @@ export class Controller {
   readonly router: Router;
   readonly tty: TtyHub;
   readonly live: LiveFeed;
+  /** Tells the pages what a job's event changed (jobLive). */
+  private readonly liveOfJob: (event: JobEvent & { jobId: string }) => void;
   readonly calls: RemoteCalls;
   readonly outputLimitBytes: number;
   readonly reserveAfterS: number;
@@ -77,12 +79,14 @@ export class Controller {
     const bus = this.bus;
     const live = new LiveFeed((change) => bus.publish({ t: 'live', change }));
     this.live = live;
+    const liveOfJob = jobLive(live);
+    this.liveOfJob = liveOfJob;
     this.events = new JobEvents(
       storedOutput(this.sql),
       {
         event: (event, told) => {
           if (!told) bus.publish({ t: 'job', jobId: event.jobId, event });
-          liveOfJob(live, event);
+          liveOfJob(event);
         },
       },
       (err) => log(`following output stored elsewhere: ${String(err)}`),
@@ -163,7 +167,7 @@ export class Controller {
   private onBus(m: BusMessage): void {
     if (m.t === 'job') {
       this.events.remoteEvent(m.jobId, m.event);
-      liveOfJob(this.live, { ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
+      this.liveOfJob({ ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
     } else if (m.t === 'live') this.live.here(m.change);
     else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
@@ -274,9 +278,28 @@ export class Controller {
   }
 }
 
-/** What a job's event changes on the pages: its jobs, and (started, ended) the devices it holds. Every controller sees the events, so each tells its own browsers. */
-function liveOfJob(live: LiveFeed, event: JobEvent & { jobId: string }): void {
-  if (event.type !== 'started' && event.type !== 'exit' && event.type !== 'queued') return;
-  live.here({ what: 'jobs', jobId: event.jobId });
-  if (event.type !== 'queued') live.here({ what: 'devices', ...(event.type === 'started' ? { host: event.host } : {}) });
+/**
+ * What a job's event changes on the pages: its jobs, and (started, ended) the
+ * devices it holds, on its host. Every controller sees the events, so each
+ * tells its own browsers. An exit names no host: the host its start named is
+ * kept until then, so a page fetches that host again, not the whole fleet.
+ */
+function jobLive(live: LiveFeed): (event: JobEvent & { jobId: string }) => void {
+  const hostOf = new Map<string, string>();
+  return (event) => {
+    if (event.type !== 'started' && event.type !== 'exit' && event.type !== 'queued') return;
+    live.here({ what: 'jobs', jobId: event.jobId });
+    if (event.type === 'queued') return;
+    let host: string | undefined;
+    if (event.type === 'started') {
+      host = event.host;
+      // Bounded: a start whose exit this controller never hears (it started later) is forgotten with the rest.
+      if (hostOf.size >= 100_000) hostOf.clear();
+      hostOf.set(event.jobId, host);
+    } else {
+      host = hostOf.get(event.jobId);
+      hostOf.delete(event.jobId);
+    }
+    live.here({ what: 'devices', ...(host ? { host } : {}) });
+  };
 }

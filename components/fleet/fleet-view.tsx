@@ -11,8 +11,9 @@ import { useDeferredValue, useMemo, useState } from 'react';
 import { matchTerms, parseSelector } from '../../core/selector';
 import type { DeviceSamples, DeviceSummary, HostRow } from '../../protocol/wire';
 import { call } from '../api-client';
-import { mibText, vramText } from '../format';
+import { memPairText, vramText } from '../format';
 import { OpenTerminalButton } from '../open-terminal';
+import { patchFleet } from '../live-plan';
 import { keys } from '../query-keys';
 import { Sparkline } from '../sparkline';
 import { Ago, DeviceBadge, ErrorBox, Loading } from '../ui';
@@ -27,7 +28,8 @@ const TOTALS: { key: ShownState; label: string; colour: string }[] = [
 ];
 
 export function FleetView() {
-  const fleet = useQuery({ queryKey: keys.fleet, queryFn: () => call('GET /api/fleet') });
+  // Sorted as a live patch sorts (patchFleet), so a host keeps its place when it is fetched again.
+  const fleet = useQuery({ queryKey: keys.fleet, queryFn: async () => patchFleet(await call('GET /api/fleet'), [], []) });
   const queue = useQuery({ queryKey: keys.queue, queryFn: () => call('GET /api/queue') });
   const [filter, setFilter] = useState('');
   const deferred = useDeferredValue(filter);
@@ -95,7 +97,11 @@ export function FleetView() {
             className={`w-full rounded border px-2 py-1.5 font-mono text-sm focus:outline-none focus-visible:ring-2 ${liveError.ok ? 'border-zinc-300 focus-visible:ring-sky-500' : 'border-red-400 focus-visible:ring-red-400'}`}
           />
           <p id="fleet-filter-help" className={`mt-1 text-xs ${liveError.ok ? 'text-zinc-500' : 'text-red-700'}`} role={liveError.ok ? undefined : 'alert'}>
-            {liveError.ok ? (fleet.data ? `${shown.length} of ${fleet.data.devices.length} devices on ${groups.length} hosts` : ' ') : liveError.error.message}
+            {liveError.ok
+              ? fleet.data
+                ? `${shown.length} of ${fleet.data.devices.length} devices on ${groups.length} host${groups.length === 1 ? '' : 's'}`
+                : ' '
+              : liveError.error.message}
           </p>
         </div>
         <OpenTerminalButton
@@ -238,9 +244,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
               {d.gpu.utilPct ?? '–'}%
             </span>
             <Sparkline values={memPct.length ? memPct : [(100 * d.gpu.memUsedMiB) / (d.gpu.memTotalMiB || 1)]} label={`memory of ${d.name}`} colour="#7c3aed" />
-            <span title={`${d.gpu.memUsedMiB} of ${d.gpu.memTotalMiB} MiB`}>
-              {mibText(d.gpu.memUsedMiB)} / {mibText(d.gpu.memTotalMiB)}
-            </span>
+            <span title={`${d.gpu.memUsedMiB} of ${d.gpu.memTotalMiB} MiB`}>{memPairText(d.gpu.memUsedMiB, d.gpu.memTotalMiB)}</span>
           </span>
         ) : (
           <span className="text-xs text-zinc-400">no GPU sample</span>

@@ -33,7 +33,8 @@ export interface ModelUse {
 export function perModel(devices: readonly DeviceSummary[]): ModelUse[] {
   const by = new Map<string, ModelUse>();
   for (const d of devices) {
-    const model = d.labels.gpu_model ?? 'unknown';
+    // A CPU slot's worker reports gpu_model=none.
+    const model = d.labels.gpu_model === 'none' ? 'no GPU' : (d.labels.gpu_model ?? 'unknown');
     const m = by.get(model) ?? { model, total: 0, free: 0, used: 0, unavailable: 0 };
     m.total++;
     const s = shownState(d);

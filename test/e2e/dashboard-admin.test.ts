@@ -64,7 +64,10 @@ const XSS = [
   '',
 ].join('\n');
 
-test('an admin edits the usage sheet with a live preview; the XSS corpus in it runs nothing, for the editor or for readers', { skip, timeout: 120_000 }, async () => {
+test('an admin edits the usage sheet with a live preview; the XSS corpus in it runs nothing, for the editor or for readers', {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const page = await pageAs('admin');
   await page.goto(`${stack.controllerUrl}/hosts/gpubox`);
   await page.getByText('No usage sheet yet.').waitFor();
