@@ -95,12 +95,15 @@ function AuditLine({ e }: { e: AuditEntry }) {
         {e.target ?? '–'}
       </td>
       <td className="pr-3 text-xs text-zinc-600">{e.origin ?? 'controller'}</td>
-      <td className="max-w-80 pr-3 text-xs text-zinc-600">
-        {detail.map(([k, v]) => (
-          <span key={k} className="mr-2">
-            {k}: <span className="font-mono">{typeof v === 'string' ? v : JSON.stringify(v)}</span>
-          </span>
-        ))}
+      <td className="max-w-96 pr-3 text-xs text-zinc-600">
+        {detail.map(([k, v]) => {
+          const text = typeof v === 'string' ? v : JSON.stringify(v);
+          return (
+            <span key={k} className="mr-2 break-all" title={text.length > 120 ? text : undefined}>
+              {k}: <span className="font-mono">{text.length > 120 ? `${text.slice(0, 120)}…` : text}</span>
+            </span>
+          );
+        })}
       </td>
     </tr>
   );

@@ -23,6 +23,11 @@ export function vramText(value: string | undefined): string {
   return /^\d+$/.test(value) ? bytesText(Number(value)) : value;
 }
 
+/** A label's value as people read it: sizes in bytes (vram, *_bytes) in GiB, anything else as it is. */
+export function labelText(key: string, value: string): string {
+  return key === 'vram' || key.endsWith('_bytes') ? vramText(value) : value;
+}
+
 function trim(n: number): string {
   return n >= 100 ? String(Math.round(n)) : String(Math.round(n * 10) / 10);
 }

@@ -5,7 +5,7 @@ import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { call } from './api-client';
 import { shownState } from './fleet/totals';
-import { mibText, vramText } from './format';
+import { labelText, mibText, vramText } from './format';
 import { JobsTable } from './jobs/jobs-table';
 import { OpenTerminalButton } from './open-terminal';
 import { keys } from './query-keys';
@@ -36,7 +36,9 @@ export function HostView({ name }: { name: string }) {
             <Field term="Worker">{host.workerVersion ?? '–'}</Field>
             {hostLabels.map((l) => (
               <Field key={l.key} term={l.key}>
-                <span className="font-mono text-xs">{l.value}</span>
+                <span className="font-mono text-xs" title={l.value}>
+                  {labelText(l.key, l.value)}
+                </span>
               </Field>
             ))}
           </dl>

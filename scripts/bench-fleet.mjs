@@ -11,8 +11,9 @@ export const root = new URL('..', import.meta.url).pathname;
 /**
  * Builds rc and starts a controller on a fresh embedded Postgres; `localWorker` also starts its worker, host `bench`.
  * `second`: a second controller on the same database (`controller2`), for the figures with two.
+ * `dashboard`: serve the pages too (built first when they changed) and wait until they answer.
  */
-export async function startFleet({ localWorker, second = false }) {
+export async function startFleet({ localWorker, second = false, dashboard = false, env = {} }) {
   spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
   const { startEmbeddedPostgres } = await import('../dist/test-support.js');
   const dir = mkdtempSync(join(tmpdir(), 'rc-bench-'));
@@ -24,9 +25,10 @@ export async function startFleet({ localWorker, second = false }) {
       DATABASE_URL: pg.url,
       RC_DATA_DIR: join(dir, 'data'),
       PORT: '0',
-      RC_DASHBOARD: '0',
+      RC_DASHBOARD: dashboard ? '1' : '0',
       RC_HOST_NAME: 'bench',
       RC_LOCAL_WORKER: localWorker ? '1' : '0',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -40,6 +42,8 @@ export async function startFleet({ localWorker, second = false }) {
     () => `the controller did not come up:\n${log}`,
   );
   const { controller, clientToken, adminToken } = JSON.parse(readFileSync(join(dir, 'data', 'local.json'), 'utf8'));
+  if (dashboard)
+    await until(async () => (await fetch(`${controller}/login`).catch(() => null))?.status === 200, 'the dashboard to be built and ready', 600_000);
   let server2 = null;
   let controller2 = null;
   if (second) {

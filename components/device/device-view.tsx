@@ -5,7 +5,7 @@ import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { call } from '../api-client';
 import { shownState } from '../fleet/totals';
-import { mibText } from '../format';
+import { memPairText } from '../format';
 import { JobsTable } from '../jobs/jobs-table';
 import { OpenTerminalButton } from '../open-terminal';
 import { keys } from '../query-keys';
@@ -53,7 +53,7 @@ export function DeviceView({ name }: { name: string }) {
             <Field term="GPU now">
               {device.gpu ? (
                 <span title={`sampled ${device.gpu.at}`}>
-                  {device.gpu.utilPct ?? 'n/a'}% busy, {mibText(device.gpu.memUsedMiB)} of {mibText(device.gpu.memTotalMiB)} used (<Ago at={device.gpu.at} />)
+                  {device.gpu.utilPct ?? 'n/a'}% busy, {memPairText(device.gpu.memUsedMiB, device.gpu.memTotalMiB)} used (<Ago at={device.gpu.at} />)
                 </span>
               ) : (
                 'no sample yet'

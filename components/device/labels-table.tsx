@@ -2,7 +2,7 @@
 // Every label of a device with where it came from (declared by the operator,
 // or detected by which probe), its age, and whether its probe is failing.
 import type { LabelView } from '../../protocol/wire';
-import { vramText } from '../format';
+import { labelText } from '../format';
 import { Ago } from '../ui';
 
 export function LabelsTable({ labels }: { labels: readonly LabelView[] }) {
@@ -24,7 +24,7 @@ export function LabelsTable({ labels }: { labels: readonly LabelView[] }) {
             <tr key={`${l.key}:${l.source}:${l.hostWide}`} className={`border-t border-zinc-100 ${l.effective ? '' : 'text-zinc-400'}`}>
               <td className="py-1 pr-3 font-mono text-xs">{l.key}</td>
               <td className="pr-3 font-mono text-xs" title={l.value}>
-                {l.key === 'vram' ? vramText(l.value) : l.value}
+                {labelText(l.key, l.value)}
               </td>
               <td className="pr-3 text-xs">
                 {l.source}

@@ -44,7 +44,7 @@ test('sign in, open a terminal on a device, type; a reload finds the same sessio
   const page = await context.newPage();
   await signIn(page);
   await page.click('a[href="/devices/alpha%3Agpu0"]');
-  await page.click('button:has-text("Open terminal")');
+  await page.getByRole('button', { name: 'Open a terminal on alpha:gpu0' }).click();
   await started(page);
   const url = page.url();
   const jobId = /[?&]job=(j[0-9a-v]{10})/.exec(url)?.[1];
@@ -96,8 +96,8 @@ test('sign in, open a terminal on a device, type; a reload finds the same sessio
 test("20M of output: it finishes, the page stays responsive, the controller's memory stays bounded", { skip, timeout: 300_000 }, async () => {
   const page = await context.newPage();
   await page.goto(`${stack.controllerUrl}/`);
-  await page.fill('input[name=select]', 'kind=cpu-slot');
-  await page.click('form[action="/terminal"] button[type=submit]');
+  await page.getByRole('textbox', { name: 'Filter devices by selector' }).fill('kind=cpu-slot');
+  await page.getByRole('button', { name: 'Open a terminal on any device matching the filter' }).click();
   await started(page);
   const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${stack.controllerPid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
   const baseline = rss();

@@ -130,7 +130,7 @@ test("a browser's terminal on A (Chromium, the dashboard's page) drives a pty on
   const page = await browser.context.newPage();
   await signIn(page, a.controllerUrl, a.clientToken);
   await page.goto(`${a.controllerUrl}/devices/onb%3Agpu0`);
-  await page.click('button:has-text("Open terminal")');
+  await page.getByRole('button', { name: 'Open a terminal on onb:gpu0' }).click();
   await terminalStarted(page);
   await typeLine(page, 'echo "on-$RC_DEVICES" "$((6*7))"');
   await untilLine(page, (l) => l === 'on-onb:gpu0 42', 'the answer from the pty on B');

@@ -5,7 +5,7 @@
 // and the audit page listing all of it with who and from where. Every page
 // is saved as a screenshot under test-results/screenshots/.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, afterEach, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
 import { fakeNvidiaSmiDir, setGpuMemoryUsed } from '../helpers/fake-nvidia-smi';
@@ -15,6 +15,7 @@ const skip = noChromium;
 let stack: Stack;
 let browser: Awaited<ReturnType<typeof launchChromium>>;
 let context: BrowserContext;
+const pageErrors: string[] = [];
 const smi = fakeNvidiaSmiDir();
 
 before(
@@ -24,9 +25,16 @@ before(
     await stack.startWorker('gpubox', 2, { PATH: `${smi}:${process.env.PATH}`, RC_GPU_SETTLE_S: '0.5', RC_GPU_MEM_THRESHOLD_MIB: '1024' });
     browser = await launchChromium();
     context = browser.context;
+    // An uncaught error in a page fails the test it happened in.
+    context.on('page', (p) => p.on('pageerror', (e) => pageErrors.push(`${p.url()}: ${e.message}`)));
   },
   { timeout: 660_000 },
 );
+
+afterEach(() => {
+  const errors = pageErrors.splice(0);
+  assert.deepEqual(errors, [], 'no page threw');
+});
 
 after(async () => {
   await browser?.close();
@@ -56,10 +64,17 @@ const XSS = [
   'Ask **#infra** first.',
   '',
   '<script>window.__xss = "script"</script>',
+  '',
   '<img src="x" onerror="window.__xss = \'img\'">',
+  '',
   '[a link](javascript:window.__xss=%22link%22)',
+  '',
   '<svg onload="window.__xss = \'svg\'"><circle r="4"/></svg>',
-  '<a href="javascript:window.__xss=1">raw link</a>',
+  '',
+  'inline <img src=x onerror="window.__xss=\'inline\'"> and <a href="javascript:window.__xss=1">raw link</a>',
+  '',
+  '![pic](javascript:window.__xss=%22pic%22)',
+  '',
   'ANSI: \u001b[31mred?\u001b[0m',
   '',
 ].join('\n');
@@ -91,18 +106,20 @@ test('an admin edits the usage sheet with a live preview; the XSS corpus in it r
         xss: (window as unknown as { __xss?: string }).__xss ?? null,
         scripts: md.querySelectorAll('script').length,
         handlers: [...md.querySelectorAll('*')].filter((e) => [...e.attributes].some((a) => a.name.startsWith('on'))).length,
-        svgs: md.querySelectorAll('svg, img').length,
-        hrefs: [...md.querySelectorAll('a')].map((a) => a.getAttribute('href') ?? ''),
+        svgs: md.querySelectorAll('svg').length,
+        hrefs: [...md.querySelectorAll('a, img')].map((a) => a.getAttribute('href') ?? a.getAttribute('src') ?? ''),
         text: md.textContent ?? '',
+        rawLinks: [...md.querySelectorAll('a')].filter((a) => a.textContent?.includes('raw link')).length,
       };
     });
     assert.equal(found.xss, null, 'nothing of the corpus ran');
     assert.equal(found.scripts, 0);
     assert.equal(found.handlers, 0);
     assert.equal(found.svgs, 0, 'raw HTML is not rendered at all');
+    assert.equal(found.rawLinks, 0, 'the raw <a> is plain text');
     assert.ok(
       found.hrefs.every((h) => !/^\s*javascript:/i.test(h)),
-      `no javascript: link: ${found.hrefs.join(', ')}`,
+      `no javascript: link or image: ${found.hrefs.join(', ')}`,
     );
     assert.match(found.text, /Ask #infra first\./);
   }
@@ -120,7 +137,7 @@ test('a sheet edited elsewhere shows on an open page; saving over it is refused,
   const put = await stack.api('PUT', '/api/hosts/gpubox/sheet', { body: '# their edit\n\nsaved meanwhile' }, stack.adminToken);
   assert.equal(put.status, 200);
   await page.getByRole('button', { name: 'Save' }).click();
-  const alert = page.getByRole('alert');
+  const alert = page.getByRole('alert').filter({ hasText: 'conflict' });
   await alert.waitFor();
   assert.match((await alert.textContent()) ?? '', /conflict/);
   await page.getByRole('button', { name: 'Load their version' }).click();
@@ -148,17 +165,23 @@ test('the read-only view: no edit controls for a client token, and the API refus
   await page.getByRole('heading', { name: /gpubox:gpu0/ }).waitFor();
   assert.equal(await page.getByRole('button', { name: /Edit|Clear/ }).count(), 0);
   await screenshot(page, 'device');
-  const tries = await page.evaluate(async () => {
-    const send = async (method: string, path: string, body: unknown) => {
-      const r = await fetch(path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return [r.status, ((await r.json()) as { error?: { code: string } }).error?.code ?? null];
-    };
-    return [
-      await send('PUT', '/api/hosts/gpubox/sheet', { body: 'defaced' }),
-      await send('PUT', '/api/devices/gpubox:gpu0/note', { body: 'defaced' }),
-      await send('POST', '/api/admin/devices/gpubox:gpu0/clear', { reason: 'because' }),
-    ];
-  });
+  // From the page itself: its own origin, its session cookie, JSON (the CSRF-safe path), and still refused.
+  const tries = await page.evaluate(() =>
+    Promise.all(
+      (
+        [
+          ['PUT', '/api/hosts/gpubox/sheet', { body: 'defaced' }],
+          ['PUT', '/api/devices/gpubox:gpu0/note', { body: 'defaced' }],
+          ['POST', '/api/admin/devices/gpubox:gpu0/clear', { reason: 'because' }],
+        ] as const
+      ).map(([method, path, body]) =>
+        fetch(path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => [
+          r.status,
+          ((await r.json()) as { error?: { code: string } }).error?.code ?? null,
+        ]),
+      ),
+    ),
+  );
   assert.deepEqual(tries, [
     [403, 'forbidden'],
     [403, 'forbidden'],

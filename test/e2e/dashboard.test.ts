@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchChromium, lines, noChromium, screenshot, signIn } from '../helpers/browser';
+import { launchChromium, lines, noChromium, screenshot, signIn, untilLine } from '../helpers/browser';
 import { fakeNvidiaSmiDir, setGpuMemoryUsed, setGpuUtilisation } from '../helpers/fake-nvidia-smi';
 import { Stack } from '../helpers/stack';
 
@@ -16,6 +16,7 @@ const skip = noChromium;
 let stack: Stack;
 let browser: Awaited<ReturnType<typeof launchChromium>>;
 let context: BrowserContext;
+const pageErrors: string[] = [];
 const smi = fakeNvidiaSmiDir();
 /** The dashboard's submitter for the local client token: its jobs are the ones it may stop. */
 let webName = '';
@@ -29,12 +30,16 @@ before(
     webName = `web:${((await stack.api('GET', '/api/whoami')).body as { name: string }).name}`;
     browser = await launchChromium();
     context = browser.context;
+    // An uncaught error in a page fails the test it happened in.
+    context.on('page', (p) => p.on('pageerror', (e) => pageErrors.push(`${p.url()}: ${e.message}`)));
   },
   { timeout: 660_000 },
 );
 
 afterEach(async () => {
   for (const p of context?.pages() ?? []) await p.close();
+  const errors = pageErrors.splice(0);
+  assert.deepEqual(errors, [], 'no page threw');
 });
 
 after(async () => {
@@ -222,6 +227,7 @@ test('a terminal starts from a button press, never from loading its URL', { skip
     timeout: 20_000,
   });
   assert.equal(await ttyJobs(), before + 1);
+  await untilLine(page, (l) => l.trim() !== '', 'the prompt');
   await screenshot(page, 'terminal');
   await page.click('[data-testid=terminal]');
   await page.keyboard.type('exit 3');

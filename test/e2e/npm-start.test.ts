@@ -110,10 +110,25 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
   });
   assert.equal(login.status, 200);
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
-  const page = await (await fetch(`${first.url}/`, { headers: { cookie } })).text();
-  assert.match(page, /localbox:gpu0/);
-  assert.match(page, /free/);
-  assert.match(page, /online/);
+  const page = await fetch(`${first.url}/`, { headers: { cookie } });
+  assert.equal(page.status, 200);
+  assert.match(await page.text(), /<title>rc<\/title>/);
+  // The page draws itself from the API, as any client reads it, with the same cookie.
+  const fleet = (await (await fetch(`${first.url}/api/fleet`, { headers: { cookie } })).json()) as {
+    hosts: { name: string; status: string }[];
+    devices: { name: string; state: string }[];
+  };
+  assert.deepEqual(
+    fleet.hosts.map((h) => [h.name, h.status]),
+    [['localbox', 'online']],
+  );
+  assert.deepEqual(
+    fleet.devices.map((d) => [d.name, d.state]),
+    [
+      ['localbox:gpu0', 'free'],
+      ['localbox:gpu1', 'free'],
+    ],
+  );
 
   assert.equal(await stop(first.child), 0);
   await until(async () => processesMatching(join(ROOT, 'dist', 'worker.js'), true).length === 0 && !readPgRunning(), 'the worker and Postgres to stop', 15_000);

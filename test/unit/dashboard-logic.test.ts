@@ -3,7 +3,7 @@
 // terminal's button-press rule, and reading the frame stream in a browser.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { agoText, bytesText, commandText, countdownText, durationText, memPairText, vramText } from '../../components/format';
+import { agoText, bytesText, commandText, countdownText, durationText, labelText, memPairText, vramText } from '../../components/format';
 import { byHost, fleetTotals, perModel, shownState } from '../../components/fleet/totals';
 import { FrameReader } from '../../components/jobs/frame-reader';
 import { MAX_HOST_FETCHES, patchFleet, planRefetch } from '../../components/live-plan';
@@ -21,6 +21,8 @@ test('units as people read them', () => {
   assert.equal(vramText('lots'), 'lots');
   assert.equal(vramText(undefined), '–');
   assert.equal(memPairText(20_480, 81_559), '20.0 / 79.6 GiB');
+  assert.equal(labelText('disk_free_bytes', String(100 * 1024 ** 3)), '100 GiB');
+  assert.equal(labelText('driver_version', '550.54.15'), '550.54.15');
   assert.equal(durationText(45), '45s');
   assert.equal(durationText(12 * 60 + 5), '12 min');
   assert.equal(durationText(3600 + 20 * 60), '1h 20m');
