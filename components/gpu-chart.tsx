@@ -6,7 +6,8 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { DeviceSamples } from '../protocol/wire';
 
-export default function GpuChart({ samples }: { samples: DeviceSamples }) {
+/** `windowS`: the x axis spans the last this many seconds, however few samples there are. */
+export default function GpuChart({ samples, windowS }: { samples: DeviceSamples; windowS: number }) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const el = box.current;
@@ -16,7 +17,11 @@ export default function GpuChart({ samples }: { samples: DeviceSamples }) {
       {
         width: el.clientWidth || 600,
         height: 180,
-        scales: { pct: { range: [0, 100] }, mem: { range: [0, Math.max(1, samples.memTotalMiB / 1024)] } },
+        scales: {
+          x: { time: true, range: () => [Date.now() / 1000 - windowS, Date.now() / 1000] },
+          pct: { range: [0, 100] },
+          mem: { range: [0, Math.max(1, samples.memTotalMiB / 1024)] },
+        },
         series: [
           {},
           { label: 'utilisation %', scale: 'pct', stroke: '#0284c7', width: 1.5, value: (_, v) => (v == null ? '–' : `${Math.round(v)}%`) },
@@ -33,6 +38,6 @@ export default function GpuChart({ samples }: { samples: DeviceSamples }) {
       resize.disconnect();
       plot.destroy();
     };
-  }, [samples]);
+  }, [samples, windowS]);
   return <div ref={box} className="w-full" />;
 }

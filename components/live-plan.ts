@@ -48,7 +48,10 @@ export function planRefetch(changes: readonly LiveChange[]): RefetchPlan {
         add('device');
         break;
       case 'samples':
+        // The sparklines, and a host's or device's page ("GPU now"); the fleet's own numbers come from the sparklines' last sample.
         add('samples');
+        add('host');
+        add('device');
         break;
       case 'audit':
         add('audit');

@@ -1,7 +1,7 @@
 // The Next.js side of the custom server: pages are served by Next, built on
 // first start when no build exists (the API answers meanwhile).
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { ROOT } from './paths';
@@ -20,7 +20,10 @@ export class Dashboard {
     try {
       if (needsBuild()) {
         this.log('building the dashboard (first start or changed pages); the API and CLI work meanwhile');
+        const started = new Date();
         await runNextBuild();
+        // The build is as new as the sources it read: a page changed while it ran is newer, and builds again next time.
+        utimesSync(join(ROOT, '.next', 'BUILD_ID'), started, started);
       }
       const { default: next } = await import('next');
       const app = next({ dev: false, dir: ROOT });

@@ -9,7 +9,7 @@ import { useWindowVirtualizer } from '@tanstack/react-virtual';
 import Link from 'next/link';
 import { useDeferredValue, useMemo, useState } from 'react';
 import { matchTerms, parseSelector } from '../../core/selector';
-import type { DeviceSamples, DeviceSummary, HostRow } from '../../protocol/wire';
+import type { DeviceSamples, DeviceSummary, GpuView, HostRow } from '../../protocol/wire';
 import { call } from '../api-client';
 import { memPairText, vramText } from '../format';
 import { OpenTerminalButton } from '../open-terminal';
@@ -209,9 +209,26 @@ function HostStatus({ host }: { host: HostRow | undefined }) {
   );
 }
 
+/** Utilisation and memory: the last 10 minutes as sparklines, the newest sample as numbers (exact values on hover). */
+function GpuNow({ d, gpu, samples }: { d: DeviceSummary; gpu: GpuView; samples: DeviceSamples | undefined }) {
+  const util = samples?.utilPct.at(-1) ?? gpu.utilPct;
+  const used = samples?.memUsedMiB.at(-1) ?? gpu.memUsedMiB;
+  const total = samples?.memTotalMiB || gpu.memTotalMiB;
+  const memPct = samples ? samples.memUsedMiB.map((m) => (total ? (100 * m) / total : null)) : [total ? (100 * used) / total : null];
+  return (
+    <span className="inline-flex items-center gap-1.5 text-xs tabular-nums text-zinc-600">
+      <Sparkline values={samples?.utilPct ?? [util]} label={`utilisation of ${d.name}, now ${util ?? 'n/a'}%`} />
+      <span className="w-9" title={`utilisation ${util ?? 'n/a'}%`}>
+        {util === null ? '–' : Math.round(util)}%
+      </span>
+      <Sparkline values={memPct} label={`memory of ${d.name}, now ${used} of ${total} MiB`} colour="#7c3aed" />
+      <span title={`${used} of ${total} MiB`}>{memPairText(used, total)}</span>
+    </span>
+  );
+}
+
 function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples | undefined }) {
   const state = shownState(d);
-  const memPct = samples ? samples.memUsedMiB.map((m) => (samples.memTotalMiB ? (100 * m) / samples.memTotalMiB : null)) : [];
   return (
     <tr data-device={d.name} data-state={state} className="border-t border-zinc-100 first:border-t-0">
       <td className="w-28 px-3 py-1.5 font-mono text-xs">
@@ -240,18 +257,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {vramText(d.labels.vram)}
       </td>
       <td className="hidden px-2 md:table-cell">
-        {d.gpu ? (
-          <span className="inline-flex items-center gap-1.5 text-xs tabular-nums text-zinc-600">
-            <Sparkline values={samples?.utilPct ?? [d.gpu.utilPct]} label={`utilisation of ${d.name}, now ${d.gpu.utilPct ?? 'n/a'}%`} />
-            <span className="w-9" title={`utilisation ${d.gpu.utilPct ?? 'n/a'}% at ${d.gpu.at}`}>
-              {d.gpu.utilPct ?? '–'}%
-            </span>
-            <Sparkline values={memPct.length ? memPct : [(100 * d.gpu.memUsedMiB) / (d.gpu.memTotalMiB || 1)]} label={`memory of ${d.name}`} colour="#7c3aed" />
-            <span title={`${d.gpu.memUsedMiB} of ${d.gpu.memTotalMiB} MiB`}>{memPairText(d.gpu.memUsedMiB, d.gpu.memTotalMiB)}</span>
-          </span>
-        ) : (
-          <span className="text-xs text-zinc-400">no GPU sample</span>
-        )}
+        {d.gpu ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
       </td>
       <td className="w-24 px-2 text-right">
         <OpenTerminalButton device={d.name} disabled={state === 'unhealthy' || state === 'offline'} />

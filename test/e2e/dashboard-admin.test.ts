@@ -164,6 +164,9 @@ test('the read-only view: no edit controls for a client token, and the API refus
   await page.goto(`${stack.controllerUrl}/devices/gpubox:gpu0`);
   await page.getByRole('heading', { name: /gpubox:gpu0/ }).waitFor();
   assert.equal(await page.getByRole('button', { name: /Edit|Clear/ }).count(), 0);
+  // The last hour's samples, drawn (uPlot, loaded with the page's chart).
+  await page.locator('.uplot canvas').waitFor({ timeout: 10_000 });
+  await page.getByRole('heading', { name: 'third edit' }).waitFor();
   await screenshot(page, 'device');
   // From the page itself: its own origin, its session cookie, JSON (the CSRF-safe path), and still refused.
   const tries = await page.evaluate(() =>

@@ -77,7 +77,7 @@ test('a live change on one host refetches that host; one without a host, or a bu
       job.invalidate.some((x) => x.join() === k),
       k,
     );
-  assert.deepEqual(planRefetch([{ what: 'samples' }]).invalidate, [['samples']]);
+  assert.deepEqual(planRefetch([{ what: 'samples' }]).invalidate, [['samples'], ['host'], ['device']]);
   assert.deepEqual(planRefetch([{ what: 'audit' }]).invalidate, [['audit']]);
   assert.deepEqual(planRefetch([{ what: 'sheet', host: 'a' }]).invalidate, [['host', 'a'], ['device']]);
 });
