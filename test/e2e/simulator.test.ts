@@ -107,7 +107,7 @@ test('the simulator command refuses bad flags with a sentence', async () => {
     new Promise<{ code: number | null; stderr: string }>((resolve) => {
       const c = spawn(process.execPath, [join(ROOT, 'dist', 'simulator.js'), ...args], {
         stdio: ['ignore', 'ignore', 'pipe'],
-        env: { PATH: process.env.PATH },
+        env: { PATH: process.env.PATH } as unknown as NodeJS.ProcessEnv,
       });
       let stderr = '';
       c.stderr.on('data', (b: Buffer) => {
