@@ -59,6 +59,8 @@ export async function startFleet({ localWorker, second = false }) {
   }
   return {
     dir,
+    /** The first controller's process id (its CPU and memory). */
+    pid: server.pid,
     controller,
     controller2,
     clientToken,

@@ -51,6 +51,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const t0 = Date.now();
   const credentials = await mapLimit(opts.hosts, 16, (spec) => register(url, opts.adminToken, spec.name));
   const registerMs = Date.now() - t0;
+  if (opts.hosts.length > 1) log(`${opts.hosts.length} hosts registered in ${registerMs} ms`);
 
   const root = mkdtempSync(join(tmpdir(), 'rc-sim-'));
   const hosts = opts.hosts.map((spec, i) => {
@@ -64,9 +65,13 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   }, TICK_MS);
 
   const t1 = Date.now();
-  const connected = mapLimit(hosts, opts.connectConcurrency ?? 25, (h) => {
+  let online = 0;
+  const every = Math.max(1, Math.ceil(hosts.length / 10));
+  const connected = mapLimit(hosts, opts.connectConcurrency ?? 25, async (h) => {
     h.connect();
-    return h.online;
+    await h.online;
+    online += 1;
+    if (hosts.length >= 50 && online % every === 0 && online < hosts.length) log(`${online}/${hosts.length} hosts online after ${Date.now() - t1} ms`);
   });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<'timeout'>((resolve) => {

@@ -55,6 +55,7 @@ export class SimHost {
   private periodMs = 5000;
   private beatsSinceHello = 0;
   private stopping = false;
+  private unreachable = false;
   private readonly jobs: JobRunner;
   private readonly walks: WalkState[];
   private readonly random: () => number;
@@ -90,7 +91,11 @@ export class SimHost {
       // socket.io does not retry after a server-side disconnect (a controller shutting down): the real worker does.
       if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
     });
-    this.socket.on('connect_error', (err) => this.opts.log(`${spec.name}: cannot reach the controller at ${opts.url}: ${err.message}; retrying`));
+    // Said once per outage: a fleet of a thousand would otherwise say it a thousand times a second.
+    this.socket.on('connect_error', (err) => {
+      if (!this.stopping && !this.unreachable) this.opts.log(`${spec.name}: cannot reach the controller at ${opts.url}: ${err.message}; retrying`);
+      this.unreachable = true;
+    });
     this.socket.on(WorkerEvent.probeNow, () => {
       this.inventory = simInventory(spec, new Date());
       if (this.ready) this.socket.emit(WorkerEvent.inventory, this.inventory);
@@ -128,6 +133,7 @@ export class SimHost {
       return;
     }
     this.ready = true;
+    this.unreachable = false;
     this.beats += 1;
     this.beatsSinceHello = 0;
     this.jobs.terminals.flowAll(true);
@@ -139,7 +145,7 @@ export class SimHost {
     this.welcomed = null;
   }
 
-  /** One heartbeat with this moment's samples; the second after a hello also reports the foreign processes (the real worker quarantines on a second sighting). */
+  /** One heartbeat with this moment's samples; the first after a hello also reports the foreign processes (the real worker does on its second sighting, one heartbeat later). */
   beat(now: number): void {
     if (!this.ready) return;
     this.nextBeatAt = now + this.periodMs;
@@ -154,7 +160,7 @@ export class SimHost {
       return toSample(index, model, walk);
     });
     this.socket.emit(WorkerEvent.heartbeat, { gpus });
-    if (this.beatsSinceHello === 2) for (const q of this.foreign(now)) this.report(q);
+    if (this.beatsSinceHello === 1) for (const q of this.foreign(now)) this.report(q);
   }
 
   /** The devices with a process rc did not start, in the real worker's words (worker/gpu-health.ts). */
