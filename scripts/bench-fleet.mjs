@@ -63,6 +63,8 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
   }
   return {
     dir,
+    /** The first controller's process id (its CPU and memory). */
+    pid: server.pid,
     controller,
     controller2,
     clientToken,

@@ -24,5 +24,7 @@ await Promise.all([
   build({ ...common, entryPoints: ['cli/tty.ts'], outfile: 'dist/rc-tty.cjs', format: 'cjs', minifySyntax: true, external: ['bufferutil', 'utf-8-validate'] }),
   build({ ...common, entryPoints: ['server.ts'], outfile: 'dist/server.js', format: 'esm', packages: 'external', sourcemap: true }),
   build({ ...common, entryPoints: ['worker/main.ts'], outfile: 'dist/worker.js', format: 'esm', packages: 'external', sourcemap: true }),
+  // The fleet simulator (bench/simulator): a command, and a module for scripts (npm run demo).
+  build({ ...common, entryPoints: ['bench/simulator/cli.ts'], outfile: 'dist/simulator.js', format: 'esm', packages: 'external', sourcemap: true }),
   build({ ...common, entryPoints: ['test/support.ts'], outfile: 'dist/test-support.js', format: 'esm', packages: 'external' }),
 ]);
