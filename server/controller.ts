@@ -21,6 +21,7 @@ import type { Target } from './jobs/claim';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
 import { LiveFeed } from './live';
+import { FleetCache } from './fleet-cache';
 import { RemoteCalls } from './remote-calls';
 import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
@@ -59,6 +60,8 @@ export class Controller {
   readonly router: Router;
   readonly tty: TtyHub;
   readonly live: LiveFeed;
+  /** The fleet page's data between requests, made stale by the live view's changes. */
+  readonly fleet: FleetCache;
   /** Tells the pages what a job's event changed (jobLive). */
   private readonly liveOfJob: (event: JobEvent & { jobId: string }) => void;
   readonly calls: RemoteCalls;
@@ -81,6 +84,8 @@ export class Controller {
     this.live = live;
     const liveOfJob = jobLive(live);
     this.liveOfJob = liveOfJob;
+    this.fleet = new FleetCache(this.sql);
+    live.onChange((c) => this.fleet.changed(c));
     this.events = new JobEvents(
       storedOutput(this.sql),
       {

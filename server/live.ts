@@ -16,12 +16,18 @@ export class LiveFeed {
   private timer: NodeJS.Timeout | null = null;
   private samplesAt = 0;
   private samplesTimer: NodeJS.Timeout | null = null;
+  private readonly listeners: ((c: LiveChange) => void)[] = [];
 
   /** `publish`: to the other controllers (the bus). */
   constructor(private readonly publish: (c: LiveChange) => void) {}
 
   attach(ns: Namespace): void {
     this.ns = ns;
+  }
+
+  /** Hears every change as it is made or heard, before any browser does (server/fleet-cache.ts). */
+  onChange(listener: (c: LiveChange) => void): void {
+    this.listeners.push(listener);
   }
 
   /** A change made here: told here and elsewhere. */
@@ -64,6 +70,7 @@ export class LiveFeed {
   }
 
   private queue(c: LiveChange, spread: boolean): void {
+    for (const l of this.listeners) l(c);
     const key = `${spread ? '+' : '-'}${c.what}:${c.host ?? ''}:${c.jobId ?? ''}`;
     this.pending.set(key, c);
     if (this.timer) return;

@@ -171,7 +171,17 @@ function HostCard({ group, host, samples }: { group: HostGroup; host: HostRow | 
           {host?.workerVersion ? ` · worker ${host.workerVersion}` : ''}
         </span>
       </header>
-      <table className="w-full text-sm">
+      {/* Fixed columns: every host's devices line up under the others'. */}
+      <table className="w-full table-fixed text-sm">
+        <colgroup>
+          <col className="w-20" />
+          <col className="w-24" />
+          <col />
+          <col className="hidden w-28 sm:table-column" />
+          <col className="hidden w-24 sm:table-column" />
+          <col className="hidden w-80 md:table-column" />
+          <col className="w-28" />
+        </colgroup>
         <thead className="sr-only">
           <tr>
             <th>Device</th>
@@ -231,15 +241,15 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
   const state = shownState(d);
   return (
     <tr data-device={d.name} data-state={state} className="border-t border-zinc-100 first:border-t-0">
-      <td className="w-28 px-3 py-1.5 font-mono text-xs">
+      <td className="px-3 py-1.5 font-mono text-xs">
         <Link href={`/devices/${encodeURIComponent(d.name)}`} className="hover:underline">
           gpu{d.index}
         </Link>
       </td>
-      <td className="w-24 px-2">
+      <td className="px-2">
         <DeviceBadge state={state} />
       </td>
-      <td className="max-w-56 truncate px-2 text-xs">
+      <td className="truncate px-2 text-xs">
         {d.holder ? (
           <Link href={`/jobs/${encodeURIComponent(d.holder.jobId)}`} className="hover:underline" title={`job ${d.holder.jobId} since ${d.holder.since}`}>
             {d.holder.submitter} · <span className="font-mono">{d.holder.jobId}</span>
@@ -259,7 +269,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
       <td className="hidden px-2 md:table-cell">
         {d.gpu ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
       </td>
-      <td className="w-24 px-2 text-right">
+      <td className="px-2 py-0.5 text-right">
         <OpenTerminalButton device={d.name} disabled={state === 'unhealthy' || state === 'offline'} />
       </td>
     </tr>

@@ -8,7 +8,8 @@ import { extendHold } from '../jobs/hold';
 import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../describe';
 import { parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
-import { loadDevices, loadFleet, loadHosts } from '../fleet';
+import { loadDevices, loadHosts } from '../fleet';
+import type { FleetCache } from '../fleet-cache';
 import { listQueue } from '../queue';
 import { loadSamples, parseSamplesQuery } from '../samples';
 import { listAudit, parseAuditQuery } from '../audit-log';
@@ -44,6 +45,8 @@ export interface ApiDeps {
   scheduler: Scheduler;
   /** Whether a host's worker is connected to this controller. */
   holds(hostName: string): boolean;
+  /** The fleet page's data, kept between requests (server/fleet-cache.ts). */
+  fleet: Pick<FleetCache, 'fleet'>;
   /** The dashboard's live view. */
   live: Pick<LiveFeed, 'changed'>;
   /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
@@ -71,7 +74,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const host = query.get('host');
     if (host !== null && !HOST_NAME.test(host))
       throw new RcError('bad_request', `host: ${JSON.stringify(host.slice(0, 100))} is not a host name; leave it out for the whole fleet`);
-    return loadFleet(sql, host ?? undefined);
+    return c.fleet.fleet(host ?? undefined);
   });
 
   router.on('GET /api/hosts/:name', async ({ params }) => describeHost(sql, params.name));
