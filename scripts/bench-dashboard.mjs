@@ -77,6 +77,7 @@ try {
     fleetMs.push(performance.now() - t);
   }
   const interactive = [];
+  const fleetInPage = [];
   const liveOn = [];
   const liveAfterStart = [];
   const liveOff = [];
@@ -93,6 +94,13 @@ try {
     });
     await page.locator('[data-device="sim-0000:gpu0"]').waitFor();
     interactive.push(performance.now() - sent);
+    // Of which: the fleet's answer, from its request to its last byte, in the page's own timing.
+    fleetInPage.push(
+      await page.evaluate(() => {
+        const e = performance.getEntriesByType('resource').find((r) => new URL(r.name).pathname === '/api/fleet');
+        return e ? e.responseEnd - e.startTime : Number.NaN;
+      }),
+    );
     if (!js) js = await page.evaluate(firstLoadScripts);
 
     // 2. A live change: a job on a device on screen, then its kill.
@@ -118,7 +126,8 @@ try {
     await page.close();
   }
   report(`fleet page interactive after navigation (${HOSTS * DEVICES} devices)`, interactive);
-  report(`GET /api/fleet (${(fleetBytes / 1024).toFixed(0)} KiB)`, fleetMs);
+  report('  of which GET /api/fleet, in the page', fleetInPage);
+  report(`GET /api/fleet from a script (${(fleetBytes / 1024).toFixed(0)} KiB)`, fleetMs);
   report('live: job submitted → its device busy on the page', liveOn);
   report('live: job started → its device busy on the page', liveAfterStart);
   report('live: job killed → its device free on the page', liveOff);

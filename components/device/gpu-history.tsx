@@ -35,7 +35,7 @@ export function GpuHistory({ device }: { device: string }) {
         ))}
       </div>
       <ErrorBox error={q.error} />
-      {samples && samples.at.length ? (
+      {samples?.at.length ? (
         <GpuChart samples={samples} windowS={window === '1h' ? 3600 : 86400} />
       ) : (
         <p className="text-sm text-zinc-500">{q.isPending ? 'Loading samples…' : 'No samples in this range.'}</p>
