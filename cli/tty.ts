@@ -13,8 +13,8 @@
 import { spawnSync } from 'node:child_process';
 import { io, type Socket } from 'socket.io-client';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
-import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
-import { sendOnSocket, type TtyClientAction, TtyClient } from '../protocol/tty-client';
+import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient } from '../protocol/events';
+import { listenOnSocket, sendOnSocket, type TtyClientAction, TtyClient } from '../protocol/tty-client';
 import type { TtyExit, TtyOpenMessage } from '../protocol/wire';
 import { rotateControllers } from '../protocol/controllers';
 import { errLine, stdout as stdoutStream } from './output';
@@ -148,24 +148,17 @@ export function runTty(o: TtyRun): Promise<number> {
     };
     process.on('SIGINT', onSigint);
 
-    socket.on('connect', () => {
-      lostSince = null;
-      if (giveUp) {
-        clearTimeout(giveUp);
-        giveUp = null;
-      }
-      act(client.connected());
+    listenOnSocket(socket, client, act, {
+      connected: () => {
+        lostSince = null;
+        if (giveUp) {
+          clearTimeout(giveUp);
+          giveUp = null;
+        }
+      },
+      // After finish (its socket.close() is a disconnect too) nothing is said or retried.
+      disconnected: () => !done,
     });
-    socket.on('connect_error', (err: Error) => act(client.connectFailed(err.message)));
-    // After finish (its socket.close() is a disconnect too) nothing is said or retried.
-    socket.on('disconnect', () => {
-      if (!done) act(client.disconnected());
-    });
-    socket.on(TtyEvent.queued, (e) => act(client.queued(e)));
-    socket.on(TtyEvent.started, (e) => act(client.started(e)));
-    socket.on(TtyEvent.output, (data) => act(client.output(data)));
-    socket.on(TtyEvent.exit, (e) => act(client.exit(e)));
-    socket.on(TtyEvent.error, (e) => act(client.error(e)));
   });
 }
 

@@ -8,8 +8,8 @@
 import { useEffect, useRef, useState } from 'react';
 import type { Socket } from 'socket.io-client';
 import '@xterm/xterm/css/xterm.css';
-import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent } from '../protocol/events';
-import { sendOnSocket, type TtyClientAction, TtyClient } from '../protocol/tty-client';
+import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient } from '../protocol/events';
+import { listenOnSocket, sendOnSocket, type TtyClientAction, TtyClient } from '../protocol/tty-client';
 
 interface Props {
   device: string | null;
@@ -78,14 +78,7 @@ export function TerminalView({ device, select, job }: Props) {
             return setStatus(`cannot connect: ${a.message}`);
         }
       };
-      socket.on('connect', () => act(client.connected()));
-      socket.on('connect_error', (err: Error) => act(client.connectFailed(err.message)));
-      socket.on('disconnect', () => act(client.disconnected()));
-      socket.on(TtyEvent.queued, (e) => act(client.queued(e)));
-      socket.on(TtyEvent.started, (e) => act(client.started(e)));
-      socket.on(TtyEvent.output, (data) => act(client.output(data)));
-      socket.on(TtyEvent.exit, (e) => act(client.exit(e)));
-      socket.on(TtyEvent.error, (e) => act(client.error(e)));
+      listenOnSocket(socket, client, act);
       term.onData((d) => act(client.input(d)));
       term.onBinary((d) => act(client.input(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff))));
       term.onResize(({ cols, rows }) => act(client.resize({ cols, rows })));

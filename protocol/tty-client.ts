@@ -1,15 +1,16 @@
 // A terminal client of the controller's /tty socket as a state machine, shared
 // by rc run --tty (cli/tty.ts) and the dashboard's terminal
-// (app/terminal/terminal-view.tsx). It does no I/O: each method takes what
+// (components/terminal-view.tsx). It does no I/O: each method takes what
 // happened (the socket connected, the controller said `started`, bytes came,
 // the screen wrote them, a key was typed) and returns what to do, in order
 // (send `open` with this payload, write these bytes, ack them, say the job is
 // queued, end with this exit). The adapters own the socket, the screen (stdout
 // in raw mode, xterm.js) and the policies that differ: how a status is shown,
 // how long a dropped connection may take to come back, what a refusal does.
-// Types only from the rest of protocol/: no zod, no socket.io, no DOM, so the
+// Types only from the rest of protocol/ and socket.io-client: no zod, no socket.io code, no DOM, so the
 // CLI's terminal bundle stays small. docs/api.md, "The terminal socket".
-import { type TtyClientToController, TtyEvent } from './events';
+import type { Socket } from 'socket.io-client';
+import { type TtyClientToController, type TtyControllerToClient, TtyEvent } from './events';
 import type { TtySize } from './tty';
 import type { TtyError, TtyExit, TtyOpenMessage, TtyQueued, TtyStarted } from './wire';
 
@@ -87,6 +88,33 @@ export function sendOnSocket(socket: TtySocket, a: TtyClientAction): boolean {
     default:
       return false;
   }
+}
+
+/**
+ * Feeds every event of the socket to the client and what it answers to
+ * `act`: both adapters listen the same way. `connected` runs first on each
+ * connection (the CLI stops its give-up timer there); a `disconnected` that
+ * returns false keeps the client from hearing of it (the CLI's own close).
+ */
+export function listenOnSocket(
+  socket: Socket<TtyControllerToClient, TtyClientToController>,
+  client: TtyClient,
+  act: (actions: TtyClientAction[]) => void,
+  hooks: { connected?: () => void; disconnected?: () => boolean } = {},
+): void {
+  socket.on('connect', () => {
+    hooks.connected?.();
+    act(client.connected());
+  });
+  socket.on('connect_error', (err: Error) => act(client.connectFailed(err.message)));
+  socket.on('disconnect', () => {
+    if (hooks.disconnected?.() !== false) act(client.disconnected());
+  });
+  socket.on(TtyEvent.queued, (e) => act(client.queued(e)));
+  socket.on(TtyEvent.started, (e) => act(client.started(e)));
+  socket.on(TtyEvent.output, (data) => act(client.output(data)));
+  socket.on(TtyEvent.exit, (e) => act(client.exit(e)));
+  socket.on(TtyEvent.error, (e) => act(client.error(e)));
 }
 
 export class TtyClient {

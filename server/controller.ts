@@ -187,6 +187,8 @@ export class Controller {
 
   /** Messages missed while the bus was away (or lost): the periodic backstop. */
   private catchUp(): void {
+    // Changes told by other controllers while the listen connection was down are lost: what the fleet page was kept as may be wrong.
+    this.fleet.changed({ what: 'devices' });
     this.events.catchUp().catch((err: unknown) => this.log(`catching up on jobs followed here: ${String(err)}`));
     void this.scheduler.poke();
   }

@@ -4,8 +4,8 @@
 // The live view's changes (server/live.ts: a lease, a host's state, labels, a
 // quarantine, here or told by another controller) mark a host's part stale,
 // or the whole fleet when a change names no host; what is stale is loaded
-// again when next asked for, one host at a time. Whatever a missed
-// notification leaves wrong lasts at most MAX_AGE_MS. The queue's length is
+// again when next asked for, one host at a time; whatever else could leave
+// it wrong lasts at most MAX_AGE_MS. The queue's length is
 // counted each time (an index scan). GPU samples in the parts may be as old
 // as the part: the pages read samples from GET /api/samples.
 import { RcError } from '../core/errors';
@@ -14,7 +14,13 @@ import type { DeviceSummary, Fleet, HostRow } from '../protocol/wire';
 import type { Sql } from './db';
 import { loadFleet } from './fleet';
 
-export const MAX_AGE_MS = 15_000;
+/**
+ * A backstop: the changes that make parts stale come from this controller or,
+ * through the bus, from the others (and when the bus's connection comes back
+ * the whole fleet is made stale: what was sent meanwhile is lost). This bounds
+ * what a change that no live event names could leave wrong.
+ */
+export const MAX_AGE_MS = 60_000;
 /** Past this many stale hosts, one load of the whole fleet is cheaper than one per host. */
 const MAX_HOST_LOADS = 32;
 

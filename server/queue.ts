@@ -4,20 +4,23 @@
 import type { QueuedJob } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
 import { waitReasons } from '../core/wait-reason';
-import type { QueueEntry } from '../protocol/wire';
+import type { DeviceSummary, QueueEntry } from '../protocol/wire';
 import type { Sql } from './db';
-import { loadDevices } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
 export const QUEUE_SHOWN = 1000;
 
-/** The first QUEUE_SHOWN queued jobs, in listActive's order (priority, then submission), with their place and reason. */
-export async function listQueue(sql: Sql, reserveAfterS: number): Promise<QueueEntry[]> {
-  const [rows, devices] = await Promise.all([
-    sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit ${QUEUE_SHOWN}`,
-    loadDevices(sql, { details: false }),
-  ]);
+/**
+ * The first QUEUE_SHOWN queued jobs, in listActive's order (priority, then
+ * submission), with their place and reason; `devices` gives the fleet (the
+ * fleet page's, kept between requests: server/fleet-cache.ts).
+ */
+export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => Promise<DeviceSummary[]>): Promise<QueueEntry[]> {
+  const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit ${QUEUE_SHOWN}`;
+  // An empty queue needs no fleet.
+  if (!rows.length) return [];
+  const fleet = await devices();
   const terms = new Map<string, readonly SelectorTerm[]>();
   const now = Date.now();
   const queued = rows.map((j): QueuedJob => {
@@ -30,6 +33,6 @@ export async function listQueue(sql: Sql, reserveAfterS: number): Promise<QueueE
     }
     return { id: j.id, priority: j.priority, seq: j.seq, terms: t, deviceName: j.deviceName, gpus: j.gpus, waitedS: (now - j.createdAt.getTime()) / 1000 };
   });
-  const why = waitReasons(queued, devices, reserveAfterS);
+  const why = waitReasons(queued, fleet, reserveAfterS);
   return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)! }));
 }

@@ -81,7 +81,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/samples', async ({ query }) => ({ samples: await loadSamples(sql, parseSamplesQuery(query)) }));
 
-  router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS) }));
+  router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS, async () => (await c.fleet.fleet()).devices) }));
 
   router.on('GET /api/audit', async ({ query }) => ({ entries: await listAudit(sql, parseAuditQuery(query)) }));
 

@@ -418,3 +418,35 @@ test('the live view hears of new GPU samples', { timeout: 30_000 }, async (t) =>
   );
   await stack.stopWorker('delta');
 });
+
+test('a big answer is gzipped for a client that takes gzip, a small one never; a client that does not ask gets plain JSON', async () => {
+  await db`insert into jobs (id, submitter, argv, state, ended_at)
+    select 'jz' || lpad(g::text, 9, '0'), 'bulk', '["python", "train.py", "--epochs", "100"]'::jsonb, 'succeeded', now()
+    from generate_series(1, 600) g`;
+  const { request } = await import('node:http');
+  const get = (path: string, encoding: string | null) =>
+    new Promise<{ encoding: string | undefined; bytes: Buffer }>((resolve, reject) => {
+      const req = request(stack.controllerUrl + path, {
+        headers: { authorization: `Bearer ${stack.clientToken}`, ...(encoding ? { 'accept-encoding': encoding } : {}) },
+      });
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ encoding: res.headers['content-encoding'], bytes: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const { gunzipSync } = await import('node:zlib');
+  const zipped = await get('/api/jobs?submitter=bulk&limit=1000', 'gzip, deflate, br');
+  assert.equal(zipped.encoding, 'gzip');
+  const jobs = (JSON.parse(gunzipSync(zipped.bytes).toString()) as { jobs: JobView[] }).jobs;
+  assert.equal(jobs.length, 600);
+  const plain = await get('/api/jobs?submitter=bulk&limit=1000', null);
+  assert.equal(plain.encoding, undefined);
+  assert.equal((JSON.parse(plain.bytes.toString()) as { jobs: JobView[] }).jobs.length, 600);
+  assert.ok(zipped.bytes.length * 5 < plain.bytes.length, `gzip: ${zipped.bytes.length} of ${plain.bytes.length} bytes`);
+  assert.equal((await get('/api/jobs?submitter=bulk&limit=1000', 'gzip;q=0')).encoding, undefined, 'q=0 refuses it');
+  assert.equal((await get('/api/whoami', 'gzip')).encoding, undefined, 'small answers are sent as they are');
+  await db`delete from jobs where submitter = 'bulk'`;
+});

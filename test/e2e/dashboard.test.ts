@@ -69,12 +69,20 @@ test('the fleet page: totals, models, sparklines; a job started with rc run show
   await page.waitForFunction(() => /37%/.test(document.querySelector('[data-device="gpubox:gpu0"]')?.textContent ?? ''), null, { timeout: 10_000 });
   assert.equal(await page.getByRole('img', { name: /utilisation of gpubox:gpu0/ }).count(), 1);
 
+  // The jobs list, open in another tab, follows too.
+  const jobsPage = await context.newPage();
+  await jobsPage.goto(`${stack.controllerUrl}/jobs`);
+  await jobsPage.getByRole('heading', { name: 'Jobs' }).waitFor();
   const job = stack.runJob(['-d', 'gpubox:gpu0'], 'sleep 3');
   const id = await job.id;
   await page.locator('[data-device="gpubox:gpu0"][data-state=busy]').waitFor({ timeout: 5000 });
   const seen = Date.now();
+  await jobsPage.locator(`[data-job="${id}"]`).getByText('running').waitFor({ timeout: 5000 });
+  const listed = Date.now();
   const startedAt = Date.parse(((await stack.api('GET', `/api/jobs/${id}`)).body as { job: { startedAt: string } }).job.startedAt);
-  assert.ok(seen - startedAt < 1000, `the page showed the job ${seen - startedAt} ms after it started`);
+  assert.ok(seen - startedAt < 1000, `the fleet page showed the job ${seen - startedAt} ms after it started`);
+  assert.ok(listed - startedAt < 1000, `the jobs list showed it ${listed - startedAt} ms after it started`);
+  await jobsPage.close();
   assert.match((await row.textContent()) ?? '', new RegExp(`tester · ${id}`));
   assert.equal(await page.locator('[data-total=busy]').textContent(), '1');
   await screenshot(page, 'fleet');

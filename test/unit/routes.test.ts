@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import { ROUTES, splitRoute } from '../../protocol/routes';
 import type { Controller } from '../../server/controller';
 import { registerApi } from '../../server/http/api';
-import { Router } from '../../server/http/router';
+import { acceptsGzip, Router } from '../../server/http/router';
 
 function registered() {
   const router = new Router(null as never, () => {});
@@ -27,4 +27,12 @@ test('docs/api.md has a section for every route, headed by its name', () => {
     .filter((l) => l.startsWith('### '))
     .map((l) => l.slice(4).split('?')[0]);
   for (const name of Object.keys(ROUTES)) assert.ok(headings.includes(name), `docs/api.md has no "### ${name}"`);
+});
+
+test('Accept-Encoding: gzip taken unless refused with q=0', () => {
+  assert.deepEqual(
+    ['gzip', 'gzip, deflate, br', 'br;q=1.0, gzip;q=0.8', '*', 'gzip;q=0', 'deflate', '', undefined].map((h) => acceptsGzip(h)),
+    [true, true, true, true, false, false, false, false],
+  );
+  assert.equal(acceptsGzip(['deflate', 'gzip']), true);
 });
