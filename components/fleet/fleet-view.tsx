@@ -65,9 +65,9 @@ export function FleetView() {
       </section>
 
       {models.length ? (
-        <section aria-label="By model" className="mb-4 flex flex-wrap gap-2">
+        <section aria-label="By model" className="mb-4 grid grid-cols-2 gap-2 sm:flex sm:flex-wrap">
           {models.map((m) => (
-            <div key={m.model} className="min-w-44 rounded border border-zinc-200 bg-white px-3 py-1.5 text-sm shadow-sm">
+            <div key={m.model} className="rounded sm:min-w-44 border border-zinc-200 bg-white px-3 py-1.5 text-sm shadow-sm">
               <div className="font-medium">{m.model}</div>
               <div className="mt-1 flex h-1.5 overflow-hidden rounded bg-zinc-200" aria-hidden>
                 <div className="bg-sky-500" style={{ width: `${(100 * m.used) / m.total}%` }} />
@@ -176,13 +176,13 @@ const HostCard = memo(function HostCard({ group, host, samples }: { group: HostG
       {/* Fixed columns: every host's devices line up under the others'. */}
       <table className="w-full table-fixed text-sm">
         <colgroup>
-          <col className="w-20" />
-          <col className="w-24" />
+          <col className="w-14 sm:w-20" />
+          <col className="w-20 sm:w-24" />
           <col />
           <col className="hidden w-28 sm:table-column" />
           <col className="hidden w-24 sm:table-column" />
           <col className="hidden w-80 md:table-column" />
-          <col className="w-28" />
+          <col className="w-24 sm:w-28" />
         </colgroup>
         <thead className="sr-only">
           <tr>
@@ -243,7 +243,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
   const state = shownState(d);
   return (
     <tr data-device={d.name} data-state={state} className="border-t border-zinc-100 first:border-t-0">
-      <td className="px-3 py-1.5 font-mono text-xs">
+      <td className="px-2 py-1.5 font-mono text-xs sm:px-3">
         <Link href={`/devices/${encodeURIComponent(d.name)}`} className="hover:underline">
           gpu{d.index}
         </Link>

@@ -71,7 +71,7 @@ export function JobPage({ id }: { id: string }) {
             </Field>
           </dl>
         </Card>
-        <Card title="When and how it ended">
+        <Card title="Timings and outcome">
           <dl>
             <Field term="Submitted">
               <Ago at={j.createdAt} />
