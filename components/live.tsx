@@ -46,7 +46,18 @@ export function LiveProvider({ children }: { children: ReactNode }) {
         if (wasConnected) void client.invalidateQueries();
         wasConnected = true;
       });
-      socket.on('disconnect', () => setConnected(false));
+      socket.on('disconnect', (reason) => {
+        setConnected(false);
+        // The controller cut it (a token revoked): socket.io does not reconnect by itself then. Ask who we are, and try again.
+        if (reason === 'io server disconnect') {
+          void client.invalidateQueries({ queryKey: keys.whoami });
+          setTimeout(() => socket?.connect(), 1000);
+        }
+      });
+      // Refused sign-in (a revoked token, a session signed out elsewhere): whoami says so, and the page goes to the sign-in page.
+      socket.on('connect_error', (err) => {
+        if (err.message.startsWith('unauthorized')) void client.invalidateQueries({ queryKey: keys.whoami });
+      });
       socket.on(LiveEvent.changed, (c) => {
         pending.push(c);
         timer ??= setTimeout(flush, BATCH_MS);

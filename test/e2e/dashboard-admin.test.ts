@@ -246,3 +246,15 @@ test('the audit page lists those actions: who (token and submitter), what, when,
   assert.equal(after, 401, 'signed out: the cookie is gone');
   await page.close();
 });
+
+test('a token revoked while its dashboard is open: the page goes to the sign-in page by itself', { skip, timeout: 60_000 }, async () => {
+  const made = await stack.api('POST', '/api/admin/tokens', { name: 'soon-revoked' }, stack.adminToken);
+  const { id, token } = made.body as { id: number; token: string };
+  const page = await context.newPage();
+  await signIn(page, stack.controllerUrl, token);
+  await page.getByRole('status', { name: 'live updates connected' }).waitFor();
+  assert.equal((await stack.api('POST', `/api/admin/tokens/${id}/revoke`, undefined, stack.adminToken)).status, 200);
+  // Its live socket is cut at once; the reconnect is refused, and the page asks who it is.
+  await page.waitForURL(`${stack.controllerUrl}/login`, { timeout: 15_000 });
+  await page.close();
+});
