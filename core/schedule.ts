@@ -97,6 +97,9 @@ export function byHostThenIndex(a: Pick<DeviceView, 'hostName' | 'index'>, b: Pi
   return a.hostName < b.hostName ? -1 : a.hostName > b.hostName ? 1 : a.index - b.index;
 }
 
+/** A host's name: 1–63 letters, digits, `.`, `_` or `-`, starting with a letter or digit (what POST /api/admin/hosts takes). */
+export const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
 export function deviceName(hostName: string, index: number): string {
   return `${hostName}:gpu${index}`;
 }

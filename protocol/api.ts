@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { BodyOf, JsonBodyRoute } from './routes';
 import { envProblem, jobNameProblem } from '../core/job-options';
+import { HOST_NAME } from '../core/schedule';
 
 /**
  * Names shown on other people's terminals (submitters, and token names, which
@@ -126,11 +127,7 @@ export const KillJob = z
   .strict();
 export type KillJob = z.infer<typeof KillJob>;
 
-const hostNameRule = z
-  .string()
-  .min(1)
-  .max(63)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'host names are letters, digits, . _ - and start with a letter or digit');
+const hostNameRule = z.string().min(1).max(63).regex(HOST_NAME, 'host names are letters, digits, . _ - and start with a letter or digit');
 
 export const RegisterHost = z.object({ name: hostNameRule }).strict();
 export type RegisterHost = z.infer<typeof RegisterHost>;

@@ -4,7 +4,7 @@
 // Every query is one range of gpu_samples_device_at_idx per device, or per host
 // (host_name, device_index, at).
 import { RcError } from '../core/errors';
-import { deviceName, parseDeviceName } from '../core/schedule';
+import { deviceName, HOST_NAME, parseDeviceName } from '../core/schedule';
 import type { DeviceSamples, SampleWindow } from '../protocol/wire';
 import type { Sql } from './db';
 
@@ -16,8 +16,6 @@ const WINDOWS: Record<SampleWindow, { seconds: number; bucketS: number | null }>
   '1h': { seconds: 3600, bucketS: 30 },
   '1d': { seconds: 86400, bucketS: 600 },
 };
-
-const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 export interface SamplesFilter {
   /** These hosts' devices, or one device. */

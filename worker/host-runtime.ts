@@ -92,6 +92,12 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   if (child.pid !== undefined) tree.started(child.pid);
+  followChild(child, life, cb, command);
+  return life;
+}
+
+/** Tells a job's life what its spawned command does: its output, a failed spawn (127 or 126, as a shell says it), its exit and its pipes' close. */
+export function followChild(child: ChildProcessByStdio<null, Readable, Readable>, life: JobLife, cb: Pick<JobCallbacks, 'output'>, command: string): void {
   child.stdout.on('data', (d: Buffer) => cb.output(1, d));
   child.stderr.on('data', (d: Buffer) => cb.output(2, d));
   child.on('close', () => life.closed());
@@ -103,7 +109,6 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
   });
   // The command is over: nothing it started may outlive it, and its end waits until all of it is gone.
   child.on('exit', (code, signal) => life.exited(code, signal));
-  return life;
 }
 
 /** Why a command cannot run from this cwd with this PATH (as execvp would fail), or null when it can. */

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StartJob } from '../../protocol/worker';
-import { jobEnv } from '../../worker/host-runtime';
+import { followChild, jobEnv } from '../../worker/host-runtime';
 import type { JobCallbacks, ProcessTree, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from '../../worker/runtime';
 import { JobLife } from '../../worker/supervise';
 
@@ -64,15 +64,7 @@ export class SimRuntime implements Runtime {
       },
     });
     tree.pid = child.pid ?? null;
-    child.stdout.on('data', (d: Buffer) => cb.output(1, d));
-    child.stderr.on('data', (d: Buffer) => cb.output(2, d));
-    child.on('close', () => life.closed());
-    child.on('error', (err: NodeJS.ErrnoException) => {
-      if (child.pid !== undefined) return;
-      const [code, why] = err.code === 'ENOENT' ? [127, 'command not found'] : err.code === 'EACCES' ? [126, 'permission denied'] : [126, err.message];
-      life.spawnFailed(code, `rc: ${command}: ${why}\n`);
-    });
-    child.on('exit', (code, signal) => life.exited(code, signal));
+    followChild(child, life, cb, command);
     return life;
   }
 

@@ -1,4 +1,5 @@
 // What a simulated host is: its name, its GPUs and any labels of its own.
+import { HOST_NAME } from '../../core/schedule';
 import { type GpuModelName, findGpuModel } from './catalog';
 
 export interface SimDeviceSpec {
@@ -18,8 +19,6 @@ export interface SimHostSpec {
   /** Declared host labels besides `simulated=true`, which every simulated host has. */
   labels?: Record<string, string>;
 }
-
-const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
 /** `count` devices of one model; `quarantine` lists the indexes that carry a foreign process. */
 export function uniformHost(name: string, model: string, count: number, opts: { labels?: Record<string, string>; quarantine?: number[] } = {}): SimHostSpec {

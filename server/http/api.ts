@@ -6,7 +6,7 @@ import { audit, hosts, jobs } from '../../db/schema';
 import { SignIn, Submitter } from '../../protocol/api';
 import { extendHold } from '../jobs/hold';
 import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../describe';
-import { parseDeviceName } from '../../core/schedule';
+import { HOST_NAME, parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
 import { loadDevices, loadHosts } from '../fleet';
 import type { FleetCache } from '../fleet-cache';
@@ -260,6 +260,3 @@ export function registerApi(router: Router, c: ApiDeps): void {
     async ({ req }) => new Reply({ ok: true }, 200, { 'set-cookie': sessionSetCookie(null, reachedOverHttps(req, router.publicUrl)) }),
   );
 }
-
-/** A host's name, as hosts are registered (protocol/api.ts RegisterHost). */
-const HOST_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;

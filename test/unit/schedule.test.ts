@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decide, parseDeviceName, type DeviceView, type QueuedJob } from '../../core/schedule';
-import { parseSelector } from '../../core/selector';
+import { decide, parseDeviceName, type DeviceView } from '../../core/schedule';
+import { job, terms } from '../helpers/schedule';
 
 const dev = (hostName: string, index: number, labels: Record<string, string> = {}, free = true): DeviceView => ({
   id: hostName.charCodeAt(0) * 100 + index,
@@ -11,21 +11,6 @@ const dev = (hostName: string, index: number, labels: Record<string, string> = {
   labels,
   free,
 });
-const job = (id: string, over: Partial<QueuedJob> = {}): QueuedJob => ({
-  id,
-  priority: 0,
-  seq: Number(id.slice(1)),
-  terms: [],
-  deviceName: null,
-  gpus: 1,
-  waitedS: 0,
-  ...over,
-});
-const terms = (s: string) => {
-  const p = parseSelector(s);
-  assert.ok(p.ok);
-  return p.terms;
-};
 
 test('jobs start in priority order, then submission order', () => {
   const plan = decide([job('j1'), job('j2', { priority: 5 }), job('j3')], [dev('a', 0)]);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { QueuedJob } from '../../core/schedule';
-import { parseSelector } from '../../core/selector';
+import { job, terms } from '../helpers/schedule';
 import { type DeviceState, type FleetDevice, waitReasons } from '../../core/wait-reason';
 
 const dev = (hostName: string, index: number, state: DeviceState, labels: Record<string, string> = { kind: 'gpu' }): FleetDevice => ({
@@ -12,21 +11,6 @@ const dev = (hostName: string, index: number, state: DeviceState, labels: Record
   labels,
   state,
 });
-const job = (id: string, over: Partial<QueuedJob> = {}): QueuedJob => ({
-  id,
-  priority: 0,
-  seq: Number(id.slice(1)),
-  terms: [],
-  deviceName: null,
-  gpus: 1,
-  waitedS: 0,
-  ...over,
-});
-const terms = (s: string) => {
-  const p = parseSelector(s);
-  assert.ok(p.ok);
-  return p.terms;
-};
 
 test('counts the matching devices by state and says it in one sentence', () => {
   const why = waitReasons([job('j1')], [dev('a', 0, 'busy'), dev('a', 1, 'busy'), dev('b', 0, 'unhealthy')], 30).get('j1')!;
