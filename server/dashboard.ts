@@ -18,13 +18,7 @@ export class Dashboard {
   /** Builds (if needed) and prepares Next in the background. */
   async start(): Promise<void> {
     try {
-      if (needsBuild()) {
-        this.log('building the dashboard (first start or changed pages); the API and CLI work meanwhile');
-        const started = new Date();
-        await runNextBuild();
-        // The build is as new as the sources it read: a page changed while it ran is newer, and builds again next time.
-        utimesSync(join(ROOT, '.next', 'BUILD_ID'), started, started);
-      }
+      await buildIfChanged(ROOT, runNextBuild, () => this.log('building the dashboard (first start or changed pages); the API and CLI work meanwhile'));
       const { default: next } = await import('next');
       const app = next({ dev: false, dir: ROOT });
       await withoutTheirSignalHandlers(() => app.prepare());
@@ -54,12 +48,27 @@ export class Dashboard {
   }
 }
 
-function needsBuild(): boolean {
-  const id = join(ROOT, '.next', 'BUILD_ID');
+/**
+ * Runs `build` when a source of the pages is newer than the last build
+ * (`root`/.next/BUILD_ID). The build is stamped with the time it started: it
+ * is as new as the sources it read, so a page changed while it ran is newer,
+ * and builds again next time.
+ */
+export async function buildIfChanged(root: string, build: () => Promise<void>, building: () => void = () => {}): Promise<boolean> {
+  if (!needsBuild(root)) return false;
+  building();
+  const started = new Date();
+  await build();
+  utimesSync(join(root, '.next', 'BUILD_ID'), started, started);
+  return true;
+}
+
+export function needsBuild(root: string): boolean {
+  const id = join(root, '.next', 'BUILD_ID');
   if (!existsSync(id)) return true;
   const built = statSync(id).mtimeMs;
   // The pages import the contract and core's logic too.
-  return ['app', 'components', 'protocol', 'core', 'next.config.mjs', 'proxy.ts', 'postcss.config.mjs'].some((p) => newestMtime(join(ROOT, p)) > built);
+  return ['app', 'components', 'protocol', 'core', 'next.config.mjs', 'proxy.ts', 'postcss.config.mjs'].some((p) => newestMtime(join(root, p)) > built);
 }
 
 function newestMtime(path: string): number {
