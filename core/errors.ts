@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_job_owner: 403,
   not_found: 404,
+  /** The route exists, but not for this method (the answer's Allow header lists those it takes). */
+  method_not_allowed: 405,
   /** A job name given instead of an id matches several jobs: the message lists their ids. */
   ambiguous_name: 409,
   no_matching_device: 409,

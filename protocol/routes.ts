@@ -82,6 +82,7 @@ export const ROUTES = {
   'POST /api/admin/tokens/:id/revoke': 'admin',
   'POST /api/session': 'public',
   'DELETE /api/session': 'public',
+  'GET /metrics': 'client',
 } as const satisfies { [N in RouteName]: Access };
 
 /**
@@ -89,7 +90,7 @@ export const ROUTES = {
  * checked by protocol/api.ts's BODIES), `response` (the JSON answer);
  * `stream`: with `Accept: application/x-rc-stream` it answers with a frame
  * stream of JobEvents (core/frames.ts) instead; `bytes`: its answer is the raw
- * bytes; `form`: it also takes a urlencoded form (answered with a redirect).
+ * bytes (or text of its own content type); `form`: it also takes a urlencoded form (answered with a redirect).
  */
 export interface RouteTypes {
   'GET /api/whoami': { response: Whoami };
@@ -129,6 +130,8 @@ export interface RouteTypes {
   /** Sets the session cookie; a form post is answered 303 to /. */
   'POST /api/session': { body: SignInBody; response: { kind: Exclude<TokenKind, 'host'>; name: string }; form: true };
   'DELETE /api/session': { response: { ok: true } };
+  /** The controller's metrics in Prometheus's text format (install.md, "Metrics"); not under /api, where Prometheus looks. */
+  'GET /metrics': { bytes: true };
 }
 
 export type RouteName = keyof RouteTypes;

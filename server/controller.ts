@@ -26,6 +26,8 @@ import { RemoteCalls } from './remote-calls';
 import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
+import { countStates, Metrics } from './metrics';
+import { loadDevices } from './fleet';
 
 export interface ControllerOptions {
   database: Database;
@@ -65,6 +67,8 @@ export class Controller {
   /** Tells the pages what a job's event changed (jobLive). */
   private readonly liveOfJob: (event: JobEvent & { jobId: string }) => void;
   readonly calls: RemoteCalls;
+  /** What GET /metrics serves (server/metrics.ts). */
+  readonly metrics: Metrics;
   readonly outputLimitBytes: number;
   readonly reserveAfterS: number;
   private timers: NodeJS.Timeout[] = [];
@@ -78,6 +82,13 @@ export class Controller {
     this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
     this.reserveAfterS = opts.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
     this.sql = opts.database.client;
+    const heartbeatMs = Math.max(200, (opts.hostTimeoutS * 1000) / 3);
+    this.metrics = new Metrics({
+      sql: this.sql,
+      heartbeatMs,
+      devicesByState: async () => countStates(await loadDevices(this.sql, { details: false })),
+    });
+    const metrics = this.metrics;
     this.bus = new Bus({ url: opts.databaseUrl, log });
     const bus = this.bus;
     const live = new LiveFeed((change) => bus.publish({ t: 'live', change }));
@@ -91,6 +102,7 @@ export class Controller {
       {
         event: (event, told) => {
           if (!told) bus.publish({ t: 'job', jobId: event.jobId, event });
+          if (event.type === 'exit') metrics.ended(event.state);
           liveOfJob(event);
         },
       },
@@ -118,7 +130,8 @@ export class Controller {
         void this.scheduler.poke();
       },
       freed: () => this.scheduler.pokeIfQueued(),
-      heartbeatMs: Math.max(200, (opts.hostTimeoutS * 1000) / 3),
+      heartbeatMs,
+      metrics,
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
       changed: (host) => live.changed({ what: 'devices', host }),
@@ -136,6 +149,7 @@ export class Controller {
       () => bus.publish({ t: 'poke' }),
       (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets }),
       (jobId, host, devices) => bus.envelope({ t: 'job', jobId, event: { type: 'started', jobId, host, devices } }),
+      metrics,
     );
     this.router = new Router(this.db, log, {
       publicUrl: opts.publicUrl ?? null,
@@ -156,6 +170,7 @@ export class Controller {
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
         attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
         live,
+        metrics,
       },
       { graceS: opts.ttyGraceS ?? 45, log, publicUrl: opts.publicUrl ?? null },
     );
@@ -251,6 +266,9 @@ export class Controller {
         void this.scheduler.poke();
       }, 5000),
     );
+    const health = this.opts.health;
+    // The pool's wait, against the same query on the health check's own connection (none without it).
+    if (health) this.every(2000, () => this.metrics.samplePoolWait(() => health.ping()).catch(() => {}));
     void this.scheduler.poke();
   }
 

@@ -43,6 +43,11 @@ export class DbHealth {
     await this.sql.end({ timeout: 1 }).catch(() => {});
   }
 
+  /** A trivial query on this check's own connection: the pool-wait sample's baseline (server/metrics.ts). */
+  async ping(): Promise<void> {
+    await this.sql`select 1`;
+  }
+
   get up(): boolean {
     return this.upSince !== null;
   }

@@ -24,6 +24,7 @@ import { loadDevices } from './fleet';
 import type { JobEvents } from './job-events';
 import { claimDevices, targetsOf, type Target } from './jobs/claim';
 import type { JobRow } from './jobs/job-view';
+import type { Metrics } from './metrics';
 
 /** How long a job claimed here for another controller's worker may wait to be sent before it is put back in the queue. */
 export const START_ELSEWHERE_MS = 2000;
@@ -54,6 +55,8 @@ export class Scheduler {
     private readonly startElsewhere: ((job: JobRow, targets: Target[]) => void) | null = null,
     /** The bus payload of a job's `started` event, for the dispatch's UPDATE to send at its commit (null: none). */
     private readonly startedPayload: ((jobId: string, host: string, devices: string[]) => string | null) | null = null,
+    /** Grant latency (server/metrics.ts). */
+    private readonly metrics: Pick<Metrics, 'granted'> | null = null,
   ) {}
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
@@ -125,6 +128,7 @@ export class Scheduler {
         continue;
       }
       this.raced = 0;
+      this.metrics?.granted('pass', job);
       await this.dispatch(job, targetsOf(a.devices, uuids));
     }
   }

@@ -95,6 +95,8 @@ export interface TtyDeps {
   live: Pick<LiveFeed, 'changed'>;
   /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
   announce: StartDeps['announce'];
+  /** Grant latency of a terminal started at its submit (StartDeps). */
+  metrics: StartDeps['metrics'];
 }
 
 export class TtyHub {

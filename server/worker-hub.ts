@@ -27,6 +27,7 @@ import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
 import { TtyOutput } from '../protocol/tty';
 import { zodMessage } from '../protocol/zod-message';
+import type { Metrics } from './metrics';
 
 /** What the terminal side (server/tty.ts) needs from the hub's traffic. */
 export interface TtyHooks {
@@ -51,6 +52,8 @@ export interface HubDeps {
   freed: () => void;
   log: (msg: string) => void;
   heartbeatMs: number;
+  /** Heartbeats' lateness and handling time, output received (server/metrics.ts). */
+  metrics: Pick<Metrics, 'heartbeat' | 'heartbeatStored' | 'output'>;
   /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
   outputLimitBytes: number;
   /** A file step for a worker connected to another controller (server/remote-calls.ts). */
@@ -273,13 +276,18 @@ export class WorkerHub implements Dispatcher {
         );
     });
 
+    // When this connection's last heartbeat arrived (its lateness is measured from it).
+    let lastBeat: number | null = null;
     socket.on(WorkerEvent.heartbeat, (raw) => {
+      const receivedAt = this.deps.metrics.heartbeat(lastBeat);
+      lastBeat = receivedAt;
       void this.ackStored(socket, hostName);
       // Workers before GPU samples sent no payload.
       const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
       storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
         .then(
           (cameBack) => {
+            this.deps.metrics.heartbeatStored(receivedAt);
             if (beat.success && beat.data.gpus.length) this.deps.sampled?.();
             if (cameBack) return this.cameBack(hostName, socket);
           },
@@ -307,6 +315,7 @@ export class WorkerHub implements Dispatcher {
       if (!out.success) return;
       if (!this.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refused(hostName, WorkerEvent.jobOutput, out.data.jobId);
       const { jobId, seq, stream, data } = out.data;
+      this.deps.metrics.output(data.length);
       this.lastOutput.set(jobId, Date.now());
       this.store(jobId, hostName, seq, stream, data);
       this.deps.events.output(jobId, seq, stream, data);

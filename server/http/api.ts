@@ -33,6 +33,7 @@ import { matchTerms, parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
 import type { LiveFeed } from '../live';
 import { auditOrigin } from '../request-scope';
+import type { Metrics } from '../metrics';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -55,6 +56,8 @@ export interface ApiDeps {
   cutToken(tokenId: number): void;
   /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */
   reserveAfterS: number;
+  /** What GET /metrics serves; its grant latency is observed by startJob too. */
+  metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
 }
 
 export function registerApi(router: Router, c: ApiDeps): void {
@@ -253,6 +256,13 @@ export function registerApi(router: Router, c: ApiDeps): void {
       return;
     }
     return new Reply({ kind: identity.kind, name: identity.name }, 200, { 'set-cookie': cookie });
+  });
+
+  // Prometheus's scrape (install.md, "Metrics"): a client or admin token, as `bearer_token` sends it.
+  router.on('GET /metrics', async ({ res }) => {
+    const text = Buffer.from(await c.metrics.text());
+    res.writeHead(200, { 'content-type': c.metrics.contentType, 'content-length': text.length, 'cache-control': 'no-store' });
+    res.end(text);
   });
 
   router.on(

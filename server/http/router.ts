@@ -1,4 +1,4 @@
-// A small router for /api: one wrapper does auth, body parsing and error
+// A small router for /api (and GET /metrics): one wrapper does auth, body parsing and error
 // shaping, so each route is a few lines that call one use case. Routes are
 // registered by name (`GET /api/jobs`) from the route table (protocol/routes.ts): a handler's
 // answer is checked against the table's response type, and its body is parsed
@@ -83,8 +83,21 @@ interface Route {
 
 const MAX_BODY = 2 * 1024 * 1024;
 
+/** A known path asked with a method it does not take: 405, with the methods it does take. */
+class MethodNotAllowed extends RcError {
+  constructor(
+    method: string,
+    path: string,
+    readonly allow: string[],
+  ) {
+    super('method_not_allowed', `${method} is not supported on ${path}; it takes ${allow.join(', ')}`);
+  }
+}
+
 export class Router {
   private readonly routes: Route[] = [];
+  /** Paths of routes outside /api (GET /metrics, where Prometheus looks): the router answers them too. */
+  private readonly ownPaths = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -111,9 +124,10 @@ export class Router {
     );
     const schema = (BODIES as Partial<Record<RouteName, z.ZodType>>)[name] ?? null;
     this.routes.push({ name, method, path, pattern, keys, access, schema, handler: handler as unknown as Route['handler'] });
+    if (!isApiPath(path)) this.ownPaths.add(path);
   }
 
-  /** Handles the request, or returns false when the path is not under /api. */
+  /** Handles the request, or returns false when the path is not under /api (nor a route's path outside it). */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     let url: URL;
     try {
@@ -124,7 +138,7 @@ export class Router {
       this.fail(res, new RcError('bad_request', 'the request target is not a valid path'));
       return true;
     }
-    if (!url.pathname.startsWith('/api/') && url.pathname !== '/api') return false;
+    if (!isApiPath(url.pathname) && !this.ownPaths.has(url.pathname)) return false;
     // A late write (the client left, or a 503 went out first) must not become an unhandled 'error'.
     res.on('error', () => {});
     const health = this.opts.health ?? null;
@@ -197,19 +211,22 @@ export class Router {
   }
 
   private match(method: string, path: string): { route: Route; params: Record<string, string> } {
-    let pathMatched = false;
+    const allow: string[] = [];
     for (const route of this.routes) {
       const m = route.pattern.exec(path);
       if (!m) continue;
-      pathMatched = true;
-      if (route.method !== method) continue;
+      if (route.method !== method) {
+        allow.push(route.method);
+        continue;
+      }
       const params: Record<string, string> = {};
       route.keys.forEach((k, i) => {
         params[k] = decodePart(m[i + 1]!);
       });
       return { route, params };
     }
-    throw new RcError('not_found', pathMatched ? `${method} is not supported on ${path}` : `no API route ${path}; docs/api.md lists them`);
+    if (allow.length) throw new MethodNotAllowed(method, path, allow);
+    throw new RcError('not_found', `no API route ${path}; docs/api.md lists them`);
   }
 
   /** Name, method and path of every route registered, for docs and tests. */
@@ -225,7 +242,9 @@ export class Router {
       return;
     }
     const body: ApiErrorBody = rc ? rc.toBody() : { error: { code: 'internal', message: 'the controller hit an internal error; its log has the details' } };
-    sendJson(res, rc ? rc.status : 500, body, rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : {});
+    const headers: Record<string, string> =
+      rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : rc instanceof MethodNotAllowed ? { allow: rc.allow.join(', ') } : {};
+    sendJson(res, rc ? rc.status : 500, body, headers);
   }
 }
 
@@ -244,6 +263,10 @@ function asRcError(err: unknown): RcError | null {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+function isApiPath(path: string): boolean {
+  return path === '/api' || path.startsWith('/api/');
+}
 
 function isJson(type: string | undefined): boolean {
   return (type ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';

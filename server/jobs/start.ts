@@ -11,6 +11,7 @@ import type { Target } from './claim';
 import { endJob } from './finish';
 import type { JobRow } from './job-view';
 import { submitJob } from './submit';
+import type { Metrics } from '../metrics';
 
 export interface StartDeps {
   sql: Sql;
@@ -20,6 +21,8 @@ export interface StartDeps {
   announce: (jobId: string, hostName: string, targets: Target[]) => string | null;
   /** The dashboard's live view: a job queued (a start is told by its event). */
   live: Pick<LiveFeed, 'changed'>;
+  /** Grant latency of a job started at its submit (server/metrics.ts). */
+  metrics: Pick<Metrics, 'granted'>;
 }
 
 export interface Started {
@@ -42,6 +45,7 @@ export async function startJob(deps: StartDeps, identity: Identity, body: Submit
     startAtOnce: !deps.scheduler.mayHaveQueued,
     announce: deps.announce,
   });
+  if (targets) deps.metrics.granted('submit', job);
   attach(job, position);
   if (targets) await deps.scheduler.dispatch(job, targets, announced);
   else {
