@@ -63,7 +63,8 @@ export interface PsEntry extends JobView {
 /** The events of a job's frame stream (core/frames.ts encodes them). */
 export type JobEvent =
   | { type: 'queued'; jobId: string; position: number }
-  | { type: 'started'; jobId: string; host: string; devices: string[] }
+  /** kind and submitter: for the fleet views of every controller (server/inventory.ts); absent from controllers before them. */
+  | { type: 'started'; jobId: string; host: string; devices: string[]; kind?: JobKind; submitter?: string }
   | JobExitEvent
   /** End of a snapshot (rc logs without -f) of a job that is still queued or running. */
   | { type: 'end'; jobId: string; state: JobState }

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import type { JobEvent } from '../core/frames';
 import type { LiveChange } from '../protocol/events';
+import type { JobKind } from '../protocol/wire';
 
 export const BUS_CHANNEL = 'rc';
 /** Postgres refuses a payload of 8000 bytes or more. */
@@ -22,7 +23,15 @@ export type BusMessage =
   /** A terminal's output from byte `from` to `to` is stored (tty_output): followers elsewhere read the rows. */
   | { t: 'tty'; jobId: string; from: number; to: number }
   /** A job claimed on another controller, for the one that holds `host`'s worker to send (server/scheduler.ts). */
-  | { t: 'start'; host: string; jobId: string; fence: number; targets: { index: number; name: string; uuid: string | null }[] }
+  | {
+      t: 'start';
+      host: string;
+      jobId: string;
+      fence: number;
+      targets: { index: number; name: string; uuid: string | null }[];
+      kind?: JobKind;
+      submitter?: string;
+    }
   /** A client attached to terminal `jobId` on the sending controller: one attached elsewhere is detached. */
   | { t: 'tty-attach'; jobId: string }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */

@@ -95,6 +95,7 @@ export interface TtyDeps {
   live: Pick<LiveFeed, 'changed'>;
   /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
   announce: StartDeps['announce'];
+  inventory: StartDeps['inventory'];
 }
 
 export class TtyHub {
