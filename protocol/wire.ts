@@ -81,6 +81,8 @@ export interface JobExitEvent {
   reason: string | null;
   /** Why, as data (core/job-state.ts); `reason` says it in words. */
   cause: EndCause | null;
+  /** Its processes may still run, so its devices stay leased until its worker says they are gone. */
+  leasesKept?: true;
 }
 
 // ---- the fleet ------------------------------------------------------------

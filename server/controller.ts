@@ -127,7 +127,10 @@ export class Controller {
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
       changed: (host) => live.changed({ what: 'devices', host }),
-      sampled: () => live.sampled(),
+      sampled: (host, gpus) => {
+        inventory.sampled(host, gpus, new Date());
+        live.sampled();
+      },
       audited: () => live.changed({ what: 'audit' }),
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
@@ -296,7 +299,7 @@ export class Controller {
   }
 }
 
-/** What a job's event changes in the fleet kept in memory: a start takes its devices' leases, an exit lets them go. */
+/** What a job's event changes in the fleet kept in memory: a start takes its devices' leases, an exit lets them go (unless it kept them: their release, later, loads the host again). */
 function inventoryOfJob(inventory: Inventory, event: JobEvent & { jobId: string }): void {
   if (event.type === 'started')
     inventory.leased(event.host, event.devices, {
@@ -305,7 +308,7 @@ function inventoryOfJob(inventory: Inventory, event: JobEvent & { jobId: string 
       submitter: event.submitter ?? '',
       since: new Date().toISOString(),
     });
-  else if (event.type === 'exit') inventory.released(event.jobId);
+  else if (event.type === 'exit' && !event.leasesKept) inventory.released(event.jobId);
 }
 
 /**

@@ -179,6 +179,23 @@ export class Inventory {
     return this.match(terms, deviceName);
   }
 
+  /**
+   * Before a refusal (nothing matches): hosts the database has that are not
+   * here yet, or with other devices (one registered, or connected to another
+   * controller, moments ago, its change not yet heard) are loaded. True when
+   * any was.
+   */
+  async catchUpHosts(): Promise<boolean> {
+    await this.fresh();
+    const rows = await this.sql<{ name: string; n: number }[]>`
+      select h.name, (select count(*) from devices d where d.host_name = h.name and d.present)::int as n from hosts h`;
+    const missing = rows.filter((r) => !this.hosts.has(r.name) || (this.parts.get(r.name)?.length ?? 0) !== r.n);
+    for (const r of missing) this.changed(r.name);
+    if (!missing.length) return false;
+    await this.fresh();
+    return true;
+  }
+
   /** The free devices whose hosts `here` says are connected here (a scheduling pass); all of those hosts' devices with `all`. */
   async schedulable(here: (host: string) => boolean, all = false): Promise<SchedDevice[]> {
     await this.fresh();

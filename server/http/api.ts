@@ -210,6 +210,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
       await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name, origin: auditOrigin() });
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
+    c.live.changed({ what: 'devices', host: name });
     return created({ host: name, credential, note: 'shown once; only its hash is kept' });
   });
 

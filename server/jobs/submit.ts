@@ -43,7 +43,7 @@ export interface SubmitOptions {
 /** What a submit needs: the database, and the fleet as kept in memory (server/inventory.ts). */
 export interface SubmitDeps {
   sql: Sql;
-  inventory: Pick<Inventory, 'candidates' | 'reserve' | 'settle' | 'leased' | 'changed'>;
+  inventory: Pick<Inventory, 'candidates' | 'catchUpHosts' | 'reserve' | 'settle' | 'leased' | 'changed'>;
 }
 
 export async function submitJob(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
@@ -57,7 +57,9 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
   if (wanted !== null && !parseDeviceName(wanted)) {
     throw new RcError('no_matching_device', `no device is named ${wanted}; device names look like host:gpu0 (rc devices lists them)`);
   }
-  const matching = await inventory.candidates(terms, wanted);
+  let matching = await inventory.candidates(terms, wanted);
+  // A refusal is final for the caller: first make sure no host just joined that would match.
+  if (matching.length === 0 && (await inventory.catchUpHosts())) matching = await inventory.candidates(terms, wanted);
   const candidates = matching.map((m) => m.row);
   if (candidates.length === 0) {
     throw new RcError(
