@@ -55,18 +55,52 @@ export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName'>, devi
 export function decide(queued: readonly QueuedJob[], devices: readonly DeviceView[], reserveAfterS = DEFAULT_RESERVE_AFTER_S): Assignment[] {
   const free = devices.filter((d) => d.free).sort(byHostThenIndex);
   const taken = new Set<number>();
+  let freeLeft = free.length;
   const out: Assignment[] = [];
+  // Jobs of one selector share what it matches, each free device tested once; one-GPU jobs take the
+  // first fit, so a cursor past the taken ones makes a deep queue of them cost one step each.
+  const fitsOf = new Map<readonly SelectorTerm[], Map<string | null, Fits>>();
   for (const job of [...queued].sort(queueOrder)) {
-    const fits = free.filter((d) => !taken.has(d.id) && deviceMatches(job, d));
-    const pick = pickOnOneHost(fits, job.gpus);
+    if (freeLeft === 0) break;
+    const byName = fitsOf.get(job.terms) ?? new Map<string | null, Fits>();
+    fitsOf.set(job.terms, byName);
+    const f = byName.get(job.deviceName) ?? { known: new Int8Array(free.length), next: 0 };
+    byName.set(job.deviceName, f);
+    const fits = (i: number): boolean => {
+      const k = f.known[i]!;
+      if (k !== 0) return k === 1;
+      const yes = deviceMatches(job, free[i]!);
+      f.known[i] = yes ? 1 : 2;
+      return yes;
+    };
+    let pick: DeviceView[] | null = null;
+    if (job.gpus === 1) {
+      while (f.next < free.length && (taken.has(free[f.next]!.id) || !fits(f.next))) f.next++;
+      pick = f.next < free.length ? [free[f.next]!] : null;
+    } else {
+      pick = pickOnOneHost(
+        free.filter((d, i) => !taken.has(d.id) && fits(i)),
+        job.gpus,
+      );
+    }
     if (pick) {
       for (const d of pick) taken.add(d.id);
+      freeLeft -= pick.length;
       out.push({ jobId: job.id, devices: pick });
     } else if (job.gpus > 1 && job.waitedS >= reserveAfterS) {
-      for (const d of reservationFor(job, devices)) taken.add(d.id);
+      for (const d of reservationFor(job, devices)) {
+        if (d.free && !taken.has(d.id)) freeLeft -= 1;
+        taken.add(d.id);
+      }
     }
   }
   return out;
+}
+
+/** What one selector (and device name) matches among the free devices: 0 not tested yet, 1 yes, 2 no; and where one-GPU jobs look next. */
+interface Fits {
+  known: Int8Array;
+  next: number;
 }
 
 /** The matching devices (free or busy) of the host that has the most of them, if it has enough. */

@@ -63,7 +63,8 @@ export interface PsEntry extends JobView {
 /** The events of a job's frame stream (core/frames.ts encodes them). */
 export type JobEvent =
   | { type: 'queued'; jobId: string; position: number }
-  | { type: 'started'; jobId: string; host: string; devices: string[] }
+  /** kind and submitter: for the fleet views of every controller (server/inventory.ts); absent from controllers before them. */
+  | { type: 'started'; jobId: string; host: string; devices: string[]; kind?: JobKind; submitter?: string }
   | JobExitEvent
   /** End of a snapshot (rc logs without -f) of a job that is still queued or running. */
   | { type: 'end'; jobId: string; state: JobState }
@@ -80,6 +81,8 @@ export interface JobExitEvent {
   reason: string | null;
   /** Why, as data (core/job-state.ts); `reason` says it in words. */
   cause: EndCause | null;
+  /** Its processes may still run, so its devices stay leased until its worker says they are gone. */
+  leasesKept?: true;
 }
 
 // ---- the fleet ------------------------------------------------------------

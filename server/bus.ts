@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import type { JobEvent } from '../core/frames';
 import type { LiveChange } from '../protocol/events';
+import type { JobKind } from '../protocol/wire';
 
 export const BUS_CHANNEL = 'rc';
 /** Postgres refuses a payload of 8000 bytes or more. */
@@ -22,7 +23,15 @@ export type BusMessage =
   /** A terminal's output from byte `from` to `to` is stored (tty_output): followers elsewhere read the rows. */
   | { t: 'tty'; jobId: string; from: number; to: number }
   /** A job claimed on another controller, for the one that holds `host`'s worker to send (server/scheduler.ts). */
-  | { t: 'start'; host: string; jobId: string; fence: number; targets: { index: number; name: string; uuid: string | null }[] }
+  | {
+      t: 'start';
+      host: string;
+      jobId: string;
+      fence: number;
+      targets: { index: number; name: string; uuid: string | null }[];
+      kind?: JobKind;
+      submitter?: string;
+    }
   /** A client attached to terminal `jobId` on the sending controller: one attached elsewhere is detached. */
   | { t: 'tty-attach'; jobId: string }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
@@ -67,14 +76,32 @@ export class Bus {
     this.listening = await this.sql.listen(BUS_CHANNEL, (payload) => this.receive(payload, onMessage), onListening);
   }
 
-  /** Sends a message to the other controllers; a failure is logged, never thrown (it is a hint). */
+  /**
+   * Sends a message to the other controllers; a failure is logged, never
+   * thrown (it is a hint). Messages published in one turn of the event loop
+   * leave in one statement, in order (a pass that starts a hundred jobs
+   * tells them in one round trip).
+   */
   publish(m: BusMessage): void {
     const payload = encode({ from: this.id, m });
     if (payload === null) {
       this.opts.log(`bus: a ${m.t} message is over ${MAX_PAYLOAD_BYTES} bytes and was not sent`);
       return;
     }
-    this.sql`select pg_notify(${BUS_CHANNEL}, ${payload})`.catch((err: unknown) => this.opts.log(`bus: could not publish a ${m.t} message: ${String(err)}`));
+    this.outbox.push(payload);
+    if (this.outbox.length === 1) setImmediate(() => this.send());
+  }
+
+  private outbox: string[] = [];
+
+  private send(): void {
+    const payloads = this.outbox;
+    this.outbox = [];
+    const sent =
+      payloads.length === 1
+        ? this.sql`select pg_notify(${BUS_CHANNEL}, ${payloads[0]!})`
+        : this.sql`select pg_notify(${BUS_CHANNEL}, p) from unnest(${payloads}::text[]) p`;
+    sent.catch((err: unknown) => this.opts.log(`bus: could not publish ${payloads.length} message(s): ${String(err)}`));
   }
 
   /**

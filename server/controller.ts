@@ -16,18 +16,17 @@ import { TtyHub } from './tty';
 import { forgetToken } from './auth';
 import { boundBacklog } from './socket-backlog';
 import { LIVE_NAMESPACE, TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
-import type { JobEvent } from '../protocol/wire';
+import type { JobEvent, JobKind } from '../protocol/wire';
 import type { Target } from './jobs/claim';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
 import { LiveFeed } from './live';
-import { FleetCache } from './fleet-cache';
+import { Inventory } from './inventory';
 import { RemoteCalls } from './remote-calls';
 import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
-import { countStates, Metrics } from './metrics';
-import { loadDevices } from './fleet';
+import { Metrics } from './metrics';
 
 export interface ControllerOptions {
   database: Database;
@@ -62,8 +61,8 @@ export class Controller {
   readonly router: Router;
   readonly tty: TtyHub;
   readonly live: LiveFeed;
-  /** The fleet page's data between requests, made stale by the live view's changes. */
-  readonly fleet: FleetCache;
+  /** The fleet kept in memory (server/inventory.ts): submits, passes and listings read it. */
+  readonly inventory: Inventory;
   /** Tells the pages what a job's event changed (jobLive). */
   private readonly liveOfJob: (event: JobEvent & { jobId: string }) => void;
   readonly calls: RemoteCalls;
@@ -86,7 +85,7 @@ export class Controller {
     this.metrics = new Metrics({
       sql: this.sql,
       heartbeatMs,
-      devicesByState: async () => countStates(await loadDevices(this.sql, { details: false })),
+      devicesByState: () => this.inventory.byState(),
     });
     const metrics = this.metrics;
     this.bus = new Bus({ url: opts.databaseUrl, log });
@@ -95,14 +94,19 @@ export class Controller {
     this.live = live;
     const liveOfJob = jobLive(live);
     this.liveOfJob = liveOfJob;
-    this.fleet = new FleetCache(this.sql);
-    live.onChange((c) => this.fleet.changed(c));
+    const inventory = new Inventory(this.sql, (err) => log(`loading the fleet: ${String(err)}`));
+    this.inventory = inventory;
+    // Every change but a lease's (those come with job events, applied as they are): the host is loaded again.
+    live.onChange((c, ofJob) => {
+      if (c.what === 'devices' && !ofJob) inventory.changed(c.host);
+    });
     this.events = new JobEvents(
       storedOutput(this.sql),
       {
         event: (event, told) => {
           if (!told) bus.publish({ t: 'job', jobId: event.jobId, event });
           if (event.type === 'exit') metrics.ended(event.state);
+          inventoryOfJob(inventory, event);
           liveOfJob(event);
         },
       },
@@ -135,20 +139,25 @@ export class Controller {
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
       changed: (host) => live.changed({ what: 'devices', host }),
-      sampled: () => live.sampled(),
+      sampled: (host, gpus) => {
+        inventory.sampled(host, gpus, new Date());
+        live.sampled();
+      },
       audited: () => live.changed({ what: 'audit' }),
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
     this.scheduler = new Scheduler(
       this.db,
       this.sql,
+      inventory,
       this.events,
       this.hub,
       (err) => log(`scheduling pass failed: ${String(err)}`),
       this.reserveAfterS,
       () => bus.publish({ t: 'poke' }),
-      (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets }),
-      (jobId, host, devices) => bus.envelope({ t: 'job', jobId, event: { type: 'started', jobId, host, devices } }),
+      (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets, kind: job.kind, submitter: job.submitter }),
+      (event) => bus.envelope({ t: 'job', jobId: event.jobId, event }),
+      (host) => live.changed({ what: 'devices', host }),
       metrics,
     );
     this.router = new Router(this.db, log, {
@@ -167,6 +176,7 @@ export class Controller {
         relay: this.relay,
         holds: (h: string) => this.hub.holds(h),
         announce: this.announce,
+        inventory,
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
         attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
         live,
@@ -180,13 +190,14 @@ export class Controller {
   readonly holds = (hostName: string): boolean => this.hub.holds(hostName);
 
   /** A job claimed here for a worker connected elsewhere: the start message its claim sends (its fence filled in by the statement). */
-  readonly announce = (jobId: string, host: string, targets: Target[]): string | null =>
-    this.hub.holds(host) ? null : this.bus.envelope({ t: 'start', host, jobId, fence: 0, targets });
+  readonly announce = (jobId: string, host: string, targets: Target[], who: { kind: JobKind; submitter: string }): string | null =>
+    this.hub.holds(host) ? null : this.bus.envelope({ t: 'start', host, jobId, fence: 0, targets, ...who });
 
   /** Another controller's message. */
   private onBus(m: BusMessage): void {
     if (m.t === 'job') {
       this.events.remoteEvent(m.jobId, m.event);
+      inventoryOfJob(this.inventory, { ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
       this.liveOfJob({ ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
     } else if (m.t === 'live') this.live.here(m.change);
     else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
@@ -194,7 +205,9 @@ export class Controller {
     else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
     else if (m.t === 'start')
-      this.scheduler.startFromElsewhere(m.host, m.jobId, m.fence, m.targets).catch((err: unknown) => this.log(`starting ${m.jobId}: ${String(err)}`));
+      this.scheduler
+        .startFromElsewhere(m.host, m.jobId, m.fence, m.targets, { kind: m.kind, submitter: m.submitter })
+        .catch((err: unknown) => this.log(`starting ${m.jobId}: ${String(err)}`));
     else if (m.t === 'call') this.calls.serve(m.id, m.host, this.holds).catch((err: unknown) => this.log(`a file step for ${m.host}: ${String(err)}`));
     else if (m.t === 'reply') this.calls.replied(m.id);
     else if (m.t === 'poke') void this.scheduler.poke();
@@ -203,7 +216,7 @@ export class Controller {
   /** Messages missed while the bus was away (or lost): the periodic backstop. */
   private catchUp(): void {
     // Changes told by other controllers while the listen connection was down are lost: what the fleet page was kept as may be wrong.
-    this.fleet.changed({ what: 'devices' });
+    this.inventory.changed();
     this.events.catchUp().catch((err: unknown) => this.log(`catching up on jobs followed here: ${String(err)}`));
     void this.scheduler.poke();
   }
@@ -303,6 +316,18 @@ export class Controller {
   }
 }
 
+/** What a job's event changes in the fleet kept in memory: a start takes its devices' leases, an exit lets them go (unless it kept them: their release, later, loads the host again). */
+function inventoryOfJob(inventory: Inventory, event: JobEvent & { jobId: string }): void {
+  if (event.type === 'started')
+    inventory.leased(event.host, event.devices, {
+      jobId: event.jobId,
+      kind: event.kind ?? 'run',
+      submitter: event.submitter ?? '',
+      since: new Date().toISOString(),
+    });
+  else if (event.type === 'exit' && !event.leasesKept) inventory.released(event.jobId);
+}
+
 /**
  * What a job's event changes on the pages: its jobs, and (started, ended) the
  * devices it holds, on its host. Every controller sees the events, so each
@@ -313,7 +338,7 @@ function jobLive(live: LiveFeed): (event: JobEvent & { jobId: string }) => void 
   const hostOf = new Map<string, string>();
   return (event) => {
     if (event.type !== 'started' && event.type !== 'exit' && event.type !== 'queued') return;
-    live.here({ what: 'jobs', jobId: event.jobId });
+    live.ofJob({ what: 'jobs', jobId: event.jobId });
     if (event.type === 'queued') return;
     let host: string | undefined;
     if (event.type === 'started') {
@@ -325,6 +350,6 @@ function jobLive(live: LiveFeed): (event: JobEvent & { jobId: string }) => void 
       host = hostOf.get(event.jobId);
       hostOf.delete(event.jobId);
     }
-    live.here({ what: 'devices', ...(host ? { host } : {}) });
+    live.ofJob({ what: 'devices', ...(host ? { host } : {}) });
   };
 }

@@ -85,9 +85,7 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       index: d.index,
       uuid: d.uuid,
       hostStatus: d.hostStatus,
-      // Unhealthy wins: a quarantined device is never free, whatever else is true. An offline host's devices
-      // are offline, even while a lost job still holds them (freed when the worker comes back without it).
-      state: d.unhealthySince ? 'unhealthy' : d.hostStatus === 'offline' ? 'offline' : d.jobId ? 'busy' : d.hostStatus === 'online' ? 'free' : 'offline',
+      state: deviceState(d.unhealthySince !== null, d.hostStatus, d.jobId !== null),
       holder: d.jobId ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
       labels: labelDetails
         ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value]))
@@ -97,6 +95,15 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       gpu: d.gpuSample && d.sampledAt ? { ...d.gpuSample, at: d.sampledAt.toISOString() } : null,
     } as DeviceRow;
   });
+}
+
+/**
+ * A device's state. Unhealthy wins: a quarantined device is never free,
+ * whatever else is true. An offline host's devices are offline, even while a
+ * lost job still holds them (freed when the worker comes back without it).
+ */
+export function deviceState(unhealthy: boolean, hostStatus: DeviceSummary['hostStatus'], held: boolean): DeviceSummary['state'] {
+  return unhealthy ? 'unhealthy' : hostStatus === 'offline' ? 'offline' : held ? 'busy' : hostStatus === 'online' ? 'free' : 'offline';
 }
 
 /** The rank of markEffective's rule: a device's own label beats its host's, a declared one a detected one. */

@@ -3,32 +3,92 @@
 import type { GpuSample } from '../protocol/worker';
 import type { Sql } from './db';
 
-/** Stores a heartbeat; true when the host was not online before it (it came back: its devices may be scheduled again). */
-export async function storeHeartbeat(sql: Sql, hostName: string, gpus: GpuSample[]): Promise<boolean> {
-  if (!gpus.length) {
-    const rows = await sql<{ was: string }[]>`
-      with old as (select name, status from hosts where name = ${hostName} for update)
-      update hosts set last_seen_at = now(), status = 'online' from old where hosts.name = old.name returning old.status as was`;
-    return rows.length > 0 && rows[0]!.was !== 'online';
+/** Heartbeats that arrive together are stored together: at most this long a wait. */
+export const BATCH_MS = 10;
+/** And at most this many in one statement. */
+const BATCH_MAX = 1000;
+
+interface Beat {
+  host: string;
+  gpus: GpuSample[];
+  done: (cameBack: boolean) => void;
+  fail: (err: unknown) => void;
+}
+
+/**
+ * Stores heartbeats. Those that arrive within BATCH_MS of each other go in
+ * one statement (a fleet of thousands heartbeats hundreds of times a
+ * second: one round trip each would be most of the database's work), one
+ * batch at a time; the next gathers while one is stored.
+ */
+export class HeartbeatWriter {
+  private queue: Beat[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private writing: Promise<void> | null = null;
+
+  constructor(private readonly sql: Sql) {}
+
+  /** Stores a heartbeat; resolves true when the host was not online before it (it came back: its devices may be scheduled again). */
+  store(host: string, gpus: GpuSample[]): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.queue.push({ host, gpus, done, fail });
+      if (this.queue.length >= BATCH_MAX) this.flushSoon(0);
+      else this.flushSoon(BATCH_MS);
+    });
   }
-  const rows = await sql<{ was: string }[]>`
-    with old as (
-      select name, status from hosts where name = ${hostName} for update
+
+  private flushSoon(ms: number): void {
+    if (this.writing) return; // the write in progress flushes again when it is done
+    if (this.timer && ms > 0) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.writing = this.flush().finally(() => {
+        this.writing = null;
+        if (this.queue.length) this.flushSoon(this.queue.length >= BATCH_MAX ? 0 : BATCH_MS);
+      });
+    }, ms);
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue.splice(0, BATCH_MAX);
+    // A host twice in one batch: its latest beat is stored, both are answered by it.
+    const last = new Map<string, Beat>();
+    for (const b of batch) last.set(b.host, b);
+    try {
+      const was = await storeHeartbeats(this.sql, [...last.values()]);
+      for (const b of batch) b.done(was.has(b.host) && was.get(b.host) !== 'online');
+    } catch (err) {
+      for (const b of batch) b.fail(err);
+    }
+  }
+}
+
+/** Stores heartbeats of many hosts in one statement: each host online and seen now, its devices' latest samples, the samples' history. The status each host had before, by name (a host unknown is absent). */
+export async function storeHeartbeats(sql: Sql, beats: readonly { host: string; gpus: GpuSample[] }[]): Promise<Map<string, string>> {
+  const hosts = beats.map((b) => b.host);
+  const gpus = beats.map((b) => JSON.stringify(b.gpus));
+  const rows = await sql<{ name: string; was: string }[]>`
+    with b as (
+      select * from unnest(${hosts}::text[], ${gpus}::text[]) as b(host, gpus)
+    ), old as (
+      -- In name order: two batches (or the reaper) locking hosts never wait on each other in a circle.
+      select h.name, h.status from hosts h join b on h.name = b.host order by h.name for update of h
     ), h as (
-      update hosts set last_seen_at = now(), status = 'online' from old where hosts.name = old.name returning old.status as was
+      update hosts set last_seen_at = now(), status = 'online' from old where hosts.name = old.name returning old.name, old.status as was
     ), s as (
-      select * from jsonb_to_recordset(${JSON.stringify(gpus)}::text::jsonb)
+      select b.host, x.* from b, jsonb_to_recordset(b.gpus::jsonb)
         as x("index" int, "name" text, "memTotalMiB" float8, "memUsedMiB" float8, "utilPct" float8)
     ), d as (
       update devices set sampled_at = now(),
         gpu_sample = jsonb_build_object('name', s.name, 'memTotalMiB', s."memTotalMiB", 'memUsedMiB', s."memUsedMiB", 'utilPct', s."utilPct")
-      from s where devices.host_name = ${hostName} and devices.index = s.index
+      from s where devices.host_name = s.host and devices.index = s.index
     ), g as (
       insert into gpu_samples (host_name, device_index, mem_used_mib, mem_total_mib, util_pct)
-      select ${hostName}, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s
+      select s.host, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s
     )
-    select was from h`;
-  return rows.length > 0 && rows[0]!.was !== 'online';
+    select name, was from h`;
+  return new Map(rows.map((r) => [r.name, r.was]));
 }
 
 /** Samples older than a day go: they are for charts of the recent past, not an archive. */

@@ -16,7 +16,7 @@ export class LiveFeed {
   private timer: NodeJS.Timeout | null = null;
   private samplesAt = 0;
   private samplesTimer: NodeJS.Timeout | null = null;
-  private readonly listeners: ((c: LiveChange) => void)[] = [];
+  private readonly listeners: ((c: LiveChange, ofJob: boolean) => void)[] = [];
 
   /** `publish`: to the other controllers (the bus). */
   constructor(private readonly publish: (c: LiveChange) => void) {}
@@ -25,8 +25,8 @@ export class LiveFeed {
     this.ns = ns;
   }
 
-  /** Hears every change as it is made or heard, before any browser does (server/fleet-cache.ts). */
-  onChange(listener: (c: LiveChange) => void): void {
+  /** Hears every change as it is made or heard, before any browser does; `ofJob`: one a job's event made (ofJob()). */
+  onChange(listener: (c: LiveChange, ofJob: boolean) => void): void {
     this.listeners.push(listener);
   }
 
@@ -61,6 +61,11 @@ export class LiveFeed {
     this.queue(c, false);
   }
 
+  /** What a job's event (a start, an end) changes, told here only: every controller hears the events and tells its own browsers. */
+  ofJob(c: LiveChange): void {
+    this.queue(c, false, true);
+  }
+
   stop(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
@@ -69,8 +74,8 @@ export class LiveFeed {
     this.pending.clear();
   }
 
-  private queue(c: LiveChange, spread: boolean): void {
-    for (const l of this.listeners) l(c);
+  private queue(c: LiveChange, spread: boolean, ofJob = false): void {
+    for (const l of this.listeners) l(c, ofJob);
     const key = `${spread ? '+' : '-'}${c.what}:${c.host ?? ''}:${c.jobId ?? ''}`;
     this.pending.set(key, c);
     if (this.timer) return;

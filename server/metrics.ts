@@ -199,10 +199,3 @@ export class Metrics {
     for (const [state, n] of Object.entries(counts)) this.devices.labels(state).set(n);
   }
 }
-
-/** Devices counted by state, for MetricsOptions.devicesByState. */
-export function countStates(devices: readonly { state: string }[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const d of devices) out[d.state] = (out[d.state] ?? 0) + 1;
-  return out;
-}

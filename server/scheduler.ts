@@ -20,11 +20,34 @@ import { parseSelector, type SelectorTerm } from '../core/selector';
 import { jobs, leases } from '../db/schema';
 import { BUS_CHANNEL } from './bus';
 import type { Db, Sql } from './db';
-import { loadDevices } from './fleet';
+import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
-import { claimDevices, targetsOf, type Target } from './jobs/claim';
+import { claimBatch, targetsOf, type Target } from './jobs/claim';
+import { holderOf } from './jobs/holder';
 import type { JobRow } from './jobs/job-view';
 import type { Metrics } from './metrics';
+import type { JobEvent } from '../protocol/wire';
+
+/** Queued jobs a pass considers: the head of the queue in its order (jobs further back wait for a later pass). */
+export const PASS_WINDOW = 1000;
+
+/** A job's start as its followers and every controller's fleet view hear it. */
+export type StartedEvent = Extract<JobEvent, { type: 'started' }>;
+
+export function startedEvent(job: JobRow): StartedEvent {
+  return { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [], kind: job.kind, submitter: job.submitter };
+}
+
+/** What a pass reads of a queued job. */
+interface QueuedRow {
+  id: string;
+  priority: number;
+  seq: number;
+  selector: string;
+  deviceName: string | null;
+  gpus: number;
+  createdAt: Date;
+}
 
 /** How long a job claimed here for another controller's worker may wait to be sent before it is put back in the queue. */
 export const START_ELSEWHERE_MS = 2000;
@@ -45,6 +68,7 @@ export class Scheduler {
   constructor(
     private readonly db: Db,
     private readonly sql: Sql,
+    private readonly inventory: Pick<Inventory, 'schedulable' | 'reserve' | 'settle' | 'leased' | 'released' | 'changed'>,
     private readonly events: JobEvents,
     private readonly dispatcher: Dispatcher,
     private readonly onError: (err: unknown) => void,
@@ -54,7 +78,9 @@ export class Scheduler {
     /** Asks the controller holding the job's worker to send it (the bus); null: one controller, nobody to ask. */
     private readonly startElsewhere: ((job: JobRow, targets: Target[]) => void) | null = null,
     /** The bus payload of a job's `started` event, for the dispatch's UPDATE to send at its commit (null: none). */
-    private readonly startedPayload: ((jobId: string, host: string, devices: string[]) => string | null) | null = null,
+    private readonly startedPayload: ((event: StartedEvent) => string | null) | null = null,
+    /** A job went back to the queue from `host`: its devices' change is told (the live view, and so the other controllers). */
+    private readonly requeued: ((host: string) => void) | null = null,
     /** Grant latency (server/metrics.ts). */
     private readonly metrics: Pick<Metrics, 'granted'> | null = null,
   ) {}
@@ -102,34 +128,59 @@ export class Scheduler {
     } while (this.again);
   }
 
+  /**
+   * One decision over what is free here and the head of the queue, then its
+   * claims in one statement. Nothing free here: nothing to decide, and the
+   * queue is not read (the next freed device pokes).
+   */
   private async pass(): Promise<void> {
-    const [queued, devices] = await Promise.all([
-      this.sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit 1000`,
-      loadDevices(this.sql, { details: false }).then((all) => all.filter((d) => this.dispatcher.holds(d.hostName))),
-    ]);
+    const here = (host: string) => this.dispatcher.holds(host);
+    const free = await this.inventory.schedulable(here);
+    if (!free.length) return;
+    const queued = await this.sql<QueuedRow[]>`
+      select id, priority, seq, selector, device_name, gpus, created_at from jobs where state = 'queued'
+      order by priority desc, seq limit ${PASS_WINDOW}`;
     if (!queued.length) {
       this.maybeQueued = false;
       return;
     }
-    const plan = decide(
-      queued.map((j) => this.toQueued(j)),
-      devices.map((d) => ({ ...d, free: d.state === 'free' })),
-      this.reserveAfterS,
-    );
-    const uuids = new Map(devices.map((d) => [d.id, d.uuid]));
-    // Jobs stay queued when the plan cannot start them all.
-    this.maybeQueued = plan.length < queued.length;
+    const jobs = queued.map((j) => this.toQueued(j));
+    // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
+    const reserving = jobs.some((j) => j.gpus > 1 && j.waitedS >= this.reserveAfterS);
+    const plan = decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS);
+    // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
+    this.maybeQueued = plan.length < queued.length || queued.length === PASS_WINDOW;
+    if (!plan.length) return;
+    const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
+    this.inventory.reserve(ids);
+    let claimed = new Map<string, JobRow>();
+    try {
+      claimed = await claimBatch(
+        this.sql,
+        plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices })),
+      );
+      for (const job of claimed.values()) this.inventory.leased(job.hostName!, job.devices ?? [], holderOf(job));
+    } finally {
+      this.inventory.settle(ids);
+    }
+    const uuids = new Map(free.map((d) => [d.id, d.uuid]));
     for (const a of plan) {
-      const job = await claimDevices(this.sql, a.jobId, a.devices[0]!.hostName, a.devices);
-      if (!job) {
-        // Another controller (or a kill) got there first: decide again on fresh state.
-        this.raced += 1;
-        if (this.raced < 5) this.again = true;
-        continue;
+      const job = claimed.get(a.jobId);
+      if (job) {
+        this.metrics?.granted('pass', job);
+        await this.dispatch(job, targetsOf(a.devices, uuids));
       }
+      // Its job was taken elsewhere or killed, or a device was not as shown here: that host is loaded again.
+      else this.inventory.changed(a.devices[0]!.hostName);
+    }
+    if (claimed.size < plan.length) {
+      // Another controller (or a kill) got there first: decide again on fresh state.
+      this.raced += 1;
+      if (this.raced < 5) this.again = true;
+    } else {
       this.raced = 0;
-      this.metrics?.granted('pass', job);
-      await this.dispatch(job, targetsOf(a.devices, uuids));
+      // The whole window started: what is behind it may start too.
+      if (queued.length === PASS_WINDOW) this.again = true;
     }
   }
 
@@ -159,14 +210,9 @@ export class Scheduler {
    * started, at its commit (the claimer's client waits for that, and it saves
    * a round trip).
    */
-  async startFromElsewhere(host: string, jobId: string, fence: number, targets: Target[]): Promise<void> {
+  async startFromElsewhere(host: string, jobId: string, fence: number, targets: Target[], who: Pick<StartedEvent, 'kind' | 'submitter'> = {}): Promise<void> {
     if (!this.dispatcher.holds(host)) return;
-    const payload =
-      this.startedPayload?.(
-        jobId,
-        host,
-        targets.map((t) => t.name),
-      ) ?? null;
+    const payload = this.startedPayload?.({ type: 'started', jobId, host, devices: targets.map((t) => t.name), ...who }) ?? null;
     const notify = payload === null ? this.sql`null` : this.sql`pg_notify(${BUS_CHANNEL}, ${payload})`;
     const [row] = await this.sql<(JobRow & { told: unknown })[]>`
       update jobs set dispatched_at = now() where id = ${jobId} and fence = ${fence} and state = 'running' and dispatched_at is null
@@ -178,7 +224,7 @@ export class Scheduler {
 
   private sendHere(job: JobRow, targets: Target[], told = false): boolean {
     if (!this.dispatcher.startJob(job, targets)) return false;
-    this.events.event(job.id, { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [] }, told);
+    this.events.event(job.id, startedEvent(job), told);
     return true;
   }
 
@@ -202,12 +248,15 @@ export class Scheduler {
       return true;
     });
     if (!back) return;
+    // No event tells this: here it is applied, the others load the host again (the live view's change).
+    this.inventory.released(job.id);
+    this.requeued?.(job.hostName!);
     this.maybeQueued = true;
     this.spread();
     void this.poke();
   }
 
-  private toQueued(j: JobRow): QueuedJob {
+  private toQueued(j: QueuedRow): QueuedJob {
     let terms = this.termsCache.get(j.selector);
     if (!terms) {
       const parsed = parseSelector(j.selector);

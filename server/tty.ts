@@ -97,6 +97,7 @@ export interface TtyDeps {
   announce: StartDeps['announce'];
   /** Grant latency of a terminal started at its submit (StartDeps). */
   metrics: StartDeps['metrics'];
+  inventory: StartDeps['inventory'];
 }
 
 export class TtyHub {

@@ -13,10 +13,22 @@ import {
   WorkerEvent,
   type WorkerToController,
 } from '../protocol/events';
-import { type FileOp, type FileReply, Heartbeat, Hello, Inventory, JobExit, JobOutput, Quarantine, type KillJobOrder, type StartJob } from '../protocol/worker';
+import {
+  type FileOp,
+  type GpuSample,
+  type FileReply,
+  Heartbeat,
+  Hello,
+  Inventory,
+  JobExit,
+  JobOutput,
+  Quarantine,
+  type KillJobOrder,
+  type StartJob,
+} from '../protocol/worker';
 import { loadDevices } from './fleet';
 import { quarantineDevice, quarantinesFromLabels } from './quarantine';
-import { storeHeartbeat } from './heartbeat';
+import { HeartbeatWriter } from './heartbeat';
 import type { SocketIdentity } from './socket-auth';
 import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
@@ -60,8 +72,8 @@ export interface HubDeps {
   fileElsewhere: (hostName: string, event: FileEvent, op: FileOp, timeoutMs: number) => Promise<FileReply | null>;
   /** The host's devices changed as the dashboard shows them (its state, inventory, a quarantine). */
   changed: (hostName: string) => void;
-  /** A heartbeat's GPU samples were stored (the dashboard's charts; the live view tells it at most every few seconds). */
-  sampled?: () => void;
+  /** A heartbeat's GPU samples were stored (the fleet view; the dashboard's charts, told at most every few seconds). */
+  sampled?: (hostName: string, gpus: GpuSample[]) => void;
   /** A quarantine wrote an audit row (the dashboard's audit page). */
   audited?: () => void;
   /** An order for a worker that is not connected here: for the controller that holds it (the bus). */
@@ -87,13 +99,20 @@ export class WorkerHub implements Dispatcher {
   private readonly storedBytes = new Map<string, number>();
   /** Highest sequence number handled (stored, or dropped past the bound) per running job, and its host. */
   private readonly handledSeq = new Map<string, { seq: number; host: string }>();
+  /** The jobs in handledSeq by host: a heartbeat's acknowledgements cost its host's jobs, not every job here. */
+  private readonly handledOf = new Map<string, Set<string>>();
   /** When each connected host's worker was last heard from, by this controller's clock (not the database's). */
   private readonly heard = new Map<string, number>();
   private ns: WorkerNamespace | null = null;
   /** Set by the terminal hub (server/tty.ts). */
   tty: TtyHooks | null = null;
 
-  constructor(private readonly deps: HubDeps) {}
+  /** Heartbeats stored in batches. */
+  private readonly beats: HeartbeatWriter;
+
+  constructor(private readonly deps: HubDeps) {
+    this.beats = new HeartbeatWriter(deps.sql);
+  }
 
   /** Takes the /worker namespace, whose sockets `auth` has signed in (server/socket-auth.ts). */
   attach(io: Server, auth: (socket: Socket, next: (err?: Error) => void) => void): void {
@@ -191,7 +210,7 @@ export class WorkerHub implements Dispatcher {
     const handled = this.handledSeq.get(jobId);
     if (handled && seq <= handled.seq) return;
     if (this.deps.writer.full) return this.overflow(host);
-    this.handledSeq.set(jobId, { seq, host });
+    this.handled(jobId, seq, host);
     const before = this.storedBytes.get(jobId) ?? 0;
     if (before === Infinity) return;
     const limit = this.deps.outputLimitBytes;
@@ -284,11 +303,13 @@ export class WorkerHub implements Dispatcher {
       void this.ackStored(socket, hostName);
       // Workers before GPU samples sent no payload.
       const beat = Heartbeat.safeParse(raw ?? { gpus: [] });
-      storeHeartbeat(this.deps.sql, hostName, beat.success ? beat.data.gpus : [])
+      const gpus = beat.success ? beat.data.gpus : [];
+      this.beats
+        .store(hostName, gpus)
         .then(
           (cameBack) => {
             this.deps.metrics.heartbeatStored(receivedAt);
-            if (beat.success && beat.data.gpus.length) this.deps.sampled?.();
+            if (gpus.length) this.deps.sampled?.(hostName, gpus);
             if (cameBack) return this.cameBack(hostName, socket);
           },
           (err: unknown) => log(`heartbeat from ${hostName}: ${String(err)}`),
@@ -408,7 +429,8 @@ export class WorkerHub implements Dispatcher {
   /** Tells the worker which output is stored, so it can let go of it. */
   private async ackStored(socket: WorkerSocket, hostName: string): Promise<void> {
     // What was handled before the drain is stored after it; later chunks wait for the next heartbeat.
-    const handled = [...this.handledSeq].filter(([, h]) => h.host === hostName).map(([jobId, h]) => ({ jobId, seq: h.seq }));
+    const handled = [...(this.handledOf.get(hostName) ?? [])].map((jobId) => ({ jobId, seq: this.handledSeq.get(jobId)?.seq ?? 0 }));
+    if (!handled.length) return;
     await this.deps.writer.drain();
     for (const a of handled) socket.emit(WorkerEvent.jobAck, a);
   }
@@ -435,7 +457,7 @@ export class WorkerHub implements Dispatcher {
     for (const [jobId, seq] of Object.entries(out)) {
       const known = this.handledSeq.get(jobId)?.seq ?? 0;
       out[jobId] = Math.max(seq, known);
-      this.handledSeq.set(jobId, { seq: out[jobId]!, host: hostName });
+      this.handled(jobId, out[jobId]!, hostName);
     }
     return out;
   }
@@ -507,7 +529,10 @@ export class WorkerHub implements Dispatcher {
       hostName,
       hello.running.map((r) => r.jobId),
     );
-    if (freed > 0) this.deps.freed();
+    if (freed > 0) {
+      this.deps.changed(hostName);
+      this.deps.freed();
+    }
     // A kill asked for while the worker was away is sent again now.
     const pendingKills = running.filter((j) => known.has(j.id) && j.killRequestedBy).map((j) => ({ jobId: j.id, fence: j.fence!, reason: j.killRequestedBy! }));
     return hello.running
@@ -538,14 +563,33 @@ export class WorkerHub implements Dispatcher {
     const late = await releaseEnded(this.deps.sql, hostName, exit.jobId, exit.fence);
     if (!late.mine) return false;
     this.forget(exit.jobId);
-    if (late.released) this.deps.freed();
+    if (late.released) {
+      // No event says this: the fleet views load the host again.
+      this.deps.changed(hostName);
+      this.deps.freed();
+    }
     return true;
+  }
+
+  private handled(jobId: string, seq: number, host: string): void {
+    const before = this.handledSeq.get(jobId);
+    if (before && before.host !== host) this.handledOf.get(before.host)?.delete(jobId);
+    this.handledSeq.set(jobId, { seq, host });
+    const mine = this.handledOf.get(host) ?? new Set<string>();
+    mine.add(jobId);
+    this.handledOf.set(host, mine);
   }
 
   private forget(jobId: string): void {
     this.fences.delete(jobId);
     this.lastOutput.delete(jobId);
     this.storedBytes.delete(jobId);
+    const h = this.handledSeq.get(jobId);
+    if (h) {
+      const mine = this.handledOf.get(h.host);
+      mine?.delete(jobId);
+      if (mine?.size === 0) this.handledOf.delete(h.host);
+    }
     this.handledSeq.delete(jobId);
   }
 }

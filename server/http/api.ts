@@ -8,8 +8,8 @@ import { extendHold } from '../jobs/hold';
 import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../describe';
 import { HOST_NAME, parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
-import { loadDevices, loadHosts } from '../fleet';
-import type { FleetCache } from '../fleet-cache';
+import { loadHosts } from '../fleet';
+import type { Inventory } from '../inventory';
 import { listQueue } from '../queue';
 import { loadSamples, parseSamplesQuery } from '../samples';
 import { listAudit, parseAuditQuery } from '../audit-log';
@@ -29,7 +29,7 @@ import { listActive, listJobs, parseJobFilter } from '../jobs/list';
 import { created, readBody, Reply, type Router } from './router';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
-import { matchTerms, parseSelector } from '../../core/selector';
+import { parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
 import type { LiveFeed } from '../live';
 import { auditOrigin } from '../request-scope';
@@ -46,8 +46,8 @@ export interface ApiDeps {
   scheduler: Scheduler;
   /** Whether a host's worker is connected to this controller. */
   holds(hostName: string): boolean;
-  /** The fleet page's data, kept between requests (server/fleet-cache.ts). */
-  fleet: Pick<FleetCache, 'fleet'>;
+  /** The fleet kept in memory (server/inventory.ts). */
+  inventory: Inventory;
   /** The dashboard's live view. */
   live: Pick<LiveFeed, 'changed'>;
   /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
@@ -68,7 +68,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('GET /api/devices', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
     if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
-    return { devices: (await loadDevices(sql)).filter((d) => matchTerms(parsed.terms, d.labels)) };
+    return { devices: await c.inventory.rows(parsed.terms) };
   });
 
   router.on('GET /api/hosts', async () => ({ hosts: await loadHosts(sql) }));
@@ -77,14 +77,16 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const host = query.get('host');
     if (host !== null && !HOST_NAME.test(host))
       throw new RcError('bad_request', `host: ${JSON.stringify(host.slice(0, 100))} is not a host name; leave it out for the whole fleet`);
-    return c.fleet.fleet(host ?? undefined);
+    if (host !== null && !(await c.inventory.hasHost(host)))
+      throw new RcError('not_found', `no host is named ${host}; rc admin hosts lists them (GET /api/hosts)`);
+    return c.inventory.fleet(host ?? undefined);
   });
 
   router.on('GET /api/hosts/:name', async ({ params }) => describeHost(sql, params.name));
 
   router.on('GET /api/samples', async ({ query }) => ({ samples: await loadSamples(sql, parseSamplesQuery(query)) }));
 
-  router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS, async () => (await c.fleet.fleet()).devices) }));
+  router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS, () => c.inventory.rows()) }));
 
   router.on('GET /api/audit', async ({ query }) => ({ entries: await listAudit(sql, parseAuditQuery(query)) }));
 
@@ -211,6 +213,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
       await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name, origin: auditOrigin() });
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
+    c.live.changed({ what: 'devices', host: name });
     return created({ host: name, credential, note: 'shown once; only its hash is kept' });
   });
 

@@ -68,3 +68,64 @@ export async function withLeases(
 function isLeaseConflict(err: unknown): boolean {
   return (err as { code?: string }).code === '23505' || (err as { cause?: { code?: string } }).cause?.code === '23505';
 }
+
+/** One job of a batch claim: the job and the devices the plan gave it, all on one host. */
+export interface PlannedClaim {
+  jobId: string;
+  hostName: string;
+  devices: { id: number; name: string }[];
+}
+
+/**
+ * Many claims in one statement (a scheduling pass's plan): each job still
+ * queued and not locked by another claim (SKIP LOCKED: two controllers'
+ * passes take disjoint jobs, and never wait on each other) moves to running
+ * with a lease on each of its devices, unless one was quarantined since. The
+ * claimed rows, by job id; a plan's job missing from them was not claimed.
+ * When the lease index refuses any device (a submit elsewhere took it), the
+ * whole statement fails: the claims are then made one at a time, each all or
+ * nothing as claimDevices is.
+ */
+export async function claimBatch(sql: Sql, plan: readonly PlannedClaim[]): Promise<Map<string, JobRow>> {
+  const out = new Map<string, JobRow>();
+  if (!plan.length) return out;
+  if (plan.length === 1) {
+    const [p] = plan;
+    const row = await claimDevices(sql, p!.jobId, p!.hostName, p!.devices);
+    if (row) out.set(row.id, row);
+    return out;
+  }
+  const ids = plan.map((p) => p.jobId);
+  const hosts = plan.map((p) => p.hostName);
+  const deviceIds = plan.map((p) => `{${p.devices.map((d) => d.id).join(',')}}`);
+  const names = plan.map((p) => JSON.stringify(p.devices.map((d) => d.name)));
+  try {
+    const rows = await sql<(JobRow & { claimedIds: unknown })[]>`
+      with p as (
+        select * from unnest(${ids}::text[], ${hosts}::text[], ${deviceIds}::text[], ${names}::text[]) as p(job_id, host_name, device_ids, names)
+      ), c as (
+        select jobs.id from jobs join p on p.job_id = jobs.id
+        where jobs.state = 'queued'
+          and not exists (select 1 from devices d where d.id = any(p.device_ids::bigint[]) and d.unhealthy_since is not null)
+        order by jobs.id
+        for update of jobs skip locked
+      ), j as (
+        update jobs set state = 'running', started_at = now(), host_name = p.host_name, devices = p.names::jsonb, fence = nextval('fence_seq'),
+          expires_at = case when jobs.kind = 'hold' then now() + make_interval(secs => jobs.hold_ttl_s) end
+        from p, c where jobs.id = c.id and p.job_id = c.id
+        returning jobs.*, p.device_ids as claimed_ids
+      ), l as (
+        insert into leases (device_id, job_id) select unnest(j.claimed_ids::bigint[]), j.id from j
+      )
+      select * from j`;
+    for (const { claimedIds: _, ...row } of rows) out.set(row.id, row as JobRow);
+    return out;
+  } catch (err) {
+    if (!isLeaseConflict(err)) throw err;
+  }
+  for (const p of plan) {
+    const row = await claimDevices(sql, p.jobId, p.hostName, p.devices);
+    if (row) out.set(row.id, row);
+  }
+  return out;
+}

@@ -58,7 +58,15 @@ export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: E
     select * from j`;
   const ended = row ?? null;
   if (ended) {
-    deps.events.event(ended.id, { type: 'exit', jobId: ended.id, state: ended.state, exitCode: ended.exitCode, reason: ended.reason, cause: ended.endCause });
+    deps.events.event(ended.id, {
+      type: 'exit',
+      jobId: ended.id,
+      state: ended.state,
+      exitCode: ended.exitCode,
+      reason: ended.reason,
+      cause: ended.endCause,
+      ...(where.keepLeases ? { leasesKept: true as const } : {}),
+    });
   }
   return ended;
 }

@@ -7,10 +7,9 @@ import type { Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { LiveFeed } from '../live';
 import type { Scheduler } from '../scheduler';
-import type { Target } from './claim';
 import { endJob } from './finish';
 import type { JobRow } from './job-view';
-import { submitJob } from './submit';
+import { type SubmitDeps, type SubmitOptions, submitJob } from './submit';
 import type { Metrics } from '../metrics';
 
 export interface StartDeps {
@@ -18,7 +17,9 @@ export interface StartDeps {
   events: JobEvents;
   scheduler: Pick<Scheduler, 'mayHaveQueued' | 'dispatch' | 'pokeAll'>;
   /** The bus payload asking the controller that holds a host's worker to send a job claimed here (null: it is connected here). */
-  announce: (jobId: string, hostName: string, targets: Target[]) => string | null;
+  announce: NonNullable<SubmitOptions['announce']>;
+  /** The fleet as kept in memory: what a submit matches against. */
+  inventory: SubmitDeps['inventory'];
   /** The dashboard's live view: a job queued (a start is told by its event). */
   live: Pick<LiveFeed, 'changed'>;
   /** Grant latency of a job started at its submit (server/metrics.ts). */
@@ -41,7 +42,7 @@ export interface Started {
  * wait: false, a job still queued after that pass is cancelled.
  */
 export async function startJob(deps: StartDeps, identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
-  const { job, position, targets, announced } = await submitJob(deps.sql, identity, body, {
+  const { job, position, targets, announced } = await submitJob(deps, identity, body, {
     startAtOnce: !deps.scheduler.mayHaveQueued,
     announce: deps.announce,
   });

@@ -2,13 +2,14 @@
 import { randomBytes } from 'node:crypto';
 import { RcError } from '../../core/errors';
 import { parseSelector, formatSelector } from '../../core/selector';
-import { decide, deviceMatches, parseDeviceName, type DeviceView } from '../../core/schedule';
+import { decide, parseDeviceName, type DeviceView } from '../../core/schedule';
 import type { SubmitJob } from '../../protocol/api';
 import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
-import { loadDevices } from '../fleet';
+import type { Inventory } from '../inventory';
 import { targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
+import { holderOf } from './holder';
 
 export interface Submitted {
   job: JobRow;
@@ -36,10 +37,17 @@ export interface SubmitOptions {
   /** False: do not try to start at submit (the caller knows jobs are queued). */
   startAtOnce: boolean;
   /** For a claim on a device whose worker is connected to another controller: the bus payload that asks it to send the job (server/scheduler.ts), sent by the claim's own commit; null when it is connected here. */
-  announce?: (jobId: string, hostName: string, targets: Target[]) => string | null;
+  announce?: (jobId: string, hostName: string, targets: Target[], who: { kind: SubmitJob['kind']; submitter: string }) => string | null;
 }
 
-export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
+/** What a submit needs: the database, and the fleet as kept in memory (server/inventory.ts). */
+export interface SubmitDeps {
+  sql: Sql;
+  inventory: Pick<Inventory, 'candidates' | 'catchUpHosts' | 'reserve' | 'settle' | 'leased' | 'changed'>;
+}
+
+export async function submitJob(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
+  const { sql, inventory } = deps;
   actsAs(identity, body.submitter);
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -49,7 +57,10 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
   if (wanted !== null && !parseDeviceName(wanted)) {
     throw new RcError('no_matching_device', `no device is named ${wanted}; device names look like host:gpu0 (rc devices lists them)`);
   }
-  const candidates = (await loadDevices(sql, { details: false })).filter((d) => deviceMatches({ terms, deviceName: wanted }, d));
+  let matching = await inventory.candidates(terms, wanted);
+  // A refusal is final for the caller: first make sure no host just joined that would match.
+  if (matching.length === 0 && (await inventory.catchUpHosts())) matching = await inventory.candidates(terms, wanted);
+  const candidates = matching.map((m) => m.row);
   if (candidates.length === 0) {
     throw new RcError(
       'no_matching_device',
@@ -77,17 +88,29 @@ export async function submitJob(sql: Sql, identity: Identity, body: SubmitJob, o
     }
   }
   const id = newJobId();
+  // Only the free ones can start it now (a new job has waited nothing: no reservation is made for it).
   const [plan] = !opts.startAtOnce
     ? []
     : decide(
         [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
-        healthy.map((d) => ({ ...d, free: d.state === 'free' })),
+        matching.filter((m) => m.view.free).map((m) => m.view),
       );
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {
-    const targets = targetsOf(plan.devices, new Map(healthy.map((d) => [d.id, d.uuid])));
-    const announce = opts.announce?.(id, plan.devices[0]!.hostName, targets) ?? null;
-    const started = await startAtOnce(sql, fields, body, plan.devices, announce);
+    const ids = plan.devices.map((d) => d.id);
+    const targets = targetsOf(plan.devices, new Map(matching.map((m) => [m.row.id, m.row.uuid])));
+    const announce = opts.announce?.(id, plan.devices[0]!.hostName, targets, { kind: body.kind, submitter: body.submitter }) ?? null;
+    // Held back from other submits here while the claim runs: they would only collide in the lease index.
+    inventory.reserve(ids);
+    let started: JobRow | null = null;
+    try {
+      started = await startAtOnce(sql, fields, body, plan.devices, announce);
+      if (started) inventory.leased(started.hostName!, started.devices ?? [], holderOf(started));
+    } finally {
+      inventory.settle(ids);
+    }
+    // Taken by another claim, or quarantined, since it was shown free here: what is here of that host is wrong.
+    if (!started) inventory.changed(plan.devices[0]!.hostName);
     if (started) return { job: started, position: 0, targets, announced: announce !== null };
   }
   // One statement inserts the job and counts the queued jobs ahead of it.

@@ -7,6 +7,7 @@ import { ended, outcome, type StopRequest } from '../../core/job-state';
 import { JobEvents } from '../../server/job-events';
 import { endJob } from '../../server/jobs/finish';
 import { submitJob } from '../../server/jobs/submit';
+import { Inventory } from '../../server/inventory';
 import type { Database } from '../../server/db';
 import type { Identity } from '../../server/auth';
 import { freshDatabase } from '../helpers/db';
@@ -30,7 +31,9 @@ before(async () => {
 after(async () => drop());
 
 const body = { kind: 'run' as const, argv: ['true'], selector: '', submitter: 's', gpus: 1, priority: 0, wait: true };
-const submit = async () => (await submitJob(db.client, who, body)).job;
+/** Each submit sees the database as it is now (a fleet loaded afresh): these tests change it by hand. */
+const fresh = () => ({ sql: db.client, inventory: new Inventory(db.client) });
+const submit = async () => (await submitJob(fresh(), who, body)).job;
 
 test('the database refuses a second active lease on a device, whatever the code does', async () => {
   const a = await submit();
@@ -162,7 +165,7 @@ async function withHostOnline(fn: () => Promise<void>): Promise<void> {
 
 test('on an idle fleet a submit claims a free device in the same statement: running, leased, fenced', () =>
   withHostOnline(async () => {
-    const s = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    const s = await submitJob(fresh(), who, { ...body, device: 'h:gpu0' });
     assert.equal(s.job.state, 'running');
     assert.ok(s.job.fence && s.job.startedAt);
     assert.deepEqual(s.job.devices, ['h:gpu0']);
@@ -173,7 +176,7 @@ test('on an idle fleet a submit claims a free device in the same statement: runn
       [[deviceId, s.job.id]],
     );
     // Its device is taken now: the next one for it waits in the queue.
-    const next = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    const next = await submitJob(fresh(), who, { ...body, device: 'h:gpu0' });
     assert.equal(next.job.state, 'queued');
     assert.equal(next.targets, null);
     assert.equal((await activeLeases()).length, 1);
@@ -181,12 +184,12 @@ test('on an idle fleet a submit claims a free device in the same statement: runn
 
 test('a submit does not jump the queue: with any job queued it queues too, even when a device is free', () =>
   withHostOnline(async () => {
-    const busy = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    const busy = await submitJob(fresh(), who, { ...body, device: 'h:gpu0' });
     assert.equal(busy.job.state, 'running');
-    const waiting = await submitJob(db.client, who, { ...body, device: 'h:gpu0' });
+    const waiting = await submitJob(fresh(), who, { ...body, device: 'h:gpu0' });
     assert.equal(waiting.job.state, 'queued');
     // h:gpu1 is free, but a job is queued: the scheduler decides who goes first.
-    const later = await submitJob(db.client, who, { ...body, priority: 5 });
+    const later = await submitJob(fresh(), who, { ...body, priority: 5 });
     assert.equal(later.job.state, 'queued');
     assert.equal(later.targets, null);
     assert.equal((await activeLeases()).length, 1);
@@ -195,7 +198,7 @@ test('a submit does not jump the queue: with any job queued it queues too, even 
 test('submits racing for one free device: exactly one starts, the others queue, one lease, every round', () =>
   withHostOnline(async () => {
     for (let round = 0; round < 20; round++) {
-      const all = await Promise.all(Array.from({ length: 4 }, () => submitJob(db.client, who, { ...body, device: 'h:gpu0' })));
+      const all = await Promise.all(Array.from({ length: 4 }, () => submitJob(fresh(), who, { ...body, device: 'h:gpu0' })));
       const running = all.filter((s) => s.job.state === 'running');
       assert.equal(running.length, 1, `round ${round}: ${all.map((s) => s.job.state).join(',')}`);
       assert.equal(all.filter((s) => s.job.state === 'queued' && s.targets === null).length, 3);
@@ -209,7 +212,7 @@ test('submits racing for one free device: exactly one starts, the others queue, 
 
 test('a hold started at submit ends its TTL after its start', () =>
   withHostOnline(async () => {
-    const s = await submitJob(db.client, who, { ...body, kind: 'hold', argv: [], ttlS: 600 });
+    const s = await submitJob(fresh(), who, { ...body, kind: 'hold', argv: [], ttlS: 600 });
     assert.equal(s.job.state, 'running');
     assert.equal(s.job.expiresAt!.getTime() - s.job.startedAt!.getTime(), 600_000);
   }));
