@@ -48,7 +48,7 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
   let controller2 = null;
   if (second) {
     server2 = spawn(process.execPath, [join(root, 'dist/server.js')], {
-      env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data2'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0' },
+      env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data2'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let log2 = '';
@@ -63,8 +63,12 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
   }
   return {
     dir,
-    /** The first controller's process id (its CPU and memory). */
+    /** The first controller's process id (its CPU and memory); the second's (null without one). */
     pid: server.pid,
+    pid2: server2?.pid ?? null,
+    /** The database, and the embedded Postgres's data folder (its postmaster.pid names its processes). */
+    databaseUrl: pg.url,
+    pgDir: join(dir, 'pg', 'pgdata'),
     controller,
     controller2,
     clientToken,
