@@ -22,6 +22,7 @@ const { values } = parseArgs({
     record: { type: 'string' },
     /** Caps, for a slow controller: jobs of the submit figure, deep-queue jobs (default 2 × devices), seconds the drain may take. */
     'submit-jobs': { type: 'string', default: '300' },
+    'devices-requests': { type: 'string', default: '20' },
     queue: { type: 'string' },
     'drain-cap-s': { type: 'string', default: '300' },
     /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
@@ -56,10 +57,8 @@ const startedAt = Date.now();
 const rc = await startController({
   localWorker: false,
   second: controllers === 2,
-  env: {
-    RC_HOST_TIMEOUT_S: String(hostTimeoutS),
-    ...(values.profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${values.profile}` } : {}),
-  },
+  env: { RC_HOST_TIMEOUT_S: String(hostTimeoutS) },
+  nodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
 });
 const urls = [rc.controller, rc.controller2].filter(Boolean);
 const pids = [rc.pid, rc.pid2].filter(Boolean);
@@ -138,14 +137,21 @@ try {
   await sql.end({ timeout: 5 }).catch(() => {});
   await rc.stop();
 }
-const dir = join(RESULTS_DIR, values.label);
-mkdirSync(dir, { recursive: true });
-const file = join(dir, `${devices}-${controllers}c.json`);
-writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
-log(`done in ${out.wallS} s; results in ${file}`);
+save();
+log(`done in ${out.wallS} s; results in ${resultsFile()}`);
 process.exit(0);
 
 // ---------------------------------------------------------------- phases
+
+function resultsFile() {
+  return join(RESULTS_DIR, values.label, `${devices}-${controllers}c.json`);
+}
+
+/** Writes what there is so far (after each phase too: a run cut short keeps its figures). */
+function save() {
+  mkdirSync(join(RESULTS_DIR, values.label), { recursive: true });
+  writeFileSync(resultsFile(), `${JSON.stringify(out, null, 2)}\n`);
+}
 
 /** Client-side: request sent → its `started` frame, on an idle fleet, one job at a time. */
 async function submitPhase() {
@@ -166,12 +172,12 @@ async function submitPhase() {
   return { jobs: n, submitToStartMs: stats(lat), submitToExitMs: stats(toExit) };
 }
 
-/** GET /api/devices, the whole fleet and a filtered one (one rack in a hundred), 20 of each, one at a time. */
+/** GET /api/devices, the whole fleet and a filtered one (one rack in a hundred), 20 of each (--devices-requests), one at a time. */
 async function devicesPhase() {
   const time = async (path) => {
     const ms = [];
     let count = 0;
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < int('devices-requests', 1, 1000); i++) {
       const t = performance.now();
       const r = await fetch(nextUrl() + path, { headers: { authorization: `Bearer ${rc.clientToken}` } });
       const body = await r.json();
@@ -427,6 +433,8 @@ async function phase(name, fn) {
     out.phases[name] = { error: String(err?.stack ?? err), wallS: round((Date.now() - t) / 1000), resources: cpuDelta(cpu) };
   }
   log(`${name}: ${JSON.stringify(out.phases[name])}`);
+  out.wallS = Math.round((Date.now() - startedAt) / 1000);
+  save();
 }
 
 function cpuSnapshot() {
