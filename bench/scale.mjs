@@ -69,6 +69,7 @@ const out = {
   devices,
   controllers,
   date: new Date().toISOString(),
+  startedAt,
   commit: git(['rev-parse', '--short', 'HEAD']),
   dirty: git(['status', '--porcelain', '--untracked-files=no']) !== '',
   machine: machine(),
@@ -150,6 +151,16 @@ function resultsFile() {
 /** Writes what there is so far (after each phase too: a run cut short keeps its figures). */
 function save() {
   mkdirSync(join(RESULTS_DIR, values.label), { recursive: true });
+  // A run of some phases (--only) keeps the other phases of an earlier run of the same size.
+  try {
+    const old = JSON.parse(readFileSync(resultsFile(), 'utf8'));
+    if (old.startedAt !== out.startedAt) {
+      out.phases = { ...old.phases, ...out.phases };
+      out.setup = { ...old.setup, ...out.setup };
+      out.caps = [...new Set([...(old.caps ?? []), ...out.caps])];
+      out.earlier = old.earlier ?? { date: old.date, commit: old.commit };
+    }
+  } catch {}
   writeFileSync(resultsFile(), `${JSON.stringify(out, null, 2)}\n`);
 }
 
@@ -345,7 +356,8 @@ async function heartbeatPhase() {
         adminToken: rc.adminToken,
         hosts: specs.filter((_, i) => i % urls.length === c),
         jobs: 'answer',
-        heartbeatMs,
+        // Connected at a gentle period (≤ 500/s in all, within the host timeout): a fleet beating at full rate while the rest say hello starves the hellos.
+        heartbeatMs: Math.min((hostTimeoutS * 1000) / 3, Math.max(5000, hbHosts * 2)),
         connectConcurrency: 50,
         log: (m) => log(`hb${c}: ${m}`),
       }),
@@ -357,8 +369,9 @@ async function heartbeatPhase() {
     connectMs: Math.max(...fleets.map((f) => f.timings.connectMs)),
     totalMs: Date.now() - t,
   };
-  log(`heartbeats: ${hbHosts} hosts online in ${(setup.totalMs / 1000).toFixed(1)} s; beating every ${heartbeatMs} ms`);
+  log(`heartbeats: ${hbHosts} hosts online in ${(setup.totalMs / 1000).toFixed(1)} s; now beating every ${heartbeatMs} ms`);
   try {
+    for (const f of fleets) f.setHeartbeatMs(heartbeatMs);
     await sleep(Math.max(3000, heartbeatMs * 2));
     const all = fleets.flatMap((f) => f.hosts);
     const before = await metricsHistogram();
@@ -688,7 +701,7 @@ function recordResults(label) {
     ...PHASES.map((name) => [`resources during ${name}`, (r) => cell(r, name, res)]),
     ['controller peak RSS (VmHWM)', (r) => r.controllerPeakRssMiB?.map((x) => `${x} MiB`).join(' + ') ?? '—'],
     ['fleet online (job hosts; heartbeat hosts), s', (r) => `${fmtS(r.setup?.jobFleet?.totalMs)}; ${fmtS(ph(r, 'heartbeats')?.totalMs)}`],
-    ['wall time of the run, s', (r) => String(r.wallS)],
+    ['wall time of the run, s', (r) => (r.wallS ? String(r.wallS) : '—')],
   ];
   const head = `| figure | ${runs.map(col).join(' | ')} |\n| --- | ${runs.map(() => '---').join(' | ')} |\n`;
   const body = rows.map(([name, f]) => `| ${name} | ${runs.map((r) => f(r).replaceAll('|', '\\|')).join(' | ')} |`).join('\n');

@@ -41,6 +41,8 @@ export interface Fleet {
   timings: { registerMs: number; connectMs: number };
   /** Ends every held job (`sim:hold`) of every host at once; how many. */
   releaseAll(): number;
+  /** Every host beats every `ms` from now on (a fleet may connect at a gentle rate, then beat hard). */
+  setHeartbeatMs(ms: number): void;
   /** Stops every job (their exits reported), disconnects every host, removes the jobs' folders. */
   stop(): Promise<void>;
 }
@@ -114,6 +116,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     timings: { registerMs, connectMs },
     releaseAll() {
       return hosts.reduce((n, h) => n + h.releaseHeld(), 0);
+    },
+    setHeartbeatMs(ms) {
+      for (const h of hosts) h.setHeartbeatMs(ms);
     },
     async stop() {
       if (stopped) return;

@@ -191,6 +191,13 @@ export class SimHost {
     if (this.ready) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
   }
 
+  /** From now on beats every `ms` (the next one within `ms`, spread as after a hello); the next hello keeps it. */
+  setHeartbeatMs(ms: number): void {
+    this.opts.heartbeatMs = ms;
+    this.periodMs = ms;
+    if (this.ready) this.nextBeatAt = Date.now() + this.random() * ms;
+  }
+
   /** Ends every held job (`sim:hold`, answer mode) with exit 0; how many there were. */
   releaseHeld(): number {
     return this.runtime.releaseHeld();
