@@ -11,15 +11,16 @@ export const root = new URL('..', import.meta.url).pathname;
 /**
  * Builds rc and starts a controller on a fresh embedded Postgres; `localWorker` also starts its worker, host `bench`.
  * `second`: a second controller on the same database (`controller2`), for the figures with two.
+ * `nodeArgs`: flags for the controllers' node (e.g. --cpu-prof, which NODE_OPTIONS refuses).
  * `dashboard`: serve the pages too (built first when they changed) and wait until they answer.
  */
-export async function startFleet({ localWorker, second = false, dashboard = false, env = {} }) {
+export async function startFleet({ localWorker, second = false, dashboard = false, env = {}, nodeArgs = [] }) {
   spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
   const { startEmbeddedPostgres } = await import('../dist/test-support.js');
   const dir = mkdtempSync(join(tmpdir(), 'rc-bench-'));
   chmodSync(dir, 0o711); // Postgres runs as its own user and must pass through
   const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort());
-  const server = spawn(process.execPath, [join(root, 'dist/server.js')], {
+  const server = spawn(process.execPath, [...nodeArgs, join(root, 'dist/server.js')], {
     env: {
       ...process.env,
       DATABASE_URL: pg.url,
@@ -47,8 +48,8 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
   let server2 = null;
   let controller2 = null;
   if (second) {
-    server2 = spawn(process.execPath, [join(root, 'dist/server.js')], {
-      env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data2'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0' },
+    server2 = spawn(process.execPath, [...nodeArgs, join(root, 'dist/server.js')], {
+      env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data2'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let log2 = '';
@@ -63,8 +64,12 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
   }
   return {
     dir,
-    /** The first controller's process id (its CPU and memory). */
+    /** The first controller's process id (its CPU and memory); the second's (null without one). */
     pid: server.pid,
+    pid2: server2?.pid ?? null,
+    /** The database, and the embedded Postgres's data folder (its postmaster.pid names its processes). */
+    databaseUrl: pg.url,
+    pgDir: join(dir, 'pg', 'pgdata'),
     controller,
     controller2,
     clientToken,

@@ -25,6 +25,9 @@ is given as local processes. Every host is labelled simulated=true.
       --model <name>         ${Object.keys(GPU_MODELS).join(', ')}, or mixed (default A100-80GB)
       --prefix <name>        host names are <prefix>-0000, <prefix>-0001, … (default sim)
       --heartbeat-ms <ms>    heartbeat period (default: the controller's, 5 s)
+      --jobs <mode>          spawn: run each job's argv as a local process (default);
+                             answer: run no process, answer by the argv (sim:exit [code],
+                             sim:sleep <ms>, sim:output <count> <bytes> <rate>, sim:hold)
       --quarantine <n>       the first n hosts show a foreign process on gpu0 (default 0)
       --stats <s>            print the simulator's CPU and memory every s seconds (default 10, 0: never)
   -h, --help
@@ -40,12 +43,13 @@ export interface CliOptions {
   heartbeatMs: number | undefined;
   quarantine: number;
   statsS: number;
+  jobs: 'spawn' | 'answer';
 }
 
 /** Parses the command line; throws an Error whose message says what is wrong. */
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliOptions | 'help' {
   const values = new Map<string, string>();
-  const known = new Set(['url', 'admin-token', 'hosts', 'devices', 'model', 'prefix', 'heartbeat-ms', 'quarantine', 'stats']);
+  const known = new Set(['url', 'admin-token', 'hosts', 'devices', 'model', 'prefix', 'heartbeat-ms', 'quarantine', 'stats', 'jobs']);
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '-h' || arg === '--help') return 'help';
@@ -73,6 +77,8 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,50}$/.test(prefix))
     throw new Error(`--prefix must be letters, digits, ., _ or -, starting with a letter or digit (got ${prefix})`);
   const hosts = int('hosts', 1, 10_000, 10)!;
+  const jobs = values.get('jobs') ?? 'spawn';
+  if (jobs !== 'spawn' && jobs !== 'answer') throw new Error(`--jobs must be spawn or answer (got ${jobs})`);
   return {
     url,
     adminToken,
@@ -83,6 +89,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     heartbeatMs: int('heartbeat-ms', 200, 600_000, undefined),
     quarantine: int('quarantine', 0, hosts, 0)!,
     statsS: int('stats', 0, 3600, 10)!,
+    jobs,
   };
 }
 
@@ -111,7 +118,7 @@ async function main(): Promise<void> {
   const log = (msg: string) => console.log(`[sim] ${msg}`);
   let fleet: Awaited<ReturnType<typeof startFleet>>;
   try {
-    fleet = await startFleet({ url: o.url, adminToken: o.adminToken, hosts: hostsOf(o), heartbeatMs: o.heartbeatMs, log });
+    fleet = await startFleet({ url: o.url, adminToken: o.adminToken, hosts: hostsOf(o), heartbeatMs: o.heartbeatMs, jobs: o.jobs, log });
   } catch (err) {
     process.stderr.write(`simulator: ${(err as Error).message}\n`);
     process.exit(1);

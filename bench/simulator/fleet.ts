@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimHost } from './host';
+import type { SimJobMode } from './runtime';
 import { type SimHostSpec, specProblem } from './spec';
 
 export interface FleetOptions {
@@ -23,6 +24,13 @@ export interface FleetOptions {
   connectTimeoutMs?: number;
   /** TERM to KILL when a job is killed; default 10 s, as RC_KILL_GRACE_S. */
   killGraceS?: number;
+  /**
+   * How jobs run: `spawn` (the default) runs each job's argv as a local
+   * process; `answer` runs none and answers by the argv (`sim:exit`,
+   * `sim:sleep`, `sim:output`, `sim:hold`: runtime.ts), for benchmarks of
+   * thousands of jobs.
+   */
+  jobs?: SimJobMode;
   log?: (msg: string) => void;
 }
 
@@ -31,6 +39,10 @@ export interface Fleet {
   deviceCount: number;
   /** How long registering took, and connecting (until every host's hello was taken), in ms. */
   timings: { registerMs: number; connectMs: number };
+  /** Ends every held job (`sim:hold`) of every host at once; how many. */
+  releaseAll(): number;
+  /** Every host beats every `ms` from now on (a fleet may connect at a gentle rate, then beat hard). */
+  setHeartbeatMs(ms: number): void;
   /** Stops every job (their exits reported), disconnects every host, removes the jobs' folders. */
   stop(): Promise<void>;
 }
@@ -57,7 +69,15 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const hosts = opts.hosts.map((spec, i) => {
     const dir = join(root, spec.name);
     mkdirSync(dir, { recursive: true });
-    return new SimHost(spec, { url, credential: credentials[i]!, dir, killGraceS: opts.killGraceS ?? 10, heartbeatMs: opts.heartbeatMs ?? null, log });
+    return new SimHost(spec, {
+      url,
+      credential: credentials[i]!,
+      dir,
+      killGraceS: opts.killGraceS ?? 10,
+      heartbeatMs: opts.heartbeatMs ?? null,
+      jobs: opts.jobs,
+      log,
+    });
   });
   const clock = setInterval(() => {
     const now = Date.now();
@@ -94,6 +114,12 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     hosts,
     deviceCount: hosts.reduce((n, h) => n + h.spec.devices.length, 0),
     timings: { registerMs, connectMs },
+    releaseAll() {
+      return hosts.reduce((n, h) => n + h.releaseHeld(), 0);
+    },
+    setHeartbeatMs(ms) {
+      for (const h of hosts) h.setHeartbeatMs(ms);
+    },
     async stop() {
       if (stopped) return;
       stopped = true;

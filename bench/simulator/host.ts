@@ -19,7 +19,7 @@ import { JobRunner } from '../../worker/job-runner';
 import type { JobState } from '../../worker/job-state';
 import { GPU_MODELS } from './catalog';
 import { simInventory } from './inventory';
-import { SimRuntime } from './runtime';
+import { type SimJobMode, SimRuntime } from './runtime';
 import { type DeviceActivity, initialWalk, step, toSample, type WalkState } from './samples';
 import type { SimHostSpec } from './spec';
 
@@ -37,6 +37,8 @@ export interface SimHostOptions {
   killGraceS: number;
   /** Heartbeat period; null: the one the controller's hello answer gives. */
   heartbeatMs: number | null;
+  /** Spawn each job's argv (the default), or answer it without a process (runtime.ts). */
+  jobs?: SimJobMode;
   log: (msg: string) => void;
   random?: () => number;
 }
@@ -57,6 +59,11 @@ export class SimHost {
   private stopping = false;
   private unreachable = false;
   private readonly jobs: JobRunner;
+  private readonly runtime: SimRuntime;
+  /** The host died (die()): nothing more is sent, nothing reconnects. */
+  dead = false;
+  /** When set, each heartbeat's send time (ms since the epoch) is pushed here: the benchmark's handling-time figure. */
+  beatLog: number[] | null = null;
   private readonly walks: WalkState[];
   private readonly random: () => number;
   private inventory: Inventory;
@@ -89,7 +96,7 @@ export class SimHost {
       this.nextBeatAt = Number.POSITIVE_INFINITY;
       this.jobs.terminals.flowAll(false);
       // socket.io does not retry after a server-side disconnect (a controller shutting down): the real worker does.
-      if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
+      if (reason === 'io server disconnect' && !this.stopping && !this.dead) setTimeout(() => this.socket.connect(), 500);
     });
     // Said once per outage: a fleet of a thousand would otherwise say it a thousand times a second.
     this.socket.on('connect_error', (err) => {
@@ -103,9 +110,10 @@ export class SimHost {
     const workspace = `${opts.dir}/workspace`;
     mkdirSync(workspace, { recursive: true });
     answerFileRequests(this.socket, workspace);
+    this.runtime = new SimRuntime(opts.dir, opts.jobs ?? 'spawn');
     this.jobs = new JobRunner(
       { RC_KILL_GRACE_S: opts.killGraceS, RC_GPU_SETTLE_S: 0 } as WorkerConfig,
-      new SimRuntime(opts.dir),
+      this.runtime,
       // Simulated GPUs let go of a job's memory at once: nothing to quarantine after a job.
       { afterJob: () => Promise.resolve([]) } as unknown as GpuMonitor,
       // No state file: a simulated host's jobs die with the simulator, and its next hello says so.
@@ -147,7 +155,7 @@ export class SimHost {
 
   /** One heartbeat with this moment's samples; the first after a hello also reports the foreign processes (the real worker does on its second sighting, one heartbeat later). */
   beat(now: number): void {
-    if (!this.ready) return;
+    if (!this.ready || this.dead) return;
     this.nextBeatAt = now + this.periodMs;
     this.beats += 1;
     this.beatsSinceHello += 1;
@@ -160,6 +168,7 @@ export class SimHost {
       return toSample(index, model, walk);
     });
     this.socket.emit(WorkerEvent.heartbeat, { gpus });
+    this.beatLog?.push(Date.now());
     if (this.beatsSinceHello === 1) for (const q of this.foreign(now)) this.report(q);
   }
 
@@ -182,9 +191,42 @@ export class SimHost {
     if (this.ready) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
   }
 
+  /** From now on beats every `ms` (the next one within `ms`, spread as after a hello); the next hello keeps it. */
+  setHeartbeatMs(ms: number): void {
+    this.opts.heartbeatMs = ms;
+    this.periodMs = ms;
+    if (this.ready) this.nextBeatAt = Date.now() + this.random() * ms;
+  }
+
+  /** Ends every held job (`sim:hold`, answer mode) with exit 0; how many there were. */
+  releaseHeld(): number {
+    return this.runtime.releaseHeld();
+  }
+
+  /**
+   * The host dies: its connection is cut without a goodbye (the TCP socket
+   * destroyed, as a crashed machine's would be), no exit is reported, no
+   * heartbeat follows, and it never reconnects. Its answered jobs are forgotten.
+   */
+  die(): void {
+    this.dead = true;
+    this.ready = false;
+    this.nextBeatAt = Number.POSITIVE_INFINITY;
+    this.runtime.abandonAll();
+    this.socket.io.reconnection(false);
+    // The websocket under engine.io: terminate() destroys the TCP socket, no close frame.
+    const ws = (this.socket.io.engine?.transport as unknown as { ws?: { terminate?: () => void } } | undefined)?.ws;
+    if (ws?.terminate) ws.terminate();
+    else this.socket.io.engine?.close();
+  }
+
   /** Kills every job, waits (at most `ms`) until each exit was reported, then disconnects: the real worker's shutdown. */
   async stop(graceS = 2, ms = 4000): Promise<void> {
     this.stopping = true;
+    if (this.dead) {
+      this.socket.disconnect();
+      return;
+    }
     await this.jobs.stopAll(graceS, ms);
     this.ready = false;
     this.socket.disconnect();

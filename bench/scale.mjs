@@ -1,0 +1,728 @@
+// The scale benchmark (issue 14): a real controller (or two) on a real,
+// throw-away embedded Postgres, and simulated hosts in this process (the
+// fleet simulator's answer mode: the real worker protocol, no processes).
+// bench/README.md says what each figure means and how it is measured.
+//   npm run bench:scale -- --devices 100|1000|10000 [--controllers 2] [--only submit,devices,grants,output,lost,heartbeats]
+//   npm run bench:scale -- --record before     (bench/results/before/*.json → the "before" block of bench/RESULTS.md)
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { root, startFleet as startController } from '../scripts/bench-fleet.mjs';
+
+const PHASES = ['submit', 'devices', 'grants', 'output', 'lost', 'heartbeats'];
+const { values } = parseArgs({
+  options: {
+    devices: { type: 'string', default: '100' },
+    controllers: { type: 'string', default: '1' },
+    only: { type: 'string', default: PHASES.join(',') },
+    label: { type: 'string', default: 'latest' },
+    record: { type: 'string' },
+    /** Caps, for a slow controller: jobs of the submit figure, deep-queue jobs (default 2 × devices), seconds the drain may take. */
+    'submit-jobs': { type: 'string', default: '300' },
+    'devices-requests': { type: 'string', default: '20' },
+    queue: { type: 'string' },
+    'drain-cap-s': { type: 'string', default: '300' },
+    /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
+    'hb-hosts': { type: 'string' },
+    'hb-rate': { type: 'string', default: '2500' },
+    'hb-window-s': { type: 'string', default: '20' },
+    /** Output figure: offered chunks/s in all, bytes per chunk, seconds. */
+    'out-rate': { type: 'string', default: '20000' },
+    'out-bytes': { type: 'string', default: '100' },
+    'out-s': { type: 'string', default: '5' },
+    'lost-hosts': { type: 'string', default: '5' },
+    'host-timeout-s': { type: 'string', default: '15' },
+    /** A folder: the controllers run with --cpu-prof and write their profiles there. */
+    profile: { type: 'string' },
+  },
+});
+
+const RESULTS_DIR = join(root, 'bench', 'results');
+if (values.record) {
+  recordResults(values.record);
+  process.exit(0);
+}
+
+const devices = int('devices', 1, 20_000);
+const controllers = int('controllers', 1, 2);
+const only = new Set(values.only.split(',').map((s) => s.trim()));
+for (const p of only) if (!PHASES.includes(p)) fail(`--only: ${p} is not one of ${PHASES.join(', ')}`);
+const hostTimeoutS = Number(values['host-timeout-s']);
+const log = (m) => console.log(`[scale ${new Date().toISOString().slice(11, 19)}] ${m}`);
+
+const startedAt = Date.now();
+const rc = await startController({
+  localWorker: false,
+  second: controllers === 2,
+  env: { RC_HOST_TIMEOUT_S: String(hostTimeoutS) },
+  nodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
+});
+const urls = [rc.controller, rc.controller2].filter(Boolean);
+const pids = [rc.pid, rc.pid2].filter(Boolean);
+const { default: postgres } = await import('postgres');
+const sql = postgres(rc.databaseUrl, { max: 4, onnotice: () => {} });
+const sim = await import('../dist/simulator.js');
+const out = {
+  devices,
+  controllers,
+  date: new Date().toISOString(),
+  startedAt,
+  commit: git(['rev-parse', '--short', 'HEAD']),
+  dirty: git(['status', '--porcelain', '--untracked-files=no']) !== '',
+  machine: machine(),
+  hostTimeoutS,
+  setup: {},
+  phases: {},
+  caps: [],
+};
+let submitTurn = 0;
+/** The controller the next submit goes to: alternated with two. */
+const nextUrl = () => urls[submitTurn++ % urls.length];
+
+let jobFleets = [];
+try {
+  const needJobs = ['submit', 'devices', 'grants', 'output', 'lost'].some((p) => only.has(p));
+  if (needJobs) {
+    // 8 devices per host (the last host takes the rest), split between the controllers.
+    const hostCount = Math.ceil(devices / 8);
+    const specs = Array.from({ length: hostCount }, (_, i) =>
+      sim.uniformHost(`job-${String(i).padStart(5, '0')}`, 'H100', Math.min(8, devices - i * 8), { labels: { rack: `r${i % 100}` } }),
+    );
+    const t = Date.now();
+    jobFleets = await Promise.all(
+      urls.map((url, c) =>
+        sim.startFleet({
+          url,
+          adminToken: rc.adminToken,
+          hosts: specs.filter((_, i) => i % urls.length === c),
+          jobs: 'answer',
+          killGraceS: 1,
+          connectConcurrency: 50,
+          log: (m) => log(`sim${c}: ${m}`),
+        }),
+      ),
+    );
+    out.setup.jobFleet = {
+      hosts: hostCount,
+      devices: jobFleets.reduce((n, f) => n + f.deviceCount, 0),
+      registerMs: Math.max(...jobFleets.map((f) => f.timings.registerMs)),
+      connectMs: Math.max(...jobFleets.map((f) => f.timings.connectMs)),
+      totalMs: Date.now() - t,
+    };
+    log(`job fleet: ${hostCount} hosts, ${out.setup.jobFleet.devices} devices, online in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+    await waitFor(
+      async () =>
+        (await sql`select count(*)::int as n from devices d join hosts h on h.name = d.host_name where h.status = 'online' and h.name like 'job-%'`)[0].n ===
+        devices,
+      'every device online',
+      120_000,
+    );
+  }
+  if (only.has('submit')) await phase('submit', submitPhase);
+  if (only.has('devices')) await phase('devices', devicesPhase);
+  if (only.has('grants')) await phase('grants', grantsPhase);
+  if (only.has('output')) await phase('output', outputPhase);
+  if (only.has('lost')) await phase('lost', lostPhase);
+  if (jobFleets.length) {
+    await Promise.all(jobFleets.map((f) => f.stop()));
+    jobFleets = [];
+  }
+  if (only.has('heartbeats')) await phase('heartbeats', heartbeatPhase);
+} finally {
+  await Promise.all(jobFleets.map((f) => f.stop().catch(() => {})));
+  out.wallS = Math.round((Date.now() - startedAt) / 1000);
+  out.controllerPeakRssMiB = pids.map((pid) => procStatus(pid, 'VmHWM'));
+  await sql.end({ timeout: 5 }).catch(() => {});
+  await rc.stop();
+}
+save();
+log(`done in ${out.wallS} s; results in ${resultsFile()}`);
+process.exit(0);
+
+// ---------------------------------------------------------------- phases
+
+function resultsFile() {
+  return join(RESULTS_DIR, values.label, `${devices}-${controllers}c.json`);
+}
+
+/** Writes what there is so far (after each phase too: a run cut short keeps its figures). */
+function save() {
+  mkdirSync(join(RESULTS_DIR, values.label), { recursive: true });
+  // A run of some phases (--only) keeps the other phases of an earlier run of the same size.
+  try {
+    const old = JSON.parse(readFileSync(resultsFile(), 'utf8'));
+    if (old.startedAt !== out.startedAt) {
+      out.phases = { ...old.phases, ...out.phases };
+      out.setup = { ...old.setup, ...out.setup };
+      out.caps = [...new Set([...(old.caps ?? []), ...out.caps])];
+      out.earlier = old.earlier ?? { date: old.date, commit: old.commit };
+    }
+  } catch {}
+  writeFileSync(resultsFile(), `${JSON.stringify(out, null, 2)}\n`);
+}
+
+/** Client-side: request sent → its `started` frame, on an idle fleet, one job at a time. */
+async function submitPhase() {
+  const n = int('submit-jobs', 1, 100_000);
+  const lat = [];
+  const toExit = [];
+  for (let i = 0; i < n; i++) {
+    const sent = performance.now();
+    let started = 0;
+    await streamJob(nextUrl(), ['sim:exit'], {
+      onStarted: () => {
+        started = performance.now();
+      },
+    });
+    lat.push(started - sent);
+    toExit.push(performance.now() - sent);
+  }
+  return { jobs: n, submitToStartMs: stats(lat), submitToExitMs: stats(toExit) };
+}
+
+/** GET /api/devices, the whole fleet and a filtered one (one rack in a hundred), 20 of each (--devices-requests), one at a time. */
+async function devicesPhase() {
+  const time = async (path) => {
+    const ms = [];
+    let count = 0;
+    for (let i = 0; i < int('devices-requests', 1, 1000); i++) {
+      const t = performance.now();
+      const r = await fetch(nextUrl() + path, { headers: { authorization: `Bearer ${rc.clientToken}` } });
+      const body = await r.json();
+      ms.push(performance.now() - t);
+      count = body.devices?.length ?? -1;
+    }
+    return { count, ms: stats(ms) };
+  };
+  return { full: await time('/api/devices'), filtered: { select: 'rack=r7', ...(await time('/api/devices?select=rack%3Dr7')) } };
+}
+
+/**
+ * Every device held by a `sim:hold` job, then a deep queue (2 × devices jobs)
+ * behind them; all the holds are released at once, and the grants are
+ * counted from the jobs' started_at as the queue drains. Then: leases of one
+ * device whose intervals overlap (must be none).
+ */
+async function grantsPhase() {
+  const queue = values.queue ? int('queue', 1, 1_000_000) : 2 * devices;
+  const t0 = Date.now();
+  await submitMany(devices, ['sim:hold']);
+  await waitFor(async () => (await sql`select count(*)::int as n from jobs where state = 'running'`)[0].n >= devices, 'every device held', 600_000);
+  const fillS = (Date.now() - t0) / 1000;
+  log(`grants: ${devices} holds running after ${fillS.toFixed(1)} s; queueing ${queue}`);
+  const t1 = Date.now();
+  await submitMany(queue, ['sim:exit', '0', 'deep-queue']);
+  const queueS = (Date.now() - t1) / 1000;
+  const [{ q }] = await sql`select count(*)::int as q from jobs where state = 'queued'`;
+  log(`grants: ${q} queued in ${queueS.toFixed(1)} s; releasing the holds`);
+  const releasedAt = Date.now();
+  for (const f of jobFleets) f.releaseAll();
+  const cap = Number(values['drain-cap-s']) * 1000;
+  let capped = false;
+  await waitFor(
+    async () => {
+      const [{ n }] = await sql`select count(*)::int as n from jobs where argv = '["sim:exit","0","deep-queue"]'::jsonb and state not in ('queued', 'running')`;
+      if (Date.now() - releasedAt > cap) {
+        capped = true;
+        return true;
+      }
+      return n >= queue;
+    },
+    'the queue to drain',
+    cap + 60_000,
+    250,
+  );
+  const rows = await sql`
+    select extract(epoch from started_at) * 1000 as s from jobs
+    where argv = '["sim:exit","0","deep-queue"]'::jsonb and started_at is not null order by started_at`;
+  const starts = rows.map((r) => Number(r.s));
+  const last = starts[starts.length - 1] ?? releasedAt;
+  const spanS = Math.max(0.001, (last - releasedAt) / 1000);
+  // Grants in each whole second after the release.
+  const buckets = new Array(Math.max(1, Math.ceil(spanS))).fill(0);
+  for (const s of starts) buckets[Math.min(buckets.length - 1, Math.max(0, Math.floor((s - releasedAt) / 1000)))]++;
+  const [{ doubles }] = await sql`
+    select count(*)::int as doubles from leases a join leases b
+      on a.device_id = b.device_id and a.id < b.id
+     and tstzrange(a.acquired_at, coalesce(a.released_at, 'infinity')) && tstzrange(b.acquired_at, coalesce(b.released_at, 'infinity'))`;
+  const [{ leaseRows }] = await sql`select count(*)::int as "leaseRows" from leases`;
+  if (capped) out.caps.push(`grants: the drain was cut after ${values['drain-cap-s']} s (${starts.length} of ${queue} started)`);
+  // Leave the fleet idle for what follows.
+  if (capped) await sql`update jobs set state = 'cancelled', ended_at = now() where state = 'queued'`.catch(() => {});
+  for (const f of jobFleets) f.releaseAll();
+  return {
+    queue,
+    queuedAtRelease: q,
+    fillS: round(fillS),
+    queueSubmitPerS: round(queue / queueS),
+    started: starts.length,
+    capped,
+    drainS: round(spanS),
+    grantsPerS: round(starts.length / spanS),
+    grantsPerSecondBuckets: stats(buckets),
+    doubleLeases: doubles,
+    leaseRows,
+  };
+}
+
+/**
+ * Jobs writing chunks (each stamped with its send time) at a set rate, each
+ * with a client attached from its submit (the streamed POST /api/jobs):
+ * chunks received per second, and each chunk's worker→client latency.
+ */
+async function outputPhase() {
+  const rate = Number(values['out-rate']);
+  const bytes = int('out-bytes', 24, 65_536);
+  const seconds = Number(values['out-s']);
+  const jobs = Math.max(1, Math.min(100, Math.floor(devices / 2)));
+  const perJob = Math.ceil(rate / jobs);
+  const count = Math.ceil(perJob * seconds);
+  const lat = [];
+  let received = 0;
+  let first = 0;
+  let lastAt = 0;
+  const re = /T(\d+\.\d+);/g;
+  await Promise.all(
+    Array.from({ length: jobs }, () =>
+      streamJob(nextUrl(), ['sim:output', String(count), String(bytes), String(perJob)], {
+        onOutput: (data) => {
+          const now = performance.timeOrigin + performance.now();
+          if (!first) first = now;
+          lastAt = now;
+          for (const m of data.toString('latin1').matchAll(re)) {
+            received++;
+            lat.push(now - Number(m[1]));
+          }
+        },
+      }),
+    ),
+  );
+  const spanS = Math.max(0.001, (lastAt - first) / 1000);
+  return {
+    jobs,
+    chunksPerJob: count,
+    chunkBytes: bytes,
+    offeredPerS: jobs * perJob,
+    expected: jobs * count,
+    received,
+    receivedPerS: round(received / spanS),
+    workerToClientMs: stats(lat),
+  };
+}
+
+/** Hosts die (socket cut, no goodbye) with a job each: death → the job's ended_at as `lost`. */
+async function lostPhase() {
+  const hosts = jobFleets.flatMap((f) => f.hosts).slice(-int('lost-hosts', 1, 100));
+  const ids = [];
+  for (const h of hosts) ids.push(await submitOne(nextUrl(), ['sim:hold'], `${h.spec.name}:gpu0`));
+  await waitFor(
+    async () => (await sql`select count(*)::int as n from jobs where id = any(${ids}) and state = 'running'`)[0].n === ids.length,
+    'the jobs to run',
+    60_000,
+  );
+  const diedAt = Date.now();
+  for (const h of hosts) h.die();
+  await waitFor(
+    async () => (await sql`select count(*)::int as n from jobs where id = any(${ids}) and state = 'lost'`)[0].n === ids.length,
+    'the jobs to be lost',
+    hostTimeoutS * 1000 * 4 + 60_000,
+    100,
+  );
+  const rows = await sql`select extract(epoch from ended_at) * 1000 as e from jobs where id = any(${ids})`;
+  return { hosts: hosts.length, hostTimeoutS, deathToLostMs: stats(rows.map((r) => Number(r.e) - diedAt)) };
+}
+
+/**
+ * hb-hosts hosts of one device each (default: as many as --devices), beating
+ * at hb-rate heartbeats/s in all. Ingested: gpu_samples rows written in the
+ * window (one per heartbeat of a one-device host). Handling: each logged
+ * send → its row's `at` (the storing statement's now()), matched per host in
+ * order; and the controller's /metrics histogram when it has one.
+ */
+async function heartbeatPhase() {
+  const hbHosts = values['hb-hosts'] ? int('hb-hosts', 1, 20_000) : devices;
+  const rate = Number(values['hb-rate']);
+  const heartbeatMs = Math.max(200, Math.round((hbHosts * 1000) / rate));
+  const windowS = Number(values['hb-window-s']);
+  const specs = Array.from({ length: hbHosts }, (_, i) => sim.uniformHost(`hb-${String(i).padStart(5, '0')}`, 'L4', 1));
+  const t = Date.now();
+  const fleets = await Promise.all(
+    urls.map((url, c) =>
+      sim.startFleet({
+        url,
+        adminToken: rc.adminToken,
+        hosts: specs.filter((_, i) => i % urls.length === c),
+        jobs: 'answer',
+        // Connected at a gentle period (≤ 500/s in all, within the host timeout): a fleet beating at full rate while the rest say hello starves the hellos.
+        heartbeatMs: Math.min((hostTimeoutS * 1000) / 3, Math.max(5000, hbHosts * 2)),
+        connectConcurrency: 50,
+        log: (m) => log(`hb${c}: ${m}`),
+      }),
+    ),
+  );
+  const setup = {
+    hosts: hbHosts,
+    registerMs: Math.max(...fleets.map((f) => f.timings.registerMs)),
+    connectMs: Math.max(...fleets.map((f) => f.timings.connectMs)),
+    totalMs: Date.now() - t,
+  };
+  log(`heartbeats: ${hbHosts} hosts online in ${(setup.totalMs / 1000).toFixed(1)} s; now beating every ${heartbeatMs} ms`);
+  try {
+    for (const f of fleets) f.setHeartbeatMs(heartbeatMs);
+    await sleep(Math.max(3000, heartbeatMs * 2));
+    const all = fleets.flatMap((f) => f.hosts);
+    const before = await metricsHistogram();
+    const cpu = cpuSnapshot();
+    const [{ t0 }] = await sql`select extract(epoch from now()) * 1000 as t0`;
+    for (const h of all) h.beatLog = [];
+    await sleep(windowS * 1000);
+    for (const h of all) h.beatLog.push(Number.POSITIVE_INFINITY); // the end marker: later beats are not logged
+    const [{ t1 }] = await sql`select extract(epoch from now()) * 1000 as t1`;
+    const window = cpuDelta(cpu);
+    const after = await metricsHistogram();
+    await sleep(Math.min(10_000, heartbeatMs + 3000));
+    const sent = all.reduce((n, h) => n + h.beatLog.indexOf(Number.POSITIVE_INFINITY), 0);
+    const [{ ingested }] = await sql`
+      select count(*)::int as ingested from gpu_samples
+      where host_name like 'hb-%' and at >= to_timestamp(${Number(t0)} / 1000.0) and at < to_timestamp(${Number(t1)} / 1000.0)`;
+    const rows = await sql`
+      select host_name as h, extract(epoch from at) * 1000 as at from gpu_samples
+      where host_name like 'hb-%' and at >= to_timestamp(${Number(t0) - 1000} / 1000.0) order by host_name, at`;
+    const byHost = new Map();
+    for (const r of rows) {
+      let l = byHost.get(r.h);
+      if (!l) byHost.set(r.h, (l = []));
+      l.push(Number(r.at));
+    }
+    const lat = [];
+    let unmatched = 0;
+    for (const h of all) {
+      const stored = byHost.get(h.spec.name) ?? [];
+      let j = 0;
+      for (const s of h.beatLog) {
+        if (!Number.isFinite(s)) break;
+        while (j < stored.length && stored[j] < s - 1) j++;
+        if (j >= stored.length) {
+          unmatched++;
+          continue;
+        }
+        lat.push(stored[j] - s);
+        j++;
+      }
+    }
+    for (const h of all) h.beatLog = null;
+    const windowActual = (Number(t1) - Number(t0)) / 1000;
+    return {
+      ...setup,
+      heartbeatMs,
+      windowS: round(windowActual),
+      offeredPerS: round(hbHosts / (heartbeatMs / 1000)),
+      sentPerS: round(sent / windowActual),
+      ingestedPerS: round(ingested / windowActual),
+      sendToStoredMs: stats(lat),
+      unmatched,
+      metricsHandlingMs: histogramQuantiles(before, after),
+      window,
+    };
+  } finally {
+    await Promise.all(fleets.map((f) => f.stop()));
+  }
+}
+
+// ---------------------------------------------------------------- helpers
+
+/** Runs a phase with the controllers' and Postgres's CPU measured over it. */
+async function phase(name, fn) {
+  log(`${name}: start`);
+  const cpu = cpuSnapshot();
+  const t = Date.now();
+  try {
+    const r = await fn();
+    out.phases[name] = { ...r, wallS: round((Date.now() - t) / 1000), resources: cpuDelta(cpu) };
+  } catch (err) {
+    out.phases[name] = { error: String(err?.stack ?? err), wallS: round((Date.now() - t) / 1000), resources: cpuDelta(cpu) };
+  }
+  log(`${name}: ${JSON.stringify(out.phases[name])}`);
+  out.wallS = Math.round((Date.now() - startedAt) / 1000);
+  save();
+}
+
+function cpuSnapshot() {
+  return { at: performance.now(), controllers: pids.map(procCpuS), pg: pgCpuS(), self: process.cpuUsage() };
+}
+
+function cpuDelta(s) {
+  const wall = (performance.now() - s.at) / 1000;
+  const c = process.cpuUsage(s.self);
+  return {
+    controllerCpuPct: pids.map((pid, i) => round(((procCpuS(pid) - s.controllers[i]) / wall) * 100)),
+    controllerRssMiB: pids.map((pid) => procStatus(pid, 'VmRSS')),
+    postgresCpuPct: round(((pgCpuS() - s.pg) / wall) * 100),
+    harnessCpuPct: round(((c.user + c.system) / 1e6 / wall) * 100),
+  };
+}
+
+function procStat(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  } catch {
+    return null;
+  }
+}
+
+function procCpuS(pid) {
+  const f = procStat(pid);
+  return f ? (Number(f[11]) + Number(f[12])) / 100 : 0;
+}
+
+function procStatus(pid, key) {
+  try {
+    return Math.round(Number(new RegExp(`${key}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024);
+  } catch {
+    return null;
+  }
+}
+
+/** The embedded Postgres's CPU seconds: the postmaster (and its reaped children) and every live child. */
+function pgCpuS() {
+  let pm;
+  try {
+    pm = Number(readFileSync(join(rc.pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return 0;
+  }
+  const f = procStat(pm);
+  if (!f) return 0;
+  let s = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    const c = procStat(e);
+    if (c && Number(c[1]) === pm) s += Number(c[11]) + Number(c[12]);
+  }
+  return s / 100;
+}
+
+/** The controllers' heartbeat-handling histogram from /metrics (buckets summed over both), or null without one. */
+async function metricsHistogram() {
+  const buckets = new Map();
+  let found = false;
+  for (const url of urls) {
+    const r = await fetch(`${url}/metrics`).catch(() => null);
+    if (!r?.ok) continue;
+    const text = await r.text();
+    for (const line of text.split('\n')) {
+      const m = /^(\w*heartbeat\w*)_bucket\{[^}]*le="([^"]+)"[^}]*\}\s+([\d.e+-]+)/.exec(line);
+      if (!m) continue;
+      found = true;
+      const le = m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]);
+      buckets.set(le, (buckets.get(le) ?? 0) + Number(m[3]));
+    }
+  }
+  return found ? buckets : null;
+}
+
+/** p50/p99 (upper bucket bounds, ms) of what the histogram gained between two reads; "n/a" without /metrics. */
+function histogramQuantiles(before, after) {
+  if (!after) return 'n/a';
+  const les = [...after.keys()].sort((a, b) => a - b);
+  const counts = les.map((le) => after.get(le) - (before?.get(le) ?? 0));
+  const total = counts[counts.length - 1];
+  if (!total) return 'n/a (no heartbeats counted)';
+  const q = (p) => {
+    const i = counts.findIndex((c) => c >= p * total);
+    return les[i] === Number.POSITIVE_INFINITY ? `>${les[i - 1] * 1000}` : les[i] * 1000;
+  };
+  return { count: total, p50: q(0.5), p99: q(0.99) };
+}
+
+/** Non-streamed submits, 16 at a time, alternated between the controllers. */
+async function submitMany(n, argv) {
+  let next = 0;
+  let done = 0;
+  const every = Math.max(1000, Math.ceil(n / 10));
+  await Promise.all(
+    Array.from({ length: Math.min(16, n) }, async () => {
+      while (next < n) {
+        next++;
+        await submitOne(nextUrl(), argv);
+        done++;
+        if (done % every === 0) log(`  submitted ${done}/${n}`);
+      }
+    }),
+  );
+}
+
+async function submitOne(url, argv, device) {
+  const r = await fetch(`${url}/api/jobs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${rc.clientToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}) }),
+  });
+  const body = await r.json();
+  if (r.status !== 201) throw new Error(`submit: ${r.status} ${JSON.stringify(body)}`);
+  return body.job.id;
+}
+
+/** A job submitted as rc run does (one streamed request); resolves when its stream ends. */
+function streamJob(url, argv, { onStarted = () => {}, onOutput = () => {} } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/api/jobs`,
+      { method: 'POST', headers: { authorization: `Bearer ${rc.clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
+      (res) => {
+        let id = null;
+        let buf = Buffer.alloc(0);
+        res.on('data', (c) => {
+          buf = buf.length ? Buffer.concat([buf, c]) : c;
+          while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+            const len = buf.readUInt32BE(1);
+            const type = buf[0];
+            if (type === 3) {
+              const e = JSON.parse(buf.subarray(5, 5 + len));
+              if (e.type === 'queued') id = e.jobId;
+              if (e.type === 'started') onStarted();
+            } else if (type === 1 || type === 2) onOutput(buf.subarray(9, 5 + len));
+            buf = buf.subarray(5 + len);
+          }
+        });
+        res.on('end', () => resolve(id));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify({ argv, submitter: 'bench' }));
+  });
+}
+
+function stats(xs) {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))];
+  return { n: s.length, p50: round(q(0.5)), p99: round(q(0.99)), max: round(s[s.length - 1]) };
+}
+
+function round(x) {
+  return Math.round(x * 10) / 10;
+}
+
+async function waitFor(check, what, ms, every = 50) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await sleep(every);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function int(name, min, max) {
+  const v = Number(values[name]);
+  if (!Number.isInteger(v) || v < min || v > max) fail(`--${name} must be a whole number from ${min} to ${max}`);
+  return v;
+}
+
+function fail(msg) {
+  console.error(`bench:scale: ${msg}`);
+  process.exit(2);
+}
+
+function git(args) {
+  try {
+    return execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+function machine() {
+  const model = cpus()[0]?.model ?? 'unknown';
+  return `${cpus().length} × ${model}, ${Math.round(totalmem() / 1024 ** 3)} GiB, Node ${process.version}${process.env.NODE_EXTRA_CA_CERTS ? ', NODE_EXTRA_CA_CERTS set' : ''}`;
+}
+
+// ---------------------------------------------------------------- RESULTS.md
+
+/** Rewrites the block `label` of bench/RESULTS.md from bench/results/<label>/*.json. */
+function recordResults(label) {
+  const dir = join(RESULTS_DIR, label);
+  const runs = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')))
+    .sort((a, b) => a.controllers - b.controllers || a.devices - b.devices);
+  const col = (r) => `${r.devices.toLocaleString('en')} dev${r.controllers > 1 ? `, ${r.controllers} ctl` : ''}`;
+  const ms = (s) => (s ? `${s.p50} / ${s.p99} / ${s.max}` : '—');
+  const ph = (r, name) => r.phases?.[name];
+  const cell = (r, name, f) => {
+    const p = ph(r, name);
+    if (!p) return 'not run';
+    if (p.error) return `error: ${p.error.split('\n')[0].slice(0, 80)}`;
+    return f(p);
+  };
+  const res = (p) =>
+    `ctl ${p.resources.controllerCpuPct.map((x) => `${x}%`).join(' + ')}, ${p.resources.controllerRssMiB.map((x) => `${x} MiB`).join(' + ')}; pg ${p.resources.postgresCpuPct}%`;
+  const rows = [
+    ['submit→start, idle device, ms (p50 / p99 / max)', (r) => cell(r, 'submit', (p) => `${ms(p.submitToStartMs)} (n=${p.jobs})`)],
+    ['submit→exit frame, `sim:exit`, ms', (r) => cell(r, 'submit', (p) => ms(p.submitToExitMs))],
+    ['GET /api/devices, whole fleet, ms', (r) => cell(r, 'devices', (p) => `${ms(p.full.ms)} (${p.full.count} devices)`)],
+    ['GET /api/devices?select=rack=r7, ms', (r) => cell(r, 'devices', (p) => `${ms(p.filtered.ms)} (${p.filtered.count} devices)`)],
+    ['deep queue: jobs queued behind a full fleet', (r) => cell(r, 'grants', (p) => `${p.queuedAtRelease} (submitted at ${p.queueSubmitPerS}/s)`)],
+    [
+      'lease grants/s over the drain',
+      (r) =>
+        cell(
+          r,
+          'grants',
+          (p) => `**${p.grantsPerS}** (${p.started} in ${p.drainS} s${p.capped ? ', CAPPED' : ''}; per second p50 ${p.grantsPerSecondBuckets?.p50})`,
+        ),
+    ],
+    ['double leases (leases table)', (r) => cell(r, 'grants', (p) => `**${p.doubleLeases}** of ${p.leaseRows} leases`)],
+    ['heartbeats: hosts × 1 device, period', (r) => cell(r, 'heartbeats', (p) => `${p.hosts} hosts, ${p.heartbeatMs} ms`)],
+    ['heartbeats sent / ingested per s', (r) => cell(r, 'heartbeats', (p) => `${p.sentPerS} / **${p.ingestedPerS}**`)],
+    [
+      'heartbeat send → stored (row `at`), ms',
+      (r) => cell(r, 'heartbeats', (p) => `${ms(p.sendToStoredMs)}${p.unmatched ? ` (${p.unmatched} not stored)` : ''}`),
+    ],
+    [
+      'heartbeat handling, /metrics, ms (p50 / p99)',
+      (r) =>
+        cell(r, 'heartbeats', (p) =>
+          typeof p.metricsHandlingMs === 'string' ? p.metricsHandlingMs : `${p.metricsHandlingMs.p50} / ${p.metricsHandlingMs.p99}`,
+        ),
+    ],
+    ['output: jobs × chunks (bytes), offered/s', (r) => cell(r, 'output', (p) => `${p.jobs} × ${p.chunksPerJob} (${p.chunkBytes} B), ${p.offeredPerS}/s`)],
+    ['output chunks received per s', (r) => cell(r, 'output', (p) => `**${p.receivedPerS}** (${p.received} of ${p.expected})`)],
+    ['worker→client latency, ms', (r) => cell(r, 'output', (p) => ms(p.workerToClientMs))],
+    ['worker death → job lost, ms', (r) => cell(r, 'lost', (p) => `${ms(p.deathToLostMs)} (timeout ${p.hostTimeoutS} s, ${p.hosts} hosts)`)],
+    ...PHASES.map((name) => [`resources during ${name}`, (r) => cell(r, name, res)]),
+    ['controller peak RSS (VmHWM)', (r) => r.controllerPeakRssMiB?.map((x) => `${x} MiB`).join(' + ') ?? '—'],
+    ['fleet online (job hosts; heartbeat hosts), s', (r) => `${fmtS(r.setup?.jobFleet?.totalMs)}; ${fmtS(ph(r, 'heartbeats')?.totalMs)}`],
+    ['wall time of the run, s', (r) => (r.wallS ? String(r.wallS) : '—')],
+  ];
+  const head = `| figure | ${runs.map(col).join(' | ')} |\n| --- | ${runs.map(() => '---').join(' | ')} |\n`;
+  const body = rows.map(([name, f]) => `| ${name} | ${runs.map((r) => f(r).replaceAll('|', '\\|')).join(' | ')} |`).join('\n');
+  const meta = runs
+    .map((r) => `- ${col(r)}: ${r.date.slice(0, 16).replace('T', ' ')} UTC, commit ${r.commit}${r.dirty ? ' (with local changes)' : ''}, ${r.machine}`)
+    .join('\n');
+  const caps = runs.flatMap((r) => r.caps.map((c) => `- ${col(r)}: ${c}`)).join('\n');
+  const block = `<!-- scale:${label} -->\n### ${label}\n\n${meta}\n${caps ? `\nCapped:\n${caps}\n` : ''}\n${head}${body}\n<!-- /scale:${label} -->`;
+  const file = join(root, 'bench', 'RESULTS.md');
+  let text;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    text = '# Scale benchmark results\n\n';
+  }
+  const re = new RegExp(`<!-- scale:${label} -->[\\s\\S]*?<!-- /scale:${label} -->`);
+  text = re.test(text) ? text.replace(re, block) : `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, text);
+  console.log(`bench/RESULTS.md: block ${label} from ${runs.length} run(s)`);
+}
+
+function fmtS(ms) {
+  return ms === undefined ? '—' : (ms / 1000).toFixed(1);
+}
