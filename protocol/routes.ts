@@ -16,7 +16,7 @@ import type {
   CreatedToken,
   CreateTokenBody,
   DeviceDescription,
-  DeviceRow,
+  DeviceSummary,
   DeviceSamples,
   Explanation,
   ExplainBody,
@@ -94,7 +94,8 @@ export const ROUTES = {
  */
 export interface RouteTypes {
   'GET /api/whoami': { response: Whoami };
-  'GET /api/devices': { query: { select?: string }; response: { devices: DeviceRow[] } };
+  /** Each device with its merged labels; with details=1 each is a DeviceRow (every label's source and age too). */
+  'GET /api/devices': { query: { select?: string; details?: '1' }; response: { devices: DeviceSummary[] } };
   'GET /api/hosts': { response: { hosts: HostRow[] } };
   'GET /api/fleet': { query: { host?: string }; response: Fleet };
   'GET /api/hosts/:name': { response: HostDescription };

@@ -18,8 +18,8 @@ export const MAX_PAYLOAD_BYTES = 7900;
 export type BusMessage =
   /** A job's lifecycle event (queued, started, exit), for whoever follows it on any controller. */
   | { t: 'job'; jobId: string; event: JobEvent }
-  /** The job's output from seq `from` to `to` is stored: followers elsewhere read the rows. */
-  | { t: 'out'; jobId: string; from: number; to: number }
+  /** Output is stored, each job's from seq `from` to `to` (one message per INSERT): followers elsewhere read the rows. */
+  | { t: 'out'; spans: { jobId: string; from: number; to: number }[] }
   /** A terminal's output from byte `from` to `to` is stored (tty_output): followers elsewhere read the rows. */
   | { t: 'tty'; jobId: string; from: number; to: number }
   /** A job claimed on another controller, for the one that holds `host`'s worker to send (server/scheduler.ts). */

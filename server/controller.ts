@@ -28,6 +28,9 @@ import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
 import { Metrics } from './metrics';
 
+/** Spans of stored output per bus message: a job id and two numbers each, well within a NOTIFY's 8000 bytes. */
+const OUT_SPANS_PER_MESSAGE = 80;
+
 export interface ControllerOptions {
   database: Database;
   /** The database's URL: the bus between controllers listens on a connection of its own. */
@@ -115,7 +118,10 @@ export class Controller {
     this.writer = new OutputWriter(
       this.db,
       (err) => log(`storing output failed: ${String(err)}`),
-      (jobId, from, to) => bus.publish({ t: 'out', jobId, from, to }),
+      // One message per INSERT, whatever the number of jobs in it (in pieces that fit a NOTIFY).
+      (spans) => {
+        for (let i = 0; i < spans.length; i += OUT_SPANS_PER_MESSAGE) bus.publish({ t: 'out', spans: spans.slice(i, i + OUT_SPANS_PER_MESSAGE) });
+      },
     );
     this.calls = new RemoteCalls({
       sql: this.sql,
@@ -200,7 +206,7 @@ export class Controller {
       inventoryOfJob(this.inventory, { ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
       this.liveOfJob({ ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
     } else if (m.t === 'live') this.live.here(m.change);
-    else if (m.t === 'out') this.events.stored(m.jobId, m.from, m.to);
+    else if (m.t === 'out') for (const o of m.spans ?? []) this.events.stored(o.jobId, o.from, o.to);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
     else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);

@@ -35,6 +35,8 @@ export type SchedDevice = DeviceView & { uuid: string | null };
 interface Entry {
   row: DeviceRow;
   view: SchedDevice;
+  /** The row without its labels' details, as JSON; null after a change (a listing makes it again). */
+  json: string | null;
 }
 
 /** Who took a lease, as a job's start says it. */
@@ -125,7 +127,9 @@ export class Inventory {
     const iso = at.toISOString();
     for (const g of gpus) {
       const e = part.find((d) => d.row.index === g.index);
-      if (e) e.row.gpu = { name: g.name, memTotalMiB: g.memTotalMiB, memUsedMiB: g.memUsedMiB, utilPct: g.utilPct, at: iso };
+      if (!e) continue;
+      e.row.gpu = { name: g.name, memTotalMiB: g.memTotalMiB, memUsedMiB: g.memUsedMiB, utilPct: g.utilPct, at: iso };
+      e.json = null;
     }
   }
 
@@ -149,10 +153,24 @@ export class Inventory {
 
   // ---- reads (each brings stale parts up to date first) ----
 
-  /** Every device by host then index, with its labels' details (GET /api/devices). */
+  /** Every device by host then index, with its labels' details (GET /api/devices?details=1, the queue's reasons). */
   async rows(terms: readonly SelectorTerm[] = []): Promise<DeviceRow[]> {
     await this.fresh();
     return this.match(terms, null).map((e) => e.row);
+  }
+
+  /**
+   * GET /api/devices as JSON text, without the labels' details: each
+   * device's JSON is kept until it changes, so a listing of thousands costs
+   * a join, not a serialization of every one.
+   */
+  async listing(terms: readonly SelectorTerm[] = []): Promise<string> {
+    await this.fresh();
+    const parts = this.match(terms, null).map((e) => {
+      e.json ??= JSON.stringify(summary(e.row));
+      return e.json;
+    });
+    return `{"devices":[${parts.join(',')}]}`;
   }
 
   /** The fleet page's data: every host and device, or one host's, and the queue's length. */
@@ -233,6 +251,7 @@ export class Inventory {
   }
 
   private restate(e: Entry): void {
+    e.json = null;
     const state = deviceState(e.row.unhealthy !== null, e.row.hostStatus, e.row.holder !== null);
     e.row.state = state;
     e.view.free = state === 'free' && !this.pending.has(e.row.id);
@@ -296,7 +315,11 @@ export class Inventory {
         const before = old.get(r.id);
         if (before && (this.leaseSeq.get(r.id) ?? 0) > seq) r.holder = before.row.holder;
         if (before?.row.gpu && (!r.gpu || before.row.gpu.at > r.gpu.at)) r.gpu = before.row.gpu;
-        const e: Entry = { row: r, view: { id: r.id, name: r.name, hostName: r.hostName, index: r.index, labels: r.labels, uuid: r.uuid, free: false } };
+        const e: Entry = {
+          json: null,
+          row: r,
+          view: { id: r.id, name: r.name, hostName: r.hostName, index: r.index, labels: r.labels, uuid: r.uuid, free: false },
+        };
         this.byId.set(r.id, e);
         this.byName.set(r.name, e);
         if (r.holder) {

@@ -23,29 +23,41 @@ export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2000;
 
+/** What one INSERT stored of a job: its chunks from..to. */
+export interface StoredSpan {
+  jobId: string;
+  from: number;
+  to: number;
+}
+
 export class OutputWriter {
   private queue: Row[] = [];
   private pendingBytes = 0;
-  private flushing: Promise<void> = Promise.resolve();
+  /** The INSERT under way; chunks that arrive meanwhile wait for it and go in the next one (one at a time: busy output means big batches, not many small ones). */
+  private writing: Promise<void> | null = null;
   private scheduled = false;
+  /** Chunks added so far, and how many of them are stored (or given up): drain() waits for the second to reach the first. */
+  private added = 0;
+  private done = 0;
   private stopped = false;
   private failing = false;
 
   constructor(
     private readonly db: Db,
     private readonly onError: (err: unknown) => void,
-    /** Rows from..to of a job committed: the other controllers' followers are told (server/bus.ts). */
-    private readonly onStored: (jobId: string, from: number, to: number) => void = () => {},
+    /** Chunks committed, per job, once per INSERT: the other controllers' followers are told (server/bus.ts). */
+    private readonly onStored: (spans: StoredSpan[]) => void = () => {},
   ) {}
 
   add(row: Row): void {
     this.queue.push(row);
+    this.added += 1;
     this.pendingBytes += row.data.length;
-    if (!this.scheduled) {
+    if (!this.scheduled && !this.writing) {
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
-        void this.flush();
+        this.write();
       });
     }
   }
@@ -56,8 +68,13 @@ export class OutputWriter {
   }
 
   /** Resolves once everything added so far is stored (through any retries). */
-  drain(): Promise<void> {
-    return this.queue.length ? this.flush() : this.flushing;
+  async drain(): Promise<void> {
+    const target = this.added;
+    while (this.done < target) {
+      this.write();
+      if (!this.writing) return; // stopped mid-retry: what is left stays with the workers
+      await this.writing;
+    }
   }
 
   /** Stops retrying (the controller is stopping): drain() resolves, what is not stored stays with the workers. */
@@ -65,11 +82,16 @@ export class OutputWriter {
     this.stopped = true;
   }
 
-  private flush(): Promise<void> {
+  private write(): void {
+    if (this.writing || !this.queue.length) return;
     const rows = this.queue;
+    const upTo = this.added;
     this.queue = [];
-    this.flushing = this.flushing.then(() => this.store(rows));
-    return this.flushing;
+    this.writing = this.store(rows).finally(() => {
+      this.done = upTo;
+      this.writing = null;
+      this.write();
+    });
   }
 
   private async store(rows: Row[]): Promise<void> {
@@ -89,16 +111,16 @@ export class OutputWriter {
         await new Promise((r) => setTimeout(r, wait));
       }
     }
-    const spans = new Map<string, { from: number; to: number }>();
+    const spans = new Map<string, StoredSpan>();
     for (const r of rows) {
       this.pendingBytes -= r.data.length;
       const s = spans.get(r.jobId);
-      if (!s) spans.set(r.jobId, { from: r.seq, to: r.seq });
+      if (!s) spans.set(r.jobId, { jobId: r.jobId, from: r.seq, to: r.seq });
       else {
         s.from = Math.min(s.from, r.seq);
         s.to = Math.max(s.to, r.seq);
       }
     }
-    for (const [jobId, s] of spans) this.onStored(jobId, s.from, s.to);
+    this.onStored([...spans.values()]);
   }
 }

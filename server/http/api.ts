@@ -26,7 +26,8 @@ import { clearQuarantine } from '../quarantine';
 import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
 import { listActive, listJobs, parseJobFilter } from '../jobs/list';
-import { created, readBody, Reply, type Router } from './router';
+import { created, JsonText, readBody, Reply, type Router } from './router';
+import type { DeviceSummary } from '../../protocol/wire';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { parseSelector } from '../../core/selector';
@@ -68,7 +69,11 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('GET /api/devices', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
     if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
-    return { devices: await c.inventory.rows(parsed.terms) };
+    const details = query.get('details');
+    if (details !== null && details !== '1' && details !== '0')
+      throw new RcError('bad_request', `details: ${JSON.stringify(details.slice(0, 20))} is not 1 or 0; details=1 adds each label's source and age`);
+    if (details === '1') return { devices: await c.inventory.rows(parsed.terms) };
+    return new JsonText<{ devices: DeviceSummary[] }>(await c.inventory.listing(parsed.terms));
   });
 
   router.on('GET /api/hosts', async () => ({ hosts: await loadHosts(sql) }));

@@ -43,6 +43,16 @@ export class Reply<T> {
   ) {}
 }
 
+/**
+ * An answer already serialized (a listing put together from JSON kept per
+ * item: server/inventory.ts): sent as it is. `T` is the shape it has, for
+ * the route table's check.
+ */
+export class JsonText<T> {
+  declare readonly shape?: T;
+  constructor(readonly text: string) {}
+}
+
 /** 201 Created, with the body. */
 export function created<T>(body: T): Reply<T> {
   return new Reply(body, 201);
@@ -56,6 +66,7 @@ export function created<T>(body: T): Reply<T> {
 export type HandlerResult<N extends RouteName> =
   | ResponseOf<N>
   | Reply<ResponseOf<N>>
+  | JsonText<ResponseOf<N>>
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler that answered itself returns nothing (an async function's void), not undefined.
   | (RouteTypes[N] extends { stream: true } | { bytes: true } | { form: true } ? void : never);
 
@@ -295,7 +306,7 @@ export const GZIP_FROM_BYTES = 64 * 1024;
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   // Someone answered already (a 503 while the database was away), or the client left.
   if (res.headersSent || res.destroyed) return;
-  const text = Buffer.from(JSON.stringify(body));
+  const text = Buffer.from(body instanceof JsonText ? body.text : JSON.stringify(body));
   const send = (bytes: Buffer, gzipped: boolean) => {
     if (res.headersSent || res.destroyed) return;
     res.writeHead(status, {

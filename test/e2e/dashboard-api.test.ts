@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import postgres from 'postgres';
 import { io } from 'socket.io-client';
-import type { AuditEntry, DeviceRow, DeviceSamples, Fleet, HostDescription, JobView, QueueEntry, SheetView } from '../../protocol/wire';
+import type { AuditEntry, DeviceRow, DeviceSummary, DeviceSamples, Fleet, HostDescription, JobView, QueueEntry, SheetView } from '../../protocol/wire';
 import { Stack } from '../helpers/stack';
 
 let stack: Stack;
@@ -81,9 +81,19 @@ test('GET /api/fleet: every host and device without label details, or one host; 
   );
   assert.ok(fleet.devices.every((d) => !('labelDetails' in d) && d.state === 'free' && Object.keys(d.labels).length > 0));
   assert.equal(fleet.queued, 0);
-  // The same labels as GET /api/devices, which keeps its details.
-  const full = ((await stack.api('GET', '/api/devices')).body as { devices: DeviceRow[] }).devices;
+  // The same labels as GET /api/devices, which has their details with details=1 only.
+  const plain = ((await stack.api('GET', '/api/devices')).body as { devices: DeviceSummary[] }).devices;
+  assert.ok(plain.every((d) => !('labelDetails' in d)));
+  const full = ((await stack.api('GET', '/api/devices?details=1')).body as { devices: DeviceRow[] }).devices;
   assert.ok(full.every((d) => d.labelDetails.length > 0));
+  // (Their GPU samples may be a heartbeat apart.)
+  assert.deepEqual(
+    plain.map((d) => [d.name, d.state, d.labels]),
+    full.map((d) => [d.name, d.state, d.labels]),
+  );
+  const bad = await stack.api('GET', '/api/devices?details=yes');
+  assert.equal(bad.status, 400);
+  assert.equal((bad.body as { error: { code: string } }).error.code, 'bad_request');
   assert.deepEqual(
     full.map((d) => d.labels),
     fleet.devices.map((d) => d.labels),

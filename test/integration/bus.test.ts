@@ -51,9 +51,9 @@ test("two controllers' buses hear each other, not themselves, and a cut listen c
     event: { type: 'exit', jobId: 'j0000000001', state: 'succeeded', exitCode: 0, reason: null, cause: 'exit' },
   };
   a.publish(exit);
-  a.publish({ t: 'out', jobId: 'j0000000001', from: 40, to: 42 });
+  a.publish({ t: 'out', spans: [{ jobId: 'j0000000001', from: 40, to: 42 }] });
   await until(() => (got.b.length === 2 ? true : undefined), 'b to hear both messages');
-  assert.deepEqual(got.b, [exit, { t: 'out', jobId: 'j0000000001', from: 40, to: 42 }]);
+  assert.deepEqual(got.b, [exit, { t: 'out', spans: [{ jobId: 'j0000000001', from: 40, to: 42 }] }]);
   await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(got.a, [], 'a does not hear its own messages');
 

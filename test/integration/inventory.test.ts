@@ -221,3 +221,33 @@ test('what a selector matches is kept until the labels change', async () => {
   );
   await db.client`delete from labels`;
 });
+
+test('the listing (JSON kept per device) follows every change: a lease, its end, a sample, a load', async () => {
+  const inv = new Inventory(
+    db.client,
+    () => {},
+    () => clock,
+  );
+  const listed = async () => (JSON.parse(await inv.listing()) as { devices: { name: string; state: string; gpu: { utilPct: number } | null }[] }).devices;
+  assert.deepEqual(
+    (await listed()).map((d) => `${d.name}:${d.state}`),
+    ['a:gpu0:free', 'a:gpu1:free', 'b:gpu0:free'],
+  );
+  inv.leased('a', ['a:gpu0'], holder('j3'));
+  assert.equal((await listed())[0]!.state, 'busy');
+  inv.released('j3');
+  assert.equal((await listed())[0]!.state, 'free');
+  inv.sampled('b', [{ index: 0, name: 'H100', memTotalMiB: 80, memUsedMiB: 1, utilPct: 42 }], new Date());
+  assert.equal((await listed())[2]!.gpu?.utilPct, 42);
+  await setStatus('a', 'offline');
+  inv.changed('a');
+  assert.deepEqual(
+    (await listed()).map((d) => d.state),
+    ['offline', 'offline', 'free'],
+  );
+  // The same devices as the rows with details, less the details.
+  assert.deepEqual(
+    await listed(),
+    (await inv.rows()).map(({ labelDetails: _, ...d }) => d),
+  );
+});
