@@ -416,9 +416,8 @@ async function heartbeatPhase() {
       where host_name like 'hb-%' and at >= to_timestamp(${Number(t0) - 1000} / 1000.0) order by host_name, at`;
     const byHost = new Map();
     for (const r of rows) {
-      let l = byHost.get(r.h);
-      if (!l) byHost.set(r.h, (l = []));
-      l.push(Number(r.at));
+      if (!byHost.has(r.h)) byHost.set(r.h, []);
+      byHost.get(r.h).push(Number(r.at));
     }
     const lat = [];
     let unmatched = 0;
