@@ -315,7 +315,13 @@ async function outputPhase() {
       }),
     ),
   );
-  await waitFor(() => startedN === jobs, 'every output job to start', 600_000);
+  // A stream that breaks fails the phase (below), not the run.
+  let broken = null;
+  streams.catch((err) => {
+    broken = err;
+  });
+  await waitFor(() => startedN === jobs || broken, 'every output job to start', 600_000);
+  if (broken) throw new Error(`an output stream broke while the jobs started (${startedN} of ${jobs} started): ${broken.message} (${broken.code ?? ''})`);
   const startS = (Date.now() - t) / 1000;
   await sleep(200);
   const releasedAt = performance.timeOrigin + performance.now();
@@ -723,7 +729,7 @@ function recordResults(label) {
     ...PHASES.map((name) => [`resources during ${name}`, (r) => cell(r, name, res)]),
     ['controller peak RSS (VmHWM)', (r) => r.controllerPeakRssMiB?.map((x) => `${x} MiB`).join(' + ') ?? '—'],
     ['fleet online (job hosts; heartbeat hosts), s', (r) => `${fmtS(r.setup?.jobFleet?.totalMs)}; ${fmtS(ph(r, 'heartbeats')?.totalMs)}`],
-    ['wall time of the run, s', (r) => (r.wallS ? String(r.wallS) : '—')],
+    ['wall time of the (last) run, s', (r) => (r.wallS ? String(r.wallS) : '—')],
   ];
   const head = `| figure | ${runs.map(col).join(' | ')} |\n| --- | ${runs.map(() => '---').join(' | ')} |\n`;
   const body = rows.map(([name, f]) => `| ${name} | ${runs.map((r) => f(r).replaceAll('|', '\\|')).join(' | ')} |`).join('\n');
