@@ -13,32 +13,37 @@ import { parseArgs } from 'node:util';
 import { root, startFleet as startController } from '../scripts/bench-fleet.mjs';
 
 const PHASES = ['submit', 'devices', 'grants', 'output', 'lost', 'heartbeats'];
-const { values } = parseArgs({
-  options: {
-    devices: { type: 'string', default: '100' },
-    controllers: { type: 'string', default: '1' },
-    only: { type: 'string', default: PHASES.join(',') },
-    label: { type: 'string', default: 'latest' },
-    record: { type: 'string' },
-    /** Caps, for a slow controller: jobs of the submit figure, deep-queue jobs (default 2 × devices), seconds the drain may take. */
-    'submit-jobs': { type: 'string', default: '300' },
-    'devices-requests': { type: 'string', default: '20' },
-    queue: { type: 'string' },
-    'drain-cap-s': { type: 'string', default: '300' },
-    /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
-    'hb-hosts': { type: 'string' },
-    'hb-rate': { type: 'string', default: '2500' },
-    'hb-window-s': { type: 'string', default: '20' },
-    /** Output figure: offered chunks/s in all, bytes per chunk, seconds. */
-    'out-rate': { type: 'string', default: '20000' },
-    'out-bytes': { type: 'string', default: '100' },
-    'out-s': { type: 'string', default: '5' },
-    'lost-hosts': { type: 'string', default: '5' },
-    'host-timeout-s': { type: 'string', default: '15' },
-    /** A folder: the controllers run with --cpu-prof and write their profiles there. */
-    profile: { type: 'string' },
-  },
-});
+const OPTIONS = {
+  devices: { type: 'string', default: '100' },
+  controllers: { type: 'string', default: '1' },
+  only: { type: 'string', default: PHASES.join(',') },
+  label: { type: 'string', default: 'latest' },
+  record: { type: 'string' },
+  /** Caps, for a slow controller: jobs of the submit figure, deep-queue jobs (default 2 × devices), seconds the drain may take. */
+  'submit-jobs': { type: 'string', default: '300' },
+  'devices-requests': { type: 'string', default: '20' },
+  queue: { type: 'string' },
+  'drain-cap-s': { type: 'string', default: '300' },
+  /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
+  'hb-hosts': { type: 'string' },
+  'hb-rate': { type: 'string', default: '2500' },
+  'hb-window-s': { type: 'string', default: '20' },
+  /** Output figure: offered chunks/s in all, bytes per chunk, seconds. */
+  'out-rate': { type: 'string', default: '20000' },
+  'out-bytes': { type: 'string', default: '100' },
+  'out-s': { type: 'string', default: '5' },
+  'lost-hosts': { type: 'string', default: '5' },
+  'host-timeout-s': { type: 'string', default: '15' },
+  /** A folder: the controllers run with --cpu-prof and write their profiles there. */
+  profile: { type: 'string' },
+};
+const { values } = parseArgs({ options: OPTIONS });
+const defaults = parseArgs({ args: [], options: OPTIONS }).values;
+/** The flags of this run that are not the defaults (its caps, mostly), as a command line. */
+const flags = Object.keys(values)
+  .filter((k) => !['devices', 'controllers', 'label', 'profile', 'record'].includes(k) && values[k] !== defaults[k])
+  .map((k) => `--${k} ${values[k]}`)
+  .join(' ');
 
 const RESULTS_DIR = join(root, 'bench', 'results');
 if (values.record) {
@@ -74,6 +79,7 @@ const out = {
   dirty: git(['status', '--porcelain', '--untracked-files=no']) !== '',
   machine: machine(),
   hostTimeoutS,
+  flags,
   setup: {},
   phases: {},
   caps: [],
@@ -159,6 +165,8 @@ function save() {
       out.setup = { ...old.setup, ...out.setup };
       out.caps = [...new Set([...(old.caps ?? []), ...out.caps])];
       out.earlier = old.earlier ?? { date: old.date, commit: old.commit };
+      out.flags = [old.flags || '(defaults)', out.flags].filter(Boolean).join('; then ');
+      out.note = old.note;
     }
   } catch {}
   writeFileSync(resultsFile(), `${JSON.stringify(out, null, 2)}\n`);
@@ -270,8 +278,9 @@ async function grantsPhase() {
 
 /**
  * Jobs writing chunks (each stamped with its send time) at a set rate, each
- * with a client attached from its submit (the streamed POST /api/jobs):
- * chunks received per second, and each chunk's worker→client latency.
+ * with a client attached from its submit (the streamed POST /api/jobs), all
+ * held until every one runs, then released at once: chunks received per
+ * second (release → last chunk), and each chunk's worker→client latency.
  */
 async function outputPhase() {
   const rate = Number(values['out-rate']);
@@ -280,14 +289,20 @@ async function outputPhase() {
   const jobs = Math.max(1, Math.min(100, Math.floor(devices / 2)));
   const perJob = Math.ceil(rate / jobs);
   const count = Math.ceil(perJob * seconds);
+  const t = Date.now();
   const lat = [];
   let received = 0;
   let first = 0;
   let lastAt = 0;
   const re = /T(\d+\.\d+);/g;
-  await Promise.all(
+  let startedN = 0;
+  // Held until every job runs and has its client: then all write at once, however long their starts took.
+  const streams = Promise.all(
     Array.from({ length: jobs }, () =>
-      streamJob(nextUrl(), ['sim:output', String(count), String(bytes), String(perJob)], {
+      streamJob(nextUrl(), ['sim:output', String(count), String(bytes), String(perJob), '0', 'held'], {
+        onStarted: () => {
+          startedN++;
+        },
         onOutput: (data) => {
           const now = performance.timeOrigin + performance.now();
           if (!first) first = now;
@@ -300,9 +315,23 @@ async function outputPhase() {
       }),
     ),
   );
+  // A stream that breaks fails the phase (below), not the run.
+  let broken = null;
+  streams.catch((err) => {
+    broken = err;
+  });
+  await waitFor(() => startedN === jobs || broken, 'every output job to start', 600_000);
+  if (broken) throw new Error(`an output stream broke while the jobs started (${startedN} of ${jobs} started): ${broken.message} (${broken.code ?? ''})`);
+  const startS = (Date.now() - t) / 1000;
+  await sleep(200);
+  const releasedAt = performance.timeOrigin + performance.now();
+  for (const f of jobFleets) f.releaseAll();
+  await streams;
+  first = Math.min(first, releasedAt);
   const spanS = Math.max(0.001, (lastAt - first) / 1000);
   return {
     jobs,
+    startS: round(startS),
     chunksPerJob: count,
     chunkBytes: bytes,
     offeredPerS: jobs * perJob,
@@ -393,9 +422,8 @@ async function heartbeatPhase() {
       where host_name like 'hb-%' and at >= to_timestamp(${Number(t0) - 1000} / 1000.0) order by host_name, at`;
     const byHost = new Map();
     for (const r of rows) {
-      const l = byHost.get(r.h) ?? [];
-      byHost.set(r.h, l);
-      l.push(Number(r.at));
+      if (!byHost.has(r.h)) byHost.set(r.h, []);
+      byHost.get(r.h).push(Number(r.at));
     }
     const lat = [];
     let unmatched = 0;
@@ -701,12 +729,15 @@ function recordResults(label) {
     ...PHASES.map((name) => [`resources during ${name}`, (r) => cell(r, name, res)]),
     ['controller peak RSS (VmHWM)', (r) => r.controllerPeakRssMiB?.map((x) => `${x} MiB`).join(' + ') ?? '—'],
     ['fleet online (job hosts; heartbeat hosts), s', (r) => `${fmtS(r.setup?.jobFleet?.totalMs)}; ${fmtS(ph(r, 'heartbeats')?.totalMs)}`],
-    ['wall time of the run, s', (r) => (r.wallS ? String(r.wallS) : '—')],
+    ['wall time of the (last) run, s', (r) => (r.wallS ? String(r.wallS) : '—')],
   ];
   const head = `| figure | ${runs.map(col).join(' | ')} |\n| --- | ${runs.map(() => '---').join(' | ')} |\n`;
   const body = rows.map(([name, f]) => `| ${name} | ${runs.map((r) => f(r).replaceAll('|', '\\|')).join(' | ')} |`).join('\n');
   const meta = runs
-    .map((r) => `- ${col(r)}: ${r.date.slice(0, 16).replace('T', ' ')} UTC, commit ${r.commit}${r.dirty ? ' (with local changes)' : ''}, ${r.machine}`)
+    .map(
+      (r) =>
+        `- ${col(r)}: ${r.date.slice(0, 16).replace('T', ' ')} UTC, commit ${r.commit}${r.dirty ? ' (with local changes)' : ''}, ${r.machine}${r.flags ? `; flags \`${r.flags}\`` : ''}${r.note ? `; ${r.note}` : ''}`,
+    )
     .join('\n');
   const caps = runs.flatMap((r) => r.caps.map((c) => `- ${col(r)}: ${c}`)).join('\n');
   const block = `<!-- scale:${label} -->\n### ${label}\n\n${meta}\n${caps ? `\nCapped:\n${caps}\n` : ''}\n${head}${body}\n<!-- /scale:${label} -->`;

@@ -15,6 +15,8 @@
 //       `T<ms since the epoch, as performance.timeOrigin + performance.now()>;`
 //       (the moment it was handed to the worker's output), so a client in
 //       the same process can tell a chunk's worker→client latency
+//       (with a 5th word `held`: it starts writing only at releaseHeld(), so
+//       that many jobs write at once however long their starts took)
 //   sim:hold                                 runs until releaseHeld() (exit 0)
 //   anything else                            exits 0 at once
 // A kill ends any of them as SIGTERM would, at once.
@@ -151,8 +153,11 @@ class AnsweredJob implements RunningJob {
     private readonly argv: readonly string[],
     private readonly cb: { output(stream: 1 | 2, data: Buffer): void; exit(code: number | null, signal: NodeJS.Signals | null): void },
   ) {
-    this.held = argv[0] === 'sim:hold';
+    this.held = argv[0] === 'sim:hold' || (argv[0] === 'sim:output' && argv[5] === 'held');
   }
+
+  /** A held `sim:output`'s writing, started by release(). */
+  private gated: (() => void) | null = null;
 
   start(): void {
     const [cmd, ...args] = this.argv;
@@ -170,7 +175,7 @@ class AnsweredJob implements RunningJob {
       const bytes = Math.max(24, Math.floor(num(1, 100)));
       const rate = Math.max(1, num(2, 100));
       const code = num(3, 0);
-      const t0 = performance.now();
+      let t0 = performance.now();
       let sent = 0;
       const pad = 'x'.repeat(bytes);
       const tick = () => {
@@ -186,16 +191,31 @@ class AnsweredJob implements RunningJob {
         if (sent >= count) this.end(code, null);
         else this.timer = setTimeout(tick, Math.max(1, t0 + ((sent + 0) / rate) * 1000 - performance.now()));
       };
-      this.timer = setTimeout(tick, 0);
+      if (this.held)
+        this.gated = () => {
+          t0 = performance.now();
+          this.start0(tick);
+        };
+      else this.start0(tick);
       return;
     }
     // sim:exit [code], or anything else: exit at once (on the next turn, as a process's exit would come).
     this.timer = setTimeout(() => this.end(cmd === 'sim:exit' ? num(0, 0) : 0, null), 0);
   }
 
-  /** A held job's exit 0; false when it is not held or is over. */
+  private start0(tick: () => void): void {
+    this.gated = null;
+    this.timer = setTimeout(tick, 0);
+  }
+
+  /** A held job's exit 0 (a held `sim:output` starts writing); false when it is not held or is over. */
   release(): boolean {
     if (!this.held || this.over) return false;
+    if (this.argv[0] === 'sim:output') {
+      if (!this.gated) return false;
+      this.gated();
+      return true;
+    }
     this.end(0, null);
     return true;
   }

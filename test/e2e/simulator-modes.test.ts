@@ -65,6 +65,20 @@ test('a held job runs until the fleet releases it', async () => {
   assert.equal((await stack.job(id)).exitCode, 0);
 });
 
+test('a held sim:output writes nothing until released, then all of it', async () => {
+  const id = await submit(['sim:output', '5', '40', '1000', '0', 'held'], 'ans-a:gpu1');
+  await stack.waitFor(async () => (await stack.job(id)).state === 'running', 'the output job to run');
+  await new Promise((r) => setTimeout(r, 300));
+  const quiet = await stack.cli(['logs', id]);
+  assert.equal(quiet.stdout, '');
+  const released = Date.now();
+  assert.equal(fleet!.releaseAll(), 1);
+  await stack.waitFor(async () => (await stack.job(id)).state === 'succeeded', 'the output job to succeed');
+  const lines = (await stack.cli(['logs', id])).stdout.split('\n').filter(Boolean);
+  assert.equal(lines.length, 5);
+  assert.ok(Number(/^T(\d+\.\d+);/.exec(lines[0]!)![1]) >= released - 5, 'written after the release');
+});
+
 test('a host that dies leaves its job lost after the host timeout', async () => {
   const id = await submit(['sim:hold'], 'ans-b:gpu0');
   await stack.waitFor(async () => (await stack.job(id)).state === 'running', 'the job to run');
