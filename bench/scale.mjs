@@ -538,11 +538,11 @@ async function metricsHistogram() {
   const buckets = new Map();
   let found = false;
   for (const url of urls) {
-    const r = await fetch(`${url}/metrics`).catch(() => null);
+    const r = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${rc.clientToken}` } }).catch(() => null);
     if (!r?.ok) continue;
     const text = await r.text();
     for (const line of text.split('\n')) {
-      const m = /^(\w*heartbeat\w*)_bucket\{[^}]*le="([^"]+)"[^}]*\}\s+([\d.e+-]+)/.exec(line);
+      const m = /^(rc_heartbeat_handling_seconds)_bucket\{[^}]*le="([^"]+)"[^}]*\}\s+([\d.e+-]+)/.exec(line);
       if (!m) continue;
       found = true;
       const le = m[2] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[2]);

@@ -6,7 +6,7 @@ import { decide, parseDeviceName, type DeviceView } from '../../core/schedule';
 import type { SubmitJob } from '../../protocol/api';
 import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
-import type { Inventory } from '../inventory';
+import type { Inventory, SchedDevice } from '../inventory';
 import { targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
@@ -60,8 +60,7 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
   let matching = await inventory.candidates(terms, wanted);
   // A refusal is final for the caller: first make sure no host just joined that would match.
   if (matching.length === 0 && (await inventory.catchUpHosts())) matching = await inventory.candidates(terms, wanted);
-  const candidates = matching.map((m) => m.row);
-  if (candidates.length === 0) {
+  if (matching.length === 0) {
     throw new RcError(
       'no_matching_device',
       wanted !== null
@@ -70,8 +69,8 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
     );
   }
   // Quarantined devices are never scheduled: say so now rather than queue forever.
-  const healthy = candidates.filter((d) => d.state !== 'unhealthy');
-  if (healthy.length === 0) {
+  if (!matching.some((m) => m.row.state !== 'unhealthy')) {
+    const candidates = matching.map((m) => m.row);
     const [first] = candidates;
     throw new RcError(
       'quarantined',
@@ -82,7 +81,7 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
   }
   if (body.gpus > 1) {
     const perHost = new Map<string, number>();
-    for (const d of healthy) perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
+    for (const { row: d } of matching) if (d.state !== 'unhealthy') perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
     if (Math.max(...perHost.values()) < body.gpus) {
       throw new RcError('no_matching_device', `no host has ${body.gpus} devices matching the selector: ${selectorText || '(any)'}`);
     }
@@ -91,10 +90,7 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
   // Only the free ones can start it now (a new job has waited nothing: no reservation is made for it).
   const [plan] = !opts.startAtOnce
     ? []
-    : decide(
-        [{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }],
-        matching.filter((m) => m.view.free).map((m) => m.view),
-      );
+    : decide([{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }], firstFree(matching, body.gpus));
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {
     const ids = plan.devices.map((d) => d.id);
@@ -118,6 +114,25 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
     insert into jobs (${fields.columns}) values (${fields.values})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
   return { job, position, targets: null, announced: false };
+}
+
+/**
+ * The free devices decide() needs for one new job: those up to the first
+ * host with `gpus` of them (the matching devices come by host then index,
+ * and decide takes the first host that has enough), so an idle fleet of
+ * thousands costs a step or two, not a pass over all of it.
+ */
+export function firstFree(matching: readonly { view: SchedDevice }[], gpus: number): SchedDevice[] {
+  const out: SchedDevice[] = [];
+  const perHost = new Map<string, number>();
+  for (const { view } of matching) {
+    if (!view.free) continue;
+    out.push(view);
+    const n = (perHost.get(view.hostName) ?? 0) + 1;
+    if (n >= gpus) return out;
+    perHost.set(view.hostName, n);
+  }
+  return out;
 }
 
 /**

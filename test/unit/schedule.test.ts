@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decide, parseDeviceName, type DeviceView } from '../../core/schedule';
 import { job, terms } from '../helpers/schedule';
+import { firstFree } from '../../server/jobs/submit';
 
 const dev = (hostName: string, index: number, labels: Record<string, string> = {}, free = true): DeviceView => ({
   id: hostName.charCodeAt(0) * 100 + index,
@@ -94,4 +95,37 @@ test('higher priority one-GPU jobs ahead of a reserving job still go first', () 
     plan.map((a) => a.jobId),
     ['j9'],
   );
+});
+
+test('a submit decides over the free devices up to the first host with enough (firstFree): the same pick as over all of them', () => {
+  let seed = 7;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  for (let round = 0; round < 500; round++) {
+    const devices: (DeviceView & { uuid: null })[] = [];
+    let id = 0;
+    for (let h = 0; h < 1 + Math.floor(random() * 6); h++)
+      for (let i = 0; i < 1 + Math.floor(random() * 8); i++)
+        devices.push({ id: id++, name: `h${h}:gpu${i}`, hostName: `h${h}`, index: i, labels: {}, free: random() < 0.5, uuid: null });
+    const gpus = 1 + Math.floor(random() * 4);
+    const one = [job('j1', { gpus })];
+    const all = decide(
+      one,
+      devices.filter((d) => d.free),
+    );
+    const prefix = decide(
+      one,
+      firstFree(
+        devices.map((view) => ({ view })),
+        gpus,
+      ),
+    );
+    assert.deepEqual(
+      prefix.map((a) => a.devices.map((d) => d.name)),
+      all.map((a) => a.devices.map((d) => d.name)),
+      `round ${round}`,
+    );
+  }
 });
