@@ -64,6 +64,13 @@ before(async () => {
   holderJob = (held.body as { job: { id: string } }).job.id;
   await stack.waitFor(async () => (await stack.job(holderJob)).state === 'running', 'the holder to start');
   await sql`update jobs set submitter = ${HOSTILE} where id = ${holderJob}`;
+  // No submit could have named it (the API refuses it): the controller's fleet in memory hears of the
+  // holder when it next loads the host, here after a re-probe.
+  assert.equal((await stack.api('POST', '/api/admin/hosts/evilbox/probe', {}, stack.adminToken)).status, 200);
+  await stack.waitFor(async () => {
+    const { devices } = (await stack.api('GET', '/api/devices')).body as { devices: { name: string; holder: { submitter: string } | null }[] };
+    return devices.find((d) => d.name === 'evilbox:gpu0')?.holder?.submitter === HOSTILE;
+  }, 'the holder to be seen');
 });
 after(async () => {
   await stack.api('POST', `/api/jobs/${holderJob}/kill`, { submitter: 'admin' }, stack.adminToken);
