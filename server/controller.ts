@@ -116,7 +116,7 @@ export class Controller {
       (err) => log(`following output stored elsewhere: ${String(err)}`),
     );
     this.writer = new OutputWriter(
-      this.db,
+      this.sql,
       (err) => log(`storing output failed: ${String(err)}`),
       // One message per INSERT, whatever the number of jobs in it (in pieces that fit a NOTIFY).
       (spans) => {

@@ -8,8 +8,7 @@
 // for what they are, not for being away, are logged and dropped). Rows wait in memory
 // meanwhile; `full` tells the hub to stop taking more (the worker keeps them
 // and resends after a reconnect).
-import { jobOutput } from '../db/schema';
-import { databaseDown, type Db } from './db';
+import { databaseDown, type Sql } from './db';
 
 interface Row {
   jobId: string;
@@ -20,6 +19,8 @@ interface Row {
 
 /** Bytes of output waiting for the database past which the hub stops taking more. */
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
+/** Rows per INSERT: a bound on one statement's size (a chunk is at most 64 KiB). */
+const ROWS_PER_INSERT = 2000;
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2000;
 
@@ -43,7 +44,7 @@ export class OutputWriter {
   private failing = false;
 
   constructor(
-    private readonly db: Db,
+    private readonly sql: Sql,
     private readonly onError: (err: unknown) => void,
     /** Chunks committed, per job, once per INSERT: the other controllers' followers are told (server/bus.ts). */
     private readonly onStored: (spans: StoredSpan[]) => void = () => {},
@@ -98,7 +99,18 @@ export class OutputWriter {
     if (!rows.length) return;
     for (let wait = RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       try {
-        await this.db.insert(jobOutput).values(rows).onConflictDoNothing();
+        // One statement of arrays, whatever the row count (one prepared statement; a query builder's cost per row
+        // was most of the controller's time at 20,000 chunks/s). The bytes go as base64 text: postgres.js sends
+        // a bytea parameter as hex, twice their size.
+        for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+          const part = rows.slice(i, i + ROWS_PER_INSERT);
+          await this.sql`
+            insert into job_output (job_id, seq, stream, data)
+            select j, s, t, decode(d, 'base64')
+            from unnest(${part.map((r) => r.jobId)}::text[], ${part.map((r) => r.seq)}::int[], ${part.map((r) => r.stream)}::int2[],
+              ${part.map((r) => r.data.toString('base64'))}::text[]) as u(j, s, t, d)
+            on conflict do nothing`;
+        }
         this.failing = false;
         break;
       } catch (err) {

@@ -2,7 +2,7 @@
 // use case. docs/api.md documents them.
 import { eq } from 'drizzle-orm';
 import { RcError } from '../../core/errors';
-import { audit, hosts, jobs } from '../../db/schema';
+import { audit, hosts } from '../../db/schema';
 import { SignIn, Submitter } from '../../protocol/api';
 import { extendHold } from '../jobs/hold';
 import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../describe';
@@ -15,7 +15,7 @@ import { loadSamples, parseSamplesQuery } from '../samples';
 import { listAudit, parseAuditQuery } from '../audit-log';
 import { findJob } from '../jobs/find';
 import { killJob } from '../jobs/kill';
-import { jobView } from '../jobs/job-view';
+import { type JobRow, jobView } from '../jobs/job-view';
 import type { Db, Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { OutputWriter } from '../output-writer';
@@ -146,7 +146,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
       return;
     }
     if (streaming) return;
-    const [now] = await db.select().from(jobs).where(eq(jobs.id, job.id));
+    const [now] = await sql<JobRow[]>`select * from jobs where id = ${job.id}`;
     return created({ job: jobView(now!) });
   });
 

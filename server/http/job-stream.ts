@@ -57,8 +57,19 @@ class Sink {
     if (this.gone || item.seq <= this.lastSeq) return;
     if (this.res.writableLength > STREAM_BACKLOG_BYTES) return this.drop();
     this.lastSeq = item.seq;
+    // Chunks that come in one turn of the event loop leave in one write, not one system call each.
+    if (!this.corked) {
+      this.corked = true;
+      this.res.cork();
+      setImmediate(() => {
+        this.corked = false;
+        this.res.uncork();
+      });
+    }
     this.res.write(encodeOutput(item.stream, item.seq, item.data));
   }
+
+  private corked = false;
 
   /** Events are few and small: they are written even to a client that is behind. */
   event(event: JobEvent): void {
