@@ -32,6 +32,7 @@ const OPTIONS = {
   'out-rate': { type: 'string', default: '20000' },
   'out-bytes': { type: 'string', default: '100' },
   'out-s': { type: 'string', default: '5' },
+  'out-start-s': { type: 'string', default: '120' },
   'lost-hosts': { type: 'string', default: '5' },
   'host-timeout-s': { type: 'string', default: '15' },
   /** A folder: the controllers run with --cpu-prof and write their profiles there. */
@@ -296,12 +297,14 @@ async function outputPhase() {
   let lastAt = 0;
   const re = /T(\d+\.\d+);/g;
   let startedN = 0;
+  const startedIds = new Set();
   // Held until every job runs and has its client: then all write at once, however long their starts took.
   const streams = Promise.all(
     Array.from({ length: jobs }, () =>
       streamJob(nextUrl(), ['sim:output', String(count), String(bytes), String(perJob), '0', 'held'], {
-        onStarted: () => {
+        onStarted: (id) => {
           startedN++;
+          startedIds.add(id);
         },
         onOutput: (data) => {
           const now = performance.timeOrigin + performance.now();
@@ -320,7 +323,25 @@ async function outputPhase() {
   streams.catch((err) => {
     broken = err;
   });
-  await waitFor(() => startedN === jobs || broken, 'every output job to start', 600_000);
+  let said = Date.now();
+  await waitFor(
+    () => {
+      if (Date.now() - said > 10_000) {
+        said = Date.now();
+        log(`output: ${startedN} of ${jobs} jobs started`);
+      }
+      return startedN === jobs || broken;
+    },
+    'every output job to start',
+    Number(values['out-start-s']) * 1000,
+  ).catch(async (err) => {
+    // Where the jobs whose start never reached their client are, for the report.
+    const rows =
+      await sql`select id, state, host_name, dispatched_at is not null as dispatched from jobs where argv->>0 = 'sim:output' and created_at > to_timestamp(${t / 1000})`;
+    const missing = rows.filter((r) => !startedIds.has(r.id));
+    log(`output: not started at their clients: ${JSON.stringify(missing.slice(0, 10))}`);
+    throw err;
+  });
   if (broken) throw new Error(`an output stream broke while the jobs started (${startedN} of ${jobs} started): ${broken.message} (${broken.code ?? ''})`);
   const startS = (Date.now() - t) / 1000;
   await sleep(200);
@@ -611,7 +632,7 @@ function streamJob(url, argv, { onStarted = () => {}, onOutput = () => {} } = {}
             if (type === 3) {
               const e = JSON.parse(buf.subarray(5, 5 + len));
               if (e.type === 'queued') id = e.jobId;
-              if (e.type === 'started') onStarted();
+              if (e.type === 'started') onStarted(id);
             } else if (type === 1 || type === 2) onOutput(buf.subarray(9, 5 + len));
             buf = buf.subarray(5 + len);
           }

@@ -206,7 +206,7 @@ export class Controller {
       inventoryOfJob(this.inventory, { ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
       this.liveOfJob({ ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
     } else if (m.t === 'live') this.live.here(m.change);
-    else if (m.t === 'out') for (const o of m.spans ?? []) this.events.stored(o.jobId, o.from, o.to);
+    else if (m.t === 'out') this.events.storedMany(m.spans ?? []);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
     else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);

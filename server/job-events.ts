@@ -26,6 +26,8 @@ export interface StoredChunk {
 export interface OutputStore {
   /** Stored chunks with after < seq <= upTo (upTo null: all), in order, at most `limit`. */
   read(jobId: string, after: number, upTo: number | null, limit: number): Promise<StoredChunk[]>;
+  /** For each of these jobs, its stored chunks with after < seq <= upTo, in order, at most `limit` each: one query for all. */
+  readMany(wanted: readonly { jobId: string; after: number; upTo: number }[], limit: number): Promise<Map<string, StoredChunk[]>>;
   /** For each of these jobs, the last stored seq, and its exit event if it has ended. */
   state(jobIds: string[]): Promise<Map<string, { lastSeq: number; exit: JobEvent | null }>>;
 }
@@ -45,12 +47,16 @@ interface Followed {
   exited: boolean;
 }
 
+/** Starts kept for a subscriber that is about to come (bounded: most jobs are never followed). */
+const UNHEARD_STARTS = 1000;
 /** Chunks read per query while filling a gap. */
 const PAGE = 64;
 
 export class JobEvents {
   private readonly emitter = new EventEmitter().setMaxListeners(0);
   private readonly followed = new Map<string, Followed>();
+  /** Recent starts of jobs nobody here followed yet, oldest first (see deliver). */
+  private readonly unheard = new Map<string, JobEvent>();
 
   constructor(
     private readonly store: OutputStore | null = null,
@@ -64,6 +70,13 @@ export class JobEvents {
     if (!f) {
       f = { cursor: null, chain: Promise.resolve(), busy: 0, exited: false };
       this.followed.set(jobId, f);
+      const early = this.unheard.get(jobId);
+      if (early) {
+        this.unheard.delete(jobId);
+        // After what the subscriber writes first (its queued event), before anything later.
+        const followed = f;
+        this.queue(followed, async () => this.pass(jobId, followed, { kind: 'event', event: early }));
+      }
     }
     if (after !== undefined && (f.cursor === null || after < f.cursor)) f.cursor = after;
     this.emitter.on(jobId, listener);
@@ -111,6 +124,31 @@ export class JobEvents {
     this.queue(f, () => this.fill(jobId, f, to));
   }
 
+  /**
+   * Another controller stored output of several jobs (one INSERT): those
+   * followed here are read in one query, each passed on in its own order
+   * (what one page does not cover is read after, job by job).
+   */
+  storedMany(spans: readonly { jobId: string; from: number; to: number }[]): void {
+    const store = this.store;
+    if (!store) return;
+    const wanted: { jobId: string; f: Followed; after: number; upTo: number }[] = [];
+    for (const s of spans) {
+      const f = this.followed.get(s.jobId);
+      if (!f) continue;
+      if (f.cursor === null) f.cursor = s.from - 1;
+      wanted.push({ jobId: s.jobId, f, after: f.cursor, upTo: s.to });
+    }
+    if (!wanted.length) return;
+    const read = store.readMany(wanted, PAGE);
+    read.catch(() => {}); // told by each job's step below
+    for (const w of wanted)
+      this.queue(w.f, async () => {
+        for (const r of (await read).get(w.jobId) ?? []) this.pass(w.jobId, w.f, { kind: 'output', seq: r.seq, stream: r.stream, data: r.data });
+        await this.fill(w.jobId, w.f, w.upTo);
+      });
+  }
+
   /** Backstop: for every followed job, output stored and exits taken since the last message heard. */
   async catchUp(): Promise<void> {
     if (!this.store || this.followed.size === 0) return;
@@ -125,7 +163,16 @@ export class JobEvents {
 
   private deliver(jobId: string, event: JobEvent): void {
     const f = this.followed.get(jobId);
-    if (!f) return;
+    if (!f) {
+      // A job claimed here for another controller's worker can be started there, and its start told
+      // back, before its submitter here has subscribed: kept a moment for it (nothing else would
+      // tell it again; a missed exit is caught up with).
+      if (event.type === 'started') {
+        if (this.unheard.size >= UNHEARD_STARTS) this.unheard.delete(this.unheard.keys().next().value!);
+        this.unheard.set(jobId, event);
+      }
+      return;
+    }
     const item: JobItem = { kind: 'event', event };
     if (f.busy === 0) return this.pass(jobId, f, item);
     this.queue(f, async () => this.pass(jobId, f, item));

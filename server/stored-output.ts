@@ -10,6 +10,22 @@ export function storedOutput(sql: Sql): OutputStore {
       select seq, stream, data from job_output
       where job_id = ${jobId} and seq > ${after} and (${upTo}::int is null or seq <= ${upTo}::int)
       order by seq limit ${limit}`,
+    async readMany(wanted, limit) {
+      const rows = await sql<(StoredChunk & { jobId: string })[]>`
+        select u.j as job_id, o.seq, o.stream, o.data
+        from unnest(${wanted.map((w) => w.jobId)}::text[], ${wanted.map((w) => w.after)}::int[], ${wanted.map((w) => w.upTo)}::int[]) as u(j, a, b)
+        cross join lateral (
+          select seq, stream, data from job_output where job_id = u.j and seq > u.a and seq <= u.b order by seq limit ${limit}
+        ) o
+        order by u.j, o.seq`;
+      const out = new Map<string, StoredChunk[]>();
+      for (const { jobId, ...chunk } of rows) {
+        const list = out.get(jobId) ?? [];
+        list.push(chunk);
+        out.set(jobId, list);
+      }
+      return out;
+    },
     async state(jobIds) {
       const rows = await sql<{ id: string; state: JobState; exitCode: number | null; reason: string | null; endCause: EndCause | null; lastSeq: number }[]>`
         select j.id, j.state, j.exit_code, j.reason, j.end_cause,
