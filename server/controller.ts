@@ -1,7 +1,7 @@
 // The controller's parts, wired once: database, scheduler, worker hub, API.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'socket.io';
-import type { Database, Db, Sql } from './db';
+import { connect, type Database, type Db, type Sql } from './db';
 import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
@@ -75,6 +75,7 @@ export class Controller {
   readonly reserveAfterS: number;
   private timers: NodeJS.Timeout[] = [];
   private io: Server | null = null;
+  private readonly beatsDb: Database;
   private readonly log: (msg: string) => void;
 
   constructor(private readonly opts: ControllerOptions) {
@@ -130,9 +131,12 @@ export class Controller {
       log,
     });
     this.relay = new TtyRelay(this.sql, opts.ttyReplayBytes ?? 256 * 1024, (err) => log(`storing terminal output failed: ${String(err)}`));
+    // Heartbeats are many and each is sent again seconds later: their commits need not wait for the disk.
+    this.beatsDb = connect(opts.databaseUrl, 2, { application_name: 'rc-heartbeats', synchronous_commit: 'off' });
     this.hub = new WorkerHub({
       db: this.db,
       sql: this.sql,
+      beatSql: this.beatsDb.client,
       events: this.events,
       writer: this.writer,
       log,
@@ -319,6 +323,7 @@ export class Controller {
     await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 5000))]);
     this.writer.stop();
     await this.bus.stop();
+    await this.beatsDb.close().catch(() => {});
   }
 }
 

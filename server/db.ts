@@ -46,11 +46,12 @@ const int8 = {
  */
 const camelColumns = { column: { from: postgres.toCamel, to: postgres.fromCamel } };
 
-export function connect(url: string, max = 10): Database {
+/** `settings`: run-time parameters of its connections (e.g. a pool whose commits need not wait for the disk). */
+export function connect(url: string, max = 10, settings: Record<string, string> = { application_name: 'rc' }): Database {
   const client = postgres(url, {
     max,
     onnotice: () => {},
-    connection: { application_name: 'rc' },
+    connection: settings,
     types: { int8 },
     transform: camelColumns,
   });

@@ -7,6 +7,8 @@ import type { Sql } from './db';
 export const BATCH_MS = 10;
 /** And at most this many in one statement. */
 const BATCH_MAX = 1000;
+/** Batches stored at once: while one commits, the next is written. */
+const MAX_IN_FLIGHT = 2;
 
 interface Beat {
   host: string;
@@ -24,8 +26,10 @@ interface Beat {
 export class HeartbeatWriter {
   private queue: Beat[] = [];
   private timer: NodeJS.Timeout | null = null;
-  private writing: Promise<void> | null = null;
+  /** Batches being stored (at most MAX_IN_FLIGHT: a host is in one of them at most, it beats seconds apart). */
+  private writing = 0;
 
+  /** `sql`: best a pool whose commits do not wait for the disk (a heartbeat lost in a crash is sent again in seconds). */
   constructor(private readonly sql: Sql) {}
 
   /** Stores a heartbeat; resolves true when the host was not online before it (it came back: its devices may be scheduled again). */
@@ -38,13 +42,14 @@ export class HeartbeatWriter {
   }
 
   private flushSoon(ms: number): void {
-    if (this.writing) return; // the write in progress flushes again when it is done
+    if (this.writing >= MAX_IN_FLIGHT) return; // a write that ends flushes again
     if (this.timer && ms > 0) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.writing = this.flush().finally(() => {
-        this.writing = null;
+      this.writing += 1;
+      void this.flush().finally(() => {
+        this.writing -= 1;
         if (this.queue.length) this.flushSoon(this.queue.length >= BATCH_MAX ? 0 : BATCH_MS);
       });
     }, ms);

@@ -56,6 +56,8 @@ export interface TtyHooks {
 export interface HubDeps {
   db: Db;
   sql: Sql;
+  /** Where heartbeats are stored: a pool of its own whose commits do not wait for the disk (default: sql). */
+  beatSql?: Sql;
   events: JobEvents;
   writer: OutputWriter;
   /** Called when devices may have appeared (a worker said hello or re-probed). */
@@ -111,7 +113,7 @@ export class WorkerHub implements Dispatcher {
   private readonly beats: HeartbeatWriter;
 
   constructor(private readonly deps: HubDeps) {
-    this.beats = new HeartbeatWriter(deps.sql);
+    this.beats = new HeartbeatWriter(deps.beatSql ?? deps.sql);
   }
 
   /** Takes the /worker namespace, whose sockets `auth` has signed in (server/socket-auth.ts). */
