@@ -38,6 +38,9 @@ export function startedEvent(job: JobRow): StartedEvent {
   return { type: 'started', jobId: job.id, host: job.hostName!, devices: job.devices ?? [], kind: job.kind, submitter: job.submitter };
 }
 
+/** How long a job another controller's claim took first is left out of the passes here (it commits in milliseconds; were it rolled back, the job is planned again after this). */
+const TAKEN_ELSEWHERE_MS = 1000;
+
 /** What a pass reads of a queued job. */
 interface QueuedRow {
   id: string;
@@ -64,6 +67,8 @@ export class Scheduler {
   private again = false;
   private readonly termsCache = new Map<string, readonly SelectorTerm[]>();
   private raced = 0;
+  /** Jobs of the last passes that another claim took first, and until when they are left out. */
+  private readonly takenElsewhere = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -144,7 +149,11 @@ export class Scheduler {
       this.maybeQueued = false;
       return;
     }
-    const jobs = queued.map((j) => this.toQueued(j));
+    // Jobs another controller's claim took from under the last pass (locked, about to commit): not planned
+    // again for a moment, so this pass takes the next ones instead of colliding with that claim again.
+    const now = Date.now();
+    for (const [id, until] of this.takenElsewhere) if (until <= now) this.takenElsewhere.delete(id);
+    const jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
     // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
     const reserving = jobs.some((j) => j.gpus > 1 && j.waitedS >= this.reserveAfterS);
     const plan = decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS);
@@ -171,7 +180,10 @@ export class Scheduler {
         await this.dispatch(job, targetsOf(a.devices, uuids));
       }
       // Its job was taken elsewhere or killed, or a device was not as shown here: that host is loaded again.
-      else this.inventory.changed(a.devices[0]!.hostName);
+      else {
+        this.takenElsewhere.set(a.jobId, Date.now() + TAKEN_ELSEWHERE_MS);
+        this.inventory.changed(a.devices[0]!.hostName);
+      }
     }
     if (claimed.size < plan.length) {
       // Another controller (or a kill) got there first: decide again on fresh state.

@@ -181,8 +181,8 @@ test('a missed notification is wrong for at most MAX_AGE_MS: then a load in the 
   clock += MAX_AGE_MS - 1;
   assert.deepEqual((await states(inv))[0], 'a:gpu0:free');
   clock += 2;
-  // This read is served from memory at once and starts the load.
-  assert.deepEqual((await states(inv))[0], 'a:gpu0:free');
+  // This read starts the load in the background (it may or may not be done by the time the read answers).
+  await states(inv);
   let now: string | undefined;
   for (let i = 0; i < 100 && now !== 'a:gpu0:offline'; i++) {
     await new Promise((r) => setTimeout(r, 20));
