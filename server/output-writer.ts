@@ -19,8 +19,25 @@ interface Row {
 
 /** Bytes of output waiting for the database past which the hub stops taking more. */
 export const MAX_PENDING_BYTES = 64 * 1024 * 1024;
-/** Rows per INSERT: a bound on one statement's size (a chunk is at most 64 KiB). */
+/** Rows and bytes per INSERT: a bound on one statement's size, and so on the memory it takes while it is built and sent (a chunk is at most 64 KiB). */
 const ROWS_PER_INSERT = 2000;
+const BYTES_PER_INSERT = 2 * 1024 * 1024;
+
+/** `rows` in pieces of at most ROWS_PER_INSERT rows and BYTES_PER_INSERT bytes (a bigger chunk goes alone). */
+function* parts(rows: Row[]): Generator<Row[]> {
+  let part: Row[] = [];
+  let bytes = 0;
+  for (const r of rows) {
+    if (part.length && (part.length >= ROWS_PER_INSERT || bytes + r.data.length > BYTES_PER_INSERT)) {
+      yield part;
+      part = [];
+      bytes = 0;
+    }
+    part.push(r);
+    bytes += r.data.length;
+  }
+  if (part.length) yield part;
+}
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2000;
 
@@ -102,8 +119,7 @@ export class OutputWriter {
         // One statement of arrays, whatever the row count (one prepared statement; a query builder's cost per row
         // was most of the controller's time at 20,000 chunks/s). The bytes go as base64 text: postgres.js sends
         // a bytea parameter as hex, twice their size.
-        for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-          const part = rows.slice(i, i + ROWS_PER_INSERT);
+        for (const part of parts(rows)) {
           await this.sql`
             insert into job_output (job_id, seq, stream, data)
             select j, s, t, decode(d, 'base64')
