@@ -99,19 +99,7 @@ try {
       sim.uniformHost(`job-${String(i).padStart(5, '0')}`, 'H100', Math.min(8, devices - i * 8), { labels: { rack: `r${i % 100}` } }),
     );
     const t = Date.now();
-    jobFleets = await Promise.all(
-      urls.map((url, c) =>
-        sim.startFleet({
-          url,
-          adminToken: rc.adminToken,
-          hosts: specs.filter((_, i) => i % urls.length === c),
-          jobs: 'answer',
-          killGraceS: 1,
-          connectConcurrency: 50,
-          log: (m) => log(`sim${c}: ${m}`),
-        }),
-      ),
-    );
+    jobFleets = await startSplit(specs, 'sim', { killGraceS: 1 });
     out.setup.jobFleet = {
       hosts: hostCount,
       devices: jobFleets.reduce((n, f) => n + f.deviceCount, 0),
@@ -333,7 +321,7 @@ async function outputPhase() {
       return startedN === jobs || broken;
     },
     'every output job to start',
-    Number(values['out-start-s']) * 1000,
+    int('out-start-s', 1, 3600) * 1000,
   ).catch(async (err) => {
     // Where the jobs whose start never reached their client are, for the report.
     const rows =
@@ -399,20 +387,10 @@ async function heartbeatPhase() {
   const windowS = Number(values['hb-window-s']);
   const specs = Array.from({ length: hbHosts }, (_, i) => sim.uniformHost(`hb-${String(i).padStart(5, '0')}`, 'L4', 1));
   const t = Date.now();
-  const fleets = await Promise.all(
-    urls.map((url, c) =>
-      sim.startFleet({
-        url,
-        adminToken: rc.adminToken,
-        hosts: specs.filter((_, i) => i % urls.length === c),
-        jobs: 'answer',
-        // Connected at a gentle period (≤ 500/s in all, within the host timeout): a fleet beating at full rate while the rest say hello starves the hellos.
-        heartbeatMs: Math.min((hostTimeoutS * 1000) / 3, Math.max(5000, hbHosts * 2)),
-        connectConcurrency: 50,
-        log: (m) => log(`hb${c}: ${m}`),
-      }),
-    ),
-  );
+  const fleets = await startSplit(specs, 'hb', {
+    // Connected at a gentle period (≤ 500/s in all, within the host timeout): a fleet beating at full rate while the rest say hello starves the hellos.
+    heartbeatMs: Math.min((hostTimeoutS * 1000) / 3, Math.max(5000, hbHosts * 2)),
+  });
   const setup = {
     hosts: hbHosts,
     registerMs: Math.max(...fleets.map((f) => f.timings.registerMs)),
@@ -585,6 +563,23 @@ function histogramQuantiles(before, after) {
     return les[i] === Number.POSITIVE_INFINITY ? `>${les[i - 1] * 1000}` : les[i] * 1000;
   };
   return { count: total, p50: q(0.5), p99: q(0.99) };
+}
+
+/** Simulated hosts split between the controllers (host i on controller i mod their count), answering jobs without processes. */
+function startSplit(specs, name, opts) {
+  return Promise.all(
+    urls.map((url, c) =>
+      sim.startFleet({
+        url,
+        adminToken: rc.adminToken,
+        hosts: specs.filter((_, i) => i % urls.length === c),
+        jobs: 'answer',
+        connectConcurrency: 50,
+        log: (m) => log(`${name}${c}: ${m}`),
+        ...opts,
+      }),
+    ),
+  );
 }
 
 /** Non-streamed submits, 16 at a time, alternated between the controllers. */

@@ -67,7 +67,8 @@ export class Controller {
   /** The fleet kept in memory (server/inventory.ts): submits, passes and listings read it. */
   readonly inventory: Inventory;
   /** Tells the pages what a job's event changed (jobLive). */
-  private readonly liveOfJob: (event: JobEvent & { jobId: string }) => void;
+  /** What a job's event (here or elsewhere) changes: the fleet in memory and the pages. */
+  private readonly jobChanged: (event: JobEvent & { jobId: string }) => void;
   readonly calls: RemoteCalls;
   /** What GET /metrics serves (server/metrics.ts). */
   readonly metrics: Metrics;
@@ -97,9 +98,12 @@ export class Controller {
     const live = new LiveFeed((change) => bus.publish({ t: 'live', change }));
     this.live = live;
     const liveOfJob = jobLive(live);
-    this.liveOfJob = liveOfJob;
     const inventory = new Inventory(this.sql, (err) => log(`loading the fleet: ${String(err)}`));
     this.inventory = inventory;
+    this.jobChanged = (event) => {
+      inventoryOfJob(inventory, event);
+      liveOfJob(event);
+    };
     // Every change but a lease's (those come with job events, applied as they are): the host is loaded again.
     live.onChange((c, ofJob) => {
       if (c.what === 'devices' && !ofJob) inventory.changed(c.host);
@@ -110,8 +114,7 @@ export class Controller {
         event: (event, told) => {
           if (!told) bus.publish({ t: 'job', jobId: event.jobId, event });
           if (event.type === 'exit') metrics.ended(event.state);
-          inventoryOfJob(inventory, event);
-          liveOfJob(event);
+          this.jobChanged(event);
         },
       },
       (err) => log(`following output stored elsewhere: ${String(err)}`),
@@ -207,8 +210,7 @@ export class Controller {
   private onBus(m: BusMessage): void {
     if (m.t === 'job') {
       this.events.remoteEvent(m.jobId, m.event);
-      inventoryOfJob(this.inventory, { ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
-      this.liveOfJob({ ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
+      this.jobChanged({ ...m.event, jobId: m.jobId } as JobEvent & { jobId: string });
     } else if (m.t === 'live') this.live.here(m.change);
     else if (m.t === 'out') this.events.storedMany(m.spans ?? []);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);

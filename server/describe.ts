@@ -6,7 +6,7 @@ import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core
 import type { sheets } from '../db/schema';
 import type { DeviceDescription, Explanation, HostDescription, SheetView } from '../protocol/wire';
 import type { Sql } from './db';
-import { loadDevices, loadHosts } from './fleet';
+import { type DeviceSummary, loadDevices, loadHosts } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
 import { auditOrigin } from './request-scope';
 
@@ -106,13 +106,13 @@ export async function readSheet(sql: Sql, hostName: string): Promise<SheetView |
   return s ? sheetView(s) : null;
 }
 
-/** What a selector (and -d) would match, how much of it is free, and why the rest does not match. */
-export async function explain(sql: Sql, selector: string, device: string | null): Promise<Explanation> {
+/** What a selector (and -d) would match among the devices `fleet` gives (the fleet in memory), how much of it is free, and why the rest does not match. */
+export async function explain(sql: Sql, fleet: () => Promise<readonly DeviceSummary[]>, selector: string, device: string | null): Promise<Explanation> {
   const parsed = parseSelector(selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   if (device !== null && !parseDeviceName(device)) throw new RcError('no_matching_device', `no device is named ${device}; device names look like host:gpu0`);
   const [devices, queued] = await Promise.all([
-    loadDevices(sql, { details: false }),
+    fleet(),
     sql<Pick<JobRow, 'selector' | 'deviceName'>[]>`select selector, device_name from jobs where state = 'queued'`,
   ]);
   const job = { terms: parsed.terms, deviceName: device };

@@ -1,8 +1,7 @@
 // The fleet as people and the scheduler see it: devices, their labels and holders.
 import { deviceName } from '../core/schedule';
 import type { devices, hosts, labels } from '../db/schema';
-import type { DeviceRow, DeviceSummary, Fleet, HostRow, JobKind, LabelView } from '../protocol/wire';
-import { RcError } from '../core/errors';
+import type { DeviceRow, DeviceSummary, HostRow, JobKind, LabelView } from '../protocol/wire';
 import type { Sql } from './db';
 
 export type { DeviceRow, DeviceSummary, HostRow, LabelView };
@@ -140,15 +139,4 @@ export function markEffective(details: LabelView[]): LabelView[] {
 export async function loadHosts(sql: Sql, host?: string): Promise<HostRow[]> {
   const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts ${host === undefined ? sql`` : sql`where name = ${host}`} order by name`;
   return rows.map((h) => ({ name: h.name, status: h.status, lastSeenAt: h.lastSeenAt?.toISOString() ?? null, workerVersion: h.workerVersion }));
-}
-
-/** The fleet page's data (GET /api/fleet): every host and device, or one host's (`host`, not_found when unknown), and the queue's length. */
-export async function loadFleet(sql: Sql, host?: string): Promise<Fleet> {
-  const [hostRows, devices, [queued]] = await Promise.all([
-    loadHosts(sql, host),
-    loadDevices(sql, { host, details: false }),
-    sql<{ n: number }[]>`select count(*)::int as n from jobs where state = 'queued'`,
-  ]);
-  if (host !== undefined && !hostRows.length) throw new RcError('not_found', `no host is named ${host}; rc admin hosts lists them (GET /api/hosts)`);
-  return { hosts: hostRows, devices, queued: queued!.n };
 }

@@ -16,9 +16,9 @@
 // claim fail (the host is then loaded again); one shown busy that is not
 // waits for the next load.
 import { matchTerms, type SelectorTerm } from '../core/selector';
-import { type DeviceView, parseDeviceName } from '../core/schedule';
+import type { DeviceView } from '../core/schedule';
 import type { GpuSample } from '../protocol/worker';
-import type { DeviceRow, DeviceState, DeviceSummary, Fleet, Holder, HostRow, JobKind } from '../protocol/wire';
+import type { DeviceRow, DeviceState, DeviceSummary, Fleet, Holder, HostRow } from '../protocol/wire';
 import type { Sql } from './db';
 import { deviceState, loadDevices, loadHosts } from './fleet';
 
@@ -37,14 +37,6 @@ interface Entry {
   view: SchedDevice;
   /** The row without its labels' details, as JSON; null after a change (a listing makes it again). */
   json: string | null;
-}
-
-/** Who took a lease, as a job's start says it. */
-export interface LeaseHolder {
-  jobId: string;
-  kind: JobKind;
-  submitter: string;
-  since: string;
 }
 
 export class Inventory {
@@ -90,7 +82,7 @@ export class Inventory {
   }
 
   /** A job started on these devices (its start event, here or elsewhere). */
-  leased(host: string, deviceNames: readonly string[], holder: LeaseHolder): void {
+  leased(host: string, deviceNames: readonly string[], holder: Holder): void {
     const seq = ++this.seq;
     const held = this.holdings.get(holder.jobId) ?? new Set<number>();
     for (const name of deviceNames) {
@@ -98,7 +90,7 @@ export class Inventory {
       if (!e || e.row.hostName !== host) continue;
       this.leaseSeq.set(e.row.id, seq);
       if (e.row.holder && e.row.holder.jobId !== holder.jobId) this.holdings.get(e.row.holder.jobId)?.delete(e.row.id);
-      e.row.holder = { jobId: holder.jobId, kind: holder.kind, submitter: holder.submitter, since: holder.since };
+      e.row.holder = { ...holder };
       held.add(e.row.id);
       this.restate(e);
     }
@@ -235,7 +227,7 @@ export class Inventory {
 
   private match(terms: readonly SelectorTerm[], deviceName: string | null): Entry[] {
     if (deviceName !== null) {
-      const e = parseDeviceName(deviceName) ? this.byName.get(deviceName) : undefined;
+      const e = this.byName.get(deviceName);
       return e && matchTerms(terms, e.row.labels) ? [e] : [];
     }
     this.sorted ??= [...this.parts.keys()].sort().flatMap((h) => this.parts.get(h)!);
@@ -353,5 +345,3 @@ function summary(r: DeviceRow): DeviceSummary {
   const { labelDetails: _, ...rest } = r;
   return rest;
 }
-
-export type { Holder };

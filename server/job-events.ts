@@ -116,14 +116,6 @@ export class JobEvents {
     this.deliver(jobId, event);
   }
 
-  /** Another controller stored output `from`..`to` of the job: read and passed on, if anyone here follows it. */
-  stored(jobId: string, from: number, to: number): void {
-    const f = this.followed.get(jobId);
-    if (!f || !this.store) return;
-    if (f.cursor === null) f.cursor = from - 1;
-    this.queue(f, () => this.fill(jobId, f, to));
-  }
-
   /**
    * Another controller stored output of several jobs (one INSERT): those
    * followed here are read in one query, each passed on in its own order

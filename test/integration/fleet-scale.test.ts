@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { Database } from '../../server/db';
-import { loadDevices, loadFleet } from '../../server/fleet';
+import { loadDevices } from '../../server/fleet';
 import { freshDatabase } from '../helpers/db';
 
 let db: Database;
@@ -38,11 +38,11 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
 }
 
 test('the fleet of 1,000 hosts and 8,000 devices loads in well under a second; one host in milliseconds', async () => {
-  const fleet = await timed(() => loadFleet(db.client));
+  const fleet = await timed(async () => ({ devices: await loadDevices(db.client, { details: false }) }));
   assert.equal(fleet.value.devices.length, 8000);
   assert.equal(Object.keys(fleet.value.devices[0]!.labels).length, 17);
   const full = await timed(() => loadDevices(db.client));
-  const one = await timed(() => loadFleet(db.client, 'h0500'));
+  const one = await timed(async () => ({ devices: await loadDevices(db.client, { host: 'h0500', details: false }) }));
   assert.equal(one.value.devices.length, 8);
   // The summaries' merged labels are exactly those of the full rows.
   assert.deepEqual(
