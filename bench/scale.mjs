@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -180,21 +181,49 @@ async function submitPhase() {
   return { jobs: n, submitToStartMs: stats(lat), submitToExitMs: stats(toExit) };
 }
 
-/** GET /api/devices, the whole fleet and a filtered one (one rack in a hundred), 20 of each (--devices-requests), one at a time. */
+/**
+ * GET /api/devices, the whole fleet and a filtered one (one rack in a hundred),
+ * 20 of each (--devices-requests), one at a time, gzip accepted as a browser
+ * does. `ms`: request sent → last byte received (what the controller and the
+ * wire cost, as curl's time_total); `clientMs`: that plus the client's gunzip
+ * and JSON.parse (a browser does those off the network thread).
+ */
 async function devicesPhase() {
   const time = async (path) => {
     const ms = [];
+    const clientMs = [];
     let count = 0;
+    let bytes = 0;
     for (let i = 0; i < int('devices-requests', 1, 1000); i++) {
       const t = performance.now();
-      const r = await fetch(nextUrl() + path, { headers: { authorization: `Bearer ${rc.clientToken}` } });
-      const body = await r.json();
+      const { body, gzipped } = await getRaw(nextUrl() + path, { authorization: `Bearer ${rc.clientToken}`, 'accept-encoding': 'gzip' });
       ms.push(performance.now() - t);
-      count = body.devices?.length ?? -1;
+      const parsed = JSON.parse((gzipped ? gunzipSync(body) : body).toString());
+      clientMs.push(performance.now() - t);
+      count = parsed.devices?.length ?? -1;
+      bytes = body.length;
     }
-    return { count, ms: stats(ms) };
+    return { count, bytes, ms: stats(ms), clientMs: stats(clientMs) };
   };
   return { full: await time('/api/devices'), filtered: { select: 'rack=r7', ...(await time('/api/devices?select=rack%3Dr7')) } };
+}
+
+/** A GET's body as it came over the wire (not decompressed), once the last byte is in. */
+function getRaw(url, headers) {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve({ body: Buffer.concat(chunks), gzipped: res.headers['content-encoding'] === 'gzip' })
+          : reject(new Error(`GET ${url}: ${res.statusCode}`)),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /**
@@ -712,7 +741,16 @@ function recordResults(label) {
   const rows = [
     ['submit→start, idle device, ms (p50 / p99 / max)', (r) => cell(r, 'submit', (p) => `${ms(p.submitToStartMs)} (n=${p.jobs})`)],
     ['submit→exit frame, `sim:exit`, ms', (r) => cell(r, 'submit', (p) => ms(p.submitToExitMs))],
-    ['GET /api/devices, whole fleet, ms', (r) => cell(r, 'devices', (p) => `${ms(p.full.ms)} (${p.full.count} devices)`)],
+    [
+      'GET /api/devices, whole fleet, ms',
+      (r) =>
+        cell(r, 'devices', (p) =>
+          p.full.clientMs
+            ? `${ms(p.full.ms)} (${p.full.count} devices, ${Math.round(p.full.bytes / 1024)} KiB gzipped)`
+            : 'n/a (measured with the parse: next row)',
+        ),
+    ],
+    ["… with the client's gunzip + JSON.parse, ms", (r) => cell(r, 'devices', (p) => `${ms(p.full.clientMs ?? p.full.ms)} (${p.full.count} devices)`)],
     ['GET /api/devices?select=rack=r7, ms', (r) => cell(r, 'devices', (p) => `${ms(p.filtered.ms)} (${p.filtered.count} devices)`)],
     ['deep queue: jobs queued behind a full fleet', (r) => cell(r, 'grants', (p) => `${p.queuedAtRelease} (submitted at ${p.queueSubmitPerS}/s)`)],
     [

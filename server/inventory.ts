@@ -145,6 +145,11 @@ export class Inventory {
 
   // ---- reads (each brings stale parts up to date first) ----
 
+  /** The devices' UUIDs by id (what a job's targets name), from what is here: a submit's few, not a map of the fleet. */
+  uuids(ids: readonly number[]): Map<number, string | null> {
+    return new Map(ids.map((id) => [id, this.byId.get(id)?.row.uuid ?? null]));
+  }
+
   /** Every device by host then index, with its labels' details (GET /api/devices?details=1, the queue's reasons). */
   async rows(terms: readonly SelectorTerm[] = []): Promise<DeviceRow[]> {
     await this.fresh();

@@ -43,7 +43,7 @@ export interface SubmitOptions {
 /** What a submit needs: the database, and the fleet as kept in memory (server/inventory.ts). */
 export interface SubmitDeps {
   sql: Sql;
-  inventory: Pick<Inventory, 'candidates' | 'catchUpHosts' | 'reserve' | 'settle' | 'leased' | 'changed'>;
+  inventory: Pick<Inventory, 'candidates' | 'catchUpHosts' | 'reserve' | 'settle' | 'leased' | 'changed' | 'uuids'>;
 }
 
 export async function submitJob(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
@@ -94,7 +94,7 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
   const fields = submitted(sql, id, identity, body, selectorText);
   if (plan) {
     const ids = plan.devices.map((d) => d.id);
-    const targets = targetsOf(plan.devices, new Map(matching.map((m) => [m.row.id, m.row.uuid])));
+    const targets = targetsOf(plan.devices, inventory.uuids(ids));
     const announce = opts.announce?.(id, plan.devices[0]!.hostName, targets, { kind: body.kind, submitter: body.submitter }) ?? null;
     // Held back from other submits here while the claim runs: they would only collide in the lease index.
     inventory.reserve(ids);
