@@ -9,6 +9,7 @@ import { labelText, mibText, vramText } from './format';
 import { JobsTable } from './jobs/jobs-table';
 import { OpenTerminalButton } from './open-terminal';
 import { keys } from './query-keys';
+import { HostServicePanel } from './host-service-panel';
 import { SheetPanel } from './sheet-panel';
 import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle } from './ui';
 
@@ -26,10 +27,11 @@ export function HostView({ name }: { name: string }) {
         </Link>
       </p>
       <PageTitle sub={`${devices.length} device${devices.length === 1 ? '' : 's'}`}>{host.name}</PageTitle>
+      <HostServicePanel host={host} running={devices.filter((d) => d.holder !== null).length} />
       <div className="grid gap-4 lg:grid-cols-3">
         <Card title="Host">
           <dl>
-            <Field term="Status">{host.status}</Field>
+            <Field term="Status">{host.removed ? 'removed' : host.off ? `${host.status}, off` : host.status}</Field>
             <Field term="Last seen">
               <Ago at={host.lastSeenAt} />
             </Field>
@@ -69,7 +71,7 @@ export function HostView({ name }: { name: string }) {
                   </Link>
                 </td>
                 <td className="pr-3">
-                  <DeviceBadge state={shownState(d)} />
+                  <DeviceBadge state={shownState(d)} hostOff={d.hostOff} />
                 </td>
                 <td className="pr-3 text-xs">
                   {d.holder ? (
@@ -84,7 +86,7 @@ export function HostView({ name }: { name: string }) {
                 <td className="hidden pr-3 text-xs sm:table-cell">{vramText(d.labels.vram)}</td>
                 <td className="hidden pr-3 text-xs tabular-nums md:table-cell">{d.gpu ? `${d.gpu.utilPct ?? '–'}% · ${mibText(d.gpu.memUsedMiB)}` : '–'}</td>
                 <td className="py-1 text-right">
-                  <OpenTerminalButton device={d.name} disabled={d.state === 'unhealthy' || d.state === 'offline'} />
+                  <OpenTerminalButton device={d.name} disabled={d.hostOff || (d.state !== 'free' && d.state !== 'busy')} />
                 </td>
               </tr>
             ))}

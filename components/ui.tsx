@@ -11,12 +11,20 @@ const DEVICE_COLOURS: Record<DeviceState | 'held', string> = {
   free: 'bg-emerald-100 text-emerald-900 ring-emerald-300',
   busy: 'bg-sky-100 text-sky-900 ring-sky-300',
   held: 'bg-violet-100 text-violet-900 ring-violet-300',
+  off: 'bg-amber-100 text-amber-900 ring-amber-300',
   unhealthy: 'bg-red-100 text-red-900 ring-red-300',
   offline: 'bg-zinc-200 text-zinc-700 ring-zinc-300',
+  removed: 'bg-zinc-100 text-zinc-500 ring-zinc-200 line-through',
 };
 
-export function DeviceBadge({ state }: { state: DeviceState | 'held' }) {
-  return <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ring-1 ${DEVICE_COLOURS[state]}`}>{state}</span>;
+/** A device's state; `hostOff`: its host is turned off, so a busy (or held) one reads "off (busy)": its job finishes, no new one starts. */
+export function DeviceBadge({ state, hostOff = false }: { state: DeviceState | 'held'; hostOff?: boolean }) {
+  const draining = hostOff && (state === 'busy' || state === 'held');
+  return (
+    <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ring-1 ${DEVICE_COLOURS[draining ? 'off' : state]}`}>
+      {draining ? `off (${state})` : state}
+    </span>
+  );
 }
 
 const JOB_COLOURS: Record<string, string> = {

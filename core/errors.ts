@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   busy: 409,
   quarantined: 409,
   conflict: 409,
+  /** rc admin host rm of a host that still runs jobs: turn it off and let them finish first. */
+  host_busy: 409,
   payload_too_large: 413,
   /** A request the session cookie authenticates that changes something must be JSON (no browser page can send that without a preflight). */
   unsupported_media_type: 415,

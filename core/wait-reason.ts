@@ -3,10 +3,11 @@
 // a scheduling pass does (core/schedule.ts decide): a free device an earlier
 // job would take, or one a multi-GPU job waiting past RC_RESERVE_AFTER_S holds
 // back, is not this job's. Pure: the caller loads the queue and the fleet.
-import type { WaitReason } from '../protocol/wire';
+import type { DeviceState as WireDeviceState, WaitReason } from '../protocol/wire';
 import { byHostThenIndex, deviceMatches, type DeviceView, pickOnOneHost, type QueuedJob, queueOrder } from './schedule';
 
-export type DeviceState = 'free' | 'busy' | 'unhealthy' | 'offline';
+/** A listed device's state (a removed host's devices are in no queue's count). */
+export type DeviceState = Exclude<WireDeviceState, 'removed'>;
 
 /** A device of the whole fleet (every controller's), as the fleet view lists it. */
 export interface FleetDevice extends Omit<DeviceView, 'free'> {
@@ -64,7 +65,7 @@ interface MatchSet {
 }
 
 function matchSet(devices: FleetDevice[]): MatchSet {
-  const counts: Counts = { matching: devices.length, free: 0, busy: 0, unhealthy: 0, offline: 0 };
+  const counts: Counts = { matching: devices.length, free: 0, busy: 0, off: 0, unhealthy: 0, offline: 0 };
   let bestHost: FleetDevice[] = [];
   let run: FleetDevice[] = [];
   for (const d of devices) {
@@ -81,6 +82,7 @@ interface Counts {
   matching: number;
   free: number;
   busy: number;
+  off: number;
   unhealthy: number;
   offline: number;
 }
@@ -123,6 +125,7 @@ export function sentence(
   }
   const states: [number, string][] = [
     [c.busy, 'busy'],
+    [c.off, 'on a host turned off'],
     [c.unhealthy, 'quarantined'],
     [c.offline, 'offline'],
   ];

@@ -50,6 +50,13 @@ export const hosts = pgTable('hosts', {
   lastSeenAt: ts('last_seen_at'),
   workerVersion: text('worker_version'),
   createdAt: ts('created_at').notNull().defaultNow(),
+  /** rc admin host off: takes no new jobs (the running ones finish) until `on`; who turned it off, and why. */
+  offSince: ts('off_since'),
+  offBy: text('off_by'),
+  offReason: text('off_reason'),
+  /** rc admin host rm: its credentials revoked, its devices no longer listed or scheduled; kept for the record (listed with --all). */
+  removedAt: ts('removed_at'),
+  removedBy: text('removed_by'),
 });
 
 export const devices = pgTable(

@@ -132,6 +132,11 @@ const hostNameRule = z.string().min(1).max(63).regex(HOST_NAME, 'host names are 
 export const RegisterHost = z.object({ name: hostNameRule }).strict();
 export type RegisterHost = z.infer<typeof RegisterHost>;
 
+/** rc admin host off: why (optional; shown in rc devices, describe and the dashboard, and audited). */
+export const TurnHostOff = z.object({ reason: z.string().trim().max(500).optional() }).strict();
+/** rc admin host on and rm take nothing. */
+export const NoBody = z.object({}).strict();
+
 /** Clearing a quarantine: the reason is required, it goes into the audit log. */
 export const ClearQuarantine = z
   .object({
@@ -214,6 +219,8 @@ export const BODIES = {
   'POST /api/holds/:id/release': ReleaseHold,
   'POST /api/holds/:id/extend': ExtendHold,
   'POST /api/admin/hosts': RegisterHost,
+  'POST /api/admin/hosts/:name/off': TurnHostOff,
+  'POST /api/admin/hosts/:name/on': NoBody,
   'POST /api/admin/devices/:name/clear': ClearQuarantine,
   'POST /api/admin/tokens': CreateToken,
 } as const satisfies { [N in JsonBodyRoute]: z.ZodType<unknown, BodyOf<N>> };

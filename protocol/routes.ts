@@ -39,6 +39,7 @@ import type {
   StreamQuery,
   SubmitJobBody,
   TokenKind,
+  TurnHostOffBody,
   TokenView,
   Whoami,
   WriteSheetBody,
@@ -75,6 +76,9 @@ export const ROUTES = {
   'POST /api/holds/:id/release': 'client',
   'POST /api/holds/:id/extend': 'client',
   'POST /api/admin/hosts': 'admin',
+  'POST /api/admin/hosts/:name/off': 'admin',
+  'POST /api/admin/hosts/:name/on': 'admin',
+  'DELETE /api/admin/hosts/:name': 'admin',
   'GET /api/worker/whoami': 'host',
   'POST /api/admin/devices/:name/clear': 'admin',
   'POST /api/admin/tokens': 'admin',
@@ -95,8 +99,9 @@ export const ROUTES = {
 export interface RouteTypes {
   'GET /api/whoami': { response: Whoami };
   /** Each device with its merged labels; with details=1 each is a DeviceRow (every label's source and age too). */
-  'GET /api/devices': { query: { select?: string; details?: '1' }; response: { devices: DeviceSummary[] } };
-  'GET /api/hosts': { response: { hosts: HostRow[] } };
+  'GET /api/devices': { query: { select?: string; details?: '1'; all?: '1' }; response: { devices: DeviceSummary[] } };
+  /** all=1: removed hosts too. */
+  'GET /api/hosts': { query: { all?: '1' }; response: { hosts: HostRow[] } };
   'GET /api/fleet': { query: { host?: string }; response: Fleet };
   'GET /api/hosts/:name': { response: HostDescription };
   'GET /api/samples': { query: SamplesQuery; response: { samples: DeviceSamples[] } };
@@ -123,6 +128,11 @@ export interface RouteTypes {
   'POST /api/holds/:id/release': { body: ReleaseHoldBody; response: { job: JobView } };
   'POST /api/holds/:id/extend': { body: ExtendHoldBody; response: { job: JobView } };
   'POST /api/admin/hosts': { body: RegisterHostBody; response: RegisteredHost };
+  /** No new jobs on the host; its running ones finish. `already`: it was off before (by whom it says). */
+  'POST /api/admin/hosts/:name/off': { body: TurnHostOffBody; response: { host: HostRow; already: boolean } };
+  'POST /api/admin/hosts/:name/on': { body: Record<string, never>; response: { host: HostRow; already: boolean } };
+  /** Revokes the host's credentials (its worker stops for good), stops listing and scheduling its devices; refused (host_busy) while it runs jobs. */
+  'DELETE /api/admin/hosts/:name': { response: { host: HostRow; revokedTokens: number } };
   'GET /api/worker/whoami': { response: { host: string | null } };
   'POST /api/admin/devices/:name/clear': { body: ClearQuarantineBody; response: Cleared };
   'POST /api/admin/tokens': { body: CreateTokenBody; response: CreatedToken };

@@ -8,7 +8,7 @@
 // Request bodies are the zod schemas' input types (protocol/api.ts): one
 // definition, checked by the controller, typed for the callers.
 import type { z } from 'zod';
-import type { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SignIn, SubmitJob, WriteSheet } from './api';
+import type { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SignIn, SubmitJob, TurnHostOff, WriteSheet } from './api';
 import type { EndCause, JobState } from '../core/job-state';
 import type { TtyOpen } from './tty';
 
@@ -87,7 +87,8 @@ export interface JobExitEvent {
 
 // ---- the fleet ------------------------------------------------------------
 
-export type DeviceState = 'free' | 'busy' | 'offline' | 'unhealthy';
+/** off: its host was turned off (rc admin host off), takes no new jobs; a device still held there is busy (shown "off (busy)"). removed: its host was removed (listed only with ?all=1). */
+export type DeviceState = 'free' | 'busy' | 'off' | 'offline' | 'unhealthy' | 'removed';
 /** online: its worker is connected; away: disconnected, within the host timeout; offline: past it. */
 export type HostStatus = 'online' | 'away' | 'offline';
 
@@ -134,6 +135,8 @@ export interface DeviceSummary {
   uuid: string | null;
   hostStatus: HostStatus;
   state: DeviceState;
+  /** Its host is turned off (rc admin host off): no new jobs; busy here means "off (busy)", its job finishing. */
+  hostOff: boolean;
   holder: Holder | null;
   /** The merged view selectors match against. */
   labels: Record<string, string>;
@@ -195,9 +198,10 @@ export interface SamplesQuery {
 export interface WaitReason {
   /** Devices its selector (and -d) match at all. */
   matching: number;
-  /** Of those: free now, busy (leased), unhealthy (quarantined), offline. */
+  /** Of those: free now, busy (leased), off (on a host turned off), unhealthy (quarantined), offline. */
   free: number;
   busy: number;
+  off: number;
   unhealthy: number;
   offline: number;
   /** A multi-GPU job waiting past RC_RESERVE_AFTER_S holds back these devices for itself (core/schedule.ts reservationFor); null when none. */
@@ -228,6 +232,8 @@ export interface AuditEntry {
 
 /** GET /api/audit: filters, each optional; newest first, `before` an entry's id to page back. */
 export interface AuditQuery {
+  /** Only entries this recent: 30m, 12h, 7d (a number and s, m, h or d). */
+  since?: string;
   actor?: string;
   action?: string;
   target?: string;
@@ -240,6 +246,10 @@ export interface HostRow {
   status: HostStatus;
   lastSeenAt: string | null;
   workerVersion: string | null;
+  /** Set while turned off (rc admin host off): since when, by whom, and why (the reason may be empty). */
+  off: { since: string; by: string; reason: string | null } | null;
+  /** Set once removed (rc admin host rm): listed only with ?all=1. */
+  removed: { at: string; by: string } | null;
 }
 
 /** A host's usage sheet or a device's note (Markdown). */
@@ -252,6 +262,8 @@ export interface SheetView {
 /** GET /api/devices/:name: one device in full (rc describe). */
 export interface DeviceDescription {
   device: DeviceRow;
+  /** Its host: whether it is turned off, by whom and why. */
+  host: HostRow;
   /** The host's usage sheet, if its operator wrote one. */
   sheet: SheetView | null;
   /** This device's own note, if any. */
@@ -334,6 +346,7 @@ export type KillJobBody = z.input<typeof KillJob>;
 export type ReleaseHoldBody = z.input<typeof ReleaseHold>;
 export type ExtendHoldBody = z.input<typeof ExtendHold>;
 export type RegisterHostBody = z.input<typeof RegisterHost>;
+export type TurnHostOffBody = z.input<typeof TurnHostOff>;
 export type ClearQuarantineBody = z.input<typeof ClearQuarantine>;
 export type CreateTokenBody = z.input<typeof CreateToken>;
 export type WriteSheetBody = z.input<typeof WriteSheet>;

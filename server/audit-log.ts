@@ -2,6 +2,7 @@
 // filtered, paged back by id. `actor` and `target` match anywhere in the text
 // (case-insensitive); `action` matches exactly, or every action under a prefix
 // when it ends with `*` (`token.*`: token.create, token.revoke).
+import { parseDuration } from '../core/duration';
 import { RcError } from '../core/errors';
 import type { AuditEntry } from '../protocol/wire';
 import type { Sql } from './db';
@@ -13,8 +14,13 @@ export interface AuditFilter {
   actionPrefix: boolean;
   target: string | null;
   before: number | null;
+  /** Only entries at most this many seconds old. */
+  sinceS: number | null;
   limit: number;
 }
+
+/** The longest `since` (a year): past it, leave it out. */
+const MAX_SINCE_S = 366 * 86400;
 
 const ACTION = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*(\.?\*)?$/;
 
@@ -35,6 +41,10 @@ export function parseAuditQuery(query: URLSearchParams): AuditFilter {
   const limit = Number(limitText);
   if (!/^\d{1,4}$/.test(limitText) || limit < 1 || limit > 500)
     throw new RcError('bad_request', `limit must be a whole number from 1 to 500, not ${JSON.stringify(limitText.slice(0, 50))}`);
+  const sinceText = query.get('since');
+  const sinceS = sinceText === null || sinceText === '' ? null : parseDuration(sinceText);
+  if (sinceText && (sinceS === null || sinceS < 1 || sinceS > MAX_SINCE_S))
+    throw new RcError('bad_request', `since: a duration from 1s to 366d such as 30m, 12h or 7d, not ${JSON.stringify(sinceText.slice(0, 50))}`);
   const prefix = actionText?.endsWith('*') ?? false;
   return {
     actor: text('actor'),
@@ -42,6 +52,7 @@ export function parseAuditQuery(query: URLSearchParams): AuditFilter {
     actionPrefix: prefix,
     target: text('target'),
     before: beforeText === null ? null : Number(beforeText),
+    sinceS,
     limit,
   };
 }
@@ -60,6 +71,7 @@ export async function listAudit(sql: Sql, f: AuditFilter): Promise<AuditEntry[]>
     f.target === null ? null : sql`target ilike ${anywhere(f.target)}`,
     f.action === null ? null : f.actionPrefix ? sql`starts_with(action, ${f.action})` : sql`action = ${f.action}`,
     f.before === null ? null : sql`id < ${f.before}`,
+    f.sinceS === null ? null : sql`at >= now() - make_interval(secs => ${f.sinceS})`,
   ].filter((c) => c !== null);
   const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`, sql`true`);
   const rows = await sql<AuditRow[]>`

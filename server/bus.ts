@@ -42,7 +42,9 @@ export type BusMessage =
   /** Something the dashboard shows changed (server/live.ts). */
   | { t: 'live'; change: LiveChange }
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */
-  | { t: 'poke' };
+  | { t: 'poke' }
+  /** Token `tokenId` was revoked: every controller cuts its connections (the auth cache would otherwise let it work a moment longer, and an open socket until it closes). */
+  | { t: 'cut'; tokenId: number };
 
 interface Envelope {
   /** The controller that sent it: it does not act on its own messages. */

@@ -14,6 +14,8 @@ import { Router } from './http/router';
 import { registerApi } from './http/api';
 import { TtyHub } from './tty';
 import { forgetToken } from './auth';
+import { removedHostOf, removedMessage } from './host-admin';
+import { hashSecret } from './tokens';
 import { boundBacklog } from './socket-backlog';
 import { LIVE_NAMESPACE, TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
 import type { JobEvent, JobKind } from '../protocol/wire';
@@ -223,6 +225,7 @@ export class Controller {
     else if (m.t === 'call') this.calls.serve(m.id, m.host, this.holds).catch((err: unknown) => this.log(`a file step for ${m.host}: ${String(err)}`));
     else if (m.t === 'reply') this.calls.replied(m.id);
     else if (m.t === 'poke') void this.scheduler.poke();
+    else if (m.t === 'cut') this.cutHere(m.tokenId);
   }
 
   /** Messages missed while the bus was away (or lost): the periodic backstop. */
@@ -234,7 +237,13 @@ export class Controller {
   }
 
   /** A revoked token: out of the auth cache, and its live sockets (a worker, terminals, the live view) cut now. */
+  /** A token was revoked: its connections are cut here and, told on the bus, on every other controller. */
   cutToken(tokenId: number): void {
+    this.cutHere(tokenId);
+    this.bus.publish({ t: 'cut', tokenId });
+  }
+
+  private cutHere(tokenId: number): void {
     forgetToken(tokenId);
     if (!this.io) return;
     for (const ns of [this.io.of(LIVE_NAMESPACE), this.io.of(TTY_NAMESPACE), this.io.of(WORKER_NAMESPACE)]) {
@@ -256,7 +265,13 @@ export class Controller {
     io.of(LIVE_NAMESPACE).use(people);
     io.of(LIVE_NAMESPACE).on('connection', (socket) => boundBacklog(socket, log));
     this.live.attach(io.of(LIVE_NAMESPACE));
-    this.hub.attach(io, socketAuth(this.db, 'worker', null));
+    this.hub.attach(
+      io,
+      socketAuth(this.db, 'worker', null, async (secret) => {
+        const gone = await removedHostOf(this.sql, hashSecret(secret));
+        return gone && removedMessage(gone);
+      }),
+    );
     await this.tty.start(io, people);
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
     // One pass of each loop at a time: passes queued behind a stalled database would judge stale time when it comes back.

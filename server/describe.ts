@@ -21,15 +21,16 @@ export async function describeDevice(sql: Sql, name: string): Promise<DeviceDesc
   const parsed = parseDeviceName(name);
   const device = parsed ? (await loadDevices(sql, { host: parsed.hostName })).find((d) => d.name === name) : undefined;
   if (!device) throw new RcError('not_found', `no device is named ${name}; rc devices lists them`);
-  const [found, recent] = await Promise.all([
+  const [found, recent, hostRows] = await Promise.all([
     sql<SheetRow[]>`select * from sheets where host_name = ${device.hostName} and device_index in (-1, ${device.index})`,
     sql<JobRow[]>`select * from jobs where devices @> ${JSON.stringify([name])}::text::jsonb order by created_at desc limit 10`,
+    loadHosts(sql, device.hostName),
   ]);
   const view = (i: number): SheetView | null => {
     const s = found.find((r) => r.deviceIndex === i);
     return s ? sheetView(s) : null;
   };
-  return { device, sheet: view(-1), note: view(device.index), recentJobs: recent.map(jobView) };
+  return { device, host: hostRows[0]!, sheet: view(-1), note: view(device.index), recentJobs: recent.map(jobView) };
 }
 
 /** How many of a host's recent jobs its page shows. */
@@ -38,14 +39,16 @@ export const HOST_RECENT_JOBS = 20;
 /** One host in full (the host page): its row, its devices with their labels' details, its sheet, its recent jobs. */
 export async function describeHost(sql: Sql, name: string): Promise<HostDescription> {
   const [hostRows, devices, sheet, recent] = await Promise.all([
-    loadHosts(sql, name),
+    loadHosts(sql, name, { all: true }),
     loadDevices(sql, { host: name }),
     sql<SheetRow[]>`select * from sheets where host_name = ${name} and device_index = -1`,
     sql<JobRow[]>`select * from jobs where host_name = ${name} order by seq desc limit ${HOST_RECENT_JOBS}`,
   ]);
   const host = hostRows[0];
   if (!host) throw new RcError('not_found', `no host is named ${name}; rc admin hosts lists them (GET /api/hosts)`);
-  return { host, devices, sheet: sheet[0] ? sheetView(sheet[0]) : null, recentJobs: recent.map(jobView) };
+  // A removed host's page still shows its devices, as removed.
+  const shown = host.removed ? await loadDevices(sql, { host: name, removed: true }) : devices;
+  return { host, devices: shown, sheet: sheet[0] ? sheetView(sheet[0]) : null, recentJobs: recent.map(jobView) };
 }
 
 /**

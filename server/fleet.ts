@@ -12,13 +12,22 @@ type LabelRow = typeof labels.$inferSelect;
 type FleetDevice = Pick<
   DeviceColumns,
   'id' | 'hostName' | 'index' | 'uuid' | 'unhealthySince' | 'unhealthyReason' | 'unhealthyEvidence' | 'gpuSample' | 'sampledAt'
-> & { hostStatus: DeviceSummary['hostStatus']; jobId: string | null; jobKind: JobKind | null; submitter: string | null; acquiredAt: Date | null };
+> & {
+  hostStatus: DeviceSummary['hostStatus'];
+  hostOff: boolean;
+  jobId: string | null;
+  jobKind: JobKind | null;
+  submitter: string | null;
+  acquiredAt: Date | null;
+};
 
 export interface LoadOptions {
   /** Only this host's devices. */
   host?: string;
   /** Every label's source, age and staleness (labelDetails); default true. Without: the merged labels only, cheaper. */
   details?: boolean;
+  /** Only removed hosts' devices (state `removed`; rc devices --all): by default, only the others'. */
+  removed?: boolean;
 }
 
 /** The present devices, by host and index: all of them, or one host's (`host`); with their labels' details unless `details: false`. */
@@ -32,13 +41,13 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
   const where = one ? sql`where host_name = ${opts.host!}` : sql``;
   const [found, allLabels, merged] = await Promise.all([
     sql<FleetDevice[]>`
-      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
+      select d.id, d.host_name, d.index, d.uuid, h.status as host_status, h.off_since is not null as host_off, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
         d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
       from devices d
       join hosts h on h.name = d.host_name
       left join leases l on l.device_id = d.id and l.released_at is null
       left join jobs j on j.id = l.job_id
-      where d.present ${one ? sql`and d.host_name = ${opts.host!}` : sql``}
+      where d.present and h.removed_at is ${opts.removed ? sql`not null` : sql`null`} ${one ? sql`and d.host_name = ${opts.host!}` : sql``}
       order by d.host_name, d.index`,
     details ? sql<LabelRow[]>`select * from labels ${where} order by key, device_index desc, source` : Promise.resolve([]),
     // Without details, the database merges each level (a declared label beats a detected one) and sends one
@@ -84,7 +93,8 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       index: d.index,
       uuid: d.uuid,
       hostStatus: d.hostStatus,
-      state: deviceState(d.unhealthySince !== null, d.hostStatus, d.jobId !== null),
+      state: opts.removed ? 'removed' : deviceState(d.unhealthySince !== null, d.hostStatus, d.jobId !== null, d.hostOff),
+      hostOff: d.hostOff,
       holder: d.jobId ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
       labels: labelDetails
         ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value]))
@@ -100,9 +110,14 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
  * A device's state. Unhealthy wins: a quarantined device is never free,
  * whatever else is true. An offline host's devices are offline, even while a
  * lost job still holds them (freed when the worker comes back without it).
+ * A turned-off host's devices are off once their jobs are done (busy until then).
  */
-export function deviceState(unhealthy: boolean, hostStatus: DeviceSummary['hostStatus'], held: boolean): DeviceSummary['state'] {
-  return unhealthy ? 'unhealthy' : hostStatus === 'offline' ? 'offline' : held ? 'busy' : hostStatus === 'online' ? 'free' : 'offline';
+export function deviceState(unhealthy: boolean, hostStatus: DeviceSummary['hostStatus'], held: boolean, hostOff: boolean): DeviceSummary['state'] {
+  if (unhealthy) return 'unhealthy';
+  if (hostStatus === 'offline') return 'offline';
+  if (held) return 'busy';
+  if (hostOff) return 'off';
+  return hostStatus === 'online' ? 'free' : 'offline';
 }
 
 /** The rank of markEffective's rule: a device's own label beats its host's, a declared one a detected one. */
@@ -135,8 +150,21 @@ export function markEffective(details: LabelView[]): LabelView[] {
   return details.map((l) => ({ ...l, effective: best.get(l.key) === l }));
 }
 
-/** Every registered host by name, or the one named `host` (none when it is not registered). */
-export async function loadHosts(sql: Sql, host?: string): Promise<HostRow[]> {
-  const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts ${host === undefined ? sql`` : sql`where name = ${host}`} order by name`;
-  return rows.map((h) => ({ name: h.name, status: h.status, lastSeenAt: h.lastSeenAt?.toISOString() ?? null, workerVersion: h.workerVersion }));
+/** Every registered host by name, or the one named `host` (none when it is not registered); removed ones only with `all`. */
+export async function loadHosts(sql: Sql, host?: string, opts: { all?: boolean } = {}): Promise<HostRow[]> {
+  const conds = [host === undefined ? null : sql`name = ${host}`, opts.all ? null : sql`removed_at is null`].filter((c) => c !== null);
+  const where = conds.length === 2 ? sql`where ${conds[0]!} and ${conds[1]!}` : conds.length === 1 ? sql`where ${conds[0]!}` : sql``;
+  const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts ${where} order by name`;
+  return rows.map(hostRow);
+}
+
+export function hostRow(h: typeof hosts.$inferSelect): HostRow {
+  return {
+    name: h.name,
+    status: h.status,
+    lastSeenAt: h.lastSeenAt?.toISOString() ?? null,
+    workerVersion: h.workerVersion,
+    off: h.offSince ? { since: h.offSince.toISOString(), by: h.offBy ?? '', reason: h.offReason } : null,
+    removed: h.removedAt ? { at: h.removedAt.toISOString(), by: h.removedBy ?? '' } : null,
+  };
 }

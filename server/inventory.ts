@@ -222,10 +222,12 @@ export class Inventory {
   }
 
   /** Devices by state (the metrics). */
-  byState(): Record<DeviceState, number> {
-    const n: Record<DeviceState, number> = { free: 0, busy: 0, unhealthy: 0, offline: 0 };
+  byState(): Record<Exclude<DeviceState, 'removed'>, number> {
+    // A removed host's devices are not here.
+    const n: Record<DeviceState, number> = { free: 0, busy: 0, off: 0, unhealthy: 0, offline: 0, removed: 0 };
     for (const e of this.byId.values()) n[e.row.state] += 1;
-    return n;
+    const { removed: _, ...listed } = n;
+    return listed;
   }
 
   // ---- loading ----
@@ -249,7 +251,7 @@ export class Inventory {
 
   private restate(e: Entry): void {
     e.json = null;
-    const state = deviceState(e.row.unhealthy !== null, e.row.hostStatus, e.row.holder !== null);
+    const state = deviceState(e.row.unhealthy !== null, e.row.hostStatus, e.row.holder !== null, e.row.hostOff);
     e.row.state = state;
     e.view.free = state === 'free' && !this.pending.has(e.row.id);
     if (e.view.free) this.free.add(e);

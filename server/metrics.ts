@@ -17,7 +17,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import { FINAL_STATES } from '../core/job-state';
 import type { Sql } from './db';
 
-/** How many devices are in each state (free, busy, unhealthy, offline). */
+/** How many devices are in each state (free, busy, off, unhealthy, offline). */
 export type DevicesByState = () => Record<string, number> | Promise<Record<string, number>>;
 
 export interface MetricsOptions {
@@ -28,7 +28,7 @@ export interface MetricsOptions {
 }
 
 /** The device states that always have a series, 0 or not (alerts on `unhealthy` need one). */
-const DEVICE_STATES = ['free', 'busy', 'unhealthy', 'offline'] as const;
+const DEVICE_STATES = ['free', 'busy', 'off', 'unhealthy', 'offline'] as const;
 /** The job states counted in the database at scrape time: those of live jobs only. */
 const LIVE_STATES = ['queued', 'running'] as const;
 
@@ -80,7 +80,12 @@ export class Metrics {
       registers,
     });
     for (const state of FINAL_STATES) this.jobsEnded.labels(state).inc(0);
-    this.devices = new Gauge({ name: 'rc_devices', help: 'Devices by state: free, busy, unhealthy, offline.', labelNames: ['state'], registers });
+    this.devices = new Gauge({
+      name: 'rc_devices',
+      help: 'Devices by state: free, busy, off (a host turned off), unhealthy, offline.',
+      labelNames: ['state'],
+      registers,
+    });
     const grant = new Histogram({
       name: 'rc_job_grant_latency_seconds',
       help: "Seconds from a job's submit to its lease grant (database clock), by who granted it: the submit itself (submit) or a scheduling pass (pass).",

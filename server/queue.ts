@@ -3,7 +3,7 @@
 // devices), the same walk a scheduling pass makes.
 import type { QueuedJob } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
-import { waitReasons } from '../core/wait-reason';
+import { type FleetDevice, waitReasons } from '../core/wait-reason';
 import type { DeviceSummary, QueueEntry } from '../protocol/wire';
 import type { Sql } from './db';
 import { type JobRow, jobView } from './jobs/job-view';
@@ -20,7 +20,8 @@ export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => 
   const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit ${QUEUE_SHOWN}`;
   // An empty queue needs no fleet.
   if (!rows.length) return [];
-  const fleet = await devices();
+  // A removed host's devices are not in the fleet's listing (only with ?all=1): none counts here.
+  const fleet = (await devices()).filter((d): d is DeviceSummary & { state: FleetDevice['state'] } => d.state !== 'removed');
   const terms = new Map<string, readonly SelectorTerm[]>();
   const now = Date.now();
   const queued = rows.map((j): QueuedJob => {

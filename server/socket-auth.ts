@@ -23,21 +23,35 @@ export type SocketAudience = 'worker' | 'people';
  * socket.io middleware for a namespace: signs the socket in and sets
  * socket.data (SocketIdentity); refused with a message saying what is needed.
  */
-export function socketAuth(db: DbOrTx, audience: SocketAudience, publicUrl: string | null) {
+export function socketAuth(
+  db: DbOrTx,
+  audience: SocketAudience,
+  publicUrl: string | null,
+  /** A refused credential's own story (a removed host's: its worker stops for good), or null for the plain refusal. */
+  whyRefused: (secret: string) => Promise<string | null> = async () => null,
+) {
   return (socket: Socket, next: (err?: Error) => void): void => {
     const cred = audience === 'worker' ? bearerOnly(socket.handshake) : socketCredential(socket.handshake, publicUrl);
     if (!cred.ok) return next(new Error(cred.message));
     identify(db, cred.secret).then(
       (id) => {
         const fits = audience === 'worker' ? id?.kind === 'host' && id.hostName !== null : id !== null && id.kind !== 'host';
-        if (!id || !fits)
-          return next(new Error(audience === 'worker' ? 'unauthorized: a host credential is required' : 'unauthorized: a client or admin token is required'));
+        if (!id && cred.secret)
+          return void whyRefused(cred.secret).then(
+            (why) => next(new Error(why ?? refusal(audience))),
+            () => next(new Error(refusal(audience))),
+          );
+        if (!id || !fits) return next(new Error(refusal(audience)));
         socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: cred.web } satisfies SocketIdentity;
         next();
       },
       () => next(new Error('unavailable')),
     );
   };
+}
+
+function refusal(audience: SocketAudience): string {
+  return audience === 'worker' ? 'unauthorized: a host credential is required' : 'unauthorized: a client or admin token is required';
 }
 
 function bearerOnly(handshake: Socket['handshake']): SocketCredential {

@@ -24,6 +24,8 @@ export interface LinkHooks {
   lost(): void;
   /** Every heartbeat interval while connected. */
   beat(): void;
+  /** The controller says this host was removed (rc admin host rm): the worker stops for good. */
+  removed(message: string): void;
 }
 
 export class ControllerLink {
@@ -60,7 +62,16 @@ export class ControllerLink {
       if (reason === 'io server disconnect' && !this.stopping) setTimeout(() => this.socket.connect(), 500);
     });
     this.controller = rotateControllers(this.socket as unknown as Socket, urls, WORKER_NAMESPACE, (url) => log(`trying the next controller, ${url}`));
-    this.socket.on('connect_error', (err) => log(`cannot reach the controller at ${this.controller.current()}: ${err.message}; retrying`));
+    this.socket.on('connect_error', (err) => {
+      if (err.message.startsWith('host_removed:')) {
+        // Not a fault to retry: the credential is revoked for good.
+        this.stopReconnecting();
+        this.socket.disconnect();
+        this.hooks.removed(err.message);
+        return;
+      }
+      log(`cannot reach the controller at ${this.controller.current()}: ${err.message}; retrying`);
+    });
   }
 
   sendInventory(inventory: Inventory): void {

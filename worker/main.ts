@@ -30,6 +30,8 @@ import type { Runtime } from './runtime';
 import { readWorkerConfigFile } from './worker-config';
 
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
+/** The worker's exit status when its host was removed (EX_CONFIG): a service manager must not restart it (RestartPreventExitStatus=78). */
+export const EXIT_HOST_REMOVED = 78;
 
 class Worker {
   private readonly probeTimer: NodeJS.Timeout;
@@ -55,6 +57,11 @@ class Worker {
         },
         lost: () => this.jobs.terminals.flowAll(false),
         beat: () => beat(this.link, gpus, prober, this.jobs, log),
+        removed: (message) => {
+          log(message);
+          // A distinct status, so that a service manager does not start it again (install.md: RestartPreventExitStatus).
+          void this.shutdown().then(() => process.exit(EXIT_HOST_REMOVED));
+        },
       },
       log,
     );

@@ -3,11 +3,19 @@ import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, out, table, usage } from '../output';
+import { age, json, out, table, usage } from '../output';
 
 export const ADMIN_HELP = `usage: rc admin <command>
 
   rc admin host add <name>               register a host; prints its worker credential once
+  rc admin host off <name> [--reason <text>]
+                                         no new jobs on it; the running ones finish (off (busy))
+  rc admin host on <name>                it takes jobs again
+  rc admin host rm <name>                remove it: its credential is revoked and its worker stops
+                                         for good (refused while jobs run there: turn it off first)
+  rc admin hosts [--all] [--json]        every host: status, off or removed (--all: removed ones too)
+  rc admin audit [--limit N] [--since 7d] [--action A] [--json]
+                                         the audit log, newest first: who did what, when, from where
   rc admin token create <name> [--admin] create a client (or admin) token; printed once
       [--submitter <name or prefix/>]    bind a client token: it may act only as that name,
                                          or with a trailing /, only as names under it
@@ -38,6 +46,107 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     const r = await client.call('POST /api/admin/hosts', { body: { name: parsed.rest[0]! } });
     out(
       `host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`,
+    );
+    return EXIT.ok;
+  }
+  if (group === 'host' && (verb === 'off' || verb === 'on' || verb === 'rm')) {
+    const parsed = parseFlags(`admin host ${verb}`, rest, verb === 'off' ? [{ name: 'reason', type: 'string' }] : [], false);
+    const name = parsed.rest[0];
+    if (!name || parsed.rest.length !== 1) usage(verb === 'off' ? 'rc admin host off <name> [--reason <text>]' : `rc admin host ${verb} <name>`);
+    if (verb === 'off') {
+      const r = await client.call('POST /api/admin/hosts/:name/off', { name, body: { reason: stringFlag(parsed, 'reason') } });
+      out(
+        r.already
+          ? `host ${name} was already off (since ${age(r.host.off!.since)} ago, by ${r.host.off!.by}); nothing changed
+`
+          : `host ${name} is off: no new jobs start there; running ones finish (rc devices shows them off (busy)). rc admin host on ${name} takes jobs again
+`,
+      );
+    } else if (verb === 'on') {
+      const r = await client.call('POST /api/admin/hosts/:name/on', { name, body: {} });
+      out(
+        r.already
+          ? `host ${name} was not off; nothing changed
+`
+          : `host ${name} is on: it takes jobs again
+`,
+      );
+    } else {
+      const r = await client.call('DELETE /api/admin/hosts/:name', { name });
+      out(
+        `host ${name} removed: ${r.revokedTokens === 1 ? 'its credential was' : `its ${r.revokedTokens} credentials were`} revoked and its worker cut off; it stops for good and logs how to uninstall it. rc admin hosts --all still lists it; rc admin host add ${name} registers it again
+`,
+      );
+    }
+    return EXIT.ok;
+  }
+  if (group === 'hosts') {
+    const parsed = parseFlags(
+      'admin hosts',
+      [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''),
+      [
+        { name: 'all', type: 'boolean' },
+        { name: 'json', type: 'boolean' },
+      ],
+      false,
+    );
+    if (parsed.rest.length) usage('rc admin hosts [--all] [--json]');
+    const r = await client.call('GET /api/hosts', { query: { all: parsed.flags.has('all') ? '1' : undefined } });
+    if (parsed.flags.has('json')) {
+      json(r);
+      return EXIT.ok;
+    }
+    out(
+      table(
+        ['HOST', 'STATUS', 'SEEN', 'WORKER', 'NOTE'],
+        r.hosts.map((h) => [
+          h.name,
+          h.removed ? 'removed' : h.off ? `${h.status}, off` : h.status,
+          h.lastSeenAt ? `${age(h.lastSeenAt)} ago` : 'never',
+          h.workerVersion ?? '-',
+          h.removed
+            ? `removed ${age(h.removed.at)} ago by ${h.removed.by}`
+            : h.off
+              ? `off ${age(h.off.since)} ago by ${h.off.by}${h.off.reason ? `: ${h.off.reason}` : ''}`
+              : '-',
+        ]),
+      ),
+    );
+    return EXIT.ok;
+  }
+  if (group === 'audit') {
+    const parsed = parseFlags(
+      'admin audit',
+      [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''),
+      [
+        { name: 'limit', type: 'string' },
+        { name: 'since', type: 'string' },
+        { name: 'action', type: 'string' },
+        { name: 'json', type: 'boolean' },
+      ],
+      false,
+    );
+    if (parsed.rest.length) usage('rc admin audit [--limit N] [--since 7d] [--action A] [--json]');
+    // The controller validates each (one rule: server/audit-log.ts); its message names the flag's query key.
+    const r = await client.call('GET /api/audit', {
+      query: { limit: stringFlag(parsed, 'limit'), since: stringFlag(parsed, 'since'), action: stringFlag(parsed, 'action') },
+    });
+    if (parsed.flags.has('json')) {
+      json(r);
+      return EXIT.ok;
+    }
+    out(
+      table(
+        ['WHEN', 'WHO', 'WHAT', 'TARGET', 'FROM', 'DETAIL'],
+        r.entries.map((e) => [
+          e.at.replace('T', ' ').slice(0, 19),
+          e.actor,
+          e.action,
+          e.target ?? '-',
+          e.origin ?? '-',
+          e.detail ? cut(JSON.stringify(e.detail), 80) : '-',
+        ]),
+      ),
     );
     return EXIT.ok;
   }
@@ -134,6 +243,10 @@ function readSheetFile(file: string): string {
   } catch (err) {
     usage(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
+}
+
+function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /** A binding as people read it: the name, or `claude/…` for a prefix. */

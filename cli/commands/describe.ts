@@ -8,6 +8,7 @@ import { formatDuration } from '../../core/duration';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import { age, indent, json, out, shortCommand, table, usage } from '../output';
+import { stateText } from './devices';
 
 export const DESCRIBE_HELP = `usage: rc describe <host:gpuN|job-id|name> [--json]
 
@@ -54,7 +55,10 @@ export async function describe(client: Client, args: readonly string[]): Promise
 
 export function renderDescription(d: DeviceDescription, now = Date.now()): string {
   const dev = d.device;
-  let text = `${dev.name}  ${dev.state}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
+  let text = `${dev.name}  ${stateText(dev)}${dev.state === 'offline' ? ` (host ${dev.hostStatus})` : ''}\n`;
+  const off = d.host?.off;
+  if (off)
+    text += `host:   ${dev.hostName} is turned off (by ${off.by}, ${age(off.since, now)} ago${off.reason ? `: ${off.reason}` : ''}): no new jobs start here${dev.state === 'busy' ? '; the running one finishes' : ''}\n`;
   text += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;
   if (dev.uuid) text += `uuid:   ${dev.uuid}\n`;
   if (dev.gpu) {

@@ -1,14 +1,18 @@
 // rc devices: every device (or the matching ones), its state and holder.
 import { formatSize } from '../../core/size';
 import { EXIT } from '../../core/exit-codes';
+import type { DeviceSummary } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
 import { json, out, table, usage } from '../output';
 
-export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--json]
+export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--all] [--json]
 
-Lists every device with its state (free, busy, offline, unhealthy) and holder.
+Lists every device with its state and holder. States: free; busy (leased);
+off (its host was turned off: no new jobs) and off (busy) (its job finishes
+first); offline; unhealthy (quarantined); removed (only with --all).
   -s, --select <selector>   only devices whose labels match
+      --all                 removed hosts' devices too
       --json                the API's JSON: { "devices": [ ... ] } (docs/api.md)
 `;
 
@@ -19,6 +23,7 @@ export async function devices(client: Client, args: readonly string[]): Promise<
     [
       { name: 'select', short: 's', type: 'string' },
       { name: 'json', type: 'boolean' },
+      { name: 'all', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
     ],
     false,
@@ -29,20 +34,25 @@ export async function devices(client: Client, args: readonly string[]): Promise<
   }
   if (parsed.rest.length) usage(`rc devices takes no arguments (got ${parsed.rest[0]})`);
   const select = stringFlag(parsed, 'select');
-  const body = await client.call('GET /api/devices', { query: { select } });
+  const body = await client.call('GET /api/devices', { query: { select, all: parsed.flags.has('all') ? '1' : undefined } });
   if (parsed.flags.has('json')) {
     json(body);
     return EXIT.ok;
   }
   const rows = body.devices.map((d) => [
     d.name,
-    d.state,
+    stateText(d),
     d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : d.unhealthy ? `(${cut(d.unhealthy.reason, 50)})` : '-',
     d.gpu ? `${d.gpu.utilPct ?? '?'}% ${Math.round(d.gpu.memUsedMiB / 1024)}/${Math.round(d.gpu.memTotalMiB / 1024)}G` : '-',
     summary(d.labels),
   ]);
   out(table(['DEVICE', 'STATE', 'HOLDER', 'GPU', 'LABELS'], rows));
   return EXIT.ok;
+}
+
+/** A device's state as people read it: a busy device on a host turned off is "off (busy)". */
+export function stateText(d: Pick<DeviceSummary, 'state' | 'hostOff'>): string {
+  return d.hostOff && d.state === 'busy' ? 'off (busy)' : d.state;
 }
 
 function summary(labels: Record<string, string>): string {

@@ -30,9 +30,9 @@ export function DeviceView({ name }: { name: string }) {
       </p>
       <div className="flex flex-wrap items-start justify-between gap-2">
         <PageTitle sub={device.labels.gpu_model ? `${device.labels.gpu_model}${device.uuid ? ` · ${device.uuid}` : ''}` : undefined}>
-          <span className="font-mono">{device.name}</span> <DeviceBadge state={state} />
+          <span className="font-mono">{device.name}</span> <DeviceBadge state={state} hostOff={device.hostOff} />
         </PageTitle>
-        <OpenTerminalButton device={device.name} disabled={state === 'unhealthy' || state === 'offline'} />
+        <OpenTerminalButton device={device.name} disabled={device.hostOff || (state !== 'free' && state !== 'busy' && state !== 'held')} />
       </div>
       <QuarantinePanel device={device} />
       <div className="grid gap-4 lg:grid-cols-2">

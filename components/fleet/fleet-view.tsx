@@ -23,6 +23,7 @@ const TOTALS: { key: ShownState; label: string; colour: string }[] = [
   { key: 'free', label: 'free', colour: 'text-emerald-700' },
   { key: 'busy', label: 'busy', colour: 'text-sky-700' },
   { key: 'held', label: 'held', colour: 'text-violet-700' },
+  { key: 'off', label: 'off', colour: 'text-amber-700' },
   { key: 'unhealthy', label: 'unhealthy', colour: 'text-red-700' },
   { key: 'offline', label: 'offline', colour: 'text-zinc-600' },
 ];
@@ -217,6 +218,14 @@ function HostStatus({ host }: { host: HostRow | undefined }) {
           · last seen <Ago at={host.lastSeenAt} />
         </>
       ) : null}
+      {host.off ? (
+        <span
+          className="ml-2 rounded bg-amber-100 px-1.5 font-medium text-amber-900 ring-1 ring-amber-300"
+          title={`turned off by ${host.off.by}${host.off.reason ? `: ${host.off.reason}` : ''}`}
+        >
+          off{host.off.reason ? ` · ${host.off.reason}` : ''}
+        </span>
+      ) : null}
     </span>
   );
 }
@@ -249,7 +258,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         </Link>
       </td>
       <td className="px-2">
-        <DeviceBadge state={state} />
+        <DeviceBadge state={state} hostOff={d.hostOff} />
       </td>
       <td className="truncate px-2 text-xs">
         {d.holder ? (
@@ -272,7 +281,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {d.gpu ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
       </td>
       <td className="px-2 py-0.5 text-right">
-        <OpenTerminalButton device={d.name} disabled={state === 'unhealthy' || state === 'offline'} />
+        <OpenTerminalButton device={d.name} disabled={d.hostOff || (state !== 'free' && state !== 'busy' && state !== 'held')} />
       </td>
     </tr>
   );

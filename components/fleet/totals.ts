@@ -1,7 +1,7 @@
 // The fleet page's counts: pure, over the devices the filter kept.
 import type { DeviceSummary } from '../../protocol/wire';
 
-export type ShownState = 'free' | 'busy' | 'held' | 'unhealthy' | 'offline';
+export type ShownState = 'free' | 'busy' | 'held' | 'off' | 'unhealthy' | 'offline' | 'removed';
 
 /** A device's state as the fleet page shows it: a busy device whose lease is a hold is `held`. */
 export function shownState(d: Pick<DeviceSummary, 'state' | 'holder'>): ShownState {
@@ -11,7 +11,7 @@ export function shownState(d: Pick<DeviceSummary, 'state' | 'holder'>): ShownSta
 export type Totals = Record<ShownState, number> & { all: number };
 
 export function fleetTotals(devices: readonly DeviceSummary[]): Totals {
-  const t: Totals = { all: 0, free: 0, busy: 0, held: 0, unhealthy: 0, offline: 0 };
+  const t: Totals = { all: 0, free: 0, busy: 0, held: 0, off: 0, unhealthy: 0, offline: 0, removed: 0 };
   for (const d of devices) {
     t.all++;
     t[shownState(d)]++;
@@ -25,7 +25,7 @@ export interface ModelUse {
   free: number;
   /** Busy or held. */
   used: number;
-  /** Unhealthy or offline. */
+  /** Off, unhealthy or offline. */
   unavailable: number;
 }
 

@@ -1,6 +1,6 @@
 // Every REST route of the table (protocol/routes.ts), each a few lines over one
 // use case. docs/api.md documents them.
-import { eq } from 'drizzle-orm';
+import { eq, isNotNull } from 'drizzle-orm';
 import { RcError } from '../../core/errors';
 import { audit, hosts } from '../../db/schema';
 import { SignIn, Submitter } from '../../protocol/api';
@@ -8,7 +8,8 @@ import { extendHold } from '../jobs/hold';
 import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../describe';
 import { HOST_NAME, parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
-import { loadHosts } from '../fleet';
+import { loadDevices, loadHosts } from '../fleet';
+import { removeHost, turnHostOff, turnHostOn } from '../host-admin';
 import type { Inventory } from '../inventory';
 import { listQueue } from '../queue';
 import { loadSamples, parseSamplesQuery } from '../samples';
@@ -30,7 +31,7 @@ import { created, JsonText, readBody, Reply, type Router } from './router';
 import type { DeviceSummary } from '../../protocol/wire';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
 import { STREAM_CONTENT_TYPE } from '../../core/frames';
-import { parseSelector } from '../../core/selector';
+import { matchTerms, parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
 import type { LiveFeed } from '../live';
 import { auditOrigin } from '../request-scope';
@@ -61,6 +62,13 @@ export interface ApiDeps {
   metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
 }
 
+/** A query flag that is 1, 0 or absent; anything else is a bad_request saying what it does. */
+function flag(query: URLSearchParams, key: string, what: string): boolean {
+  const v = query.get(key);
+  if (v !== null && v !== '1' && v !== '0') throw new RcError('bad_request', `${key}: ${JSON.stringify(v.slice(0, 20))} is not 1 or 0; ${what}`);
+  return v === '1';
+}
+
 export function registerApi(router: Router, c: ApiDeps): void {
   const { db, sql } = c;
 
@@ -72,11 +80,22 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const details = query.get('details');
     if (details !== null && details !== '1' && details !== '0')
       throw new RcError('bad_request', `details: ${JSON.stringify(details.slice(0, 20))} is not 1 or 0; details=1 adds each label's source and age`);
+    const all = flag(query, 'all', 'all=1 adds the devices of removed hosts');
+    if (all) {
+      // Rare (rc devices --all): the removed hosts' devices come from the database, after the fleet in memory.
+      const [here, removed] = await Promise.all([
+        details === '1'
+          ? c.inventory.rows(parsed.terms)
+          : c.inventory.listing(parsed.terms).then((t) => (JSON.parse(t) as { devices: DeviceSummary[] }).devices),
+        loadDevices(sql, { details: details === '1', removed: true }),
+      ]);
+      return { devices: [...here, ...removed.filter((d) => matchTerms(parsed.terms, d.labels))] };
+    }
     if (details === '1') return { devices: await c.inventory.rows(parsed.terms) };
     return new JsonText<{ devices: DeviceSummary[] }>(await c.inventory.listing(parsed.terms));
   });
 
-  router.on('GET /api/hosts', async () => ({ hosts: await loadHosts(sql) }));
+  router.on('GET /api/hosts', async ({ query }) => ({ hosts: await loadHosts(sql, undefined, { all: flag(query, 'all', 'all=1 adds removed hosts') }) }));
 
   router.on('GET /api/fleet', async ({ query }) => {
     const host = query.get('host');
@@ -214,12 +233,41 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('POST /api/admin/hosts', async ({ body, identity }) => {
     const { name } = body;
     const credential = await db.transaction(async (tx) => {
-      await tx.insert(hosts).values({ name }).onConflictDoNothing();
+      // A removed host registered again starts afresh: on, listed, scheduled once its worker connects with the new credential.
+      await tx
+        .insert(hosts)
+        .values({ name })
+        .onConflictDoUpdate({
+          target: hosts.name,
+          set: { removedAt: null, removedBy: null, offSince: null, offBy: null, offReason: null },
+          setWhere: isNotNull(hosts.removedAt),
+        });
       await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name, origin: auditOrigin() });
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
     c.live.changed({ what: 'devices', host: name });
     return created({ host: name, credential, note: 'shown once; only its hash is kept' });
+  });
+
+  router.on('POST /api/admin/hosts/:name/off', async ({ params, body, identity }) => {
+    const r = await turnHostOff(sql, params.name, body.reason ?? null, `admin:${identity.name}`);
+    c.live.changed({ what: 'devices', host: params.name });
+    return r;
+  });
+
+  router.on('POST /api/admin/hosts/:name/on', async ({ params, identity }) => {
+    const r = await turnHostOn(sql, params.name, `admin:${identity.name}`);
+    c.live.changed({ what: 'devices', host: params.name });
+    void c.scheduler.pokeAll();
+    return r;
+  });
+
+  router.on('DELETE /api/admin/hosts/:name', async ({ params, identity }) => {
+    const { host, tokenIds } = await removeHost(sql, params.name, `admin:${identity.name}`);
+    // Its worker is cut off wherever it is connected; reconnecting, it is told the host is gone, and stops.
+    for (const id of tokenIds) c.cutToken(id);
+    c.live.changed({ what: 'devices', host: params.name });
+    return { host, revokedTokens: tokenIds.length };
   });
 
   // rc-worker doctor checks its credential here.

@@ -35,7 +35,8 @@ export function claimDevices(sql: Sql, jobId: string, hostName: string, devices:
 /**
  * One statement: `job` (an UPDATE or INSERT of one job row, `returning *`)
  * and a lease on each device for the row it returns. `healthy` is the
- * condition that none of the devices was quarantined since the plan was made.
+ * condition that none of the devices was quarantined, nor its host turned off
+ * or removed, since the plan was made.
  * Null when no row came out, or when another claim holds one of the devices.
  */
 export async function withLeases(
@@ -46,7 +47,9 @@ export async function withLeases(
   announce: string | null = null,
 ): Promise<JobRow | null> {
   const ids = `{${devices.map((d) => d.id).join(',')}}`;
-  const healthy = sql`not exists (select 1 from devices where id = any(${ids}::text::bigint[]) and unhealthy_since is not null)`;
+  const healthy = sql`not exists (
+    select 1 from devices d join hosts h on h.name = d.host_name
+    where d.id = any(${ids}::text::bigint[]) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
   try {
     // A data-modifying WITH runs to completion whether or not the outer select reads it: l needs no reference.
     const notify = announce === null ? sql`null` : sql`pg_notify(${BUS_CHANNEL}, jsonb_set(${announce}::jsonb, '{m,fence}', to_jsonb(j.fence))::text)`;
@@ -80,7 +83,8 @@ export interface PlannedClaim {
  * Many claims in one statement (a scheduling pass's plan): each job still
  * queued and not locked by another claim (SKIP LOCKED: two controllers'
  * passes take disjoint jobs, and never wait on each other) moves to running
- * with a lease on each of its devices, unless one was quarantined since. The
+ * with a lease on each of its devices, unless one was quarantined (or its
+ * host turned off or removed) since. The
  * claimed rows, by job id; a plan's job missing from them was not claimed.
  * When the lease index refuses any device (a submit elsewhere took it), the
  * whole statement fails: the claims are then made one at a time, each all or
@@ -106,7 +110,9 @@ export async function claimBatch(sql: Sql, plan: readonly PlannedClaim[]): Promi
       ), c as (
         select jobs.id from jobs join p on p.job_id = jobs.id
         where jobs.state = 'queued'
-          and not exists (select 1 from devices d where d.id = any(p.device_ids::bigint[]) and d.unhealthy_since is not null)
+          and not exists (
+            select 1 from devices d join hosts h on h.name = d.host_name
+            where d.id = any(p.device_ids::bigint[]) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))
         order by jobs.id
         for update of jobs skip locked
       ), j as (

@@ -258,7 +258,7 @@ test('GET /api/queue: queued jobs in order, each with why it waits: a busy devic
     const [b, m, h] = jobs;
     assert.deepEqual(
       { ...b!.why },
-      { matching: 1, free: 0, busy: 1, unhealthy: 0, offline: 0, reserved: null, text: 'its one matching device, alpha:gpu0, is busy' },
+      { matching: 1, free: 0, busy: 1, off: 0, unhealthy: 0, offline: 0, reserved: null, text: 'its one matching device, alpha:gpu0, is busy' },
     );
     assert.deepEqual(m!.why.reserved, ['alpha:gpu0', 'alpha:gpu1']);
     assert.equal(m!.why.matching, 4);

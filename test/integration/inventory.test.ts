@@ -70,7 +70,7 @@ test('leases come from job events, without a load: a start makes its devices bus
   );
   inv.released('j1');
   assert.deepEqual(await states(inv), ['a:gpu0:free', 'a:gpu1:free', 'b:gpu0:free']);
-  assert.deepEqual(inv.byState(), { free: 3, busy: 0, unhealthy: 0, offline: 0 });
+  assert.deepEqual(inv.byState(), { free: 3, busy: 0, off: 0, unhealthy: 0, offline: 0 });
 });
 
 test('a device a claim here is taking is free to nobody else here until the claim settles', async () => {

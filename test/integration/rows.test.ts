@@ -67,15 +67,13 @@ test('a transaction through drizzle reads and writes on the transformed client',
 });
 
 test('the migrator sees the migrations it applied: one forgotten is applied again, the others are not', async () => {
-  // Undo the last migration (0011_audit_origin_and_job_paging: a newer one changes these lines) by hand, and forget it:
+  // Undo the last migration (0013_host_off_and_removed: a newer one changes these lines) by hand, and forget it:
   // the migrator must find the one before it as the last applied.
-  await db.client`alter table audit drop column origin`;
-  await db.client`drop index jobs_seq_idx`;
-  await db.client`drop index jobs_host_seq_idx`;
+  for (const column of ['off_since', 'off_by', 'off_reason', 'removed_at', 'removed_by']) await db.client.unsafe(`alter table hosts drop column ${column}`);
   await db.client`delete from drizzle.__drizzle_migrations where id = (select max(id) from drizzle.__drizzle_migrations)`;
   await runMigrations(db);
   const [column] = await db.client<{ n: number }[]>`
-    select count(*)::int as n from information_schema.columns where table_name = 'audit' and column_name = 'origin'`;
+    select count(*)::int as n from information_schema.columns where table_name = 'hosts' and column_name = 'removed_by'`;
   assert.equal(column!.n, 1, 'the forgotten migration was applied again');
   // And run again, nothing is left to apply.
   await runMigrations(db);

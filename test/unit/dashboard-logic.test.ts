@@ -47,6 +47,7 @@ const dev = (host: string, index: number, over: Partial<DeviceSummary> = {}): De
   uuid: null,
   hostStatus: 'online',
   state: 'free',
+  hostOff: false,
   holder: null,
   labels: { gpu_model: 'H100' },
   unhealthy: null,
@@ -54,7 +55,14 @@ const dev = (host: string, index: number, over: Partial<DeviceSummary> = {}): De
   ...over,
 });
 const fleet = (devices: DeviceSummary[], queued = 0): Fleet => ({
-  hosts: [...new Set(devices.map((d) => d.hostName))].map((name) => ({ name, status: 'online', lastSeenAt: null, workerVersion: null })),
+  hosts: [...new Set(devices.map((d) => d.hostName))].map((name) => ({
+    name,
+    status: 'online',
+    lastSeenAt: null,
+    workerVersion: null,
+    off: null,
+    removed: null,
+  })),
   devices,
   queued,
 });
@@ -112,7 +120,7 @@ test('totals, per model, by host; a busy device whose lease is a hold is held', 
     dev('c', 0, { state: 'offline', labels: { gpu_model: 'none' } }),
   ];
   assert.equal(shownState(ds[0]!), 'held');
-  assert.deepEqual(fleetTotals(ds), { all: 5, free: 1, busy: 1, held: 1, unhealthy: 1, offline: 1 });
+  assert.deepEqual(fleetTotals(ds), { all: 5, free: 1, busy: 1, held: 1, off: 0, unhealthy: 1, offline: 1, removed: 0 });
   assert.deepEqual(perModel(ds), [
     { model: 'H100', total: 2, free: 0, used: 2, unavailable: 0 },
     { model: 'RTX4090', total: 2, free: 1, used: 0, unavailable: 1 },

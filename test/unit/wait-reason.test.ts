@@ -16,7 +16,7 @@ test('counts the matching devices by state and says it in one sentence', () => {
   const why = waitReasons([job('j1')], [dev('a', 0, 'busy'), dev('a', 1, 'busy'), dev('b', 0, 'unhealthy')], 30).get('j1')!;
   assert.deepEqual(
     { ...why },
-    { matching: 3, free: 0, busy: 2, unhealthy: 1, offline: 0, reserved: null, text: '2 of 3 matching devices are busy; 1 is quarantined' },
+    { matching: 3, free: 0, busy: 2, off: 0, unhealthy: 1, offline: 0, reserved: null, text: '2 of 3 matching devices are busy; 1 is quarantined' },
   );
   const all = waitReasons([job('j1')], [dev('a', 0, 'busy'), dev('a', 1, 'busy')], 30).get('j1')!;
   assert.equal(all.text, 'all 2 matching devices are busy');
