@@ -38,7 +38,8 @@ export async function call<N extends JsonRoute>(name: N, ...args: RouteArgs<N>):
     res = await fetch(routeUrl(name, input), {
       method,
       credentials: 'same-origin',
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      // A change says it is JSON even without a body (a DELETE): the session cookie is taken for changes only so (no cross-site form can).
+      headers: body === undefined && method === 'GET' ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {

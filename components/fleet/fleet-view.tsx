@@ -48,7 +48,7 @@ export function FleetView() {
 
   return (
     <div>
-      <section aria-label="Totals" className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-3 lg:grid-cols-6">
+      <section aria-label="Totals" className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-3 lg:grid-cols-7">
         {TOTALS.map((t) => (
           <div key={t.key} className="rounded-lg border border-zinc-200 bg-white px-3 py-2 shadow-sm">
             <div className={`text-2xl font-semibold tabular-nums ${t.colour}`} data-total={t.key}>

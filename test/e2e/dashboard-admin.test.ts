@@ -5,6 +5,7 @@
 // and the audit page listing all of it with who and from where. Every page
 // is saved as a screenshot under test-results/screenshots/.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { after, afterEach, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
@@ -176,12 +177,14 @@ test('the read-only view: no edit controls for a client token, and the API refus
           ['PUT', '/api/hosts/gpubox/sheet', { body: 'defaced' }],
           ['PUT', '/api/devices/gpubox:gpu0/note', { body: 'defaced' }],
           ['POST', '/api/admin/devices/gpubox:gpu0/clear', { reason: 'because' }],
+          ['POST', '/api/admin/hosts/gpubox/off', { reason: 'because' }],
+          ['POST', '/api/admin/hosts/gpubox/on', {}],
+          ['DELETE', '/api/admin/hosts/gpubox', undefined],
         ] as const
       ).map(([method, path, body]) =>
-        fetch(path, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => [
-          r.status,
-          ((await r.json()) as { error?: { code: string } }).error?.code ?? null,
-        ]),
+        fetch(path, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }).then(
+          async (r) => [r.status, ((await r.json()) as { error?: { code: string } }).error?.code ?? null],
+        ),
       ),
     ),
   );
@@ -189,7 +192,11 @@ test('the read-only view: no edit controls for a client token, and the API refus
     [403, 'forbidden'],
     [403, 'forbidden'],
     [403, 'forbidden'],
+    [403, 'forbidden'],
+    [403, 'forbidden'],
+    [403, 'forbidden'],
   ]);
+  assert.equal(((await stack.api('GET', '/api/hosts')).body as { hosts: { name: string; off: unknown }[] }).hosts.find((h) => h.name === 'gpubox')?.off, null);
   const sheet = (await stack.api('GET', '/api/hosts/gpubox/sheet')).body as { sheet: { body: string } };
   assert.equal(sheet.sheet.body, '# third edit');
   await page.close();
@@ -219,12 +226,73 @@ test('an admin clears a quarantine: reason and evidence first, a reason required
   await page.close();
 });
 
+test('an admin turns a host off and on, and removes it, from its page; the fleet page follows; a client sees no buttons', {
+  skip,
+  timeout: 90_000,
+}, async () => {
+  await stack.startWorker('sparebox', 1);
+  const go = `${stack.dataDir}/spare-go`;
+  const job = stack.runJob(['-d', 'sparebox:gpu0'], `while [ ! -e ${go} ]; do sleep 0.05; done`);
+  await job.id;
+  const fleet = await pageAs('client');
+  // A client sees the panel without its buttons (pages of one browser share the session: the admin signs in after).
+  await fleet.goto(`${stack.controllerUrl}/hosts/sparebox`);
+  await fleet.getByRole('region', { name: 'Service' }).getByText('In service').waitFor();
+  assert.equal(await fleet.getByRole('region', { name: 'Service' }).getByRole('button').count(), 0);
+  await fleet.goto(stack.controllerUrl);
+  await fleet.locator('[data-device="sparebox:gpu0"]').waitFor();
+  const page = await pageAs('admin');
+  await page.goto(`${stack.controllerUrl}/hosts/sparebox`);
+  const panel = page.getByRole('region', { name: 'Service' });
+  await panel.getByText('In service').waitFor();
+  await panel.getByRole('textbox').fill('swapping a fan');
+  await panel.getByRole('button', { name: 'Turn off' }).click();
+  await panel.getByText('Off (busy)').waitFor({ timeout: 5000 });
+  assert.match((await panel.textContent()) ?? '', /Turned off by admin:.*: swapping a fan\. No new jobs start here; the running job finishes\./);
+  await page.locator('[data-device="sparebox:gpu0"]').getByText('off (busy)').waitFor();
+  await screenshot(page, 'host-off-busy');
+  // The fleet page, open meanwhile, follows: the host's badge, the device's state.
+  await fleet.locator('[data-host="sparebox"]').getByText('off · swapping a fan').waitFor({ timeout: 5000 });
+  await fleet.locator('[data-device="sparebox:gpu0"]').getByText('off (busy)').waitFor();
+  await fleet.locator('[data-host="sparebox"]').scrollIntoViewIfNeeded();
+  await screenshot(fleet, 'fleet-host-off');
+  // Removing a busy host is refused, and says why.
+  await panel.getByRole('button', { name: 'Remove…' }).click();
+  await panel.getByRole('button', { name: 'Remove sparebox for good' }).click();
+  await panel
+    .getByRole('alert')
+    .getByText(/still runs a job: j\w+; turn it off/)
+    .waitFor({ timeout: 5000 });
+  await panel.getByRole('button', { name: 'Keep it' }).click();
+  writeFileSync(go, '');
+  assert.equal((await job.done).code, 0);
+  await fleet.locator('[data-device="sparebox:gpu0"][data-state=off]').waitFor({ timeout: 5000 });
+  await panel.getByRole('button', { name: 'Turn on' }).click();
+  await panel.getByText('In service').waitFor({ timeout: 5000 });
+  await fleet.locator('[data-device="sparebox:gpu0"][data-state=free]').waitFor({ timeout: 5000 });
+  const exited = new Promise<number | null>((r) => stack.workers.get('sparebox')!.once('exit', (code) => r(code)));
+  await panel.getByRole('button', { name: 'Remove…' }).click();
+  await panel.getByRole('button', { name: 'Remove sparebox for good' }).click();
+  await panel
+    .getByText('Removed', { exact: true })
+    .waitFor({ timeout: 5000 })
+    .catch(async (err: unknown) => {
+      throw new Error(`${String(err)}; the panel says: ${await panel.textContent()}`);
+    });
+  await screenshot(page, 'host-removed');
+  assert.equal(await exited, 78);
+  await fleet.locator('[data-host="sparebox"]').waitFor({ state: 'detached', timeout: 5000 });
+  await fleet.close();
+  await page.close();
+});
+
 test('the audit page lists those actions: who (token and submitter), what, when, from where; filterable', { skip, timeout: 60_000 }, async () => {
   const page = await pageAs('admin');
   await page.getByRole('link', { name: 'Audit' }).click();
   await page.locator('[data-audit="device.clear"]').waitFor();
   const text = (await page.locator('table').textContent()) ?? '';
-  for (const what of ['sheet.write', 'device.clear', 'device.quarantine']) assert.ok(text.includes(what), `${what} is listed`);
+  for (const what of ['sheet.write', 'device.clear', 'device.quarantine', 'host.off', 'host.on', 'host.remove'])
+    assert.ok(text.includes(what), `${what} is listed`);
   const clearRow = (await page.locator('[data-audit="device.clear"]').first().textContent()) ?? '';
   assert.match(clearRow, /admin:/);
   assert.match(clearRow, /gpubox:gpu0/);
