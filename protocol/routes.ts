@@ -80,6 +80,9 @@ export const ROUTES = {
   'POST /api/admin/hosts/:name/on': 'admin',
   'DELETE /api/admin/hosts/:name': 'admin',
   'GET /api/worker/whoami': 'host',
+  'GET /install.sh': 'public',
+  'GET /api/worker/package': 'host',
+  'GET /api/worker/package/sha256': 'host',
   'POST /api/admin/devices/:name/clear': 'admin',
   'POST /api/admin/tokens': 'admin',
   'GET /api/admin/tokens': 'admin',
@@ -134,6 +137,12 @@ export interface RouteTypes {
   /** Revokes the host's credentials (its worker stops for good), stops listing and scheduling its devices; refused (host_busy) while it runs jobs. */
   'DELETE /api/admin/hosts/:name': { response: { host: HostRow; revokedTokens: number } };
   'GET /api/worker/whoami': { response: { host: string | null } };
+  /** The install script a new host runs (text/x-shellscript; server/install-script.ts). */
+  'GET /install.sh': { bytes: true };
+  /** The worker package (application/gzip): the bundled worker and node-pty. */
+  'GET /api/worker/package': { bytes: true };
+  /** Its SHA-256, as sha256sum prints it: `<hex>  rc-worker-<version>.tar.gz`. */
+  'GET /api/worker/package/sha256': { bytes: true };
   'POST /api/admin/devices/:name/clear': { body: ClearQuarantineBody; response: Cleared };
   'POST /api/admin/tokens': { body: CreateTokenBody; response: CreatedToken };
   'GET /api/admin/tokens': { response: { tokens: TokenView[] } };

@@ -330,6 +330,8 @@ export interface RevokedToken {
 export interface RegisteredHost {
   host: string;
   credential: string;
+  /** The one command to run on the new host (as root): it installs and starts the worker with this credential. */
+  command: string;
   note: string;
 }
 

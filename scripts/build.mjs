@@ -27,4 +27,12 @@ await Promise.all([
   // The fleet simulator (bench/simulator): a command, and a module for scripts (npm run demo).
   build({ ...common, entryPoints: ['bench/simulator/cli.ts'], outfile: 'dist/simulator.js', format: 'esm', packages: 'external', sourcemap: true }),
   build({ ...common, entryPoints: ['test/support.ts'], outfile: 'dist/test-support.js', format: 'esm', packages: 'external' }),
+  // The worker as a host installs it (server/worker-package.ts): one file with its dependencies, node-pty beside it.
+  build({
+    ...common,
+    entryPoints: ['worker/main.ts'],
+    outfile: 'dist/worker-package/rc-worker.cjs',
+    format: 'cjs',
+    external: ['node-pty', 'bufferutil', 'utf-8-validate'],
+  }),
 ]);

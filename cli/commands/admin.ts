@@ -7,7 +7,8 @@ import { age, json, out, table, usage } from '../output';
 
 export const ADMIN_HELP = `usage: rc admin <command>
 
-  rc admin host add <name>               register a host; prints its worker credential once
+  rc admin host add <name> [--json]      register a host; prints the one command that installs its
+                                         worker, with the host's key (shown only now)
   rc admin host off <name> [--reason <text>]
                                          no new jobs on it; the running ones finish (off (busy))
   rc admin host on <name>                it takes jobs again
@@ -41,11 +42,15 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     return EXIT.ok;
   }
   if (group === 'host' && verb === 'add') {
-    const parsed = parseFlags('admin host add', rest, [], false);
-    if (parsed.rest.length !== 1) usage('rc admin host add <name>');
+    const parsed = parseFlags('admin host add', rest, [{ name: 'json', type: 'boolean' }], false);
+    if (parsed.rest.length !== 1) usage('rc admin host add <name> [--json]');
     const r = await client.call('POST /api/admin/hosts', { body: { name: parsed.rest[0]! } });
+    if (parsed.flags.has('json')) {
+      json({ host: r.host, credential: r.credential, command: r.command });
+      return EXIT.ok;
+    }
     out(
-      `host ${r.host} registered. Its worker credential (shown once, only its hash is kept):\n\n  ${r.credential}\n\nOn that host: RC_CONTROLLER=<this controller's URL> RC_HOST_TOKEN=${r.credential} RC_HOST_NAME=${r.host} npx rc-worker\n`,
+      `host ${r.host} registered. On that host, as root, run (the key in it is shown only now; rc keeps only its hash):\n\n  ${r.command}\n\nIt installs rc-worker (a systemd unit) and starts it; its devices show in rc devices once it connects. Run the same command again to update the worker; … | sudo sh -s uninstall removes it.\n`,
     );
     return EXIT.ok;
   }

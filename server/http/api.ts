@@ -10,6 +10,9 @@ import { HOST_NAME, parseDeviceName } from '../../core/schedule';
 import { createToken, identify, issueToken, listTokens, revokeToken } from '../auth';
 import { loadDevices, loadHosts } from '../fleet';
 import { removeHost, turnHostOff, turnHostOn } from '../host-admin';
+import { installScript, joinCommand } from '../install-script';
+import { workerPackage } from '../worker-package';
+import type { IncomingMessage } from 'node:http';
 import type { Inventory } from '../inventory';
 import { listQueue } from '../queue';
 import { loadSamples, parseSamplesQuery } from '../samples';
@@ -61,6 +64,9 @@ export interface ApiDeps {
   /** What GET /metrics serves; its grant latency is observed by startJob too. */
   metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
 }
+
+/** A Host header fit to put in a command line: a name or address and a port, nothing else. */
+const HOST_HEADER = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /** A query flag that is 1, 0 or absent; anything else is a bad_request saying what it does. */
 function flag(query: URLSearchParams, key: string, what: string): boolean {
@@ -230,7 +236,32 @@ export function registerApi(router: Router, c: ApiDeps): void {
     return job;
   }
 
-  router.on('POST /api/admin/hosts', async ({ body, identity }) => {
+  /** Where hosts reach this controller: RC_PUBLIC_URL, or the address this request came to. */
+  const controllerUrl = (req: IncomingMessage): string =>
+    (
+      router.publicUrl ?? `${reachedOverHttps(req, null) ? 'https' : 'http'}://${HOST_HEADER.test(req.headers.host ?? '') ? req.headers.host : 'localhost'}`
+    ).replace(/\/+$/, '');
+
+  router.on('GET /install.sh', async ({ req, res }) => {
+    const text = Buffer.from(installScript(controllerUrl(req)));
+    res.writeHead(200, { 'content-type': 'text/x-shellscript; charset=utf-8', 'content-length': text.length, 'cache-control': 'no-store' });
+    res.end(text);
+  });
+
+  router.on('GET /api/worker/package', async ({ res }) => {
+    const p = await workerPackage();
+    res.writeHead(200, { 'content-type': 'application/gzip', 'content-length': p.bytes.length, 'cache-control': 'no-store', 'x-rc-sha256': p.sha256 });
+    res.end(p.bytes);
+  });
+
+  router.on('GET /api/worker/package/sha256', async ({ res }) => {
+    const p = await workerPackage();
+    const text = Buffer.from(`${p.sha256}  rc-worker-${p.version}.tar.gz\n`);
+    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': text.length, 'cache-control': 'no-store' });
+    res.end(text);
+  });
+
+  router.on('POST /api/admin/hosts', async ({ body, identity, req }) => {
     const { name } = body;
     const credential = await db.transaction(async (tx) => {
       // A removed host registered again starts afresh: on, listed, scheduled once its worker connects with the new credential.
@@ -246,7 +277,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
     c.live.changed({ what: 'devices', host: name });
-    return created({ host: name, credential, note: 'shown once; only its hash is kept' });
+    return created({ host: name, credential, command: joinCommand(controllerUrl(req), credential), note: 'shown once; only its hash is kept' });
   });
 
   router.on('POST /api/admin/hosts/:name/off', async ({ params, body, identity }) => {

@@ -1,0 +1,218 @@
+// A host joins with one command, end to end: rc admin host add prints it, the
+// controller serves the install script and the worker package, the script
+// (run as `curl … | sh` would, into a temporary root: no systemd here, so its
+// no-systemd path starts the worker) verifies the package, keeps the key
+// root-only, starts the worker, which connects with its key and takes a job;
+// run again it updates; `sh -s uninstall` removes it. And what it refuses: a
+// bad key, a host without Node, a damaged package, the wrong credential.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, request, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { Stack } from '../helpers/stack';
+
+let stack: Stack;
+const roots: string[] = [];
+before(async () => {
+  stack = await Stack.start({ workers: [] });
+});
+after(async () => {
+  for (const root of roots) {
+    // A worker a failed test left running.
+    const pid = join(root, 'var/lib/rc-worker/background.pid');
+    if (existsSync(pid)) {
+      try {
+        process.kill(Number(readFileSync(pid, 'utf8')), 'SIGKILL');
+      } catch {}
+    }
+    rmSync(root, { recursive: true, force: true });
+  }
+  await stack.stop();
+});
+
+const PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
+
+/** Pipes `script` into sh, as `curl … | sh [-s args]` does. */
+function runScript(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('sh', ['-s', ...args], {
+      env: { PATH, HOME: process.env.HOME ?? '/root', ...env } as unknown as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(script);
+  });
+}
+
+const newRoot = () => {
+  const root = mkdtempSync(join(tmpdir(), 'rc-join-'));
+  roots.push(root);
+  return root;
+};
+const admin = (args: string[]) => stack.cli(['admin', ...args], { env: { RC_TOKEN: stack.adminToken } });
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+test('rc admin host add prints one command; the script installs the worker, which connects with its key and runs a job; again, it updates; uninstall removes it', async () => {
+  const t0 = performance.now();
+  const added = await admin(['host', 'add', 'joinbox', '--json']);
+  assert.equal(added.code, 0, added.stderr);
+  const { command, credential } = JSON.parse(added.stdout) as { command: string; credential: string };
+  assert.equal(command, `curl -fsSL ${stack.controllerUrl}/install.sh | sudo RC_HOST_TOKEN=${credential} sh`);
+  const script = await (await fetch(`${stack.controllerUrl}/install.sh`)).text();
+  assert.match(script, /^#!\/bin\/sh\n/);
+  assert.ok(script.includes(`CONTROLLER='${stack.controllerUrl}'`));
+
+  const root = newRoot();
+  const r = await runScript(script, { RC_INSTALL_ROOT: root, RC_HOST_TOKEN: credential });
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, new RegExp(`joining ${stack.controllerUrl.replace(/[.:/]/g, '\\$&')} as host joinbox`));
+  assert.match(r.stdout, /package rc-worker-[\d.]+\.tar\.gz verified \(sha256 [0-9a-f]{64}\)/);
+  assert.match(r.stdout, /GPUs: none found \(no nvidia-smi\): this host offers CPU slots/);
+  assert.match(r.stdout, /no systemd here: rc-worker was started in the background \(pid \d+, log .*worker\.log\)/);
+  assert.match(r.stdout, /run .*\/opt\/rc-worker\/rc-worker under your own supervisor/);
+  assert.match(r.stdout, /checking it: rc-worker doctor/);
+  await stack.waitFor(async () => (await stack.devices()).some((d) => d.name === 'joinbox:gpu0' && d.state === 'free'), 'the new host to be free', 30_000);
+  const joinMs = performance.now() - t0;
+  console.log(`# rc admin host add → the new host's devices free: ${Math.round(joinMs)} ms (script ${r.stdout.length} bytes of output)`);
+
+  // The key: only in a file root alone reads; the package is in place.
+  const env = join(root, 'etc/rc-worker/env');
+  assert.equal(statSync(env).mode & 0o777, 0o600);
+  assert.ok(readFileSync(env, 'utf8').includes(`RC_HOST_TOKEN=${credential}\n`));
+  assert.ok(existsSync(join(root, 'opt/rc-worker/rc-worker.cjs')));
+  assert.ok(existsSync(join(root, 'opt/rc-worker/node_modules/node-pty/build/Release/pty.node')));
+
+  const job = await stack.cli(['run', '-d', 'joinbox:gpu0', '--', 'sh', '-c', 'echo "ran on $RC_DEVICES"']);
+  assert.equal(job.code, 0, job.stderr);
+  assert.equal(job.stdout, 'ran on joinbox:gpu0\n');
+
+  // Again: an update (the key comes from the installed file when not given); a new worker process takes over.
+  const pidFile = join(root, 'var/lib/rc-worker/background.pid');
+  const firstPid = Number(readFileSync(pidFile, 'utf8'));
+  const again = await runScript(script, { RC_INSTALL_ROOT: root });
+  assert.equal(again.code, 0, again.stdout + again.stderr);
+  const secondPid = Number(readFileSync(pidFile, 'utf8'));
+  assert.ok(secondPid > 0, `${again.stdout}${readFileSync(pidFile, 'utf8')}`);
+  assert.notEqual(secondPid, firstPid);
+  assert.equal(alive(firstPid), false, 'the old worker was stopped');
+  await stack.waitFor(
+    async () => (await stack.devices()).some((d) => d.name === 'joinbox:gpu0' && d.state === 'free'),
+    'the updated worker to connect',
+    30_000,
+  );
+  assert.equal((await stack.cli(['run', '-d', 'joinbox:gpu0', '--', 'true'])).code, 0);
+
+  const gone = await runScript(script, { RC_INSTALL_ROOT: root }, ['uninstall']);
+  assert.equal(gone.code, 0, gone.stdout + gone.stderr);
+  assert.match(gone.stdout, /rc-worker is removed from this host/);
+  assert.equal(alive(secondPid), false);
+  for (const dir of ['opt/rc-worker', 'etc/rc-worker', 'var/lib/rc-worker']) assert.equal(existsSync(join(root, dir)), false, `${dir} removed`);
+  await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'joinbox:gpu0')?.state !== 'free', 'the host to go away');
+});
+
+test('the script refuses plainly: no key, a bad key, a host without Node, a package that does not match its SHA-256', async () => {
+  const script = await (await fetch(`${stack.controllerUrl}/install.sh`)).text();
+  const noKey = await runScript(script, { RC_INSTALL_ROOT: newRoot() });
+  assert.equal(noKey.code, 1);
+  assert.match(noKey.stderr, /RC_HOST_TOKEN is not set: run the command that rc admin host add <name> printed/);
+  const badKey = await runScript(script, { RC_INSTALL_ROOT: newRoot(), RC_HOST_TOKEN: 'rc_h_not-a-key' });
+  assert.equal(badKey.code, 1);
+  assert.match(badKey.stderr, /the controller at .* refused this key or did not answer/);
+  const clientKey = await runScript(script, { RC_INSTALL_ROOT: newRoot(), RC_HOST_TOKEN: stack.clientToken });
+  assert.equal(clientKey.code, 1, 'a client token is not a host key');
+  // A host whose Node is too old (a fake node first on PATH, as an old distribution's would be).
+  const oldNode = mkdtempSync(join(tmpdir(), 'rc-old-node-'));
+  roots.push(oldNode);
+  writeFileSync(join(oldNode, 'node'), '#!/bin/sh\n[ "$1" = --version ] && echo v18.19.0\nexit 1\n', { mode: 0o755 });
+  const tooOld = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = spawn('sh', ['-s'], {
+      env: { PATH: `${oldNode}:${PATH}`, RC_INSTALL_ROOT: newRoot(), RC_HOST_TOKEN: 'x' } as unknown as NodeJS.ProcessEnv,
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('close', (code) => resolve({ code, stderr }));
+    child.stdin.end(script);
+  });
+  assert.equal(tooOld.code, 1);
+  assert.match(tooOld.stderr, /this host is missing what the worker needs:\n {2}- Node\.js 20\.16 or newer \(this host has v18\.19\.0\)/);
+  assert.match(tooOld.stderr, /Install them and run the same command again\./);
+
+  // A controller (here, a proxy in front of it) whose package does not match the SHA-256 it states: nothing is installed.
+  const added = JSON.parse((await admin(['host', 'add', 'tamperbox', '--json'])).stdout) as { credential: string };
+  const proxy: Server = createServer(async (req, res) => {
+    const upstream = await fetch(stack.controllerUrl + req.url, { headers: { authorization: req.headers.authorization ?? '' } });
+    let body = Buffer.from(await upstream.arrayBuffer());
+    if (req.url === '/api/worker/package') body = Buffer.concat([body, Buffer.from('tampered')]);
+    res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/octet-stream' });
+    res.end(body);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  try {
+    const port = (proxy.address() as { port: number }).port;
+    const viaProxy = script.replace(`CONTROLLER='${stack.controllerUrl}'`, `CONTROLLER='http://127.0.0.1:${port}'`);
+    const root = newRoot();
+    const tampered = await runScript(viaProxy, { RC_INSTALL_ROOT: root, RC_HOST_TOKEN: added.credential });
+    assert.equal(tampered.code, 1);
+    assert.match(tampered.stderr, /the worker package's SHA-256 is [0-9a-f]{64}, not [0-9a-f]{64} as the controller says: .*nothing was installed/);
+    assert.equal(existsSync(join(root, 'opt/rc-worker')), false);
+    assert.equal(existsSync(join(root, 'etc/rc-worker')), false);
+  } finally {
+    proxy.close();
+  }
+});
+
+test('the package and its SHA-256 need the host key; the script is public; host add refuses bad input', async () => {
+  const added = JSON.parse((await admin(['host', 'add', 'pkgbox', '--json'])).stdout) as { credential: string };
+  const pkg = await stack.api('GET', '/api/worker/package', undefined, null);
+  assert.equal(pkg.status, 401);
+  assert.equal((await stack.api('GET', '/api/worker/package', undefined, stack.clientToken)).status, 403);
+  assert.equal((await stack.api('GET', '/api/worker/package/sha256', undefined, stack.adminToken)).status, 403);
+  const res = await fetch(`${stack.controllerUrl}/api/worker/package`, { headers: { authorization: `Bearer ${added.credential}` } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('content-type'), 'application/gzip');
+  const bytes = Buffer.from(await res.arrayBuffer());
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  assert.equal(res.headers.get('x-rc-sha256'), sha);
+  const shaText = await (await fetch(`${stack.controllerUrl}/api/worker/package/sha256`, { headers: { authorization: `Bearer ${added.credential}` } })).text();
+  assert.match(shaText, new RegExp(`^${sha}  rc-worker-[\\d.]+\\.tar\\.gz\\n$`));
+  assert.equal((await fetch(`${stack.controllerUrl}/install.sh`, { method: 'POST' })).status, 405);
+  // A forged Host header does not get into the script's single quotes.
+  const forged = await new Promise<string>((resolve, reject) => {
+    const req = request(`${stack.controllerUrl}/install.sh`, { headers: { host: "evil'; rm -rf /;'" } }, (res) => {
+      let text = '';
+      res.on('data', (b: Buffer) => (text += b.toString()));
+      res.on('end', () => resolve(text));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  assert.ok(forged.includes("CONTROLLER='http://localhost'"), 'an unfit Host header is not used');
+  for (const args of [
+    ['host', 'add'],
+    ['host', 'add', 'a', 'b'],
+    ['host', 'add', 'x', '--bogus'],
+  ])
+    assert.equal((await admin(args)).code, 2);
+  const bad = await admin(['host', 'add', '-bad name']);
+  assert.notEqual(bad.code, 0);
+});
