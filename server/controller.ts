@@ -344,6 +344,7 @@ function inventoryOfJob(inventory: Inventory, event: JobEvent & { jobId: string 
       since: new Date().toISOString(),
     });
   else if ((event.type === 'exit' || event.type === 'requeued') && !event.leasesKept) inventory.released(event.jobId);
+  else if (event.type === 'requeued') inventory.keptApart(event.jobId);
 }
 
 /**
