@@ -86,6 +86,7 @@ test('a preemptible job that ignores SIGTERM is SIGKILLed at the deadline and en
 
 test('a notice period out of range stops the controller at start-up with a sentence, not a stack', async () => {
   const { loadConfig } = await import('../../server/config');
-  for (const bad of ['0', '3601', 'x', '1.5']) assert.throws(() => loadConfig({ RC_PREEMPT_NOTICE_S: bad }), /RC_PREEMPT_NOTICE_S/);
-  assert.equal(loadConfig({}).RC_PREEMPT_NOTICE_S, 60);
+  for (const bad of ['0', '3601', 'x', '1.5'])
+    assert.throws(() => loadConfig({ RC_PREEMPT_NOTICE_S: bad } as unknown as NodeJS.ProcessEnv), /RC_PREEMPT_NOTICE_S/);
+  assert.equal(loadConfig({} as unknown as NodeJS.ProcessEnv).RC_PREEMPT_NOTICE_S, 60);
 });

@@ -5,6 +5,7 @@
 // orphan is gone. And every new flag's bad input.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import postgres from 'postgres';
 import { Stack } from '../helpers/stack';
 
 let stack: Stack;
@@ -61,8 +62,16 @@ test('a job whose worker is SIGKILLed runs again on another host with --restarts
   assert.match(described.stdout, /attempt:\s+2 \(restarts 1: up to 2 attempts\)/);
   assert.match(described.stdout, new RegExp(`EARLIER ATTEMPTS[\\s\\S]*1\\s+lost\\s+lost\\s+${lostHost}\\s+${lostHost}:gpu0`));
   // The lost attempt's device stays leased (its orphan may still run) until its worker is back and has killed it.
-  const held = (await stack.devices()).find((d) => d.name === `${lostHost}:gpu0`)!;
-  assert.equal(held.holder?.jobId, id, 'the lost attempt still holds its device');
+  const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
+  try {
+    const leases = await db<{ fence: string }[]>`
+      select l.fence::text from leases l join devices d on d.id = l.device_id where d.host_name = ${lostHost} and l.job_id = ${id} and l.released_at is null`;
+    assert.equal(leases.length, 1, 'the lost attempt still holds its device in the database');
+    const [job] = await db<{ fence: string }[]>`select fence::text from jobs where id = ${id}`;
+    assert.notEqual(leases[0]!.fence, job!.fence, 'the new attempt has a fence of its own');
+  } finally {
+    await db.end();
+  }
   await stack.startWorker(lostHost, 1);
   await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'both devices to be free again', 20_000);
   const again = await stack.cli(['run', '-d', `${lostHost}:gpu0`, '--', 'echo', 'ok']);
