@@ -44,6 +44,7 @@ async function main(): Promise<void> {
     watchdogGraceS: config.RC_WATCHDOG_GRACE_S,
     outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES,
     reserveAfterS: config.RC_RESERVE_AFTER_S,
+    preemptNoticeS: config.RC_PREEMPT_NOTICE_S,
     ttyGraceS: config.RC_TTY_GRACE_S,
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     log,

@@ -23,6 +23,8 @@ export const EXIT = {
   quarantined: 213,
   /** A job name matched several jobs: use one of the ids the message lists. */
   ambiguous_name: 214,
+  /** The --preemptible job was preempted (stopped for a job that could start nowhere else) and not queued again. */
+  preempted: 215,
 } as const;
 
 export type ExitName = keyof typeof EXIT;

@@ -23,7 +23,7 @@ export function jobNameProblem(name: string): string | null {
 export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** What rc sets in every job's environment itself (worker/host-runtime.ts jobEnv, docker's GPU selection): a job may not set them. */
-export const RESERVED_ENV = ['CUDA_VISIBLE_DEVICES', 'CUDA_DEVICE_ORDER', 'NVIDIA_VISIBLE_DEVICES', 'RC_JOB_ID', 'RC_DEVICES'] as const;
+export const RESERVED_ENV = ['CUDA_VISIBLE_DEVICES', 'CUDA_DEVICE_ORDER', 'NVIDIA_VISIBLE_DEVICES', 'RC_JOB_ID', 'RC_DEVICES', 'RC_PREEMPT_FILE'] as const;
 
 export const ENV_MAX_VARS = 128;
 /** The bytes of all KEY=VALUE pairs together (UTF-8). */
@@ -80,3 +80,6 @@ export function envProblem(env: Readonly<Record<string, string>>): EnvProblem | 
   }
   return null;
 }
+
+/** The most restarts rc run --restarts may ask for: a job lost that often needs a person to look at its hosts. */
+export const MAX_RESTARTS = 20;

@@ -3,11 +3,11 @@
 // to read it back out of the reason, which is prose for people.
 import { EXIT } from './exit-codes';
 
-export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled'] as const;
+export const JOB_STATES = ['queued', 'running', 'succeeded', 'failed', 'killed', 'lost', 'cancelled', 'preempted'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 export type FinalState = Exclude<JobState, 'queued' | 'running'>;
 
-export const FINAL_STATES: ReadonlySet<JobState> = new Set<JobState>(['succeeded', 'failed', 'killed', 'lost', 'cancelled']);
+export const FINAL_STATES: ReadonlySet<JobState> = new Set<JobState>(['succeeded', 'failed', 'killed', 'lost', 'cancelled', 'preempted']);
 
 export function isFinal(state: JobState): state is FinalState {
   return FINAL_STATES.has(state);
@@ -22,7 +22,7 @@ export function isFinal(state: JobState): state is FinalState {
  * - no_wait: --no-wait, and nothing was free; wait_timeout: --timeout ran out in the queue;
  * - lost: its worker went away, or came back without it;
  * - copy_failed: an rc cp that did not complete;
- * - preempted: made room for a job that could start nowhere else (not yet used).
+ * - preempted: a --preemptible job stopped (SIGTERM, notice, SIGKILL) to make room for a job that could start nowhere else.
  */
 export const END_CAUSES = [
   'exit',
@@ -44,15 +44,19 @@ export type EndCause = (typeof END_CAUSES)[number];
 export type StopCause = Extract<EndCause, 'killed' | 'released' | 'max_runtime' | 'idle' | 'hold_expired' | 'unattended' | 'preempted'>;
 export const STOP_CAUSES: readonly StopCause[] = ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended', 'preempted'];
 
-/** Where each state may go. `running → queued`: the claim was undone because its worker was not connected to take it. */
+/**
+ * Where each state may go. `running → queued`: the claim was undone because its worker was not connected to take it,
+ * or the attempt ended (lost with restarts left, preempted with --retry-on-preempt) and the job waits for its next one.
+ */
 export const TRANSITIONS: Readonly<Record<JobState, readonly JobState[]>> = {
   queued: ['running', 'cancelled'],
-  running: ['succeeded', 'failed', 'killed', 'lost', 'queued'],
+  running: ['succeeded', 'failed', 'killed', 'lost', 'preempted', 'queued'],
   succeeded: [],
   failed: [],
   killed: [],
   lost: [],
   cancelled: [],
+  preempted: [],
 };
 
 export function canMove(from: JobState, to: JobState): boolean {
@@ -63,9 +67,10 @@ export function canMove(from: JobState, to: JobState): boolean {
 export const CAUSES_OF: Readonly<Record<FinalState, readonly EndCause[]>> = {
   succeeded: ['exit'],
   failed: ['exit', 'copy_failed'],
-  killed: ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended', 'preempted'],
+  killed: ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended'],
   lost: ['lost'],
   cancelled: ['killed', 'released', 'unattended', 'no_wait', 'wait_timeout'],
+  preempted: ['preempted'],
 };
 
 export interface Ending {
@@ -106,8 +111,25 @@ const SIGNALS: Readonly<Record<string, number>> = {
  */
 export function outcome(exitCode: number | null, signal: string | null, stop: StopRequest | null): Ending {
   const code = exitCode ?? (signal ? 128 + (SIGNALS[signal] ?? 0) : null);
-  if (stop) return { state: 'killed', exitCode: code, cause: stop.cause, reason: stop.reason };
+  if (stop) return { state: stoppedState(stop.cause), exitCode: code, cause: stop.cause, reason: stop.reason };
   return { state: code === 0 ? 'succeeded' : 'failed', exitCode: code, cause: 'exit', reason: signal ? `terminated by ${signal}` : null };
+}
+
+/** The state a stop ends a running job in: `preempted` for a preemption, `killed` for the rest. */
+export function stoppedState(cause: StopCause): 'killed' | 'preempted' {
+  return cause === 'preempted' ? 'preempted' : 'killed';
+}
+
+/**
+ * Whether an attempt that ended so is followed by another (the job goes back
+ * to the queue, at the front of its priority) rather than ending the job: a
+ * lost one while `--restarts` has some left (attempt n of restarts+1), a
+ * preempted one with `--retry-on-preempt` (as often as it is preempted).
+ */
+export function runsAgain(job: { attempt: number; restarts: number; retryOnPreempt: boolean }, end: Pick<Ending, 'state'>): boolean {
+  if (end.state === 'lost') return job.attempt <= job.restarts;
+  if (end.state === 'preempted') return job.retryOnPreempt;
+  return false;
 }
 
 /** A job that ends without its command's report: cancelled in the queue, lost, or ended by the controller. */
@@ -131,6 +153,8 @@ export function exitCodeFor(end: { state: string; cause: EndCause | null; exitCo
       return end.cause === 'max_runtime' || end.cause === 'idle' ? EXIT.watchdog : (end.exitCode ?? EXIT.error);
     case 'lost':
       return EXIT.lost;
+    case 'preempted':
+      return EXIT.preempted;
     case 'cancelled':
       if (interrupted) return EXIT.interrupted;
       return end.cause === 'no_wait' ? EXIT.busy : EXIT.wait_timeout;
@@ -186,7 +210,7 @@ export function step(job: JobLife, e: LifeEvent): JobLife {
     case 'lose':
       return job.state === 'running' ? finish(job, ended('lost', 'lost', job.stop?.reason ?? e.reason)) : job;
     case 'backstop':
-      return job.state === 'running' ? finish(job, ended('killed', e.stop.cause, e.stop.reason)) : job;
+      return job.state === 'running' ? finish(job, ended(stoppedState(e.stop.cause), e.stop.cause, e.stop.reason)) : job;
   }
 }
 

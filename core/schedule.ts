@@ -13,6 +13,10 @@ export interface QueuedJob {
   gpus: number;
   /** Seconds it has waited in the queue. */
   waitedS: number;
+  /** When an earlier attempt ended and it was queued again (ms; null: never): it goes before the others of its priority. */
+  requeuedAt?: number | null;
+  /** Hosts it may not go to now: an earlier attempt of it may still run there (its leases are kept), and a worker runs a job id once. */
+  avoidHosts?: readonly string[];
 }
 
 /** How long a multi-GPU job waits before devices are held back for it (see decide). */
@@ -33,13 +37,21 @@ export interface Assignment {
   devices: DeviceView[];
 }
 
-/** Higher priority first, then submission order. */
+/**
+ * Higher priority first; within a priority, jobs queued again after an
+ * attempt ended (a restart, a retry after preemption) first, in the order
+ * they were queued again; then submission order.
+ */
 export function queueOrder(a: QueuedJob, b: QueuedJob): number {
-  return b.priority - a.priority || a.seq - b.seq;
+  const ra = a.requeuedAt ?? null;
+  const rb = b.requeuedAt ?? null;
+  const front = ra === rb ? 0 : ra === null ? 1 : rb === null ? -1 : ra - rb;
+  return b.priority - a.priority || front || a.seq - b.seq;
 }
 
-export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName'>, device: Pick<DeviceView, 'name' | 'labels'>): boolean {
+export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName' | 'avoidHosts'>, device: Pick<DeviceView, 'name' | 'labels' | 'hostName'>): boolean {
   if (job.deviceName !== null && job.deviceName !== device.name) return false;
+  if (job.avoidHosts?.includes(device.hostName)) return false;
   return matchTerms(job.terms, device.labels);
 }
 
@@ -52,20 +64,50 @@ export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName'>, devi
  * held back for it: jobs behind it in the queue may not take them, and it
  * starts when enough of them are free.
  */
-export function decide(queued: readonly QueuedJob[], devices: readonly DeviceView[], reserveAfterS = DEFAULT_RESERVE_AFTER_S): Assignment[] {
+export function decide(
+  queued: readonly QueuedJob[],
+  devices: readonly DeviceView[],
+  reserveAfterS = DEFAULT_RESERVE_AFTER_S,
+  /** Devices being freed by preemption for a queued job (device id → that job's id): no other job may take them. */
+  heldFor: ReadonlyMap<number, string> = new Map(),
+): Assignment[] {
   const free = devices.filter((d) => d.free).sort(byHostThenIndex);
   const taken = new Set<number>();
   let freeLeft = free.length;
   const out: Assignment[] = [];
+  const placed = new Set<string>();
+  if (heldFor.size) {
+    // A job devices were freed for starts on them first, when enough of them are free (and match);
+    // then they are out of everyone else's reach until the preemption's notice is over.
+    const owners = new Set(heldFor.values());
+    for (const job of [...queued].filter((j) => owners.has(j.id)).sort(queueOrder)) {
+      const mine = free.filter((d) => heldFor.get(d.id) === job.id && !taken.has(d.id) && deviceMatches(job, d));
+      const pick = job.gpus === 1 ? mine.slice(0, 1) : (pickOnOneHost(mine, job.gpus) ?? []);
+      if (pick.length !== job.gpus) continue;
+      for (const d of pick) taken.add(d.id);
+      freeLeft -= pick.length;
+      placed.add(job.id);
+      out.push({ jobId: job.id, devices: pick });
+    }
+    for (const d of free) {
+      if (heldFor.has(d.id) && !taken.has(d.id)) {
+        taken.add(d.id);
+        freeLeft -= 1;
+      }
+    }
+  }
   // Jobs of one selector share what it matches, each free device tested once; one-GPU jobs take the
   // first fit, so a cursor past the taken ones makes a deep queue of them cost one step each.
   const fitsOf = new Map<readonly SelectorTerm[], Map<string | null, Fits>>();
   for (const job of [...queued].sort(queueOrder)) {
     if (freeLeft === 0) break;
+    if (placed.has(job.id)) continue;
     const byName = fitsOf.get(job.terms) ?? new Map<string | null, Fits>();
     fitsOf.set(job.terms, byName);
-    const f = byName.get(job.deviceName) ?? { known: new Int8Array(free.length), next: 0 };
-    byName.set(job.deviceName, f);
+    // A job kept off some hosts matches differently from its selector's other jobs: its fits are its own.
+    const own = (job.avoidHosts?.length ?? 0) > 0;
+    const f = (own ? undefined : byName.get(job.deviceName)) ?? { known: new Int8Array(free.length), next: 0 };
+    if (!own) byName.set(job.deviceName, f);
     const fits = (i: number): boolean => {
       const k = f.known[i]!;
       if (k !== 0) return k === 1;

@@ -190,6 +190,21 @@ export const jobs = pgTable(
     dispatchedAt: ts('dispatched_at'),
     /** A terminal's client was attached this recently, on some controller (each refreshes its own): the unattended grace counts from it. */
     ttySeenAt: ts('tty_seen_at'),
+    /** Which run of the job this is (1 first); earlier runs' ends are in job_attempts. */
+    attempt: integer('attempt').notNull().default(1),
+    /** rc run --restarts: how many times a job whose host is lost is queued again. */
+    restarts: integer('restarts').notNull().default(0),
+    /** rc run --preemptible: may be stopped (with notice) for a job that can start nowhere else. */
+    preemptible: boolean('preemptible').notNull().default(false),
+    /** rc run --retry-on-preempt: a preempted run is queued again instead of ending the job. */
+    retryOnPreempt: boolean('retry_on_preempt').notNull().default(false),
+    /** Set when an attempt ended and the job was queued again: it goes before the jobs of its priority that were not (core/schedule.ts queueOrder). */
+    requeuedAt: ts('requeued_at'),
+    /** Output seqs of earlier attempts: this attempt's worker numbers its chunks after them. */
+    outputBase: integer('output_base').notNull().default(0),
+    /** Devices (ids) being freed for this queued job by preemption, held back from other jobs until preempt_until. */
+    preemptDevices: jsonb('preempt_devices').$type<number[]>(),
+    preemptUntil: ts('preempt_until'),
     createdAt: ts('created_at').notNull().defaultNow(),
     startedAt: ts('started_at'),
     endedAt: ts('ended_at'),
@@ -202,7 +217,30 @@ export const jobs = pgTable(
     // GET /api/jobs pages newest first by seq (?before=), and a host's recent jobs (GET /api/hosts/:name).
     index('jobs_seq_idx').on(t.seq),
     index('jobs_host_seq_idx').on(t.hostName, t.seq).where(sql`host_name is not null`),
+    index('jobs_queue_order_idx').on(t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued'`),
+    index('jobs_preemptible_running_idx').on(t.hostName).where(sql`state = 'running' and preemptible`),
   ],
+);
+
+/** The earlier attempts of a job queued again (rc run --restarts, --retry-on-preempt): where each ran and how it ended. */
+export const jobAttempts = pgTable(
+  'job_attempts',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    attempt: integer('attempt').notNull(),
+    hostName: text('host_name'),
+    devices: jsonb('devices').$type<string[]>(),
+    fence: bigint('fence', { mode: 'number' }),
+    state: text('state', { enum: JOB_STATES }).notNull(),
+    endCause: text('end_cause', { enum: END_CAUSES }).notNull(),
+    exitCode: integer('exit_code'),
+    reason: text('reason'),
+    startedAt: ts('started_at'),
+    endedAt: ts('ended_at').notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.attempt] })],
 );
 
 /** A lease is the only way to a device. The job's fence (from fence_seq) names its current assignment. */
@@ -216,6 +254,8 @@ export const leases = pgTable(
     jobId: text('job_id')
       .notNull()
       .references(() => jobs.id, { onDelete: 'cascade' }),
+    /** The fence of the assignment that took it: a restarted job's earlier attempt keeps its leases, by its own fence, until its worker says it is gone. */
+    fence: bigint('fence', { mode: 'number' }),
     acquiredAt: ts('acquired_at').notNull().defaultNow(),
     releasedAt: ts('released_at'),
   },

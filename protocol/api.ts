@@ -3,7 +3,7 @@
 // imports this file (zod stays out of its bundle).
 import { z } from 'zod';
 import type { BodyOf, JsonBodyRoute } from './routes';
-import { envProblem, jobNameProblem } from '../core/job-options';
+import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
 import { HOST_NAME } from '../core/schedule';
 
 /**
@@ -94,12 +94,37 @@ export const SubmitJob = z
     /** Required for a hold, refused otherwise. */
     ttlS: holdTtl.nullish(),
     submitter: Submitter,
+    /** rc run --restarts: a job whose host is lost is queued again (at the front of its priority) up to this many times. */
+    restarts: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_RESTARTS, `at most ${MAX_RESTARTS} restarts; a job lost that often needs a person to look at its hosts`)
+      .optional(),
+    /** rc run --preemptible: may be stopped, with notice, for a job that can start nowhere else. */
+    preemptible: z.boolean().optional(),
+    /** rc run --retry-on-preempt: queued again (at the front of its priority) each time it is preempted. */
+    retryOnPreempt: z.boolean().optional(),
     ...JOB_PLACEMENT,
     ...JOB_OPTIONS,
   })
   .strict()
   .superRefine((j, ctx) => {
     checkJobOptions(j, ctx);
+    if (j.retryOnPreempt && !j.preemptible)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['retryOnPreempt'],
+        message: 'only a --preemptible job is preempted: add --preemptible, or drop --retry-on-preempt',
+      });
+    if (j.kind !== 'run' && (j.restarts ?? 0) > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['restarts'],
+        message: `a ${j.kind === 'hold' ? 'hold' : 'terminal'} is not started over: --restarts is for rc run with a command`,
+      });
+    if (j.kind === 'hold' && j.preemptible)
+      ctx.addIssue({ code: 'custom', path: ['preemptible'], message: 'a hold is never preempted: --preemptible is for rc run' });
     const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     if (j.kind === 'hold') {
       if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');

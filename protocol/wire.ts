@@ -47,11 +47,33 @@ export interface JobView {
   idleTimeoutS: number | null;
   waitTimeoutS: number | null;
   outputTruncated: boolean;
+  /** Which run of the job this is (1: the first); `GET /api/jobs/:id`'s attempts say how the earlier ones ended. */
+  attempt: number;
+  /** rc run --restarts: how many times it is queued again after its host is lost. */
+  restarts: number;
+  /** rc run --preemptible, --retry-on-preempt. */
+  preemptible: boolean;
+  retryOnPreempt: boolean;
+  /** The earlier attempts, oldest first, of a job run more than once (GET /api/jobs and GET /api/jobs/:id; absent elsewhere and for a first attempt). */
+  attempts?: AttemptView[];
   /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
   expiresAt: string | null;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
+}
+
+/** An earlier attempt of a job queued again: where it ran and how it ended. */
+export interface AttemptView {
+  attempt: number;
+  host: string | null;
+  devices: string[] | null;
+  state: JobState;
+  cause: EndCause;
+  exitCode: number | null;
+  reason: string | null;
+  startedAt: string | null;
+  endedAt: string;
 }
 
 /** A line of rc ps: running jobs, then queued ones in the order they will be considered. */
@@ -66,11 +88,30 @@ export type JobEvent =
   /** kind and submitter: for the fleet views of every controller (server/inventory.ts); absent from controllers before them. */
   | { type: 'started'; jobId: string; host: string; devices: string[]; kind?: JobKind; submitter?: string }
   | JobExitEvent
+  | JobRequeuedEvent
   /** End of a snapshot (rc logs without -f) of a job that is still queued or running. */
   | { type: 'end'; jobId: string; state: JobState }
   /** Something the reader should know, printed on stderr (e.g. that stored output was truncated). */
   | { type: 'notice'; message: string }
   | { type: 'error'; code: string; message: string };
+
+/**
+ * An attempt ended and the job is queued again for its next one (rc run
+ * --restarts after a lost host, --retry-on-preempt after a preemption): a
+ * follower keeps following; `started` comes again when the next attempt starts.
+ */
+export interface JobRequeuedEvent {
+  type: 'requeued';
+  jobId: string;
+  /** The attempt that comes next (2 for the first restart). */
+  attempt: number;
+  /** How the attempt that ended, ended. */
+  state: JobState;
+  cause: EndCause;
+  reason: string | null;
+  /** The ended attempt's processes may still run: its devices stay leased until its worker says they are gone. */
+  leasesKept?: true;
+}
 
 /** The last event of a job's stream: its final state. */
 export interface JobExitEvent {

@@ -119,12 +119,24 @@ export interface StartJob {
   /** Watchdogs in seconds, enforced by the worker (and, as a backstop, the controller). */
   maxRuntimeS: number | null;
   idleTimeoutS: number | null;
+  /** The seq after which its output is numbered (a later attempt follows the earlier ones'); absent: 0. */
+  seqFrom?: number;
+  /** rc run --preemptible: the job's environment names RC_PREEMPT_FILE, where a preemption's notice appears. */
+  preemptible?: boolean;
+  /** Set by the worker itself for its runtime, never sent: RC_PREEMPT_FILE's path as the job sees it. */
+  preemptFile?: string;
 }
 
 export interface KillJobOrder {
   jobId: string;
   fence: number;
   reason: string;
+  /**
+   * A preemption: the worker writes the deadline (ISO 8601) into the job's
+   * RC_PREEMPT_FILE, sends SIGTERM, and SIGKILL after this many seconds
+   * (instead of its own RC_KILL_GRACE_S).
+   */
+  noticeS?: number;
 }
 
 /**

@@ -32,6 +32,8 @@ const Env = z.object({
     .default(16 * 1024 * 1024),
   /** Seconds a multi-GPU job waits before devices are held back for it (no starvation by one-GPU jobs). */
   RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
+  /** Seconds of notice a preempted --preemptible job gets: SIGTERM (and its RC_PREEMPT_FILE) at the start, SIGKILL at the end. */
+  RC_PREEMPT_NOTICE_S: z.coerce.number().int().min(1).max(3600).default(60),
   /** Seconds past --max-runtime/--idle-timeout before the controller ends a job its worker did not kill. */
   RC_WATCHDOG_GRACE_S: z.coerce.number().min(0).max(3600).default(30),
   /** Seconds a terminal (rc run --tty, the dashboard's) may have nobody attached before its job ends. */

@@ -43,6 +43,8 @@ export interface ControllerOptions {
   outputLimitBytes?: number;
   /** Seconds a multi-GPU job waits before devices are held back for it. */
   reserveAfterS?: number;
+  /** Seconds of notice a preempted job gets between SIGTERM and SIGKILL (RC_PREEMPT_NOTICE_S). */
+  preemptNoticeS?: number;
   log?: (msg: string) => void;
   /** Seconds a terminal may have nobody attached before its job ends (RC_TTY_GRACE_S). */
   ttyGraceS?: number;
@@ -105,6 +107,8 @@ export class Controller {
     this.jobChanged = (event) => {
       inventoryOfJob(inventory, event);
       liveOfJob(event);
+      // An attempt ended and the job waits for its next one: every controller's pass looks (each hears the event).
+      if (event.type === 'requeued') void this.scheduler.poke();
     };
     // Every change but a lease's (those come with job events, applied as they are): the host is loaded again.
     live.onChange((c, ofJob) => {
@@ -174,6 +178,7 @@ export class Controller {
       (event) => bus.envelope({ t: 'job', jobId: event.jobId, event }),
       (host) => live.changed({ what: 'devices', host }),
       metrics,
+      opts.preemptNoticeS,
     );
     this.router = new Router(this.db, log, {
       publicUrl: opts.publicUrl ?? null,
@@ -353,7 +358,8 @@ function inventoryOfJob(inventory: Inventory, event: JobEvent & { jobId: string 
       submitter: event.submitter ?? '',
       since: new Date().toISOString(),
     });
-  else if (event.type === 'exit' && !event.leasesKept) inventory.released(event.jobId);
+  else if ((event.type === 'exit' || event.type === 'requeued') && !event.leasesKept) inventory.released(event.jobId);
+  else if (event.type === 'requeued') inventory.keptApart(event.jobId);
 }
 
 /**
@@ -365,7 +371,7 @@ function inventoryOfJob(inventory: Inventory, event: JobEvent & { jobId: string 
 function jobLive(live: LiveFeed): (event: JobEvent & { jobId: string }) => void {
   const hostOf = new Map<string, string>();
   return (event) => {
-    if (event.type !== 'started' && event.type !== 'exit' && event.type !== 'queued') return;
+    if (event.type !== 'started' && event.type !== 'exit' && event.type !== 'queued' && event.type !== 'requeued') return;
     live.ofJob({ what: 'jobs', jobId: event.jobId });
     if (event.type === 'queued') return;
     let host: string | undefined;

@@ -148,7 +148,7 @@ async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d
         where not exists (select 1 from devices where id = ${d.id} and unhealthy_since is not null)
         returning id, fence
       ), l as (
-        insert into leases (device_id, job_id) select ${d.id}, j.id from j
+        insert into leases (device_id, job_id, fence) select ${d.id}, j.id, j.fence from j
       )
       select id, fence from j`;
     if (!rows[0]) throw new RcError('quarantined', `${d.name} was quarantined just now; pick another device`);

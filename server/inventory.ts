@@ -98,6 +98,18 @@ export class Inventory {
   }
 
   /** A job ended, or went back to the queue: its devices' leases were released. */
+  /**
+   * An attempt of the job ended but keeps its leases (lost, queued again for
+   * its next attempt): they are kept apart, so the next attempt's end does not
+   * free them here; their own release loads the host again.
+   */
+  keptApart(jobId: string): void {
+    const held = this.holdings.get(jobId);
+    if (!held) return;
+    this.holdings.delete(jobId);
+    this.holdings.set(`${jobId} kept ${++this.seq}`, held);
+  }
+
   released(jobId: string): void {
     const held = this.holdings.get(jobId);
     if (!held) return;

@@ -17,7 +17,7 @@ export const QUEUE_SHOWN = 1000;
  * fleet page's, kept between requests: server/fleet-cache.ts).
  */
 export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => Promise<DeviceSummary[]>): Promise<QueueEntry[]> {
-  const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, seq limit ${QUEUE_SHOWN}`;
+  const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, requeued_at nulls last, seq limit ${QUEUE_SHOWN}`;
   // An empty queue needs no fleet.
   if (!rows.length) return [];
   // A removed host's devices are not in the fleet's listing (only with ?all=1): none counts here.
@@ -32,7 +32,16 @@ export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => 
       t = parsed.ok ? parsed.terms : [{ key: '\0', op: '=', value: '\0', column: 1, text: '' }];
       terms.set(j.selector, t);
     }
-    return { id: j.id, priority: j.priority, seq: j.seq, terms: t, deviceName: j.deviceName, gpus: j.gpus, waitedS: (now - j.createdAt.getTime()) / 1000 };
+    return {
+      id: j.id,
+      priority: j.priority,
+      seq: j.seq,
+      terms: t,
+      deviceName: j.deviceName,
+      gpus: j.gpus,
+      waitedS: (now - j.createdAt.getTime()) / 1000,
+      requeuedAt: j.requeuedAt?.getTime() ?? null,
+    };
   });
   const why = waitReasons(queued, fleet, reserveAfterS);
   return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)! }));

@@ -15,7 +15,8 @@
 // the queue if nobody has within START_ELSEWHERE_MS. One statement each, on
 // dispatched_at, so exactly one of the two happens.
 import { and, eq, isNull, sql } from 'drizzle-orm';
-import { decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob } from '../core/schedule';
+import { pickVictims, type Preemptible } from '../core/preempt';
+import { type Assignment, decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob, queueOrder } from '../core/schedule';
 import { parseSelector, type SelectorTerm } from '../core/selector';
 import { jobs, leases } from '../db/schema';
 import { BUS_CHANNEL } from './bus';
@@ -27,6 +28,10 @@ import { holderOf } from './jobs/holder';
 import type { JobRow } from './jobs/job-view';
 import type { Metrics } from './metrics';
 import type { JobEvent } from '../protocol/wire';
+import type { KillJobOrder } from '../protocol/worker';
+
+/** Seconds of notice a preempted job gets between SIGTERM and SIGKILL, unless RC_PREEMPT_NOTICE_S says otherwise. */
+export const DEFAULT_PREEMPT_NOTICE_S = 60;
 
 /** Queued jobs a pass considers: the head of the queue in its order (jobs further back wait for a later pass). */
 export const PASS_WINDOW = 1000;
@@ -50,7 +55,18 @@ interface QueuedRow {
   deviceName: string | null;
   gpus: number;
   createdAt: Date;
+  requeuedAt: Date | null;
+  preemptible: boolean;
+  /** Devices preemption is freeing for it, while that lasts (preempt_until in the future). */
+  heldDevices: number[] | null;
+  /** Hosts where an earlier attempt of it still holds leases. */
+  avoidHosts: string[] | null;
 }
+
+/** Queued jobs a pass looks at for preemption (the head of those it could not start). */
+const PREEMPT_WINDOW = 20;
+/** How long past the notice devices stay held back for the job they are freed for (a worker slow to report the exit). */
+const PREEMPT_HOLD_MARGIN_S = 30;
 
 /** How long a job claimed here for another controller's worker may wait to be sent before it is put back in the queue. */
 export const START_ELSEWHERE_MS = 2000;
@@ -58,6 +74,8 @@ export const START_ELSEWHERE_MS = 2000;
 export interface Dispatcher {
   /** Sends a started job to its worker; false when that worker is not connected here. */
   startJob(job: JobRow, devices: Target[]): boolean;
+  /** Tells a job's worker to stop it (wherever the worker is connected). */
+  killJob(hostName: string, order: KillJobOrder): void;
   /** Whether the host's worker is connected here: only its devices are claimed by this controller. */
   holds(hostName: string): boolean;
 }
@@ -88,6 +106,8 @@ export class Scheduler {
     private readonly requeued: ((host: string) => void) | null = null,
     /** Grant latency (server/metrics.ts). */
     private readonly metrics: Pick<Metrics, 'granted'> | null = null,
+    /** Seconds between a preemption's SIGTERM and its SIGKILL (RC_PREEMPT_NOTICE_S). */
+    private readonly preemptNoticeS = DEFAULT_PREEMPT_NOTICE_S,
   ) {}
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
@@ -141,10 +161,16 @@ export class Scheduler {
   private async pass(): Promise<void> {
     const here = (host: string) => this.dispatcher.holds(host);
     const free = await this.inventory.schedulable(here);
-    if (!free.length) return;
+    // Nothing free here: only preemption could start a job, and only where preemptible jobs run.
+    if (!free.length && !(await this.preemptibleRunning())) return;
     const queued = await this.sql<QueuedRow[]>`
-      select id, priority, seq, selector, device_name, gpus, created_at from jobs where state = 'queued'
-      order by priority desc, seq limit ${PASS_WINDOW}`;
+      select id, priority, seq, selector, device_name, gpus, created_at, requeued_at, preemptible,
+        case when preempt_until > now() then preempt_devices end as held_devices,
+        case when attempt > 1 then (
+          select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
+        ) end as avoid_hosts
+      from jobs where state = 'queued'
+      order by priority desc, requeued_at nulls last, seq limit ${PASS_WINDOW}`;
     if (!queued.length) {
       this.maybeQueued = false;
       return;
@@ -154,11 +180,14 @@ export class Scheduler {
     const now = Date.now();
     for (const [id, until] of this.takenElsewhere) if (until <= now) this.takenElsewhere.delete(id);
     const jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
+    const heldFor = new Map<number, string>();
+    for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
     // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
     const reserving = jobs.some((j) => j.gpus > 1 && j.waitedS >= this.reserveAfterS);
-    const plan = decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS);
+    const plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor) : [];
     // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
     this.maybeQueued = plan.length < queued.length || queued.length === PASS_WINDOW;
+    if (plan.length < queued.length) await this.preempt(queued, jobs, plan, heldFor, here);
     if (!plan.length) return;
     const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
     this.inventory.reserve(ids);
@@ -256,7 +285,7 @@ export class Scheduler {
       await tx
         .update(leases)
         .set({ releasedAt: sql`now()` })
-        .where(and(eq(leases.jobId, job.id), isNull(leases.releasedAt)));
+        .where(and(eq(leases.jobId, job.id), eq(leases.fence, job.fence!), isNull(leases.releasedAt)));
       return true;
     });
     if (!back) return;
@@ -268,6 +297,76 @@ export class Scheduler {
     void this.poke();
   }
 
+  /** Whether a --preemptible job runs (and is not being stopped) anywhere: only then can a pass with nothing free start anything. */
+  private async preemptibleRunning(): Promise<boolean> {
+    const [row] = await this.sql`select 1 from jobs where state = 'running' and preemptible and kill_requested_by is null limit 1`;
+    return row !== undefined;
+  }
+
+  /**
+   * Queued jobs that are not preemptible and that the plan could not start:
+   * for each (the head of them, in queue order), the victims core's rule picks
+   * among the --preemptible jobs running here (core/preempt.ts) are stopped
+   * with notice, and the devices they free are held for that job until the
+   * notice is over (and a margin): no third job takes them meanwhile, and no
+   * second preemption is made for the same job. Holding them is one UPDATE
+   * that only one controller's pass wins.
+   */
+  private async preempt(
+    queued: readonly QueuedRow[],
+    jobs: readonly QueuedJob[],
+    plan: readonly Assignment[],
+    heldFor: ReadonlyMap<number, string>,
+    here: (host: string) => boolean,
+  ): Promise<void> {
+    const planned = new Set(plan.map((a) => a.jobId));
+    const rows = new Map(queued.map((q) => [q.id, q]));
+    const waiting = [...jobs]
+      .sort(queueOrder)
+      .filter((j) => !planned.has(j.id) && !rows.get(j.id)!.preemptible && !rows.get(j.id)!.heldDevices)
+      .slice(0, PREEMPT_WINDOW);
+    if (!waiting.length) return;
+    const victims = await this.sql<{ id: string; priority: number; startedAt: Date; hostName: string; devices: string[] | null }[]>`
+      select id, priority, started_at, host_name, devices from jobs where state = 'running' and preemptible and kill_requested_by is null`;
+    const mine = victims.filter((v) => here(v.hostName));
+    if (!mine.length) return;
+    const devices = await this.inventory.schedulable(here, true);
+    const idOf = new Map(devices.map((d) => [d.name, d.id]));
+    let running: Preemptible[] = mine.map((v) => ({
+      jobId: v.id,
+      priority: v.priority,
+      startedAt: v.startedAt.getTime(),
+      hostName: v.hostName,
+      deviceIds: (v.devices ?? []).map((n) => idOf.get(n)).filter((id): id is number => id !== undefined),
+    }));
+    const unavailable = new Set<number>([...plan.flatMap((a) => a.devices.map((d) => d.id)), ...heldFor.keys()]);
+    for (const job of waiting) {
+      const p = pickVictims(job, devices, running, unavailable);
+      if (!p) continue;
+      const held = p.devices.map((d) => d.id);
+      const [won] = await this.sql`
+        update jobs set preempt_devices = ${JSON.stringify(held)}::text::jsonb,
+          preempt_until = now() + make_interval(secs => ${this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S})
+        where id = ${job.id} and state = 'queued' and (preempt_until is null or preempt_until <= now())
+        returning id`;
+      if (!won) continue;
+      for (const id of held) unavailable.add(id);
+      running = running.filter((v) => !p.victims.includes(v.jobId));
+      for (const victim of p.victims) await this.stopForPreemption(victim, job.id);
+    }
+  }
+
+  /** Asks a --preemptible job to stop for `forJob`: SIGTERM with the notice in its RC_PREEMPT_FILE, SIGKILL when the notice is over. */
+  private async stopForPreemption(victim: string, forJob: string): Promise<void> {
+    const reason = `preempted for job ${forJob} (${this.preemptNoticeS}s of notice)`;
+    const [row] = await this.sql<{ hostName: string; fence: number }[]>`
+      update jobs set kill_requested_by = ${reason}, kill_cause = 'preempted'
+      where id = ${victim} and state = 'running' and preemptible and kill_requested_by is null
+      returning host_name, fence`;
+    if (!row) return;
+    this.dispatcher.killJob(row.hostName, { jobId: victim, fence: row.fence, reason, noticeS: this.preemptNoticeS });
+  }
+
   private toQueued(j: QueuedRow): QueuedJob {
     let terms = this.termsCache.get(j.selector);
     if (!terms) {
@@ -277,6 +376,16 @@ export class Scheduler {
       if (this.termsCache.size > 1000) this.termsCache.clear();
       this.termsCache.set(j.selector, terms);
     }
-    return { id: j.id, priority: j.priority, seq: j.seq, terms, deviceName: j.deviceName, gpus: j.gpus, waitedS: (Date.now() - j.createdAt.getTime()) / 1000 };
+    return {
+      id: j.id,
+      priority: j.priority,
+      seq: j.seq,
+      terms,
+      deviceName: j.deviceName,
+      gpus: j.gpus,
+      waitedS: (Date.now() - j.createdAt.getTime()) / 1000,
+      requeuedAt: j.requeuedAt?.getTime() ?? null,
+      ...(j.avoidHosts?.length ? { avoidHosts: j.avoidHosts } : {}),
+    };
   }
 }

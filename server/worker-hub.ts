@@ -146,6 +146,9 @@ export class WorkerHub implements Dispatcher {
       maxRuntimeS: job.maxRuntimeS,
       idleTimeoutS: job.idleTimeoutS,
     };
+    // A later attempt's output follows the earlier attempts' (job_output is numbered per job).
+    if (job.outputBase > 0) order.seqFrom = job.outputBase;
+    if (job.preemptible) order.preemptible = true;
     if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };
     socket.emit(WorkerEvent.jobStart, order);
     if (job.kind === 'tty') this.tty?.started(job);
@@ -415,9 +418,13 @@ export class WorkerHub implements Dispatcher {
    * that still hold its devices are stopped now; their exit reports free the devices.
    */
   private async cameBack(hostName: string, socket: WorkerSocket): Promise<void> {
+    // By the lease's own fence: an earlier attempt of a job that runs again elsewhere (a restart) is over too.
     const rows = await this.deps.sql<{ id: string; fence: number; reason: string | null }[]>`
-      select distinct j.id, j.fence, j.reason from leases l join jobs j on j.id = l.job_id
-      where l.released_at is null and j.host_name = ${hostName} and j.state not in ('queued', 'running')`;
+      select distinct j.id, l.fence, coalesce(j.reason, 'its attempt ' || coalesce(a.attempt::text, '?') || ' was ' || coalesce(a.state, 'ended')) as reason
+      from leases l join jobs j on j.id = l.job_id join devices d on d.id = l.device_id
+        left join job_attempts a on a.job_id = j.id and a.fence = l.fence
+      where l.released_at is null and d.host_name = ${hostName} and l.fence is not null
+        and (j.state not in ('queued', 'running') or l.fence is distinct from j.fence)`;
     for (const j of rows)
       socket.emit(WorkerEvent.jobKill, {
         jobId: j.id,
@@ -550,7 +557,9 @@ export class WorkerHub implements Dispatcher {
     await Promise.all([writer.drain(), this.tty?.flushed(exit.jobId)]);
     // Quarantined while the job still holds the device: no moment where another job could take it.
     if (exit.quarantine?.length) {
-      const [mine] = await this.deps.sql`select 1 from jobs where id = ${exit.jobId} and fence = ${exit.fence} and host_name = ${hostName}`;
+      const [mine] = await this.deps.sql`
+        select 1 from jobs where id = ${exit.jobId} and fence = ${exit.fence} and host_name = ${hostName}
+        union all select 1 from job_attempts where job_id = ${exit.jobId} and fence = ${exit.fence} and host_name = ${hostName}`;
       for (const q of exit.quarantine) if (mine) await this.quarantine(hostName, q);
     }
     // The worker's own watchdog is a stop too; any stop asked for earlier still wins (endJob).
@@ -564,7 +573,8 @@ export class WorkerHub implements Dispatcher {
     // Already over (lost, or ended by the controller's watchdog): its processes are gone now, and so are its leases.
     const late = await releaseEnded(this.deps.sql, hostName, exit.jobId, exit.fence);
     if (!late.mine) return false;
-    this.forget(exit.jobId);
+    // An earlier attempt's report: what is kept here of the job may be its next attempt's by now.
+    if (this.fenceOk(hostName, exit.jobId, exit.fence)) this.forget(exit.jobId);
     if (late.released) {
       // No event says this: the fleet views load the host again.
       this.deps.changed(hostName);

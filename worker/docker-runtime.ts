@@ -34,6 +34,7 @@ export interface DockerRuntimeOptions {
 }
 
 export class DockerRuntime implements Runtime {
+  readonly jobWorkspace = CONTAINER_WORKSPACE;
   readonly name = 'docker' as const;
   readonly labels: { key: string; value: string }[];
   private readonly docker: string;

@@ -59,6 +59,8 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): 
   env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
   env.RC_JOB_ID = order.jobId;
   env.RC_DEVICES = order.devices.map((d) => d.name).join(',');
+  // --preemptible: where a preemption's notice (its deadline) appears, before the SIGTERM.
+  if (order.preemptFile) env.RC_PREEMPT_FILE = order.preemptFile;
   return env;
 }
 

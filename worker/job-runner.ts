@@ -3,6 +3,8 @@
 // output numbered and kept until acknowledged, and their exit reported (with
 // the devices to quarantine: processes that would not die, a GPU still
 // holding memory) until the controller has it, across reconnects.
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, posix } from 'node:path';
 import type { JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
 import { WorkerEvent } from '../protocol/events';
 import type { WorkerConfig } from './config';
@@ -78,9 +80,11 @@ export class JobRunner {
     return new Set([...this.jobs.values()].filter((j) => j.order.kind === 'hold').flatMap((j) => j.order.devices.map((d) => d.index)));
   }
 
-  private start(order: StartJob): void {
-    if (this.jobs.has(order.jobId)) return;
-    const job: Job = { order, seq: 0, run: { kill() {} }, watchdog: null, killedFor: null, killCause: null };
+  private start(sent: StartJob): void {
+    if (this.jobs.has(sent.jobId)) return;
+    const order = sent.preemptible ? { ...sent, preemptFile: this.preemptFile(sent.jobId).job } : sent;
+    if (sent.preemptible) rmSync(this.preemptFile(sent.jobId).host, { force: true });
+    const job: Job = { order, seq: order.seqFrom ?? 0, run: { kill() {} }, watchdog: null, killedFor: null, killCause: null };
     this.jobs.set(order.jobId, job);
     // Known to the next run of the worker before it runs anything (a hold runs nothing).
     if (order.kind !== 'hold')
@@ -101,6 +105,7 @@ export class JobRunner {
       },
       exit: (exitCode, signal, survivors = []) => {
         job.watchdog?.stop();
+        if (order.preemptible) rmSync(this.preemptFile(order.jobId).host, { force: true });
         this.state.ended(order.jobId, survivors);
         const stuck = survivors.length ? this.stuck(order, survivors) : [];
         const until = Date.now() + this.config.RC_GPU_SETTLE_S * 1000 + 10_000;
@@ -168,7 +173,28 @@ export class JobRunner {
 
   private kill(order: KillJobOrder): void {
     const job = this.jobs.get(order.jobId);
-    if (job && job.order.fence === order.fence) job.run.kill(this.config.RC_KILL_GRACE_S);
+    if (!job || job.order.fence !== order.fence) return;
+    if (order.noticeS === undefined) return job.run.kill(this.config.RC_KILL_GRACE_S);
+    // A preemption: the deadline appears in RC_PREEMPT_FILE before the SIGTERM, and SIGKILL comes at the deadline.
+    const deadline = new Date(Date.now() + order.noticeS * 1000).toISOString();
+    if (job.order.preemptible) {
+      const { host } = this.preemptFile(order.jobId);
+      try {
+        mkdirSync(dirname(host), { recursive: true });
+        writeFileSync(`${host}.tmp`, `${deadline}\n`);
+        renameSync(`${host}.tmp`, host);
+      } catch (err) {
+        this.log(`job ${order.jobId}: cannot write its preemption notice ${host}: ${(err as Error).message}`);
+      }
+    }
+    this.log(`job ${order.jobId}: preempted, SIGKILL at ${deadline}`);
+    job.run.kill(order.noticeS);
+  }
+
+  /** A --preemptible job's RC_PREEMPT_FILE: in the workspace (where a container sees it too), one per job. */
+  private preemptFile(jobId: string): { host: string; job: string } {
+    const rel = `.rc-preempt/${jobId}`;
+    return { host: join(this.config.RC_WORKSPACE, rel), job: posix.join(this.runtime.jobWorkspace ?? this.config.RC_WORKSPACE, rel) };
   }
 
   /** Kills every job, and waits (at most `ms`) until each has ended and its exit was reported. */

@@ -82,6 +82,8 @@ export interface Runtime {
   readonly name: RuntimeName;
   /** Labels the host gets from its runtime (runtime=..., image=...). */
   readonly labels: { key: string; value: string }[];
+  /** Where a job sees the worker's RC_WORKSPACE (a container's /workspace); absent: at the same path. */
+  readonly jobWorkspace?: string;
   /**
    * Before the worker says hello: kills whatever the jobs of a previous run of
    * the worker left running (`previous`, from its state file, and what the

@@ -119,12 +119,35 @@ export function renderJob(j: JobView, now = Date.now()): string {
       [j.selector && `--select ${j.selector}`, j.device && `-d ${j.device}`, j.gpus > 1 && `--gpus ${j.gpus}`].filter(Boolean).join(' ') || 'any device',
     ],
     ['devices', (j.devices ?? []).join(', ') || '-'],
+    [
+      'attempt',
+      `${j.attempt}${j.restarts ? ` (restarts ${j.restarts}: up to ${j.restarts + 1} attempts)` : ''}` +
+        (j.preemptible ? `, preemptible${j.retryOnPreempt ? ', retried when preempted' : ''}` : ''),
+    ],
     ['limits', `max-runtime ${j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-'}, idle-timeout ${j.idleTimeoutS ? formatDuration(j.idleTimeoutS) : '-'}`],
     ['created', `${age(j.createdAt, now)} ago`],
     ['started', j.startedAt ? `${age(j.startedAt, now)} ago` : '-'],
     ['ended', j.endedAt ? `${age(j.endedAt, now)} ago` : '-'],
   ];
-  return `${j.id}  ${j.state}\n${lines.map(([k, v]) => `${`${k}:`.padEnd(11)}${v}\n`).join('')}`;
+  let text = `${j.id}  ${j.state}\n${lines.map(([k, v]) => `${`${k}:`.padEnd(11)}${v}\n`).join('')}`;
+  if (j.attempts?.length) {
+    text += '\nEARLIER ATTEMPTS\n';
+    text += indent(
+      table(
+        ['#', 'STATE', 'CAUSE', 'HOST', 'DEVICES', 'ENDED', 'REASON'],
+        j.attempts.map((a) => [
+          String(a.attempt),
+          a.state,
+          a.cause,
+          a.host ?? '-',
+          (a.devices ?? []).join(',') || '-',
+          `${age(a.endedAt, now)} ago`,
+          a.reason ?? '-',
+        ]),
+      ),
+    );
+  }
+  return text;
 }
 
 function showValue(key: string, value: string): string {

@@ -65,7 +65,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
       ['JOB', 'STATE', 'EXIT', 'DEVICE', 'SUBMITTER', 'CREATED', 'NAME', 'COMMAND'],
       body.jobs.map((j) => [
         j.id,
-        j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : ''),
+        j.state + (j.reason && j.state !== 'failed' ? ` (${j.reason})` : '') + attemptNote(j),
         j.exitCode === null ? '-' : String(j.exitCode),
         (j.devices ?? []).join(',') || j.device || '-',
         j.submitter,
@@ -76,6 +76,13 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
     ),
   );
   return EXIT.ok;
+}
+
+/** A job run more than once: which attempt this is, and how each earlier one ended. */
+export function attemptNote(j: JobView): string {
+  if (j.attempt <= 1) return '';
+  const earlier = (j.attempts ?? []).map((a) => `${a.attempt}: ${a.state}${a.reason ? `, ${a.reason}` : ''}`).join('; ');
+  return ` [attempt ${j.attempt}${earlier ? `; ${earlier}` : ''}]`;
 }
 
 export const PS_HELP = `usage: rc ps [--json]
@@ -109,7 +116,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND'],
       body.jobs.map((j) => [
         j.id,
-        j.state === 'queued' ? `queued #${j.position}` : j.state,
+        (j.state === 'queued' ? `queued #${j.position}` : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
         j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
         j.submitter,
         age(j.startedAt ?? j.createdAt),

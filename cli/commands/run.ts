@@ -7,9 +7,9 @@ import type { JobEvent, SubmitJobBody } from '../../protocol/wire';
 import type { Client } from '../client';
 import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
-import { durationFlag, parseFlags, stringFlag, type FlagSpec, type Parsed } from '../flags';
+import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec, type Parsed } from '../flags';
 import { err, fail, out, stderr, stdout, usage } from '../output';
-import { envKeyProblem, envProblem, jobNameProblem } from '../../core/job-options';
+import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
@@ -36,6 +36,16 @@ matching device is busy.
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
       --max-runtime <dur>   kill the job if it runs longer (e.g. 2h)
       --idle-timeout <dur>  kill the job after this long with no output; 0 disables
+      --restarts <n>        if the job's host is lost, run it again from the start
+                            (on any matching device, before the queued jobs of its
+                            priority), up to n times (0-20, default 0). Checkpoint
+                            to shared storage: a restart starts over
+      --preemptible         may run on any free device, and be preempted for a job
+                            that can start nowhere else: SIGTERM, the deadline in
+                            the file $RC_PREEMPT_FILE names, SIGKILL at the deadline
+                            (the fleet's notice, 60 s unless set); ends preempted (exit 215)
+      --retry-on-preempt    with --preemptible: queued again (at the front of its
+                            priority) each time it is preempted
   -t, --tty                 an interactive terminal: raw keys (Ctrl-C, Ctrl-D) go to
                             the program, window resizes follow; without a command,
                             a login shell (bash -l, else sh). Output is not stored
@@ -53,6 +63,9 @@ const SPECS: FlagSpec[] = [
   { name: 'tty', short: 't', type: 'boolean' },
   { name: 'max-runtime', type: 'string' },
   { name: 'idle-timeout', type: 'string' },
+  { name: 'restarts', type: 'string' },
+  { name: 'preemptible', type: 'boolean' },
+  { name: 'retry-on-preempt', type: 'boolean' },
   { name: 'help', short: 'h', type: 'boolean' },
 ];
 
@@ -71,6 +84,11 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   const name = stringFlag(parsed, 'name');
   const nameProblem = name === undefined ? null : jobNameProblem(name);
   if (nameProblem) fail('bad_name', nameProblem, EXIT.usage);
+  const restarts = intFlag(parsed, 'restarts', 0, MAX_RESTARTS);
+  const preemptible = parsed.flags.has('preemptible');
+  const retryOnPreempt = parsed.flags.has('retry-on-preempt');
+  if (retryOnPreempt && !preemptible) usage('--retry-on-preempt needs --preemptible: only a preemptible job is preempted');
+  if (tty && restarts) usage('--restarts is for jobs with stored output: a terminal (--tty) is not started over');
   const body: SubmitJobBody = {
     argv: parsed.rest,
     name: name ?? null,
@@ -80,6 +98,9 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
     submitter: client.submitter,
+    ...(restarts ? { restarts } : {}),
+    ...(preemptible ? { preemptible } : {}),
+    ...(retryOnPreempt ? { retryOnPreempt } : {}),
   };
   if (tty) return runTtyJob(client, body);
   const res = await client.stream('POST /api/jobs', { body });
@@ -189,6 +210,12 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
         case 'started':
           if (queuedNotice) clearTimeout(queuedNotice);
           break;
+        case 'requeued':
+          // Its next attempt comes: this rc keeps following, and exits as that one ends.
+          err(
+            `rc: job ${event.jobId}: attempt ${event.attempt - 1} ended ${event.state}: ${event.reason ?? event.cause}; queued again for attempt ${event.attempt} (it starts over)\n`,
+          );
+          break;
         case 'exit':
           state.result = exitCodeOf(event, state.interrupted);
           break;
@@ -249,6 +276,7 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
     if (event.state === 'killed') err(`rc: job ${event.jobId} was killed: ${event.reason ?? 'no reason given'}\n`);
     else if (event.state === 'lost')
       err(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
+    else if (event.state === 'preempted') err(`rc: preempted: job ${event.jobId} was preempted: ${event.reason ?? 'no reason given'}\n`);
     else if (event.state === 'cancelled' && event.cause === 'no_wait') err(`rc: busy: ${event.reason}\n`);
     else if (event.state === 'cancelled') err(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
   }

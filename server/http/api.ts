@@ -29,7 +29,7 @@ import { type StartDeps, startJob } from '../jobs/start';
 import { clearQuarantine } from '../quarantine';
 import { download, readUpload, upload } from '../files';
 import { openStream, pipeJob, replayJob, writeEvent } from './job-stream';
-import { listActive, listJobs, parseJobFilter } from '../jobs/list';
+import { listActive, listJobs, parseJobFilter, withAttempts } from '../jobs/list';
 import { created, JsonText, readBody, Reply, type Router } from './router';
 import type { DeviceSummary } from '../../protocol/wire';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionSetCookie } from './session';
@@ -191,7 +191,8 @@ export function registerApi(router: Router, c: ApiDeps): void {
   });
 
   router.on('GET /api/jobs/:id', async ({ params }) => {
-    return { job: jobView(await findJob(sql, params.id)) };
+    const [job] = await withAttempts(sql, [await findJob(sql, params.id)]);
+    return { job: job! };
   });
 
   router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {

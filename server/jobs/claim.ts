@@ -55,7 +55,7 @@ export async function withLeases(
     const notify = announce === null ? sql`null` : sql`pg_notify(${BUS_CHANNEL}, jsonb_set(${announce}::jsonb, '{m,fence}', to_jsonb(j.fence))::text)`;
     const [row] = await sql<(JobRow & { announced: unknown })[]>`
       with j as (${job(healthy)}), l as (
-        insert into leases (device_id, job_id) select d, j.id from j, unnest(${ids}::text::bigint[]) d
+        insert into leases (device_id, job_id, fence) select d, j.id, j.fence from j, unnest(${ids}::text::bigint[]) d
       )
       select j.*, ${notify} as announced from j`;
     if (!row) return null;
@@ -121,7 +121,7 @@ export async function claimBatch(sql: Sql, plan: readonly PlannedClaim[]): Promi
         from p, c where jobs.id = c.id and p.job_id = c.id
         returning jobs.*, p.device_ids as claimed_ids
       ), l as (
-        insert into leases (device_id, job_id) select unnest(j.claimed_ids::bigint[]), j.id from j
+        insert into leases (device_id, job_id, fence) select unnest(j.claimed_ids::bigint[]), j.id, j.fence from j
       )
       select * from j`;
     for (const { claimedIds: _, ...row } of rows) out.set(row.id, row as JobRow);

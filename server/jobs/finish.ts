@@ -6,7 +6,7 @@
 // answering, or its worker did not report a kill): it ends, but keeps its
 // leases until its worker says the processes are gone (its exit report, or a
 // hello without it), so no other job is given the device meanwhile.
-import type { Ending } from '../../core/job-state';
+import type { EndCause, Ending, JobState } from '../../core/job-state';
 import type { Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { JobRow } from './job-view';
@@ -28,46 +28,95 @@ export interface EndWhere {
 }
 
 /**
- * Ends a job. A stop asked for earlier (rc kill, a watchdog: kill_requested_by
- * and kill_cause) wins over an exit report, decided in the same statement so
- * no race between the stop and the exit can lose it: the job is then `killed`
- * with the stop's cause and reason (core/job-state.ts outcome() says the same;
- * test/integration/leases.test.ts checks they agree). Returns the ended job,
- * or null when there was nothing to end.
+ * Ends a job's attempt: the job ends, or, when core's runsAgain says so (a
+ * lost attempt with --restarts left, a preempted one with
+ * --retry-on-preempt), the attempt's end goes into job_attempts and the job
+ * goes back to the queue, at the front of its priority, for its next attempt
+ * (a new fence then, so the old worker's late reports are refused). A stop
+ * asked for earlier (rc kill, a watchdog, a preemption: kill_requested_by and
+ * kill_cause) wins over an exit report, decided in the same statement so no
+ * race between the stop and the exit can lose it: the job is then `killed`
+ * (`preempted` for a preemption) with the stop's cause and reason
+ * (core/job-state.ts outcome() says the same; test/integration/leases.test.ts
+ * checks they agree). The attempt's leases go (unless keepLeases), those of
+ * an earlier attempt stay until its own worker lets them go. Returns the
+ * job's row (queued again: `again`), or null when there was nothing to end.
  */
-export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: EndWhere): Promise<JobRow | null> {
+export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: EndWhere): Promise<(JobRow & { again?: boolean }) | null> {
   // An end that outcome() made (the command exited, or a stop the worker reports): a stop asked for earlier replaces it.
-  const exited = end.state === 'succeeded' || end.state === 'failed' || end.state === 'killed';
-  const [row] = await deps.sql<JobRow[]>`
-    with j as (
-      update jobs set
-        state = case when kill_requested_by is not null and ${exited} then 'killed' else ${end.state}::text end,
-        end_cause = case when kill_requested_by is not null and ${exited} then coalesce(kill_cause, 'killed') else ${end.cause}::text end,
-        exit_code = ${end.exitCode}::int,
-        reason = coalesce(kill_requested_by, ${end.reason}::text),
-        ended_at = now(),
-        -- rc run --env values may be secrets and an ended job needs none: only the keys stay (the view's envKeys).
-        env = (select jsonb_object_agg(k, '') from jsonb_object_keys(env) as k)
+  const exited = end.state === 'succeeded' || end.state === 'failed' || end.state === 'killed' || end.state === 'preempted';
+  const [row] = await deps.sql<(JobRow & { again: boolean; attemptState: string; attemptCause: string; attemptReason: string | null })[]>`
+    with cur as (
+      select id, fence, attempt, restarts, retry_on_preempt, kill_requested_by, kill_cause,
+        (kill_requested_by is not null and ${exited}) as stopped
+      from jobs
       where id = ${jobId} and state = any(${where.from as string[]}::text[])
         and (${where.fence ?? null}::bigint is null or fence = ${where.fence ?? null}::bigint)
         and (${where.host ?? null}::text is null or host_name = ${where.host ?? null}::text)
-      returning *
+      for update
+    ), e as (
+      select cur.*,
+        case when stopped then (case when kill_cause = 'preempted' then 'preempted' else 'killed' end) else ${end.state}::text end as f_state,
+        case when stopped then coalesce(kill_cause, 'killed') else ${end.cause}::text end as f_cause,
+        coalesce(kill_requested_by, ${end.reason}::text) as f_reason
+      from cur
+    ), r as (
+      -- core/job-state.ts runsAgain
+      select e.*, ((f_state = 'lost' and attempt <= restarts) or (f_state = 'preempted' and retry_on_preempt)) as again from e
+    ), a as (
+      insert into job_attempts (job_id, attempt, host_name, devices, fence, state, end_cause, exit_code, reason, started_at)
+      select jobs.id, jobs.attempt, jobs.host_name, jobs.devices, jobs.fence, r.f_state, r.f_cause, ${end.exitCode}::int, r.f_reason, jobs.started_at
+      from jobs join r on r.id = jobs.id where r.again
+    ), j as (
+      update jobs set
+        state = case when r.again then 'queued' else r.f_state end,
+        end_cause = case when r.again then null else r.f_cause end,
+        exit_code = case when r.again then null else ${end.exitCode}::int end,
+        reason = case when r.again then null else r.f_reason end,
+        ended_at = case when r.again then null else now() end,
+        -- rc run --env values may be secrets and an ended job needs none: only the keys stay (the view's envKeys).
+        env = case when r.again then jobs.env else (select jsonb_object_agg(k, '') from jsonb_object_keys(jobs.env) as k) end,
+        -- Its next attempt: at the front of its priority (requeued_at), with no assignment until it is claimed again.
+        attempt = jobs.attempt + (case when r.again then 1 else 0 end),
+        requeued_at = case when r.again then now() else jobs.requeued_at end,
+        host_name = case when r.again then null else jobs.host_name end,
+        devices = case when r.again then null else jobs.devices end,
+        fence = case when r.again then null else jobs.fence end,
+        started_at = case when r.again then null else jobs.started_at end,
+        dispatched_at = case when r.again then null else jobs.dispatched_at end,
+        kill_requested_by = case when r.again then null else jobs.kill_requested_by end,
+        kill_cause = case when r.again then null else jobs.kill_cause end,
+        output_base = case when r.again then (select coalesce(max(o.seq), 0) from job_output o where o.job_id = jobs.id) else jobs.output_base end
+      from r where jobs.id = r.id
+      returning jobs.*, r.again, r.f_state as attempt_state, r.f_cause as attempt_cause, r.f_reason as attempt_reason
     ), released as (
-      update leases set released_at = now() where ${!where.keepLeases} and job_id in (select id from j) and released_at is null
+      update leases set released_at = now() from cur
+      where ${!where.keepLeases} and leases.job_id = cur.id and leases.released_at is null and (leases.fence = cur.fence or leases.fence is null)
     )
     select * from j`;
-  const ended = row ?? null;
-  if (ended) {
+  if (!row) return null;
+  const { attemptState, attemptCause, attemptReason, ...ended } = row;
+  if (ended.again) {
     deps.events.event(ended.id, {
-      type: 'exit',
+      type: 'requeued',
       jobId: ended.id,
-      state: ended.state,
-      exitCode: ended.exitCode,
-      reason: ended.reason,
-      cause: ended.endCause,
+      attempt: ended.attempt,
+      state: attemptState as JobState,
+      cause: attemptCause as EndCause,
+      reason: attemptReason,
       ...(where.keepLeases ? { leasesKept: true as const } : {}),
     });
+    return ended;
   }
+  deps.events.event(ended.id, {
+    type: 'exit',
+    jobId: ended.id,
+    state: ended.state,
+    exitCode: ended.exitCode,
+    reason: ended.reason,
+    cause: ended.endCause,
+    ...(where.keepLeases ? { leasesKept: true as const } : {}),
+  });
   return ended;
 }
 
@@ -77,11 +126,17 @@ export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: E
  * `mine` is false when no such job ran on that host with that fence.
  */
 export async function releaseEnded(sql: Sql, hostName: string, jobId: string, fence: number): Promise<{ mine: boolean; released: number }> {
+  // Its attempt is over when the job ended, or when it runs again under another fence (a restart): the leases that attempt took, on that host, go.
   const [r] = await sql<{ mine: number; released: number }[]>`
     with j as (
       select id from jobs where id = ${jobId} and host_name = ${hostName} and fence = ${fence} and state not in ('queued', 'running')
+      union
+      select job_id from job_attempts where job_id = ${jobId} and host_name = ${hostName} and fence = ${fence}
+        and not exists (select 1 from jobs where id = ${jobId} and fence = ${fence} and state in ('queued', 'running'))
     ), l as (
-      update leases set released_at = now() where job_id in (select id from j) and released_at is null returning id
+      update leases set released_at = now() where job_id in (select id from j) and fence = ${fence} and released_at is null
+        and device_id in (select id from devices where host_name = ${hostName})
+      returning id
     )
     select (select count(*) from j)::int as mine, (select count(*) from l)::int as released`;
   return { mine: r!.mine > 0, released: r!.released };
@@ -93,10 +148,11 @@ export async function releaseEnded(sql: Sql, hostName: string, jobId: string, fe
  * list are free now. Returns how many were released.
  */
 export async function releaseLeftBehind(sql: Sql, hostName: string, stillRunning: readonly string[]): Promise<number> {
+  // By the lease's own fence and device: an earlier attempt of a job that runs again elsewhere (a restart) has ended too.
   const rows = await sql`
-    update leases l set released_at = now() from jobs j
-    where l.released_at is null and j.id = l.job_id and j.host_name = ${hostName}
-      and j.state not in ('queued', 'running') and not (j.id = any(${stillRunning as string[]}::text[]))
+    update leases l set released_at = now() from jobs j, devices d
+    where l.released_at is null and j.id = l.job_id and d.id = l.device_id and d.host_name = ${hostName}
+      and (j.state not in ('queued', 'running') or l.fence is distinct from j.fence) and not (j.id = any(${stillRunning as string[]}::text[]))
     returning l.id`;
   return rows.length;
 }

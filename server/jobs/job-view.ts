@@ -1,9 +1,24 @@
 // A job row as API responses show it: the JobView of protocol/wire.ts.
-import type { jobs } from '../../db/schema';
-import type { JobView } from '../../protocol/wire';
+import type { jobAttempts, jobs } from '../../db/schema';
+import type { AttemptView, JobView } from '../../protocol/wire';
 
 export type { JobView };
 export type JobRow = typeof jobs.$inferSelect;
+export type AttemptRow = typeof jobAttempts.$inferSelect;
+
+export function attemptView(a: AttemptRow): AttemptView {
+  return {
+    attempt: a.attempt,
+    host: a.hostName,
+    devices: a.devices,
+    state: a.state,
+    cause: a.endCause,
+    exitCode: a.exitCode,
+    reason: a.reason,
+    startedAt: a.startedAt?.toISOString() ?? null,
+    endedAt: a.endedAt.toISOString(),
+  };
+}
 
 /** The job as answers show it: its environment's keys, never their values (they may be secrets). */
 export function jobView(j: JobRow): JobView {
@@ -29,6 +44,10 @@ export function jobView(j: JobRow): JobView {
     idleTimeoutS: j.idleTimeoutS,
     waitTimeoutS: j.waitTimeoutS,
     outputTruncated: j.outputTruncated,
+    attempt: j.attempt,
+    restarts: j.restarts,
+    preemptible: j.preemptible,
+    retryOnPreempt: j.retryOnPreempt,
     expiresAt: j.expiresAt?.toISOString() ?? null,
     createdAt: j.createdAt.toISOString(),
     startedAt: j.startedAt?.toISOString() ?? null,

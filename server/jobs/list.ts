@@ -5,7 +5,7 @@ import { JOB_STATES } from '../../core/job-state';
 import { JOB_ID, jobNameProblem } from '../../core/job-options';
 import { JOB_KINDS } from '../../db/schema';
 import type { JobView, PsEntry } from '../../protocol/wire';
-import { type JobRow, jobView } from './job-view';
+import { attemptView, type AttemptRow, type JobRow, jobView } from './job-view';
 
 export interface JobFilter {
   states: string[];
@@ -62,15 +62,25 @@ export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
       ${f.name === null ? sql`` : sql`and name = ${f.name}`}
       ${beforeSeq === null ? sql`` : sql`and seq < ${beforeSeq}`}
     order by seq desc limit ${f.limit}`;
-  return rows.map(jobView);
+  return withAttempts(sql, rows);
+}
+
+/** The views of `rows`, each job run more than once with its earlier attempts (one query for all of them). */
+export async function withAttempts(sql: Sql, rows: readonly JobRow[]): Promise<JobView[]> {
+  const again = rows.filter((r) => r.attempt > 1).map((r) => r.id);
+  const byJob = new Map<string, AttemptRow[]>();
+  if (again.length)
+    for (const a of await sql<AttemptRow[]>`select * from job_attempts where job_id = any(${again}::text[]) order by job_id, attempt`)
+      byJob.set(a.jobId, [...(byJob.get(a.jobId) ?? []), a]);
+  return rows.map((r) => (r.attempt > 1 ? { ...jobView(r), attempts: (byJob.get(r.id) ?? []).map(attemptView) } : jobView(r)));
 }
 
 /** Running jobs, then queued ones in the order they will be considered. */
 export async function listActive(sql: Sql): Promise<PsEntry[]> {
   const rows = await sql<(JobRow & { position: number | null })[]>`
     select *, case when state = 'queued'
-      then (row_number() over (partition by state order by priority desc, seq) - 1)::int end as position
+      then (row_number() over (partition by state order by priority desc, requeued_at nulls last, seq) - 1)::int end as position
     from jobs where state in ('running', 'queued')
-    order by state desc, priority desc, seq`;
+    order by state desc, priority desc, requeued_at nulls last, seq`;
   return rows.map((r) => ({ ...jobView(r), position: r.position }));
 }

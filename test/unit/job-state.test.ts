@@ -71,7 +71,7 @@ test('property: a stop asked while the job runs decides its end over whatever th
       let job = step(fresh, { type: 'claim' });
       job = step(job, { type: 'stop', stop: asked });
       job = step(job, { type: 'exit', exitCode, signal: sig, reported });
-      assert.deepEqual([job.state, job.ending?.cause, job.ending?.reason], ['killed', asked.cause, asked.reason]);
+      assert.deepEqual([job.state, job.ending?.cause, job.ending?.reason], [asked.cause === 'preempted' ? 'preempted' : 'killed', asked.cause, asked.reason]);
     }),
   );
 });
@@ -90,7 +90,7 @@ test("outcome: the command's own end (code or signal) when nothing stopped it", 
 
 test('TRANSITIONS: final states go nowhere, and every state is listed', () => {
   for (const s of FINAL_STATES) assert.deepEqual(TRANSITIONS[s], []);
-  assert.deepEqual(Object.keys(TRANSITIONS).sort(), ['cancelled', 'failed', 'killed', 'lost', 'queued', 'running', 'succeeded']);
+  assert.deepEqual(Object.keys(TRANSITIONS).sort(), ['cancelled', 'failed', 'killed', 'lost', 'preempted', 'queued', 'running', 'succeeded']);
 });
 
 test("exitCodeFor: rc's exit codes come from the cause, never from the reason", () => {
@@ -102,6 +102,7 @@ test("exitCodeFor: rc's exit codes come from the cause, never from the reason", 
   assert.equal(exitCodeFor(end('killed', 'killed', 143)), 143);
   assert.equal(exitCodeFor(end('killed', 'killed', 143), true), EXIT.interrupted);
   assert.equal(exitCodeFor(end('lost', 'lost')), EXIT.lost);
+  assert.equal(exitCodeFor(end('preempted', 'preempted', 143)), EXIT.preempted);
   assert.equal(exitCodeFor(end('cancelled', 'no_wait')), EXIT.busy);
   assert.equal(exitCodeFor(end('cancelled', 'wait_timeout')), EXIT.wait_timeout);
   assert.equal(exitCodeFor(end('cancelled', 'killed')), EXIT.wait_timeout);
