@@ -5,7 +5,8 @@ import { accessSync, constants } from 'node:fs';
 import { controllerList } from '../protocol/controllers';
 import type { ApiErrorBody } from '../core/errors';
 import type { ResponseOf } from '../protocol/routes';
-import { loadWorkerConfig } from './config';
+import { loadWorkerConfig, mountDirs } from './config';
+import { checkMountDirs } from './job-mounts';
 import { parseNvidiaSmiCsv } from './probes/parse';
 import { commandFailure, NVIDIA_SMI_QUERY, runCommand } from './probes/run';
 
@@ -85,6 +86,17 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
           : { check: 'workspace', status: 'fail', detail: `${config.RC_WORKSPACE} is not writable (${code})` },
       );
     }
+    const dirs = mountDirs(config);
+    const problems = checkMountDirs(dirs, config.RC_WORKSPACE, false);
+    rows.push(
+      problems.length
+        ? { check: 'mounts', status: 'fail', detail: problems.join('; ') }
+        : {
+            check: 'mounts',
+            status: 'ok',
+            detail: `scratch in ${dirs.scratch}; shared ${dirs.shared ?? 'none (RC_SHARED_DIR unset)'}; secrets ${dirs.secrets ?? 'none (RC_SECRETS_DIR unset)'}`,
+          },
+    );
   }
   return rows;
 }

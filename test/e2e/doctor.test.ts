@@ -63,6 +63,7 @@ test('a CPU host with the host runtime: gpu n/a, docker n/a, controller and cred
     controller: 'ok',
     credential: 'ok',
     workspace: 'ok',
+    mounts: 'ok',
   });
   assert.match(r.rows.credential![1], /credential of host docbox/);
   assert.match(r.out, /all checks passed/);
