@@ -51,13 +51,13 @@ const Env = z.object({
     .default(300),
   /** Where jobs run: directly on the host, or in one long-lived container per device. */
   RC_RUNTIME: z.enum(['host', 'docker'], { message: 'RC_RUNTIME is host or docker' }).default('host'),
-  /** The image of the device containers (docker runtime); build it from docker/worker-image. */
+  /** The image of the device containers (docker runtime); docker/worker-image/build.sh builds the stock one. */
   RC_DOCKER_IMAGE: z
     .string()
     .min(1)
     .max(300)
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, 'RC_DOCKER_IMAGE must be an image reference like rc-worker:ubuntu-24.04')
-    .default('rc-worker:ubuntu-24.04'),
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/, 'RC_DOCKER_IMAGE must be an image reference like rc-job:stock')
+    .default('rc-job:stock'),
   /** The docker CLI. */
   RC_DOCKER: z.string().min(1).default('docker'),
   /** GPU memory (MiB) still used after a job above which the GPU is quarantined. */

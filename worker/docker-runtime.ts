@@ -20,6 +20,7 @@ import { clientEnv, dockerEnv } from './docker-env';
 import { CONTAINER_SCRATCH, CONTAINER_SECRETS, CONTAINER_SHARED, type JobMounts, type JobPaths } from './job-mounts';
 import type { DeviceProblem, JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
 import { LOGIN_SHELL } from '../protocol/tty';
+import { MAX_VALUE_LENGTH } from './probes/parse';
 import { PtyJob } from './tty';
 
 export interface DockerRuntimeOptions {
@@ -39,6 +40,7 @@ export interface DockerRuntimeOptions {
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker' as const;
+  /** runtime and image; image_base and image_contents from the image's rc.base and rc.contents labels once reclaim has read them. */
   readonly labels: { key: string; value: string }[];
   private readonly docker: string;
   private readonly workspace: string;
@@ -71,6 +73,8 @@ export class DockerRuntime implements Runtime {
    * containers themselves stay, to be adopted by prepare.
    */
   async reclaim(_previous: PreviousJob[]): Promise<Reclaimed> {
+    // Before the hello too, so that the first inventory has them: what the image says it is.
+    this.labels.push(...(await this.imageLabels()));
     const removed = await this.containers.removeJobContainers();
     const r = await dockerCall(this.docker, ['ps', '--filter', `label=rc.host=${this.opts.host}`, '--filter', 'label=rc.device', '--format', '{{.Names}}'], {
       timeoutMs: 20_000,
@@ -149,6 +153,32 @@ export class DockerRuntime implements Runtime {
     } catch (err) {
       return `rc: cannot make the job's scratch folder on this host: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`;
     }
+  }
+
+  /**
+   * The image's own description (the stock image's labels: docker/worker-image):
+   * image_base (e.g. "ubuntu 24.04 (noble)") and image_contents (its packages).
+   * None for an image without them, or one not here yet.
+   */
+  private async imageLabels(): Promise<{ key: string; value: string }[]> {
+    const r = await dockerCall(this.docker, ['image', 'inspect', '-f', '{{json .Config.Labels}}', this.opts.image], { timeoutMs: 20_000 });
+    if (!r.ok) return [];
+    let labels: unknown;
+    try {
+      labels = JSON.parse(r.stdout);
+    } catch {
+      return [];
+    }
+    const get = (k: string) => {
+      const v = labels && typeof labels === 'object' ? (labels as Record<string, unknown>)[k] : undefined;
+      return typeof v === 'string' && v.trim() ? v.trim().slice(0, MAX_VALUE_LENGTH) : null;
+    };
+    const out: { key: string; value: string }[] = [];
+    const base = get('rc.base');
+    const contents = get('rc.contents');
+    if (base) out.push({ key: 'image_base', value: base });
+    if (contents) out.push({ key: 'image_contents', value: contents });
+    return out;
   }
 
   /** What a job is told in RC_WORKSPACE, RC_SCRATCH, RC_SHARED and RC_SECRETS: the paths in its container. */

@@ -37,7 +37,7 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
   }
   const runtime = config?.RC_RUNTIME ?? (env.RC_RUNTIME === 'docker' ? 'docker' : 'host');
   const docker = config?.RC_DOCKER ?? env.RC_DOCKER ?? 'docker';
-  const image = config?.RC_DOCKER_IMAGE ?? env.RC_DOCKER_IMAGE ?? 'rc-worker:ubuntu-24.04';
+  const image = config?.RC_DOCKER_IMAGE ?? env.RC_DOCKER_IMAGE ?? 'rc-job:stock';
   const run = (file: string, args: string[], timeoutMs = 15_000) => runCommand(file, args, { env, timeoutMs, maxBytes: 256 * 1024 });
 
   // Docker first: the GPU row needs to know whether containers can be tried.
@@ -66,7 +66,7 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
           : {
               check: 'image',
               status: 'fail',
-              detail: `${image} is not present: build it from docker/worker-image (docker build -t ${image} docker/worker-image) or docker load it, or set RC_DOCKER_IMAGE`,
+              detail: `${image} is not present: build it with docker/worker-image/build.sh --tag ${image} (no registry needed) or docker load it, or set RC_DOCKER_IMAGE`,
             },
       );
     }

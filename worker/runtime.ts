@@ -80,7 +80,7 @@ export interface RuntimeDevice {
 
 export interface Runtime {
   readonly name: RuntimeName;
-  /** Labels the host gets from its runtime (runtime=..., image=...). */
+  /** Labels the host gets from its runtime (runtime=..., image=..., and with Docker what the image says it holds); complete once reclaim has run. */
   readonly labels: { key: string; value: string }[];
   /**
    * Before the worker says hello: kills whatever the jobs of a previous run of
