@@ -11,7 +11,7 @@
 //   gpu<N>            the scratch of device N's container (mounted once, when
 //                     the container is made), emptied after each of its jobs
 import { accessSync, chmodSync, constants, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { chmod, readdir, rm } from 'node:fs/promises';
+import { chmod, lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 
 export const CONTAINER_SCRATCH = '/scratch';
@@ -244,19 +244,31 @@ function readOnly(path: string): void {
   }
 }
 
-/** Removes a tree; folders made read-only (a secrets copy, or by the job) are made writable first. Resolves to why it could not, or null. */
+/**
+ * Removes a tree, folder by folder (node's rm reports a file it cannot unlink
+ * as ENOTDIR, which says nothing); a read-only folder (a secrets copy, or one
+ * the job made) is made writable first. Resolves to the first path that could
+ * not be removed and why, or null.
+ */
 async function removeTree(path: string): Promise<string | null> {
+  let s: Awaited<ReturnType<typeof lstat>>;
   try {
-    await rm(path, { recursive: true, force: true });
-    return null;
-  } catch {
-    await writable(path);
-    try {
-      await rm(path, { recursive: true, force: true });
+    s = await lstat(path);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : `${path}: ${why(err)}`;
+  }
+  try {
+    if (!s.isDirectory()) {
+      await unlink(path);
       return null;
-    } catch (err) {
-      return why(err);
     }
+    if ((s.mode & 0o700) !== 0o700) await chmod(path, 0o700).catch(() => {});
+    const inner = await emptyTree(path);
+    if (inner) return inner;
+    await rmdir(path);
+    return null;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : `${path}: ${why(err)}`;
   }
 }
 
@@ -266,22 +278,11 @@ async function emptyTree(dir: string): Promise<string | null> {
   try {
     names = await readdir(dir);
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : why(err);
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? null : `${dir}: ${why(err)}`;
   }
   for (const name of names) {
     const r = await removeTree(join(dir, name));
-    if (r) return `${join(dir, name)}: ${r}`;
+    if (r) return r;
   }
   return null;
-}
-
-async function writable(path: string): Promise<void> {
-  try {
-    const s = lstatSync(path);
-    if (!s.isDirectory()) return;
-    await chmod(path, 0o700);
-    for (const name of await readdir(path)) await writable(join(path, name));
-  } catch {
-    // Not ours to change: the rm that follows says why.
-  }
 }

@@ -36,6 +36,8 @@ before(async () => {
   await stack.startWorker(DOCKER, 2, { ...mountEnv(DOCKER), RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:busybox' });
 });
 after(async () => {
+  // The unwipable-scratch test's file, should it have failed before undoing it.
+  spawnSync('chattr', ['-R', '-i', base], { stdio: 'ignore' });
   await stack.stop();
   const ids = docker('ps', '-aq', '--filter', `label=rc.host=${DOCKER}`).stdout.split('\n').filter(Boolean);
   if (ids.length) docker('rm', '-f', ...ids);
@@ -214,6 +216,36 @@ test('docker runtime: a job on two GPUs (a one-off container) gets the mounts, a
   // /shared is kept across jobs and runtimes: the same folder.
   const later = await run(`${DOCKER}:gpu0`, 'cat /shared/from-one-off');
   assert.equal(later.stdout, 'one-off\n');
+});
+
+test("docker runtime: a worker killed mid-job: the next one empties the device's /scratch before it says hello", async () => {
+  const job = await started(`${DOCKER}:gpu0`, 'echo x > /scratch/left; echo ready; exec sleep 300');
+  await stack.stopWorker(DOCKER, 'SIGKILL');
+  assert.deepEqual(readdirSync(join(scratchOf(DOCKER), 'gpu0')), ['left']);
+  await stack.startWorker(DOCKER, 2, { ...mountEnv(DOCKER), RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:busybox' });
+  assert.deepEqual(readdirSync(join(scratchOf(DOCKER), 'gpu0')), []);
+  assert.notEqual((await job.done).code, 0);
+  const next = await run(`${DOCKER}:gpu0`, 'ls -A /scratch | wc -l');
+  assert.equal(next.stdout.trim(), '0');
+});
+
+// Last on this host's gpu1: it leaves the device quarantined.
+test('docker runtime: a /scratch that cannot be wiped (an immutable file) quarantines the device, so no next job sees it', async (t) => {
+  const dir = join(scratchOf(DOCKER), 'gpu1');
+  const job = await started(`${DOCKER}:gpu1`, 'echo x > /scratch/stuck; echo ready; sleep 1');
+  const chattr = spawnSync('chattr', ['+i', join(dir, 'stuck')], { encoding: 'utf8' });
+  if (chattr.status !== 0) return t.skip(`chattr +i does not work here: ${chattr.stderr.trim()}`);
+  try {
+    assert.equal((await job.done).code, 0);
+    await stack.waitFor(async () => (await stack.cli(['describe', `${DOCKER}:gpu1`])).stdout.includes('QUARANTINED'), 'the device to be quarantined');
+    const d = await stack.cli(['describe', `${DOCKER}:gpu1`]);
+    assert.match(d.stdout, /QUARANTINED for .*: the scratch of job \S+ \(.*gpu1\) could not be wiped: .*stuck: permission denied/);
+    const refused = await stack.cli(['run', '-d', `${DOCKER}:gpu1`, '--no-wait', '--', 'ls', '/scratch']);
+    assert.notEqual(refused.code, 0);
+    assert.doesNotMatch(refused.stdout, /stuck/);
+  } finally {
+    spawnSync('chattr', ['-i', join(dir, 'stuck')]);
+  }
 });
 
 // ---- the worker's checks ------------------------------------------------
