@@ -23,7 +23,18 @@ export function jobNameProblem(name: string): string | null {
 export const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** What rc sets in every job's environment itself (worker/host-runtime.ts jobEnv, docker's GPU selection): a job may not set them. */
-export const RESERVED_ENV = ['CUDA_VISIBLE_DEVICES', 'CUDA_DEVICE_ORDER', 'NVIDIA_VISIBLE_DEVICES', 'RC_JOB_ID', 'RC_DEVICES', 'RC_PREEMPT_FILE'] as const;
+export const RESERVED_ENV = [
+  'CUDA_VISIBLE_DEVICES',
+  'CUDA_DEVICE_ORDER',
+  'NVIDIA_VISIBLE_DEVICES',
+  'RC_JOB_ID',
+  'RC_DEVICES',
+  'RC_WORKSPACE',
+  'RC_SCRATCH',
+  'RC_SHARED',
+  'RC_SECRETS',
+  'RC_PREEMPT_FILE',
+] as const;
 
 export const ENV_MAX_VARS = 128;
 /** The bytes of all KEY=VALUE pairs together (UTF-8). */

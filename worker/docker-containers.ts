@@ -1,5 +1,6 @@
 // The device containers of the docker runtime: one long-lived container per
-// device (its GPU attached, the shared workspace mounted at /workspace),
+// device (its GPU attached, the shared workspace mounted at /workspace, the
+// device's scratch at /scratch, and /shared and /secrets: job-mounts.ts),
 // named after the host and the device and labelled with the spec it was made
 // from. Each is adopted when it is up as made, (re)created when not, one
 // operation at a time per device.
@@ -7,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { DeviceProblem, RuntimeDevice } from './runtime';
 import { dockerGpusValue, normalizeGpuSpec } from '../core/gpus';
 import { dockerCall } from './docker-cli';
+import { CONTAINER_SCRATCH, CONTAINER_SECRETS, CONTAINER_SHARED, type JobMounts } from './job-mounts';
 import { SIGNAL_SCRIPT } from './docker-signal';
 import { containerNamespace, signalJobOnHost } from './proc-signal';
 
@@ -30,10 +32,26 @@ export function jobContainerName(host: string, jobId: string): string {
 }
 
 /** Short hash of what the container is made from: a container with another one is recreated. */
-export function specHash(image: string, gpusArg: string | null, workspace: string): string {
-  const text = JSON.stringify({ image, gpus: gpusArg, workspace, mount: CONTAINER_WORKSPACE });
+export function specHash(image: string, gpusArg: string | null, volumes: string[]): string {
+  const text = JSON.stringify({ image, gpus: gpusArg, volumes });
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
+
+/** The -v arguments of a job's container: the workspace, the scratch folder given, the shared storage and the secrets (read-only). */
+export function mountArgs(workspace: string, scratch: string, mounts: JobMounts): string[] {
+  const { shared, secrets } = mounts.dirs;
+  return [
+    '-v',
+    `${workspace}:${CONTAINER_WORKSPACE}`,
+    '-v',
+    `${scratch}:${CONTAINER_SCRATCH}`,
+    ...(shared ? ['-v', `${shared}:${CONTAINER_SHARED}`] : []),
+    ...(secrets ? ['-v', `${secrets}:${CONTAINER_SECRETS}:ro`] : []),
+  ];
+}
+
+/** The glob-free way to empty a folder in any sh (busybox too): the dot files as well, the folder itself stays. */
+export const EMPTY_SCRATCH = ['sh', '-c', `rm -rf ${CONTAINER_SCRATCH}/* ${CONTAINER_SCRATCH}/.[!.]* ${CONTAINER_SCRATCH}/..?*`];
 
 /** The --gpus value for these devices (null: attach none). Devices with no UUID are CPU slots. */
 export function gpusFor(devices: { uuid: string | null }[]): { ok: true; arg: string | null } | { ok: false; reason: string } {
@@ -51,6 +69,8 @@ export interface DeviceContainersOptions {
   image: string;
   /** Host folder mounted at /workspace (resolved). */
   workspace: string;
+  /** The scratch, shared and secrets folders. */
+  mounts: JobMounts;
   /** The docker CLI. */
   docker: string;
   log: (msg: string) => void;
@@ -97,7 +117,9 @@ export class DeviceContainers {
       const name = containerName(this.opts.host, device.index);
       const gpus = gpusFor([device]);
       if (!gpus.ok) return { ok: false, problem: this.problem(device.index, name, gpus.reason) };
-      const spec = specHash(this.opts.image, gpus.arg, this.workspace);
+      const scratch = this.opts.mounts.deviceScratch(device.index);
+      const volumes = mountArgs(this.workspace, scratch, this.opts.mounts);
+      const spec = specHash(this.opts.image, gpus.arg, volumes);
       // Still the same init in the same namespace: the container is up as we made it, no `docker inspect` (about 20 ms) needed.
       const seen = this.hostView.get(name);
       if (!adopting && seen && seen.spec === spec && containerNamespace(seen.pid) === seen.ns) return { ok: true, name };
@@ -115,6 +137,12 @@ export class DeviceContainers {
           return { ok: false, problem: this.problem(device.index, name, `cannot remove the old container ${name}: ${rm.error}`, rm.error) };
         }
       }
+      try {
+        this.opts.mounts.make(scratch);
+      } catch (err) {
+        const why = `cannot make its scratch folder ${scratch}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+        return { ok: false, problem: this.problem(device.index, name, why) };
+      }
       const args = [
         'run',
         '-d',
@@ -131,8 +159,7 @@ export class DeviceContainers {
         `rc.device=${device.index}`,
         '--label',
         `rc.spec=${spec}`,
-        '-v',
-        `${this.workspace}:${CONTAINER_WORKSPACE}`,
+        ...volumes,
         ...(gpus.arg ? ['--gpus', dockerGpusValue(gpus.arg)] : []),
         this.opts.image,
         ...KEEP_ALIVE,

@@ -7,6 +7,7 @@
 // and stay `-e KEY=VALUE`.
 import type { StartJob } from '../protocol/worker';
 import { jobEnv } from './host-runtime';
+import type { JobPaths } from './job-mounts';
 
 /**
  * Names the docker client itself, the Go runtime or the host's loader may read
@@ -31,12 +32,13 @@ export interface DockerEnv {
   env: Record<string, string>;
 }
 
-export function dockerEnv(order: StartJob): DockerEnv {
+/** `paths`: the folders as the job sees them in its container. */
+export function dockerEnv(order: StartJob, paths?: JobPaths): DockerEnv {
   const own = new Set(Object.keys(order.env ?? {}));
   const args: string[] = [];
   const env: Record<string, string> = {};
   // PATH, HOME and the like come from the image, not from the worker's host.
-  for (const [k, v] of Object.entries(jobEnv(order, {} as NodeJS.ProcessEnv))) {
+  for (const [k, v] of Object.entries(jobEnv(order, {} as NodeJS.ProcessEnv, paths))) {
     // jobEnv set rc's own variables over the job's: a value that is not the job's is rc's.
     if (own.has(k) && order.env?.[k] === v && !clientReads(k)) {
       args.push('-e', k);

@@ -1,5 +1,6 @@
 // Runs jobs in Docker: one long-lived container per device (its GPU attached,
-// the shared workspace mounted at /workspace: docker-containers.ts), jobs
+// the shared workspace mounted at /workspace, /scratch, /shared and /secrets:
+// docker-containers.ts, job-mounts.ts), jobs
 // started in it with `docker exec` (docker-exec.ts). What a job installs
 // outside /workspace stays for the next job until the container is
 // recreated. Jobs on several GPUs get a one-off `docker run --rm` container
@@ -11,13 +12,15 @@ import { resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
 import { dockerGpusValue } from '../core/gpus';
 import { dockerCall } from './docker-cli';
-import { CONTAINER_WORKSPACE, containerName, DeviceContainers, gpusFor, jobContainerName } from './docker-containers';
+import { CONTAINER_WORKSPACE, containerName, DeviceContainers, EMPTY_SCRATCH, gpusFor, jobContainerName, mountArgs } from './docker-containers';
 import { JobProcess } from './docker-exec';
 import { DOCKER_FAILED, translateExecError, translateRunError } from './docker-exec-errors';
 import { oneOffTree, taggedTree } from './docker-signal';
 import { clientEnv, dockerEnv } from './docker-env';
+import { CONTAINER_SCRATCH, CONTAINER_SECRETS, CONTAINER_SHARED, type JobMounts, type JobPaths } from './job-mounts';
 import type { DeviceProblem, JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
 import { LOGIN_SHELL } from '../protocol/tty';
+import { MAX_VALUE_LENGTH } from './probes/parse';
 import { PtyJob } from './tty';
 
 export interface DockerRuntimeOptions {
@@ -26,6 +29,8 @@ export interface DockerRuntimeOptions {
   image: string;
   /** Host folder mounted at /workspace in every container. */
   workspace: string;
+  /** The scratch, shared and secrets folders mounted in every container. */
+  mounts: JobMounts;
   /** The docker CLI; 'docker' by default. */
   docker?: string;
   log?: (msg: string) => void;
@@ -36,6 +41,7 @@ export interface DockerRuntimeOptions {
 export class DockerRuntime implements Runtime {
   readonly jobWorkspace = CONTAINER_WORKSPACE;
   readonly name = 'docker' as const;
+  /** runtime and image; image_base and image_contents from the image's rc.base and rc.contents labels once reclaim has read them. */
   readonly labels: { key: string; value: string }[];
   private readonly docker: string;
   private readonly workspace: string;
@@ -50,6 +56,7 @@ export class DockerRuntime implements Runtime {
       host: opts.host,
       image: opts.image,
       workspace: this.workspace,
+      mounts: opts.mounts,
       docker: this.docker,
       log: this.log,
       signalFromHost: opts.signalFromHost,
@@ -67,6 +74,8 @@ export class DockerRuntime implements Runtime {
    * containers themselves stay, to be adopted by prepare.
    */
   async reclaim(_previous: PreviousJob[]): Promise<Reclaimed> {
+    // Before the hello too, so that the first inventory has them: what the image says it is.
+    this.labels.push(...(await this.imageLabels()));
     const removed = await this.containers.removeJobContainers();
     const r = await dockerCall(this.docker, ['ps', '--filter', `label=rc.host=${this.opts.host}`, '--filter', 'label=rc.device', '--format', '{{.Names}}'], {
       timeoutMs: 20_000,
@@ -80,7 +89,103 @@ export class DockerRuntime implements Runtime {
       killed += n;
       if (n > 0) jobs += 1;
     }
+    // Their scratch too: a device's scratch the host cannot empty is emptied from inside its container.
+    for (const n of await this.opts.mounts.wipeLeftovers()) {
+      const wiped = n.device !== null && names.includes(containerName(this.opts.host, n.device)) && (await this.emptyInContainer(n.device));
+      if (!wiped) this.log(`cannot wipe ${n.dir}, left by the previous run: ${n.reason}`);
+    }
     return { killed, jobs, unkillable: [] };
+  }
+
+  /**
+   * After a job: a one-off container's scratch goes; a device container's is
+   * emptied. Files a job made as root are the host's root's: a worker that
+   * is not root cannot remove them and empties the folder from inside a
+   * container instead. A device scratch still not empty is the device's
+   * problem (the next job there would see it).
+   */
+  async cleanUp(order: StartJob): Promise<DeviceProblem[]> {
+    if (order.devices.length > 1) {
+      const dir = this.opts.mounts.jobScratch(order.jobId);
+      const left = await this.opts.mounts.wipeJob(order.jobId);
+      if (left.length === 0) return [];
+      const r = await dockerCall(this.docker, [
+        'run',
+        '--rm',
+        '--pull',
+        'never',
+        '-u',
+        '0:0',
+        '-v',
+        `${dir}:${CONTAINER_SCRATCH}`,
+        this.opts.image,
+        ...EMPTY_SCRATCH,
+      ]);
+      const again = r.ok ? await this.opts.mounts.wipeJob(order.jobId) : left;
+      for (const n of again) this.log(`job ${order.jobId}: cannot wipe ${n.dir}: ${n.reason}${r.ok ? '' : ` (nor from a container: ${r.error})`}`);
+      return [];
+    }
+    const index = order.devices[0]?.index;
+    if (index === undefined) return [];
+    const left = await this.opts.mounts.emptyDevice(index);
+    if (!left || (await this.emptyInContainer(index))) return [];
+    return [
+      {
+        index,
+        reason: `the scratch of job ${order.jobId} (${left.dir}) could not be wiped: ${left.reason}`,
+        evidence: { jobId: order.jobId, dir: left.dir, error: left.reason },
+      },
+    ];
+  }
+
+  /** Empties device N's /scratch from inside its container; true when it is empty then. */
+  private async emptyInContainer(index: number): Promise<boolean> {
+    const name = containerName(this.opts.host, index);
+    const r = await dockerCall(this.docker, ['exec', '-u', '0:0', name, ...EMPTY_SCRATCH]);
+    if (!r.ok) this.log(`cannot empty ${CONTAINER_SCRATCH} in ${name}: ${r.error}`);
+    return r.ok && (await this.opts.mounts.emptyDevice(index)) === null;
+  }
+
+  /** A one-off container's scratch, made by the worker (docker would make it root's); rc's line for the job when it cannot be. */
+  private makeJobScratch(order: StartJob): string | null {
+    try {
+      this.opts.mounts.make(this.opts.mounts.jobScratch(order.jobId));
+      return null;
+    } catch (err) {
+      return `rc: cannot make the job's scratch folder on this host: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`;
+    }
+  }
+
+  /**
+   * The image's own description (the stock image's labels: docker/worker-image):
+   * image_base (e.g. "ubuntu 24.04 (noble)") and image_contents (its packages).
+   * None for an image without them, or one not here yet.
+   */
+  private async imageLabels(): Promise<{ key: string; value: string }[]> {
+    const r = await dockerCall(this.docker, ['image', 'inspect', '-f', '{{json .Config.Labels}}', this.opts.image], { timeoutMs: 20_000 });
+    if (!r.ok) return [];
+    let labels: unknown;
+    try {
+      labels = JSON.parse(r.stdout);
+    } catch {
+      return [];
+    }
+    const get = (k: string) => {
+      const v = labels && typeof labels === 'object' ? (labels as Record<string, unknown>)[k] : undefined;
+      return typeof v === 'string' && v.trim() ? v.trim().slice(0, MAX_VALUE_LENGTH) : null;
+    };
+    const out: { key: string; value: string }[] = [];
+    const base = get('rc.base');
+    const contents = get('rc.contents');
+    if (base) out.push({ key: 'image_base', value: base });
+    if (contents) out.push({ key: 'image_contents', value: contents });
+    return out;
+  }
+
+  /** What a job is told in RC_WORKSPACE, RC_SCRATCH, RC_SHARED and RC_SECRETS: the paths in its container. */
+  private containerPaths(): JobPaths {
+    const { shared, secrets } = this.opts.mounts.dirs;
+    return { workspace: CONTAINER_WORKSPACE, scratch: CONTAINER_SCRATCH, shared: shared && CONTAINER_SHARED, secrets: secrets && CONTAINER_SECRETS };
   }
 
   async prepare(devices: RuntimeDevice[]): Promise<DeviceProblem[]> {
@@ -110,7 +215,7 @@ export class DockerRuntime implements Runtime {
     const job = new PtyJob(cb);
     const cwd = order.cwd ?? CONTAINER_WORKSPACE;
     const argv = order.argv.length ? order.argv : LOGIN_SHELL;
-    const jobVars = dockerEnv(order);
+    const jobVars = dockerEnv(order, this.containerPaths());
     const base = { file: this.docker, env: clientEnv(jobVars), cols: order.tty?.cols ?? 80, rows: order.tty?.rows ?? 24 };
     const envArgs = [...jobVars.args, '-e', 'TERM=xterm-256color'];
     if (order.devices.length > 1) {
@@ -118,6 +223,11 @@ export class DockerRuntime implements Runtime {
       const gpus = gpusFor(order.devices);
       if (!gpus.ok) {
         job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`);
+        return job;
+      }
+      const unmade = this.makeJobScratch(order);
+      if (unmade) {
+        job.failAtOnce(DOCKER_FAILED, unmade);
         return job;
       }
       job.start({ ...base, args: this.oneOffArgs(order, gpus.arg, ['-it'], envArgs, argv), tree: oneOffTree(this.docker, name) });
@@ -154,7 +264,7 @@ export class DockerRuntime implements Runtime {
     const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
       if (!(await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message)))) return;
-      const env = dockerEnv(order);
+      const env = dockerEnv(order, this.containerPaths());
       job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...env.args, name, ...order.argv], {
         env: clientEnv(env),
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
@@ -185,8 +295,7 @@ export class DockerRuntime implements Runtime {
       `rc.host=${this.opts.host}`,
       '--label',
       `rc.job=${order.jobId}`,
-      '-v',
-      `${this.workspace}:${CONTAINER_WORKSPACE}`,
+      ...mountArgs(this.workspace, this.opts.mounts.jobScratch(order.jobId), this.opts.mounts),
       ...(gpusArg ? ['--gpus', dockerGpusValue(gpusArg)] : []),
       '-u',
       '0:0',
@@ -206,7 +315,12 @@ export class DockerRuntime implements Runtime {
       job.failAtOnce(DOCKER_FAILED, `rc: cannot run the job: ${gpus.reason}\n`);
       return { kill() {} };
     }
-    const env = dockerEnv(order);
+    const unmade = this.makeJobScratch(order);
+    if (unmade) {
+      job.failAtOnce(DOCKER_FAILED, unmade);
+      return { kill() {} };
+    }
+    const env = dockerEnv(order, this.containerPaths());
     job.start(this.docker, this.oneOffArgs(order, gpus.arg, [], env.args, order.argv), {
       env: clientEnv(env),
       translate: (held) => translateRunError(held, order.argv[0] ?? '', this.opts.image),

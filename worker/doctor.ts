@@ -5,7 +5,8 @@ import { accessSync, constants } from 'node:fs';
 import { controllerList } from '../protocol/controllers';
 import type { ApiErrorBody } from '../core/errors';
 import type { ResponseOf } from '../protocol/routes';
-import { loadWorkerConfig } from './config';
+import { loadWorkerConfig, mountDirs } from './config';
+import { checkMountDirs } from './job-mounts';
 import { parseNvidiaSmiCsv } from './probes/parse';
 import { commandFailure, NVIDIA_SMI_QUERY, runCommand } from './probes/run';
 
@@ -36,7 +37,7 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
   }
   const runtime = config?.RC_RUNTIME ?? (env.RC_RUNTIME === 'docker' ? 'docker' : 'host');
   const docker = config?.RC_DOCKER ?? env.RC_DOCKER ?? 'docker';
-  const image = config?.RC_DOCKER_IMAGE ?? env.RC_DOCKER_IMAGE ?? 'rc-worker:ubuntu-24.04';
+  const image = config?.RC_DOCKER_IMAGE ?? env.RC_DOCKER_IMAGE ?? 'rc-job:stock';
   const run = (file: string, args: string[], timeoutMs = 15_000) => runCommand(file, args, { env, timeoutMs, maxBytes: 256 * 1024 });
 
   // Docker first: the GPU row needs to know whether containers can be tried.
@@ -65,7 +66,7 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
           : {
               check: 'image',
               status: 'fail',
-              detail: `${image} is not present: build it from docker/worker-image (docker build -t ${image} docker/worker-image) or docker load it, or set RC_DOCKER_IMAGE`,
+              detail: `${image} is not present: build it with docker/worker-image/build.sh --tag ${image} (no registry needed) or docker load it, or set RC_DOCKER_IMAGE`,
             },
       );
     }
@@ -85,6 +86,17 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
           : { check: 'workspace', status: 'fail', detail: `${config.RC_WORKSPACE} is not writable (${code})` },
       );
     }
+    const dirs = mountDirs(config);
+    const problems = checkMountDirs(dirs, config.RC_WORKSPACE, false);
+    rows.push(
+      problems.length
+        ? { check: 'mounts', status: 'fail', detail: problems.join('; ') }
+        : {
+            check: 'mounts',
+            status: 'ok',
+            detail: `scratch in ${dirs.scratch}; shared ${dirs.shared ?? 'none (RC_SHARED_DIR unset)'}; secrets ${dirs.secrets ?? 'none (RC_SECRETS_DIR unset)'}`,
+          },
+    );
   }
   return rows;
 }

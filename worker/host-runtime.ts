@@ -11,8 +11,9 @@ import { isAbsolute, resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
 import { RESERVED_ENV } from '../core/job-options';
 import { LOGIN_SHELL } from '../protocol/tty';
+import type { JobMounts, JobPaths } from './job-mounts';
 import type { JobSupervisor } from './job-supervisor';
-import type { JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
+import type { DeviceProblem, JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
 import { JobLife } from './supervise';
 import { findOnPath, PtyJob } from './tty';
 
@@ -23,9 +24,19 @@ export class HostRuntime implements Runtime {
   constructor(
     private readonly workspace: string,
     private readonly supervisor: JobSupervisor,
+    private readonly mounts: JobMounts,
+    private readonly log: (msg: string) => void = () => {},
   ) {}
-  reclaim(previous: PreviousJob[]): Promise<Reclaimed> {
-    return this.supervisor.reclaim(previous);
+  /** The previous run's processes are killed first; then nothing of its jobs' scratch (or secrets copies) may stay. */
+  async reclaim(previous: PreviousJob[]): Promise<Reclaimed> {
+    const r = await this.supervisor.reclaim(previous);
+    for (const n of await this.mounts.wipeLeftovers()) this.log(`cannot wipe ${n.dir}, left by the previous run: ${n.reason}`);
+    return r;
+  }
+  /** A job's scratch is its own: a failed wipe leaks nothing to the next job (which gets another folder), it only takes disk space. */
+  async cleanUp(order: StartJob): Promise<DeviceProblem[]> {
+    for (const n of await this.mounts.wipeJob(order.jobId)) this.log(`job ${order.jobId}: cannot wipe ${n.dir}: ${n.reason}`);
+    return [];
   }
   prepare(): Promise<[]> {
     return Promise.resolve([]);
@@ -37,16 +48,17 @@ export class HostRuntime implements Runtime {
     this.supervisor.close();
   }
   run(order: StartJob, cb: JobCallbacks): RunningJob {
-    return runOnHost(order, this.workspace, this.supervisor, cb);
+    return runOnHost(order, this.workspace, this.supervisor, cb, this.mounts);
   }
   runTty(order: StartJob, cb: TtyCallbacks): RunningTty {
-    return runTtyOnHost(order, this.workspace, this.supervisor, cb);
+    return runTtyOnHost(order, this.workspace, this.supervisor, cb, this.mounts);
   }
 }
 
 const PASS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'];
 
-export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+/** The job's environment: a few of the worker's own (`base`), the job's --env, then rc's (with `paths`: RC_WORKSPACE, RC_SCRATCH, RC_SHARED, RC_SECRETS, each when the job has it). */
+export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env, paths?: JobPaths): Record<string, string> {
   const env: Record<string, string> = {};
   for (const k of PASS_ENV) {
     const v = base[k];
@@ -61,17 +73,38 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env): 
   env.RC_DEVICES = order.devices.map((d) => d.name).join(',');
   // --preemptible: where a preemption's notice (its deadline) appears, before the SIGTERM.
   if (order.preemptFile) env.RC_PREEMPT_FILE = order.preemptFile;
+  if (paths) {
+    env.RC_WORKSPACE = paths.workspace;
+    env.RC_SCRATCH = paths.scratch;
+    if (paths.shared) env.RC_SHARED = paths.shared;
+    if (paths.secrets) env.RC_SECRETS = paths.secrets;
+  }
   return env;
 }
 
-export function runOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: JobCallbacks): RunningJob {
+/** The job's folders (scratch made, secrets copied), or why they cannot be made (rc's line for the job's stderr). */
+function hostPaths(order: StartJob, workspace: string, mounts: JobMounts): JobPaths | string {
+  try {
+    return mounts.forHostJob(order.jobId, resolve(workspace));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    return `rc: cannot make the job's scratch folder or its copy of the secrets on this host: ${e.code ?? e.message}${e.path ? ` (${e.path})` : ''}\n`;
+  }
+}
+
+export function runOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: JobCallbacks, mounts: JobMounts): RunningJob {
   const life = new JobLife({ say: (message) => cb.output(2, Buffer.from(message)), end: cb.exit });
   const cwd = order.cwd ?? workspace;
   if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
     life.failAtOnce(126, `rc: the working directory ${cwd} does not exist on this host\n`);
     return life;
   }
-  const env = jobEnv(order);
+  const paths = hostPaths(order, workspace, mounts);
+  if (typeof paths === 'string') {
+    life.failAtOnce(126, paths);
+    return life;
+  }
+  const env = jobEnv(order, process.env, paths);
   const command = order.argv[0]!;
   // Checked here, since the cgroup's shell would otherwise say it in its own words.
   const unusable = commandProblem(command, env.PATH, cwd);
@@ -122,15 +155,20 @@ function commandProblem(command: string, path: string | undefined, cwd: string):
 }
 
 /** A job under a pseudo-terminal on the host: same cwd and environment as runOnHost, TERM=xterm-256color. */
-export function runTtyOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: TtyCallbacks): RunningTty {
+export function runTtyOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: TtyCallbacks, mounts: JobMounts): RunningTty {
   const job = new PtyJob(cb);
   const cwd = order.cwd ?? workspace;
   const argv = order.argv.length ? order.argv : LOGIN_SHELL;
-  const env = jobEnv(order);
   if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
     job.failAtOnce(126, `rc: the working directory ${cwd} does not exist on this host\n`);
     return job;
   }
+  const paths = hostPaths(order, workspace, mounts);
+  if (typeof paths === 'string') {
+    job.failAtOnce(126, paths);
+    return job;
+  }
+  const env = jobEnv(order, process.env, paths);
   const file = findOnPath(argv[0]!, env.PATH, isExecutableFile);
   if (!file) {
     job.failAtOnce(127, `rc: ${argv[0]}: command not found\n`);

@@ -112,26 +112,25 @@ export class JobRunner {
         for (const d of order.devices) this.ending.set(d.index, { jobId: order.jobId, until });
         // A GPU still holding memory is quarantined in the same report that ends the job,
         // so no other job can be given it in between.
-        void this.gpus
-          .afterJob(order.jobId, order.devices)
-          .catch(() => [] as Quarantine[])
-          .then((found) => {
-            this.jobs.delete(order.jobId);
-            const quarantine = [...stuck, ...found];
-            const exit: JobExit = {
-              jobId: order.jobId,
-              fence: order.fence,
-              exitCode,
-              signal,
-              lastSeq: job.seq,
-              killedFor: job.killedFor,
-              killCause: job.killCause,
-              quarantine,
-            };
-            for (const q of quarantine) this.log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
-            this.unreported.set(order.jobId, exit);
-            if (this.link.ready) this.sendExit(exit);
-          });
+        // Its scratch is wiped before the end is reported, so the next job on the device never sees it.
+        const wiped = order.kind === 'hold' ? Promise.resolve([]) : this.runtime.cleanUp(order).catch(() => [] as Quarantine[]);
+        void Promise.all([this.gpus.afterJob(order.jobId, order.devices).catch(() => [] as Quarantine[]), wiped]).then(([found, unwiped]) => {
+          this.jobs.delete(order.jobId);
+          const quarantine = [...stuck, ...found, ...unwiped];
+          const exit: JobExit = {
+            jobId: order.jobId,
+            fence: order.fence,
+            exitCode,
+            signal,
+            lastSeq: job.seq,
+            killedFor: job.killedFor,
+            killCause: job.killCause,
+            quarantine,
+          };
+          for (const q of quarantine) this.log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
+          this.unreported.set(order.jobId, exit);
+          if (this.link.ready) this.sendExit(exit);
+        });
       },
     };
     job.run =

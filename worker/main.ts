@@ -13,7 +13,7 @@
 import { mkdirSync } from 'node:fs';
 import { WorkerEvent } from '../protocol/events';
 import type { Quarantine } from '../protocol/worker';
-import { loadWorkerConfig, type WorkerConfig } from './config';
+import { loadWorkerConfig, mountDirs, type WorkerConfig } from './config';
 import { ControllerLink } from './controller-link';
 import { DockerRuntime } from './docker-runtime';
 import { doctor } from './doctor';
@@ -22,6 +22,7 @@ import { GpuMonitor } from './gpu-monitor';
 import { beat } from './heartbeat';
 import { HostRuntime } from './host-runtime';
 import { Prober } from './inventory';
+import { checkMountDirs, JobMounts } from './job-mounts';
 import { JobRunner } from './job-runner';
 import { JobState } from './job-state';
 import { JobSupervisor } from './job-supervisor';
@@ -103,6 +104,8 @@ async function main(): Promise<void> {
     // A config file that cannot be used stops the worker here, with a plain message.
     if (config.RC_WORKER_CONFIG) readWorkerConfigFile(config.RC_WORKER_CONFIG);
     mkdirSync(config.RC_WORKSPACE, { recursive: true });
+    const problems = checkMountDirs(mountDirs(config), config.RC_WORKSPACE);
+    if (problems.length) throw new Error(problems.join('; '));
   } catch (err) {
     // Environment and config file problems, or a workspace that cannot be made: one line, no stack.
     console.error(`rc-worker: ${err instanceof Error ? err.message : String(err)}`);
@@ -117,12 +120,20 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   let runtime: Runtime;
+  const mounts = new JobMounts(mountDirs(config));
   if (config.RC_RUNTIME === 'docker') {
-    runtime = new DockerRuntime({ host: config.RC_HOST_NAME, image: config.RC_DOCKER_IMAGE, workspace: config.RC_WORKSPACE, docker: config.RC_DOCKER, log });
+    runtime = new DockerRuntime({
+      host: config.RC_HOST_NAME,
+      image: config.RC_DOCKER_IMAGE,
+      workspace: config.RC_WORKSPACE,
+      mounts,
+      docker: config.RC_DOCKER,
+      log,
+    });
   } else {
     const supervisor = JobSupervisor.start({ host: config.RC_HOST_NAME, stateDir: config.RC_STATE_DIR, cgroups: config.RC_CGROUPS, log });
     log(supervisor.describe());
-    runtime = new HostRuntime(config.RC_WORKSPACE, supervisor);
+    runtime = new HostRuntime(config.RC_WORKSPACE, supervisor, mounts, log);
   }
   // Before the hello: what the previous run's jobs left must be gone before the controller leases their devices again.
   await reclaim(runtime, state, previous, log);

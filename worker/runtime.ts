@@ -80,7 +80,7 @@ export interface RuntimeDevice {
 
 export interface Runtime {
   readonly name: RuntimeName;
-  /** Labels the host gets from its runtime (runtime=..., image=...). */
+  /** Labels the host gets from its runtime (runtime=..., image=..., and with Docker what the image says it holds); complete once reclaim has run. */
   readonly labels: { key: string; value: string }[];
   /** Where a job sees the worker's RC_WORKSPACE (a container's /workspace); absent: at the same path. */
   readonly jobWorkspace?: string;
@@ -98,6 +98,13 @@ export interface Runtime {
   prepare(devices: RuntimeDevice[]): Promise<DeviceProblem[]>;
   /** The cgroup a job will run in, recorded in the state file before it starts; null where there is none. */
   jobCgroup(jobId: string): string | null;
+  /**
+   * After a job's processes are gone, before its end is reported: its scratch
+   * is wiped (worker/job-mounts.ts). Never rejects; resolves to the devices
+   * whose scratch could not be wiped (the next job there would see it), to
+   * be quarantined in the job's end report.
+   */
+  cleanUp(order: StartJob): Promise<DeviceProblem[]>;
   /** The worker stops: what the runtime made for itself and no longer needs goes. */
   close(): void;
   /** Starts a job. A device problem found on the way (a container that cannot be recreated) is reported through `problem`. */

@@ -55,6 +55,10 @@ export class SimRuntime implements Runtime {
     this.answered.clear();
   }
 
+  /** A simulated job's folder goes with the job (below): there is no scratch to wipe. */
+  cleanUp(): Promise<[]> {
+    return Promise.resolve([]);
+  }
   reclaim(): Promise<Reclaimed> {
     return Promise.resolve({ killed: 0, jobs: 0, unkillable: [] });
   }

@@ -63,6 +63,7 @@ test('a CPU host with the host runtime: gpu n/a, docker n/a, controller and cred
     controller: 'ok',
     credential: 'ok',
     workspace: 'ok',
+    mounts: 'ok',
   });
   assert.match(r.rows.credential![1], /credential of host docbox/);
   assert.match(r.out, /all checks passed/);
@@ -96,7 +97,7 @@ test('the Docker runtime: dockerd reachable and the image present, or a row that
   const missing = await doctor({ RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:no-such-image' });
   assert.equal(missing.code, 1);
   assert.equal(missing.rows.image![0], 'fail');
-  assert.match(missing.rows.image![1], /rc-test:no-such-image is not present: build it from docker\/worker-image/);
+  assert.match(missing.rows.image![1], /rc-test:no-such-image is not present: build it with docker\/worker-image\/build.sh --tag rc-test:no-such-image/);
   const noDocker = await doctor({ RC_RUNTIME: 'docker', RC_DOCKER: '/nonexistent/docker' });
   assert.equal(noDocker.code, 1);
   assert.match(noDocker.rows.docker![1], /^cannot reach dockerd: .*not found/);

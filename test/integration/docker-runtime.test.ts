@@ -11,15 +11,20 @@ import type { StartJob } from '../../protocol/worker';
 import type { DeviceProblem, RunningJob } from '../../worker/runtime';
 import { containerName } from '../../worker/docker-containers';
 import { DockerRuntime } from '../../worker/docker-runtime';
+import { JobMounts } from '../../worker/job-mounts';
 import { ensureTestImage } from '../helpers/docker';
 
 let image = '';
 let workspace = '';
+let scratch = '';
 const hosts: string[] = [];
+/** Each host's own scratch root, as each worker has one. */
+const mounts = (host: string) => new JobMounts({ scratch: join(scratch, host), shared: null, secrets: null });
 
 before(async () => {
   image = await ensureTestImage();
   workspace = mkdtempSync(join(tmpdir(), 'rc-docker-ws-'));
+  scratch = mkdtempSync(join(tmpdir(), 'rc-docker-scratch-'));
 });
 
 after(() => {
@@ -30,6 +35,7 @@ after(() => {
     if (ids.length > 0) docker(['rm', '-f', ...ids]);
   }
   rmSync(workspace, { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 function docker(args: string[]): { status: number | null; stdout: string; stderr: string } {
@@ -44,7 +50,14 @@ function newHost(): string {
 }
 
 function runtime(host: string, opts: { image?: string; log?: string[]; signalFromHost?: boolean } = {}): DockerRuntime {
-  return new DockerRuntime({ host, image: opts.image ?? image, workspace, log: (m) => opts.log?.push(m), signalFromHost: opts.signalFromHost });
+  return new DockerRuntime({
+    host,
+    image: opts.image ?? image,
+    workspace,
+    mounts: mounts(host),
+    log: (m) => opts.log?.push(m),
+    signalFromHost: opts.signalFromHost,
+  });
 }
 
 const CPU0 = { index: 0, uuid: null };
@@ -282,7 +295,7 @@ test('a new worker run kills leftover job processes before its hello (reclaim), 
   // Another spec (here: another workspace) means another container.
   const other = mkdtempSync(join(tmpdir(), 'rc-docker-ws2-'));
   try {
-    const rt3 = new DockerRuntime({ host, image, workspace: other });
+    const rt3 = new DockerRuntime({ host, image, workspace: other, mounts: mounts(host) });
     assert.deepEqual(await rt3.prepare([CPU0]), []);
     assert.notEqual(containerId(name), id);
   } finally {
@@ -338,7 +351,7 @@ test('jobs in a container that is up run without a docker inspect each; a restar
   // Logs each docker command's first argument, then runs the real docker.
   writeFileSync(wrapper, `#!/bin/sh\necho "$1" >> ${calls}\nexec docker "$@"\n`, { mode: 0o755 });
   try {
-    const rt = new DockerRuntime({ host, image, workspace, docker: wrapper });
+    const rt = new DockerRuntime({ host, image, workspace, mounts: mounts(host), docker: wrapper });
     assert.deepEqual(await rt.prepare([CPU0]), []);
     writeFileSync(calls, '');
     for (let i = 0; i < 3; i++) assert.equal((await runToEnd(rt, order(['true']))).code, 0);
