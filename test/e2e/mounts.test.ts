@@ -153,6 +153,8 @@ test('a worker killed mid-job: the next one wipes the scratch the job left befor
   await stack.stopWorker(HOST, 'SIGKILL');
   assert.ok(existsSync(join(dir, 'left')), 'the scratch should still be there while no worker runs');
   await stack.startWorker(HOST, 2, mountEnv(HOST));
+  // The host's devices read busy while it is only away: wait for the new worker's hello itself.
+  await stack.waitFor(() => /connected to .* as /.test(stack.workerLogs.get(HOST) ?? ''), 'the restarted worker to say hello');
   assert.equal(existsSync(dir), false, "the restarted worker left the scratch of the killed one's job");
   const r = await job.done;
   assert.notEqual(r.code, 0);
