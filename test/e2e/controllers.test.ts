@@ -209,6 +209,20 @@ test('rc cp through A copies to and from a device whose worker is on B, in sever
   }
 });
 
+test('a host removed through A stops its worker connected to B: the revocation is told on the bus, not only cut where it was made', {
+  timeout: 60_000,
+}, async () => {
+  await a.startWorker('cutbox', 1, { RC_CONTROLLER: b.controllerUrl });
+  assert.ok(connectedTo(a, 'cutbox', b.controllerUrl));
+  const worker = a.workers.get('cutbox')!;
+  const exited = new Promise<number | null>((r) => worker.once('exit', (code) => r(code)));
+  const rm = await a.cli(['admin', 'host', 'rm', 'cutbox'], { env: { RC_TOKEN: a.adminToken } });
+  assert.equal(rm.code, 0, rm.stderr);
+  const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))]);
+  assert.equal(code, 78, 'the worker on B was cut off, refused as removed, and stopped for good');
+  a.workers.delete('cutbox');
+});
+
 test('SIGKILL of a controller mid-run: its worker moves, the running job keeps running, the queued one runs, no chunk lost or repeated', {
   timeout: 120_000,
 }, async () => {

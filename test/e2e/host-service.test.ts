@@ -172,6 +172,21 @@ test('bad input and the wrong credential: every new route and flag is refused wi
   await bad('GET', '/api/devices?all=2', undefined, /all: "2" is not 1 or 0/);
   for (const since of ['abc', '0', '400d', '-1h', '7x'])
     await bad('GET', `/api/audit?since=${encodeURIComponent(since)}`, undefined, /since: a duration from 1s to 366d/);
+  // The admin's session cookie: from another origin, or without saying it is JSON, nothing changes.
+  const own = new URL(stack.controllerUrl).origin;
+  const evil = `http://127.0.0.1:${Number(new URL(stack.controllerUrl).port) + 1}`;
+  const cookie = `rc_session=${encodeURIComponent(stack.adminToken)}`;
+  for (const [method, path, headers, status] of [
+    ['POST', '/api/admin/hosts/edgebox/off', { origin: evil, 'content-type': 'application/json' }, 403],
+    ['POST', '/api/admin/hosts/edgebox/on', { origin: evil, 'content-type': 'application/json' }, 403],
+    ['DELETE', '/api/admin/hosts/edgebox', { origin: evil, 'content-type': 'application/json' }, 403],
+    ['DELETE', '/api/admin/hosts/edgebox', { origin: own }, 415],
+  ] as const) {
+    const res = await fetch(stack.controllerUrl + path, { method, headers: { cookie, ...headers }, body: method === 'POST' ? '{}' : undefined });
+    assert.equal(res.status, status, `${method} ${path} with the cookie and ${JSON.stringify(headers)}`);
+  }
+  const still = ((await stack.api('GET', '/api/hosts')).body as { hosts: { name: string; off: unknown }[] }).hosts.find((h) => h.name === 'edgebox');
+  assert.equal(still?.off, null, 'not turned off, not removed');
   const r = await stack.api('DELETE', '/api/admin/hosts/edgebox?x=1', undefined, stack.adminToken);
   assert.equal(r.status, 200, 'an idle host is removed (an unknown query parameter is ignored, as elsewhere)');
 
