@@ -101,6 +101,11 @@ export function age(iso: string, now = Date.now()): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
+/** `text`, cut to `max` characters with an ellipsis (a table cell). */
+export function cut(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
 export function indent(text: string, by = '  '): string {
   return `${text
     .replace(/\n+$/, '')

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, json, out, table, usage } from '../output';
+import { age, cut, json, out, table, usage } from '../output';
 
 export const ADMIN_HELP = `usage: rc admin <command>
 
@@ -37,6 +37,8 @@ where npm start wrote .rc/local.json.
 
 export async function admin(client: Client, args: readonly string[]): Promise<number> {
   const [group, verb, ...rest] = args;
+  // For commands with no verb (rc admin hosts --all): everything after the group.
+  const afterGroup = args.slice(1);
   if (!group || group === '--help' || group === '-h') {
     out(ADMIN_HELP);
     return EXIT.ok;
@@ -88,7 +90,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
   if (group === 'hosts') {
     const parsed = parseFlags(
       'admin hosts',
-      [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''),
+      afterGroup,
       [
         { name: 'all', type: 'boolean' },
         { name: 'json', type: 'boolean' },
@@ -122,7 +124,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
   if (group === 'audit') {
     const parsed = parseFlags(
       'admin audit',
-      [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''),
+      afterGroup,
       [
         { name: 'limit', type: 'string' },
         { name: 'since', type: 'string' },
@@ -226,12 +228,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     return EXIT.ok;
   }
   if (group === 'clear') {
-    const parsed = parseFlags(
-      'admin clear',
-      [verb ?? '', ...rest].filter((a, i) => i > 0 || a !== ''),
-      [{ name: 'reason', type: 'string' }],
-      false,
-    );
+    const parsed = parseFlags('admin clear', afterGroup, [{ name: 'reason', type: 'string' }], false);
     const device = parsed.rest[0];
     const reason = stringFlag(parsed, 'reason');
     if (!device || parsed.rest.length !== 1 || !reason) usage('rc admin clear <host:gpuN> --reason "what was checked and why it is fine"');
@@ -248,10 +245,6 @@ function readSheetFile(file: string): string {
   } catch (err) {
     usage(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
-}
-
-function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
 /** A binding as people read it: the name, or `claude/…` for a prefix. */

@@ -4,7 +4,7 @@ import { EXIT } from '../../core/exit-codes';
 import type { DeviceSummary } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { json, out, table, usage } from '../output';
+import { cut, json, out, table, usage } from '../output';
 
 export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--all] [--json]
 
@@ -61,8 +61,4 @@ function summary(labels: Record<string, string>): string {
   if (labels.vram) parts.push(`vram=${/^\d+$/.test(labels.vram) ? formatSize(Number(labels.vram)) : labels.vram}`);
   if (labels.kind) parts.push(`kind=${labels.kind}`);
   return parts.join(' ') || '-';
-}
-
-function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }

@@ -83,21 +83,15 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('GET /api/devices', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
     if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
-    const details = query.get('details');
-    if (details !== null && details !== '1' && details !== '0')
-      throw new RcError('bad_request', `details: ${JSON.stringify(details.slice(0, 20))} is not 1 or 0; details=1 adds each label's source and age`);
+    const details = flag(query, 'details', "details=1 adds each label's source and age");
     const all = flag(query, 'all', 'all=1 adds the devices of removed hosts');
     if (all) {
       // Rare (rc devices --all): the removed hosts' devices come from the database, after the fleet in memory.
-      const [here, removed] = await Promise.all([
-        details === '1'
-          ? c.inventory.rows(parsed.terms)
-          : c.inventory.listing(parsed.terms).then((t) => (JSON.parse(t) as { devices: DeviceSummary[] }).devices),
-        loadDevices(sql, { details: details === '1', removed: true }),
-      ]);
-      return { devices: [...here, ...removed.filter((d) => matchTerms(parsed.terms, d.labels))] };
+      const [here, removed] = await Promise.all([c.inventory.rows(parsed.terms), loadDevices(sql, { details, removed: true })]);
+      const listed = details ? here : here.map(({ labelDetails: _, ...d }) => d);
+      return { devices: [...listed, ...removed.filter((d) => matchTerms(parsed.terms, d.labels))] };
     }
-    if (details === '1') return { devices: await c.inventory.rows(parsed.terms) };
+    if (details) return { devices: await c.inventory.rows(parsed.terms) };
     return new JsonText<{ devices: DeviceSummary[] }>(await c.inventory.listing(parsed.terms));
   });
 

@@ -47,9 +47,7 @@ export async function withLeases(
   announce: string | null = null,
 ): Promise<JobRow | null> {
   const ids = `{${devices.map((d) => d.id).join(',')}}`;
-  const healthy = sql`not exists (
-    select 1 from devices d join hosts h on h.name = d.host_name
-    where d.id = any(${ids}::text::bigint[]) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
+  const healthy = sql`not ${unusable(sql, sql`${ids}::text::bigint[]`)}`;
   try {
     // A data-modifying WITH runs to completion whether or not the outer select reads it: l needs no reference.
     const notify = announce === null ? sql`null` : sql`pg_notify(${BUS_CHANNEL}, jsonb_set(${announce}::jsonb, '{m,fence}', to_jsonb(j.fence))::text)`;
@@ -65,6 +63,13 @@ export async function withLeases(
     if (isLeaseConflict(err)) return null;
     throw err;
   }
+}
+
+/** Whether any of the devices `ids` (an SQL bigint[]) was quarantined, or its host turned off or removed, since the plan was made. */
+function unusable(sql: Sql, ids: PendingQuery<Row[]>) {
+  return sql`exists (
+    select 1 from devices d join hosts h on h.name = d.host_name
+    where d.id = any(${ids}) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
 }
 
 /** The one-active-lease index refused a lease: someone else holds the device. */
@@ -110,9 +115,7 @@ export async function claimBatch(sql: Sql, plan: readonly PlannedClaim[]): Promi
       ), c as (
         select jobs.id from jobs join p on p.job_id = jobs.id
         where jobs.state = 'queued'
-          and not exists (
-            select 1 from devices d join hosts h on h.name = d.host_name
-            where d.id = any(p.device_ids::bigint[]) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))
+          and not ${unusable(sql, sql`p.device_ids::bigint[]`)}
         order by jobs.id
         for update of jobs skip locked
       ), j as (
