@@ -128,7 +128,11 @@ test('the simulator command refuses bad flags with a sentence', async () => {
 test('stopping the simulator takes its hosts away', async () => {
   await fleet!.stop();
   fleet = null;
-  await stack.waitFor(async () => (await devices()).every((d) => d.state === 'offline' || d.state === 'unhealthy'), 'every simulated device to be away', 30_000);
+  await stack.waitFor(
+    async () => (await devices()).every((d) => d.state === 'offline' || d.state === 'unhealthy'),
+    'every simulated device to be away',
+    30_000,
+  );
   const hosts = ((await stack.api('GET', '/api/hosts')).body as { hosts: { name: string; status: string }[] }).hosts;
   assert.ok(hosts.every((h) => h.status !== 'online'));
 });
