@@ -40,7 +40,7 @@ export function QueueView() {
             <div className="mt-1 pl-13 text-sm text-zinc-800">
               <span className="font-mono text-xs text-zinc-500">
                 {j.device ? `-d ${j.device}` : `--select '${j.selector || ''}'`}
-                {j.gpus > 1 ? ` --gpus ${j.gpus}` : ''}
+                {j.gpuChoices ? ` --gpu ${j.gpuChoices}` : j.gpus > 1 ? ` --gpus ${j.gpus}` : ''}
                 {j.priority ? ` --priority ${j.priority}` : ''}
               </span>{' '}
               <span data-why>{j.why.text}</span>

@@ -8,6 +8,8 @@ export const ERROR_STATUS = {
   bad_env: 400,
   /** rc run --env: a name rc sets itself (CUDA_VISIBLE_DEVICES, RC_JOB_ID, ...). */
   reserved_env: 400,
+  /** rc run --gpu: a malformed choice, a model neither rc nor the fleet knows, or --gpu beside --gpus or -d. */
+  bad_gpu: 400,
   /** rc run --name: not a valid job name. */
   bad_name: 400,
   unauthorized: 401,

@@ -44,6 +44,7 @@ export function exitCodeForError(code: string): number {
     case 'bad_env':
     case 'reserved_env':
     case 'bad_name':
+    case 'bad_gpu':
       return EXIT.usage;
     case 'unauthorized':
     case 'forbidden':

@@ -3,7 +3,7 @@
 // that job can start nowhere with what is free; the victims are taken lowest
 // priority first, then the most recently started (it loses the least work),
 // then by job id so that the choice never depends on the order of the input.
-import { byHostThenIndex, deviceMatches, type DeviceView, type QueuedJob } from './schedule';
+import { byHostThenIndex, deviceMatches, type DeviceView, type QueuedJob, variantsOf } from './schedule';
 
 /** A running --preemptible job that may be stopped (no stop asked of it yet). */
 export interface Preemptible {
@@ -35,7 +35,8 @@ export function victimOrder(a: Preemptible, b: Preemptible): number {
  * `unavailable`: devices no longer to be counted (taken by this pass, held
  * back for another job). Per host, the fewest victims in the rule's order that
  * make room; among hosts, the one whose victims come first in that order
- * (compared victim by victim; then fewer victims; then host name).
+ * (compared victim by victim; then fewer victims; then host name). A job
+ * with --gpu choices takes its first choice that preemption can make room for.
  */
 export function pickVictims(
   job: QueuedJob & { preemptible?: boolean },
@@ -45,17 +46,32 @@ export function pickVictims(
 ): Preemption | null {
   if (job.preemptible) return null;
   const ordered = [...running].sort(victimOrder);
-  const rank = new Map(ordered.map((v, i) => [v.jobId, i]));
   const holderOf = new Map<number, Preemptible>();
   for (const v of ordered) for (const id of v.deviceIds) holderOf.set(id, v);
+  const sorted = [...devices].sort(byHostThenIndex);
+  // Each --gpu choice in order of preference; room without preemption for any of them: nobody is stopped.
+  const options = variantsOf(job).map((v) => victimsFor(v, sorted, ordered, holderOf, unavailable));
+  if (options.includes('room')) return null;
+  return options.find((o): o is Preemption => o !== null && o !== 'room') ?? null;
+}
+
+/** pickVictims for one way of placing the job: 'room' when some host already has enough free for it. */
+function victimsFor(
+  job: QueuedJob,
+  devices: readonly DeviceView[],
+  ordered: readonly Preemptible[],
+  holderOf: ReadonlyMap<number, Preemptible>,
+  unavailable: ReadonlySet<number>,
+): Preemption | 'room' | null {
+  const rank = new Map(ordered.map((v, i) => [v.jobId, i]));
   const byHost = new Map<string, DeviceView[]>();
-  for (const d of [...devices].sort(byHostThenIndex)) {
+  for (const d of devices) {
     if (unavailable.has(d.id) || !deviceMatches(job, d)) continue;
     if (!d.free && !holderOf.has(d.id)) continue;
     byHost.set(d.hostName, [...(byHost.get(d.hostName) ?? []), d]);
   }
   // Room without preemption somewhere: it starts there (decide places it), nobody is stopped.
-  for (const list of byHost.values()) if (list.filter((d) => d.free).length >= job.gpus) return null;
+  for (const list of byHost.values()) if (list.filter((d) => d.free).length >= job.gpus) return 'room';
   let best: { host: string; victims: Preemptible[]; devices: DeviceView[] } | null = null;
   for (const [host, list] of byHost) {
     const free = list.filter((d) => d.free);

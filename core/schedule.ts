@@ -17,6 +17,31 @@ export interface QueuedJob {
   requeuedAt?: number | null;
   /** Hosts it may not go to now: an earlier attempt of it may still run there (its leases are kept), and a worker runs a job id once. */
   avoidHosts?: readonly string[];
+  /**
+   * rc run --gpu: the ways it may be placed, in order of preference, each its
+   * selector and `gpu_model=…` (`terms`, a stable reference per selector and
+   * model: decide shares what they match) with its own count; `terms` and
+   * `gpus` above are then the first's. Absent: the job itself is its one way.
+   */
+  choices?: readonly Choice[];
+}
+
+/** One --gpu choice as the scheduler sees it. */
+export interface Choice {
+  /** How it was written: `A100:2`. */
+  label: string;
+  terms: readonly SelectorTerm[];
+  gpus: number;
+}
+
+/** The ways a job may be placed, in its order of preference: one per --gpu choice, or the job itself. */
+export function variantsOf<J extends QueuedJob>(job: J): J[] {
+  return job.choices?.length ? job.choices.map((c) => ({ ...job, terms: c.terms, gpus: c.gpus })) : [job];
+}
+
+/** Whether a job that waited long enough holds devices back (a multi-GPU job: every choice of it wants more than one). */
+export function mayReserve(job: QueuedJob, reserveAfterS: number): boolean {
+  return job.waitedS >= reserveAfterS && variantsOf(job).every((v) => v.gpus > 1);
 }
 
 /** How long a multi-GPU job waits before devices are held back for it (see decide). */
@@ -81,9 +106,13 @@ export function decide(
     // then they are out of everyone else's reach until the preemption's notice is over.
     const owners = new Set(heldFor.values());
     for (const job of [...queued].filter((j) => owners.has(j.id)).sort(queueOrder)) {
-      const mine = free.filter((d) => heldFor.get(d.id) === job.id && !taken.has(d.id) && deviceMatches(job, d));
-      const pick = job.gpus === 1 ? mine.slice(0, 1) : (pickOnOneHost(mine, job.gpus) ?? []);
-      if (pick.length !== job.gpus) continue;
+      let pick: DeviceView[] | null = null;
+      for (const v of variantsOf(job)) {
+        const mine = free.filter((d) => heldFor.get(d.id) === job.id && !taken.has(d.id) && deviceMatches(v, d));
+        pick = pickOnOneHost(mine, v.gpus);
+        if (pick) break;
+      }
+      if (!pick) continue;
       for (const d of pick) taken.add(d.id);
       freeLeft -= pick.length;
       placed.add(job.id);
@@ -99,15 +128,17 @@ export function decide(
   // Jobs of one selector share what it matches, each free device tested once; one-GPU jobs take the
   // first fit, so a cursor past the taken ones makes a deep queue of them cost one step each.
   const fitsOf = new Map<readonly SelectorTerm[], Map<string | null, Fits>>();
-  for (const job of [...queued].sort(queueOrder)) {
-    if (freeLeft === 0) break;
-    if (placed.has(job.id)) continue;
+  // A job kept off some hosts matches differently from its selector's other jobs: its fits are its own.
+  const fitsFor = (job: QueuedJob): Fits => {
+    const own = (job.avoidHosts?.length ?? 0) > 0;
     const byName = fitsOf.get(job.terms) ?? new Map<string | null, Fits>();
     fitsOf.set(job.terms, byName);
-    // A job kept off some hosts matches differently from its selector's other jobs: its fits are its own.
-    const own = (job.avoidHosts?.length ?? 0) > 0;
     const f = (own ? undefined : byName.get(job.deviceName)) ?? { known: new Int8Array(free.length), next: 0 };
     if (!own) byName.set(job.deviceName, f);
+    return f;
+  };
+  const pickFor = (job: QueuedJob): DeviceView[] | null => {
+    const f = fitsFor(job);
     const fits = (i: number): boolean => {
       const k = f.known[i]!;
       if (k !== 0) return k === 1;
@@ -115,24 +146,39 @@ export function decide(
       f.known[i] = yes ? 1 : 2;
       return yes;
     };
-    let pick: DeviceView[] | null = null;
     if (job.gpus === 1) {
       while (f.next < free.length && (taken.has(free[f.next]!.id) || !fits(f.next))) f.next++;
-      pick = f.next < free.length ? [free[f.next]!] : null;
-    } else {
-      pick = pickOnOneHost(
-        free.filter((d, i) => !taken.has(d.id) && fits(i)),
-        job.gpus,
-      );
+      return f.next < free.length ? [free[f.next]!] : null;
+    }
+    return pickOnOneHost(
+      free.filter((d, i) => !taken.has(d.id) && fits(i)),
+      job.gpus,
+    );
+  };
+  for (const job of [...queued].sort(queueOrder)) {
+    if (freeLeft === 0) break;
+    if (placed.has(job.id)) continue;
+    // Its --gpu choices in order: the first that fits now.
+    const variants = variantsOf(job);
+    let pick: DeviceView[] | null = null;
+    for (const v of variants) {
+      pick = pickFor(v);
+      if (pick) break;
     }
     if (pick) {
       for (const d of pick) taken.add(d.id);
       freeLeft -= pick.length;
       out.push({ jobId: job.id, devices: pick });
-    } else if (job.gpus > 1 && job.waitedS >= reserveAfterS) {
-      for (const d of reservationFor(job, devices)) {
-        if (d.free && !taken.has(d.id)) freeLeft -= 1;
-        taken.add(d.id);
+    } else if (mayReserve(job, reserveAfterS)) {
+      // The devices of its first choice that some host has enough of.
+      for (const v of variants) {
+        const held = reservationFor(v, devices);
+        if (!held.length) continue;
+        for (const d of held) {
+          if (d.free && !taken.has(d.id)) freeLeft -= 1;
+          taken.add(d.id);
+        }
+        break;
       }
     }
   }

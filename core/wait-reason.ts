@@ -4,7 +4,7 @@
 // job would take, or one a multi-GPU job waiting past RC_RESERVE_AFTER_S holds
 // back, is not this job's. Pure: the caller loads the queue and the fleet.
 import type { DeviceState as WireDeviceState, WaitReason } from '../protocol/wire';
-import { byHostThenIndex, deviceMatches, type DeviceView, pickOnOneHost, type QueuedJob, queueOrder } from './schedule';
+import { byHostThenIndex, deviceMatches, type DeviceView, mayReserve, pickOnOneHost, type QueuedJob, queueOrder, variantsOf } from './schedule';
 
 /** A listed device's state (a removed host's devices are in no queue's count). */
 export type DeviceState = Exclude<WireDeviceState, 'removed'>;
@@ -27,33 +27,71 @@ export function waitReasons(queued: readonly QueuedJob[], devices: readonly Flee
   const sets = new Map<readonly unknown[], Map<string, MatchSet>>();
   const out = new Map<string, WaitReason>();
   for (const job of [...queued].sort(queueOrder)) {
-    const bySelector = sets.get(job.terms) ?? new Map<string, MatchSet>();
-    sets.set(job.terms, bySelector);
-    const set = bySelector.get(job.deviceName ?? '') ?? matchSet(views.filter((d) => deviceMatches(job, d)));
-    bySelector.set(job.deviceName ?? '', set);
-
-    const pick = pickOnOneHost(
-      set.free.filter((d) => !taken.has(d.id) && !heldFor.has(d.id)),
-      job.gpus,
-    );
+    // Each of its --gpu choices in order (or the job itself), as decide tries them: the first that fits starts.
+    const variants = variantsOf(job).map((v) => {
+      const bySelector = sets.get(v.terms) ?? new Map<string, MatchSet>();
+      sets.set(v.terms, bySelector);
+      const set = bySelector.get(v.deviceName ?? '') ?? matchSet(views.filter((d) => deviceMatches(v, d)));
+      bySelector.set(v.deviceName ?? '', set);
+      return { v, set };
+    });
+    let pick: FleetDevice[] | null = null;
+    for (const { v, set } of variants) {
+      pick = pickOnOneHost(
+        set.free.filter((d) => !taken.has(d.id) && !heldFor.has(d.id)),
+        v.gpus,
+      );
+      if (pick) break;
+    }
     let reserved: string[] | null = null;
+    let reservedBy: QueuedJob | null = null;
     if (pick) {
       for (const d of pick) taken.set(d.id, job.id);
-    } else if (job.gpus > 1 && job.waitedS >= reserveAfterS && set.bestHost.length >= job.gpus) {
-      // reservationFor's rule, over the devices already matched: every matching device of the host with the most.
-      for (const d of set.bestHost) heldFor.set(d.id, job.id);
-      reserved = set.bestHost.map((d) => d.name);
+    } else if (mayReserve(job, reserveAfterS)) {
+      // reservationFor's rule, over the devices already matched: every matching device of the host with the most (its first choice that has enough).
+      const first = variants.find(({ v, set }) => set.bestHost.length >= v.gpus);
+      if (first) {
+        for (const d of first.set.bestHost) heldFor.set(d.id, job.id);
+        reserved = first.set.bestHost.map((d) => d.name);
+        reservedBy = first.v;
+      }
     }
-    const heldFree = set.free.filter((d) => heldFor.has(d.id) && heldFor.get(d.id) !== job.id);
-    const blockers: Blockers = {
-      taken: set.free.filter((d) => taken.has(d.id) && taken.get(d.id) !== job.id).length,
-      held: heldFree.length,
-      heldFor: [...new Set(heldFree.map((d) => heldFor.get(d.id)!))],
-      maxOnOneHost: set.bestHost.length,
-    };
-    out.set(job.id, { ...set.counts, reserved, text: sentence(job, set.counts, blockers, pick !== null, reserved, set.devices) });
+    const reasons = variants.map(({ v, set }) => {
+      const heldFree = set.free.filter((d) => heldFor.has(d.id) && heldFor.get(d.id) !== job.id);
+      const blockers: Blockers = {
+        taken: set.free.filter((d) => taken.has(d.id) && taken.get(d.id) !== job.id).length,
+        held: heldFree.length,
+        heldFor: [...new Set(heldFree.map((d) => heldFor.get(d.id)!))],
+        maxOnOneHost: set.bestHost.length,
+      };
+      const startsNow = pick?.every((d) => set.free.includes(d)) ?? false;
+      return { counts: set.counts, text: sentence(v, set.counts, blockers, startsNow, reservedBy === v ? reserved : null, set.devices), startsNow };
+    });
+    if (!job.choices?.length) {
+      out.set(job.id, { ...reasons[0]!.counts, reserved, text: reasons[0]!.text });
+      continue;
+    }
+    // Choices: their counts added up (each model's devices are its own), and each choice's sentence.
+    const counts = reasons.reduce<Counts>((sum, r) => addCounts(sum, r.counts), { matching: 0, free: 0, busy: 0, off: 0, unhealthy: 0, offline: 0 });
+    const starting = reasons.findIndex((r) => r.startsNow);
+    const text =
+      starting >= 0
+        ? `--gpu ${job.choices[starting]!.label}: ${reasons[starting]!.text}`
+        : reasons.map((r, i) => `--gpu ${job.choices![i]!.label}: ${r.text}`).join('. ');
+    out.set(job.id, { ...counts, reserved, text });
   }
   return out;
+}
+
+function addCounts(a: Counts, b: Counts): Counts {
+  return {
+    matching: a.matching + b.matching,
+    free: a.free + b.free,
+    busy: a.busy + b.busy,
+    off: a.off + b.off,
+    unhealthy: a.unhealthy + b.unhealthy,
+    offline: a.offline + b.offline,
+  };
 }
 
 /** What one selector (and -d) matches: the devices, counted by state, its free ones, and the host with the most (the first by name). */

@@ -1,6 +1,7 @@
 // The whole of rc's state. Postgres is the single source of truth: nothing a
 // controller holds in memory survives a restart, and nothing needs to.
 import { sql } from 'drizzle-orm';
+import type { GpuChoice } from '../core/gpu-choices';
 import { END_CAUSES, JOB_STATES, type JobState } from '../core/job-state';
 import {
   bigint,
@@ -161,6 +162,8 @@ export const jobs = pgTable(
     selector: text('selector').notNull().default(''),
     deviceName: text('device_name'),
     gpus: integer('gpus').notNull().default(1),
+    /** rc run --gpu: the models (and counts) it may run on, in order of preference; null: --select and --gpus alone. `gpus` is then the first choice's until it starts, and what it got after. */
+    gpuChoices: jsonb('gpu_choices').$type<GpuChoice[]>(),
     priority: integer('priority').notNull().default(0),
     state: text('state', { enum: JOB_STATES }).notNull().default('queued'),
     hostName: text('host_name'),

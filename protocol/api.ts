@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { BodyOf, JsonBodyRoute } from './routes';
 import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
 import { HOST_NAME } from '../core/schedule';
+import { parseGpuChoices } from '../core/gpu-choices';
 
 /**
  * Names shown on other people's terminals (submitters, and token names, which
@@ -30,6 +31,8 @@ export const JOB_PLACEMENT = {
   device: z.string().max(300).nullish(),
   cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
   gpus: z.number().int().min(1).max(8).default(1),
+  /** rc run --gpu: GPU models and counts, any one of them in order of preference (`A100:2,H100`; core/gpu-choices.ts has the grammar). */
+  gpu: z.string().max(1000).nullish(),
   priority: z.number().int().min(-10).max(10).default(0),
   /** false: fail with `busy` instead of queueing. */
   wait: z.boolean().default(true),
@@ -74,6 +77,16 @@ export function checkJobOptions(j: { name?: string | null; env?: Record<string, 
   if (env) ctx.addIssue({ code: 'custom', path: env.key === null ? ['env'] : ['env', env.key], message: env.message, params: { code: env.code } });
 }
 
+/** Adds the issues of where a job may run (JOB_PLACEMENT): --gpu's grammar, and --gpu beside --gpus or -d. Their code is bad_gpu. */
+export function checkPlacement(j: { gpu?: string | null; gpus: number; device?: string | null }, ctx: z.RefinementCtx): void {
+  if (j.gpu == null) return;
+  const say = (message: string) => ctx.addIssue({ code: 'custom', path: ['gpu'], message, params: { code: 'bad_gpu' } });
+  const parsed = parseGpuChoices(j.gpu);
+  if (!parsed.ok) say(parsed.message);
+  else if (j.gpus !== 1) say('--gpu gives the count of each choice (A100:2); drop --gpus');
+  else if (j.device != null) say('-d names one device and --gpu a choice of models: give one or the other');
+}
+
 /** The longest a hold may last, from its start or from an extend (documented in the README). */
 export const HOLD_MAX_TTL_S = 24 * 3600;
 
@@ -111,6 +124,7 @@ export const SubmitJob = z
   .strict()
   .superRefine((j, ctx) => {
     checkJobOptions(j, ctx);
+    checkPlacement(j, ctx);
     if (j.retryOnPreempt && !j.preemptible)
       ctx.addIssue({
         code: 'custom',
@@ -222,8 +236,11 @@ export const Explain = z
   .object({
     selector: z.string().max(4096).default(''),
     device: z.string().max(300).nullish(),
+    /** rc run --explain --gpu: each choice's matches, free count and queue. */
+    gpu: z.string().max(1000).nullish(),
   })
-  .strict();
+  .strict()
+  .superRefine((j, ctx) => checkPlacement({ ...j, gpus: 1 }, ctx));
 export type Explain = z.infer<typeof Explain>;
 
 /** The browser's sign-in (POST /api/session): a token pasted into the sign-in page. */

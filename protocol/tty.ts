@@ -4,7 +4,7 @@
 // Their names and event maps are in protocol/events.ts. docs/api.md, "The
 // terminal socket", documents both.
 import { z } from 'zod';
-import { checkJobOptions, JOB_OPTIONS, JOB_PLACEMENT, Submitter } from './api';
+import { checkJobOptions, checkPlacement, JOB_OPTIONS, JOB_PLACEMENT, Submitter } from './api';
 
 const size = { cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) };
 export const TtySize = z.object(size).strict();
@@ -34,7 +34,10 @@ export const TtyOpen = z
     ...size,
   })
   .strict()
-  .superRefine(checkJobOptions);
+  .superRefine((j, ctx) => {
+    checkJobOptions(j, ctx);
+    checkPlacement(j, ctx);
+  });
 export type TtyOpen = z.infer<typeof TtyOpen>;
 
 /** At most this much input per `input` message. */

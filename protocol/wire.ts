@@ -35,6 +35,8 @@ export interface JobView {
   /** The device asked for (-d), if any. */
   device: string | null;
   gpus: number;
+  /** rc run --gpu as the controller read it (`A100:2,H100`): the models it may run on, in order of preference; null without. */
+  gpuChoices: string | null;
   priority: number;
   host: string | null;
   /** The devices it runs on, fixed when it starts. */
@@ -321,6 +323,24 @@ export interface Explanation {
   /** Queued jobs that could take one of the matching devices: how long the line is. */
   queued: number;
   notMatching: { name: string; reasons: string[] }[];
+  /** With --gpu: each choice in order, what it matches (the selector and its model), how much is free, and its queue. */
+  choices?: ChoiceExplanation[];
+}
+
+/** One --gpu choice in rc run --explain. */
+export interface ChoiceExplanation {
+  /** As --gpu writes it: `A100:2`. */
+  choice: string;
+  /** GPUs it needs on one host. */
+  count: number;
+  matching: { name: string; state: DeviceState; holder: Holder | null }[];
+  free: number;
+  /** The most free matching devices on one host: the choice can start now when this is at least `count`. */
+  freeOnOneHost: number;
+  /** The most matching devices on one host that are not quarantined: below `count`, the choice can never start. */
+  onOneHost: number;
+  /** Queued jobs that could take one of its matching devices. */
+  queued: number;
 }
 
 /** A quarantine cleared by an operator: the device, and why it had been quarantined. */

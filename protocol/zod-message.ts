@@ -14,13 +14,17 @@ export function zodMessage(error: z.ZodError, say?: (issue: z.core.$ZodIssue, wh
   return say?.(issue, where) ?? `${where}${issue.message}`;
 }
 
+/** The codes a custom issue may carry (protocol/api.ts's checkJobOptions and checkPlacement). */
+const ISSUE_CODES = ['bad_name', 'bad_env', 'reserved_env', 'bad_gpu'] as const;
+type IssueCode = (typeof ISSUE_CODES)[number];
+
 /**
  * The error code for a failed parse: the one its first issue carries in
  * `params.code` (protocol/api.ts's checkJobOptions sets bad_name, bad_env,
- * reserved_env), else bad_request.
+ * reserved_env; checkPlacement bad_gpu), else bad_request.
  */
-export function zodCode(error: z.ZodError): 'bad_request' | 'bad_name' | 'bad_env' | 'reserved_env' {
+export function zodCode(error: z.ZodError): 'bad_request' | IssueCode {
   const issue = error.issues[0];
   const code = issue?.code === 'custom' ? (issue.params as { code?: unknown } | undefined)?.code : undefined;
-  return code === 'bad_name' || code === 'bad_env' || code === 'reserved_env' ? code : 'bad_request';
+  return ISSUE_CODES.includes(code as IssueCode) ? (code as IssueCode) : 'bad_request';
 }

@@ -3,6 +3,8 @@
 import { RcError } from '../core/errors';
 import { deviceMatches, parseDeviceName } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
+import { choiceTerms, formatGpuChoice, parseGpuChoices } from '../core/gpu-choices';
+import { TermsCache } from '../core/terms-cache';
 import type { sheets } from '../db/schema';
 import type { DeviceDescription, Explanation, HostDescription, SheetView } from '../protocol/wire';
 import type { Sql } from './db';
@@ -109,15 +111,33 @@ export async function readSheet(sql: Sql, hostName: string): Promise<SheetView |
   return s ? sheetView(s) : null;
 }
 
-/** What a selector (and -d) would match among the devices `fleet` gives (the fleet in memory), how much of it is free, and why the rest does not match. */
-export async function explain(sql: Sql, fleet: () => Promise<readonly DeviceSummary[]>, selector: string, device: string | null): Promise<Explanation> {
+/**
+ * What a selector (and -d) would match among the devices `fleet` gives (the
+ * fleet in memory), how much of it is free, and why the rest does not match;
+ * with --gpu (`gpu`), the same for each choice.
+ */
+export async function explain(
+  sql: Sql,
+  fleet: () => Promise<readonly DeviceSummary[]>,
+  selector: string,
+  device: string | null,
+  gpu: string | null = null,
+): Promise<Explanation> {
   const parsed = parseSelector(selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   if (device !== null && !parseDeviceName(device)) throw new RcError('no_matching_device', `no device is named ${device}; device names look like host:gpu0`);
-  const [devices, queued] = await Promise.all([
+  const gpuChoices = gpu === null ? null : parseGpuChoices(gpu);
+  if (gpuChoices && !gpuChoices.ok) throw new RcError('bad_gpu', gpuChoices.message);
+  const [devices, rows] = await Promise.all([
     fleet(),
-    sql<Pick<JobRow, 'selector' | 'deviceName'>[]>`select selector, device_name from jobs where state = 'queued'`,
+    sql<Pick<JobRow, 'selector' | 'deviceName' | 'gpuChoices'>[]>`select selector, device_name, gpu_choices from jobs where state = 'queued'`,
   ]);
+  // The queued jobs, each as the ways it may be placed (its choices, or itself).
+  const cache = new TermsCache();
+  const queued = rows.map((q) =>
+    (cache.choices(q.selector, q.gpuChoices) ?? [{ terms: cache.selector(q.selector) }]).map((w) => ({ terms: w.terms, deviceName: q.deviceName })),
+  );
+  const queuedFor = (matching: readonly DeviceSummary[]) => queued.filter((ways) => ways.some((w) => matching.some((d) => deviceMatches(w, d)))).length;
   const job = { terms: parsed.terms, deviceName: device };
   const matching = devices.filter((d) => deviceMatches(job, d));
   const notMatching = devices
@@ -131,16 +151,36 @@ export async function explain(sql: Sql, fleet: () => Promise<readonly DeviceSumm
           .map((v) => v.reason),
       ],
     }));
-  const depth = queued.filter((q) => {
-    const p = parseSelector(q.selector);
-    return p.ok && matching.some((d) => (q.deviceName === null || q.deviceName === d.name) && matchTerms(p.terms, d.labels));
-  }).length;
+  const shown = (list: readonly DeviceSummary[]) => list.map((d) => ({ name: d.name, state: d.state, holder: d.holder }));
+  const choices = gpuChoices?.ok
+    ? gpuChoices.choices.map((c) => {
+        const terms = choiceTerms(parsed.terms, c);
+        const mine = matching.filter((d) => matchTerms(terms, d.labels));
+        return {
+          choice: formatGpuChoice(c),
+          count: c.count,
+          matching: shown(mine),
+          free: mine.filter((d) => d.state === 'free').length,
+          freeOnOneHost: mostOnOneHost(mine.filter((d) => d.state === 'free')),
+          onOneHost: mostOnOneHost(mine.filter((d) => d.state !== 'unhealthy')),
+          queued: queuedFor(mine),
+        };
+      })
+    : null;
   return {
     selector: formatSelector(parsed.terms),
     device,
-    matching: matching.map((d) => ({ name: d.name, state: d.state, holder: d.holder })),
+    matching: shown(matching),
     free: matching.filter((d) => d.state === 'free').length,
-    queued: depth,
+    queued: queuedFor(matching),
     notMatching,
+    ...(choices ? { choices } : {}),
   };
+}
+
+/** The most of these devices on one host. */
+function mostOnOneHost(list: readonly Pick<DeviceSummary, 'hostName'>[]): number {
+  const n = new Map<string, number>();
+  for (const d of list) n.set(d.hostName, (n.get(d.hostName) ?? 0) + 1);
+  return Math.max(0, ...n.values());
 }

@@ -1,8 +1,7 @@
 // The queue as the scheduler will consider it (GET /api/queue), each job with
 // why it waits: core/wait-reason.ts over the whole fleet (every controller's
 // devices), the same walk a scheduling pass makes.
-import type { QueuedJob } from '../core/schedule';
-import { parseSelector, type SelectorTerm } from '../core/selector';
+import { TermsCache } from '../core/terms-cache';
 import { type FleetDevice, waitReasons } from '../core/wait-reason';
 import type { DeviceSummary, QueueEntry } from '../protocol/wire';
 import type { Sql } from './db';
@@ -22,27 +21,9 @@ export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => 
   if (!rows.length) return [];
   // A removed host's devices are not in the fleet's listing (only with ?all=1): none counts here.
   const fleet = (await devices()).filter((d): d is DeviceSummary & { state: FleetDevice['state'] } => d.state !== 'removed');
-  const terms = new Map<string, readonly SelectorTerm[]>();
+  const terms = new TermsCache();
   const now = Date.now();
-  const queued = rows.map((j): QueuedJob => {
-    let t = terms.get(j.selector);
-    if (!t) {
-      const parsed = parseSelector(j.selector);
-      // Stored selectors were validated at submit; one that no longer parses matches nothing (as in the scheduler).
-      t = parsed.ok ? parsed.terms : [{ key: '\0', op: '=', value: '\0', column: 1, text: '' }];
-      terms.set(j.selector, t);
-    }
-    return {
-      id: j.id,
-      priority: j.priority,
-      seq: j.seq,
-      terms: t,
-      deviceName: j.deviceName,
-      gpus: j.gpus,
-      waitedS: (now - j.createdAt.getTime()) / 1000,
-      requeuedAt: j.requeuedAt?.getTime() ?? null,
-    };
-  });
+  const queued = rows.map((j) => terms.queued(j, now));
   const why = waitReasons(queued, fleet, reserveAfterS);
   return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)! }));
 }

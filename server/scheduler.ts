@@ -16,8 +16,9 @@
 // dispatched_at, so exactly one of the two happens.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { pickVictims, type Preemptible } from '../core/preempt';
-import { type Assignment, decide, DEFAULT_RESERVE_AFTER_S, type QueuedJob, queueOrder } from '../core/schedule';
-import { parseSelector, type SelectorTerm } from '../core/selector';
+import { type Assignment, decide, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder } from '../core/schedule';
+import type { GpuChoice } from '../core/gpu-choices';
+import { TermsCache } from '../core/terms-cache';
 import { jobs, leases } from '../db/schema';
 import { BUS_CHANNEL } from './bus';
 import type { Db, Sql } from './db';
@@ -54,6 +55,7 @@ interface QueuedRow {
   selector: string;
   deviceName: string | null;
   gpus: number;
+  gpuChoices: GpuChoice[] | null;
   createdAt: Date;
   requeuedAt: Date | null;
   preemptible: boolean;
@@ -83,7 +85,7 @@ export interface Dispatcher {
 export class Scheduler {
   private current: Promise<void> | null = null;
   private again = false;
-  private readonly termsCache = new Map<string, readonly SelectorTerm[]>();
+  private readonly terms = new TermsCache();
   private raced = 0;
   /** Jobs of the last passes that another claim took first, and until when they are left out. */
   private readonly takenElsewhere = new Map<string, number>();
@@ -164,7 +166,7 @@ export class Scheduler {
     // Nothing free here: only preemption could start a job, and only where preemptible jobs run.
     if (!free.length && !(await this.preemptibleRunning())) return;
     const queued = await this.sql<QueuedRow[]>`
-      select id, priority, seq, selector, device_name, gpus, created_at, requeued_at, preemptible,
+      select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
         case when preempt_until > now() then preempt_devices end as held_devices,
         case when attempt > 1 then (
           select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
@@ -183,7 +185,7 @@ export class Scheduler {
     const heldFor = new Map<number, string>();
     for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
     // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
-    const reserving = jobs.some((j) => j.gpus > 1 && j.waitedS >= this.reserveAfterS);
+    const reserving = jobs.some((j) => mayReserve(j, this.reserveAfterS));
     const plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor) : [];
     // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
     this.maybeQueued = plan.length < queued.length || queued.length === PASS_WINDOW;
@@ -368,24 +370,7 @@ export class Scheduler {
   }
 
   private toQueued(j: QueuedRow): QueuedJob {
-    let terms = this.termsCache.get(j.selector);
-    if (!terms) {
-      const parsed = parseSelector(j.selector);
-      // Stored selectors were validated at submit; an unparsable one matches nothing.
-      terms = parsed.ok ? parsed.terms : [{ key: '\0', op: '=', value: '\0', column: 1, text: '' }];
-      if (this.termsCache.size > 1000) this.termsCache.clear();
-      this.termsCache.set(j.selector, terms);
-    }
-    return {
-      id: j.id,
-      priority: j.priority,
-      seq: j.seq,
-      terms,
-      deviceName: j.deviceName,
-      gpus: j.gpus,
-      waitedS: (Date.now() - j.createdAt.getTime()) / 1000,
-      requeuedAt: j.requeuedAt?.getTime() ?? null,
-      ...(j.avoidHosts?.length ? { avoidHosts: j.avoidHosts } : {}),
-    };
+    const job = this.terms.queued(j, Date.now());
+    return j.avoidHosts?.length ? { ...job, avoidHosts: j.avoidHosts } : job;
   }
 }

@@ -230,6 +230,7 @@ export class TtyHub {
       cwd: open.cwd ?? null,
       submitter,
       gpus: open.gpus,
+      gpu: open.gpu ?? null,
       priority: open.priority,
       wait: open.wait,
       waitTimeoutS: open.waitTimeoutS ?? null,

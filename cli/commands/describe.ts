@@ -116,7 +116,9 @@ export function renderJob(j: JobView, now = Date.now()): string {
     ['cwd', j.cwd ?? '-'],
     [
       'asked',
-      [j.selector && `--select ${j.selector}`, j.device && `-d ${j.device}`, j.gpus > 1 && `--gpus ${j.gpus}`].filter(Boolean).join(' ') || 'any device',
+      [j.selector && `--select ${j.selector}`, j.device && `-d ${j.device}`, j.gpuChoices ? `--gpu ${j.gpuChoices}` : j.gpus > 1 && `--gpus ${j.gpus}`]
+        .filter(Boolean)
+        .join(' ') || 'any device',
     ],
     ['devices', (j.devices ?? []).join(', ') || '-'],
     [

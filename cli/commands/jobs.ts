@@ -117,7 +117,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       body.jobs.map((j) => [
         j.id,
         (j.state === 'queued' ? `queued #${j.position}` : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
-        j.state === 'queued' ? (j.device ?? (j.selector || 'any device')) : (j.devices ?? []).join(','),
+        j.state === 'queued' ? queuedWhere(j) : (j.devices ?? []).join(','),
         j.submitter,
         age(j.startedAt ?? j.createdAt),
         limit(j),
@@ -179,4 +179,11 @@ export async function attach(client: Client, args: readonly string[]): Promise<n
   if (job.kind === 'tty' && (job.state === 'running' || job.state === 'queued')) return reattachTty(client, id);
   const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: '1' } });
   return follow(client, res, { detachOnInterrupt: true, knownJobId: id });
+}
+
+/** Where a queued job may go, as rc ps shows it: -d, or its --gpu choices and selector. */
+function queuedWhere(j: Pick<JobView, 'device' | 'selector' | 'gpuChoices'>): string {
+  if (j.device) return j.device;
+  const parts = [j.gpuChoices && `gpu ${j.gpuChoices}`, j.selector].filter(Boolean);
+  return parts.join(' ') || 'any device';
 }

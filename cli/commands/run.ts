@@ -31,6 +31,11 @@ matching device is busy.
                             them, only the keys. rc's own variables
                             (CUDA_VISIBLE_DEVICES, RC_JOB_ID, ...) are refused
       --gpus <n>            devices on one host (1-8, default 1)
+      --gpu <choices>       any one of these GPU models, in order of preference,
+                            with how many on one host: A100:2,H100 (names as
+                            rc devices shows them; 5090, RTX5090 and 'RTX 5090'
+                            are one model). Starts on the first choice free now,
+                            else on whichever frees first; --select must hold too
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
@@ -76,7 +81,10 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     out(RUN_HELP);
     return EXIT.ok;
   }
-  if (parsed.flags.has('explain')) return explain(client, stringFlag(parsed, 'select') ?? '', stringFlag(parsed, 'device') ?? null);
+  if (parsed.flags.has('explain')) {
+    const { selector, device, gpu } = placementOf(parsed);
+    return explain(client, selector, device, gpu ?? null);
+  }
   const tty = parsed.flags.has('tty');
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
   const cwd = stringFlag(parsed, 'cwd');
@@ -283,11 +291,28 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
   return code;
 }
 
-/** --explain: what the selector would match, and why the rest does not. Submits nothing. */
-async function explain(client: Client, selector: string, device: string | null): Promise<number> {
-  const e = await client.call('POST /api/explain', { body: { selector, device } });
+/** --explain: what the selector would match, and why the rest does not; with --gpu, each choice. Submits nothing. */
+async function explain(client: Client, selector: string, device: string | null, gpu: string | null): Promise<number> {
+  const e = await client.call('POST /api/explain', { body: { selector, device, ...(gpu !== null ? { gpu } : {}) } });
   const what = [e.selector && `selector ${e.selector}`, e.device && `device ${e.device}`].filter(Boolean).join(' and ') || 'no selector (any device)';
   let text = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
+  if (e.choices) {
+    for (const [i, c] of e.choices.entries()) {
+      const verdict =
+        c.onOneHost < c.count
+          ? `can never start: ${c.matching.length ? `no host has ${c.count} of them` : 'no device matches'}`
+          : c.freeOnOneHost >= c.count
+            ? 'can start now'
+            : `waits: ${c.count === 1 ? 'none is free' : `no host has ${c.count} free`}`;
+      text += `choice ${i + 1}, ${c.choice}: ${c.matching.length} device(s) match, ${c.free} free now, ${c.queued} job(s) queued for them; ${verdict}\n`;
+      for (const m of c.matching) text += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
+    }
+    const first = e.choices.find((c) => c.freeOnOneHost >= c.count);
+    if (e.choices.some((c) => c.onOneHost < c.count)) text += `rc run would be refused with no_matching_device: drop the choices that can never start.\n`;
+    else text += first ? `rc run would start on ${first.choice} now.\n` : `rc run would wait, and start on whichever choice frees first.\n`;
+    out(text);
+    return EXIT.ok;
+  }
   for (const m of e.matching) text += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
   for (const n of e.notMatching) text += `  no     ${n.name}  ${n.reasons.join('; ')}\n`;
   if (e.matching.length === 0) text += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;

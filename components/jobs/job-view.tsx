@@ -46,7 +46,7 @@ export function JobPage({ id }: { id: string }) {
             <Field term="Submitter">{j.submitter}</Field>
             <Field term="Asked for">
               {j.device ? `device ${j.device}` : `selector ${j.selector || '(any)'}`}
-              {j.gpus > 1 ? `, ${j.gpus} GPUs` : ''}
+              {j.gpuChoices ? `, --gpu ${j.gpuChoices}` : j.gpus > 1 ? `, ${j.gpus} GPUs` : ''}
               {j.priority ? `, priority ${j.priority}` : ''}
             </Field>
             <Field term="Runs on">

@@ -132,7 +132,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
     return { sheet };
   });
 
-  router.on('POST /api/explain', async ({ body }) => explain(sql, () => c.inventory.rows(), body.selector, body.device ?? null));
+  router.on('POST /api/explain', async ({ body }) => explain(sql, () => c.inventory.rows(), body.selector, body.device ?? null, body.gpu ?? null));
 
   router.on('POST /api/admin/hosts/:name/probe', async ({ params }) => {
     const [known] = await db.select({ name: hosts.name, status: hosts.status }).from(hosts).where(eq(hosts.name, params.name));

@@ -24,7 +24,7 @@ export function claimDevices(sql: Sql, jobId: string, hostName: string, devices:
     devices,
     (healthy) => sql`
     update jobs set state = 'running', started_at = now(), host_name = ${hostName},
-      devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, fence = nextval('fence_seq'),
+      devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, gpus = ${devices.length}, fence = nextval('fence_seq'),
       -- A hold's TTL counts from its start, not from its submit.
       expires_at = case when kind = 'hold' then now() + make_interval(secs => hold_ttl_s) end
     where id = ${jobId} and state = 'queued' and ${healthy}
@@ -119,7 +119,8 @@ export async function claimBatch(sql: Sql, plan: readonly PlannedClaim[]): Promi
         order by jobs.id
         for update of jobs skip locked
       ), j as (
-        update jobs set state = 'running', started_at = now(), host_name = p.host_name, devices = p.names::jsonb, fence = nextval('fence_seq'),
+        update jobs set state = 'running', started_at = now(), host_name = p.host_name, devices = p.names::jsonb, gpus = jsonb_array_length(p.names::jsonb),
+          fence = nextval('fence_seq'),
           expires_at = case when jobs.kind = 'hold' then now() + make_interval(secs => jobs.hold_ttl_s) end
         from p, c where jobs.id = c.id and p.job_id = c.id
         returning jobs.*, p.device_ids as claimed_ids

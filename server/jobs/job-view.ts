@@ -1,6 +1,7 @@
 // A job row as API responses show it: the JobView of protocol/wire.ts.
 import type { jobAttempts, jobs } from '../../db/schema';
 import type { AttemptView, JobView } from '../../protocol/wire';
+import { formatGpuChoices } from '../../core/gpu-choices';
 
 export type { JobView };
 export type JobRow = typeof jobs.$inferSelect;
@@ -34,6 +35,7 @@ export function jobView(j: JobRow): JobView {
     selector: j.selector,
     device: j.deviceName,
     gpus: j.gpus,
+    gpuChoices: j.gpuChoices?.length ? formatGpuChoices(j.gpuChoices) : null,
     priority: j.priority,
     host: j.hostName,
     devices: j.devices,

@@ -2,11 +2,15 @@
 import { randomBytes } from 'node:crypto';
 import { RcError } from '../../core/errors';
 import { parseSelector, formatSelector } from '../../core/selector';
-import { decide, parseDeviceName, type DeviceView } from '../../core/schedule';
+import { byHostThenIndex, decide, parseDeviceName, type DeviceView, type QueuedJob } from '../../core/schedule';
+import { choiceTerms, formatGpuChoice, formatGpuChoices, type GpuChoice, parseGpuChoices } from '../../core/gpu-choices';
+import { CANONICAL_GPU_MODELS } from '../../core/gpu-names';
+import type { SelectorTerm } from '../../core/selector';
 import type { SubmitJob } from '../../protocol/api';
 import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import type { Inventory, SchedDevice } from '../inventory';
+import type { DeviceRow } from '../../protocol/wire';
 import { targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
@@ -57,41 +61,35 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
   if (wanted !== null && !parseDeviceName(wanted)) {
     throw new RcError('no_matching_device', `no device is named ${wanted}; device names look like host:gpu0 (rc devices lists them)`);
   }
-  let matching = await inventory.candidates(terms, wanted);
-  // A refusal is final for the caller: first make sure no host just joined that would match.
-  if (matching.length === 0 && (await inventory.catchUpHosts())) matching = await inventory.candidates(terms, wanted);
-  if (matching.length === 0) {
-    throw new RcError(
-      'no_matching_device',
-      wanted !== null
-        ? `no device matches: ${wanted} does not exist${terms.length ? ` or does not satisfy ${selectorText}` : ''}`
-        : `no device matches the selector: ${selectorText}`,
-    );
-  }
+  const choices = body.gpu == null ? null : gpuChoicesOf(body.gpu);
+  const ways = await waysOf(inventory, terms, wanted, body.gpus, choices);
+  const impossible = ways.filter((w) => w.fit === 'never');
+  if (impossible.length) throw new RcError('no_matching_device', refusal(impossible, terms, wanted, choices !== null));
   // Quarantined devices are never scheduled: say so now rather than queue forever.
-  if (!matching.some((m) => m.row.state !== 'unhealthy')) {
-    const candidates = matching.map((m) => m.row);
+  if (ways.every((w) => w.fit === 'quarantined')) {
+    const candidates = ways.flatMap((w) => w.matching.map((m) => m.row));
     const [first] = candidates;
     throw new RcError(
       'quarantined',
       wanted !== null
         ? `${wanted} is quarantined (unhealthy: ${first!.unhealthy?.reason ?? 'no reason recorded'}); pick another device (rc devices lists them) and tell an operator, who alone can clear it`
-        : `every device matching ${selectorText || 'the request'} is quarantined (${candidates.map((d) => d.name).join(', ')}); widen the selector or pick another device, and tell an operator, who alone can clear them`,
+        : `every device matching ${selectorText || 'the request'}${choices ? ` and --gpu ${formatGpuChoices(choices)}` : ''} is quarantined (${candidates.map((d) => d.name).join(', ')}); widen the selector or pick another device, and tell an operator, who alone can clear them`,
     );
-  }
-  if (body.gpus > 1) {
-    const perHost = new Map<string, number>();
-    for (const { row: d } of matching) if (d.state !== 'unhealthy') perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
-    if (Math.max(...perHost.values()) < body.gpus) {
-      throw new RcError('no_matching_device', `no host has ${body.gpus} devices matching the selector: ${selectorText || '(any)'}`);
-    }
   }
   const id = newJobId();
   // Only the free ones can start it now (a new job has waited nothing: no reservation is made for it).
-  const [plan] = !opts.startAtOnce
-    ? []
-    : decide([{ id, priority: body.priority, seq: 0, terms, deviceName: wanted, gpus: body.gpus, waitedS: 0 }], firstFree(matching, body.gpus));
-  const fields = submitted(sql, id, identity, body, selectorText);
+  const asQueued: QueuedJob = {
+    id,
+    priority: body.priority,
+    seq: 0,
+    terms: ways[0]!.terms,
+    deviceName: wanted,
+    gpus: ways[0]!.gpus,
+    waitedS: 0,
+    ...(choices ? { choices: ways.map((w) => ({ label: w.label, terms: w.terms, gpus: w.gpus })) } : {}),
+  };
+  const [plan] = !opts.startAtOnce ? [] : decide([asQueued], freeFor(ways));
+  const fields = submitted(sql, id, identity, { ...body, gpus: plan?.devices.length ?? asQueued.gpus }, selectorText, choices);
   if (plan) {
     const ids = plan.devices.map((d) => d.id);
     const targets = targetsOf(plan.devices, inventory.uuids(ids));
@@ -114,6 +112,91 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
     insert into jobs (${fields.columns}) values (${fields.values})
     returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
   return { job, position, targets: null, announced: false };
+}
+
+/** One way a new job may be placed (its --gpu choice, or its selector and --gpus), what it matches, and whether it could ever start. */
+interface Way {
+  label: string;
+  terms: readonly SelectorTerm[];
+  gpus: number;
+  matching: { row: DeviceRow; view: SchedDevice }[];
+  /** 'never': no device matches, or no host has enough healthy ones; 'quarantined': every matching device is. */
+  fit: 'ok' | 'quarantined' | 'never';
+  /** The most healthy matching devices on one host. */
+  most: number;
+}
+
+/** --gpu as submitted: its choices, each model checked against what rc and the fleet know. */
+function gpuChoicesOf(text: string): GpuChoice[] {
+  const parsed = parseGpuChoices(text);
+  if (!parsed.ok) throw new RcError('bad_gpu', parsed.message);
+  return parsed.choices;
+}
+
+/** The ways a job may be placed, in its order of preference, each matched against the fleet (caught up first when one matches nothing: a refusal is final). */
+async function waysOf(
+  inventory: SubmitDeps['inventory'],
+  terms: readonly SelectorTerm[],
+  wanted: string | null,
+  gpus: number,
+  choices: readonly GpuChoice[] | null,
+): Promise<Way[]> {
+  const asked = choices
+    ? choices.map((c) => ({ label: formatGpuChoice(c), terms: choiceTerms(terms, c), gpus: c.count, model: c.model }))
+    : [{ label: '', terms, gpus, model: null }];
+  const match = () => Promise.all(asked.map((a) => inventory.candidates(a.terms, wanted)));
+  let found = await match();
+  if (found.some((m) => m.length === 0) && (await inventory.catchUpHosts())) found = await match();
+  const ways: Way[] = [];
+  for (const [i, a] of asked.entries()) {
+    const matching = found[i]!;
+    if (a.model !== null && matching.length === 0 && !CANONICAL_GPU_MODELS.includes(a.model) && !(await fleetHasModel(inventory, a.model))) {
+      throw new RcError(
+        'bad_gpu',
+        `--gpu ${a.label}: no GPU model is called ${a.model}; rc knows ${CANONICAL_GPU_MODELS.join(', ')} (and any model a device reports: rc devices shows them)`,
+      );
+    }
+    const perHost = new Map<string, number>();
+    for (const { row: d } of matching) if (d.state !== 'unhealthy') perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
+    const most = Math.max(0, ...perHost.values());
+    const fit = matching.length === 0 ? 'never' : perHost.size === 0 ? 'quarantined' : most >= a.gpus ? 'ok' : 'never';
+    ways.push({ label: a.label, terms: a.terms, gpus: a.gpus, matching, fit, most });
+  }
+  return ways;
+}
+
+/** Whether any device of the fleet (with any selector) is of this model: a model rc does not know may still be one the fleet has. */
+async function fleetHasModel(inventory: SubmitDeps['inventory'], model: string): Promise<boolean> {
+  return (await inventory.candidates(choiceTerms([], { model }), null)).length > 0;
+}
+
+/** no_matching_device's sentence: each way that no device could ever satisfy, and why. */
+function refusal(never: readonly Way[], terms: readonly SelectorTerm[], wanted: string | null, choices: boolean): string {
+  const selectorText = formatSelector(terms);
+  if (!choices) {
+    const [w] = never;
+    if (w!.matching.length === 0) {
+      return wanted !== null
+        ? `no device matches: ${wanted} does not exist${terms.length ? ` or does not satisfy ${selectorText}` : ''}`
+        : `no device matches the selector: ${selectorText}`;
+    }
+    return `no host has ${w!.gpus} devices matching the selector: ${selectorText || '(any)'}`;
+  }
+  const also = terms.length ? ` matching ${selectorText}` : '';
+  const why = never.map((w) => {
+    const model = w.label.split(':')[0];
+    if (w.matching.length === 0) return `${w.label} (no ${model} device${also})`;
+    return `${w.label} (no host has ${w.gpus} ${model} devices${also}; the most on one host is ${w.most})`;
+  });
+  return `no device could ever satisfy --gpu ${why.join(', ')}; drop ${never.length === 1 ? 'that choice' : 'those choices'} from --gpu${terms.length ? ' or widen --select' : ''} (rc devices lists the models)`;
+}
+
+/** The free devices decide() needs to place a new job, over all its ways (firstFree of each, once each, by host then index). */
+function freeFor(ways: readonly Way[]): SchedDevice[] {
+  if (ways.length === 1) return firstFree(ways[0]!.matching, ways[0]!.gpus);
+  const byId = new Map<number, SchedDevice>();
+  for (const w of ways) for (const d of firstFree(w.matching, w.gpus)) byId.set(d.id, d);
+  return [...byId.values()].sort(byHostThenIndex);
 }
 
 /**
@@ -161,12 +244,12 @@ function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceV
 
 /** What was submitted, as an INSERT's column list and values: both INSERTs above store exactly this. */
 type Fields = ReturnType<typeof submitted>;
-function submitted(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string) {
+function submitted(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, choices: GpuChoice[] | null) {
   return {
-    columns: sql`id, kind, name, submitter, token_id, argv, env, cwd, selector, device_name, gpus, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s, restarts, preemptible, retry_on_preempt`,
+    columns: sql`id, kind, name, submitter, token_id, argv, env, cwd, selector, device_name, gpus, gpu_choices, priority, max_runtime_s, idle_timeout_s, wait_timeout_s, hold_ttl_s, restarts, preemptible, retry_on_preempt`,
     values: sql`${id}, ${body.kind}, ${body.name ?? null}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb,
       ${body.env && Object.keys(body.env).length ? JSON.stringify(body.env) : null}::text::jsonb, ${body.cwd ?? null},
-      ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
+      ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${choices ? JSON.stringify(choices) : null}::text::jsonb, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
       ${body.restarts ?? 0}::int, ${body.preemptible ?? false}::boolean, ${body.retryOnPreempt ?? false}::boolean`,
   };
 }

@@ -12,12 +12,14 @@ export const FAKE_GPUS = [
   { index: 1, uuid: 'GPU-6a1b2c3d-0000-4000-8000-000000000002', name: 'NVIDIA GeForce RTX 4090', memMiB: 24564 },
 ];
 
-/** Returns a folder to put first on PATH; its `state` subfolder holds used.N, util.N and apps. */
-export function fakeNvidiaSmiDir(): string {
+export type FakeGpu = (typeof FAKE_GPUS)[number];
+
+/** Returns a folder to put first on PATH; its `state` subfolder holds used.N, util.N and apps. `gpus`: what it reports (FAKE_GPUS unless given). */
+export function fakeNvidiaSmiDir(gpus: readonly FakeGpu[] = FAKE_GPUS): string {
   const dir = mkdtempSync(join(tmpdir(), 'rc-fake-smi-'));
   mkdirSync(join(dir, 'state'));
-  const csv = FAKE_GPUS.map((g) => `${g.index}, ${g.uuid}, ${g.name}, ${g.memMiB}, 550.54.15`);
-  const sample = FAKE_GPUS.map(
+  const csv = gpus.map((g) => `${g.index}, ${g.uuid}, ${g.name}, ${g.memMiB}, 550.54.15`);
+  const sample = gpus.map(
     (g) =>
       `echo "${g.index}, ${g.memMiB}, $(cat "$state/used.${g.index}" 2>/dev/null || echo 0), $(cat "$state/util.${g.index}" 2>/dev/null || echo 0), ${g.name}"`,
   );
@@ -38,6 +40,16 @@ export function fakeNvidiaSmiDir(): string {
   writeFileSync(join(dir, 'nvidia-smi'), script);
   chmodSync(join(dir, 'nvidia-smi'), 0o755);
   return dir;
+}
+
+/** `n` GPUs of one model for a fake host (UUIDs unique per `host`). */
+export function fakeGpus(host: string, name: string, n: number, memMiB = 81559): FakeGpu[] {
+  const tag = [...host]
+    .reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)
+    .toString(16)
+    .padStart(8, '0')
+    .slice(-8);
+  return Array.from({ length: n }, (_, index) => ({ index, uuid: `GPU-${tag}-0000-4000-8000-${String(index).padStart(12, '0')}`, name, memMiB }));
 }
 
 /** What the fake reports as used on one GPU, in MiB. */
