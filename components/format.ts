@@ -1,6 +1,7 @@
 // Human units for the dashboard: GiB, "3 min ago", "1h 20m". Pure, so the
 // unit tests pin them; the exact value goes in a title attribute beside.
 
+import type { JobView } from '../protocol/wire';
 const GIB = 1024 ** 3;
 
 /** Bytes → "80 GiB", "23.5 GiB", "512 MiB". */
@@ -88,4 +89,10 @@ export function countdownText(seconds: number): string {
   const m = Math.floor((s % 3600) / 60);
   const ss = String(s % 60).padStart(2, '0');
   return h ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
+}
+
+/** How a job's earlier attempts ended, for a tooltip: `1: lost (host gone); 2: preempted (…)`. */
+export function attemptsText(j: Pick<JobView, 'attempt' | 'attempts'>): string {
+  const earlier = (j.attempts ?? []).map((a) => `${a.attempt}: ${a.state}${a.reason ? ` (${a.reason})` : ''}`);
+  return earlier.length ? `earlier attempts: ${earlier.join('; ')}` : `attempt ${j.attempt}`;
 }

@@ -32,6 +32,8 @@ const JOB_COLOURS: Record<string, string> = {
   running: 'bg-sky-100 text-sky-900 ring-sky-300',
   succeeded: 'bg-emerald-100 text-emerald-900 ring-emerald-300',
   failed: 'bg-red-100 text-red-900 ring-red-300',
+  lost: 'bg-rose-100 text-rose-900 ring-rose-300',
+  preempted: 'bg-orange-100 text-orange-900 ring-orange-300',
 };
 
 export function JobBadge({ state }: { state: JobState }) {

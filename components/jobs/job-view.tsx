@@ -60,6 +60,14 @@ export function JobPage({ id }: { id: string }) {
             </Field>
             {j.cwd ? <Field term="Directory">{j.cwd}</Field> : null}
             {j.envKeys.length ? <Field term="Environment">{j.envKeys.join(', ')} (values not shown)</Field> : null}
+            <Field term="Restarts">
+              {[
+                j.restarts ? `up to ${j.restarts} when its host is lost` : 'none',
+                j.preemptible ? `preemptible${j.retryOnPreempt ? ', queued again when preempted' : ''}` : null,
+              ]
+                .filter(Boolean)
+                .join('; ')}
+            </Field>
             <Field term="Limits">
               {[
                 j.maxRuntimeS ? `max runtime ${durationText(j.maxRuntimeS)}` : null,
@@ -91,6 +99,7 @@ export function JobPage({ id }: { id: string }) {
           </dl>
         </Card>
       </div>
+      {j.attempts?.length ? <Attempts job={j} /> : null}
       {j.kind === 'run' ? (
         <Card title="Output">
           {j.outputTruncated ? (
@@ -104,6 +113,50 @@ export function JobPage({ id }: { id: string }) {
         <p className="text-sm text-zinc-500">A terminal's output is not stored.</p>
       ) : null}
     </div>
+  );
+}
+
+/** A job run more than once: where each earlier attempt ran and why it ended; the current one last. */
+function Attempts({ job: j }: { job: Job }) {
+  return (
+    <Card title={`Attempts (this is attempt ${j.attempt})`}>
+      <table className="w-full text-left text-sm" data-attempts>
+        <thead className="text-xs text-zinc-500">
+          <tr>
+            <th className="py-1 pr-3 font-medium">#</th>
+            <th className="pr-3 font-medium">Ran on</th>
+            <th className="pr-3 font-medium">Ended</th>
+            <th className="pr-3 font-medium">How</th>
+            <th className="pr-3 font-medium">Why</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(j.attempts ?? []).map((a) => (
+            <tr key={a.attempt} className="border-t border-zinc-100">
+              <td className="py-1.5 pr-3 tabular-nums">{a.attempt}</td>
+              <td className="pr-3 font-mono text-xs">{a.devices?.join(', ') ?? a.host ?? '–'}</td>
+              <td className="pr-3 text-xs text-zinc-600">
+                <Ago at={a.endedAt} />
+              </td>
+              <td className="pr-3">
+                <JobBadge state={a.state} />
+                {a.exitCode !== null ? <span className="ml-1 text-xs text-zinc-500">exit {a.exitCode}</span> : null}
+              </td>
+              <td className="pr-3 text-xs">{a.reason ?? a.cause}</td>
+            </tr>
+          ))}
+          <tr className="border-t border-zinc-100">
+            <td className="py-1.5 pr-3 tabular-nums">{j.attempt}</td>
+            <td className="pr-3 font-mono text-xs">{j.devices?.join(', ') ?? '–'}</td>
+            <td className="pr-3 text-xs text-zinc-600">{j.endedAt ? <Ago at={j.endedAt} /> : '–'}</td>
+            <td className="pr-3">
+              <JobBadge state={j.state} />
+            </td>
+            <td className="pr-3 text-xs">{j.state === 'queued' ? 'queued again, ahead of the others of its priority' : (j.reason ?? '')}</td>
+          </tr>
+        </tbody>
+      </table>
+    </Card>
   );
 }
 

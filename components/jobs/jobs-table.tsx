@@ -2,7 +2,7 @@
 // Jobs as a table: the jobs page, and a host's or a device's recent jobs.
 import Link from 'next/link';
 import type { JobView } from '../../protocol/wire';
-import { commandText, jobDuration } from '../format';
+import { attemptsText, commandText, jobDuration } from '../format';
 import { useNow } from '../providers';
 import { Ago, JobBadge } from '../ui';
 
@@ -45,6 +45,12 @@ export function JobLine({ j, now }: { j: JobView; now: number }) {
       <td className="pr-3">
         <JobBadge state={j.state} />
         {j.exitCode !== null ? <span className="ml-1 text-xs text-zinc-500">exit {j.exitCode}</span> : null}
+        {j.attempt > 1 ? (
+          <span className="ml-1 text-xs text-orange-800" title={attemptsText(j)}>
+            attempt {j.attempt}
+          </span>
+        ) : null}
+        {j.preemptible ? <span className="ml-1 text-xs text-zinc-500">preemptible</span> : null}
       </td>
       <td className="max-w-40 truncate pr-3 text-xs" title={j.submitter}>
         {j.submitter}
@@ -58,7 +64,9 @@ export function JobLine({ j, now }: { j: JobView; now: number }) {
           commandText(j.argv)
         )}
       </td>
-      <td className="hidden max-w-48 truncate pr-3 font-mono text-xs md:table-cell">{j.devices?.join(', ') ?? j.device ?? (j.selector || 'any')}</td>
+      <td className="hidden max-w-48 truncate pr-3 font-mono text-xs md:table-cell">
+        {j.devices?.join(', ') ?? j.device ?? ([j.gpuChoices && `--gpu ${j.gpuChoices}`, j.selector].filter(Boolean).join(' ') || 'any')}
+      </td>
       <td className="pr-3 text-xs text-zinc-600">
         <Ago at={j.createdAt} />
       </td>

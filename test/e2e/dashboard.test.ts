@@ -246,6 +246,32 @@ test('a terminal starts from a button press, never from loading its URL', { skip
     .waitFor({ timeout: 10_000 });
 });
 
+test("a job run again after its host was lost shows each attempt and how it ended; the list marks it", { skip, timeout: 120_000 }, async () => {
+  // A host first by name, so the first attempt starts there (cpubox is the other cpu slot).
+  await stack.startWorker('a-spare', 1);
+  await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'a-spare:gpu0')?.state === 'free', 'a-spare to be free');
+  const run = stack.runJob(['--restarts', '1', '--select', 'kind=cpu-slot'], 'sleep 4; echo done', { timeoutMs: 100_000 });
+  const id = await run.id;
+  assert.deepEqual((await stack.job(id)).devices, ['a-spare:gpu0']);
+  await stack.stopWorker('a-spare', 'SIGKILL');
+  assert.equal((await run.done).code, 0);
+  const page = await fleetPage();
+  await page.goto(`${stack.controllerUrl}/jobs/${id}`);
+  const attempts = page.locator('[data-attempts]');
+  await attempts.waitFor();
+  const rows = await attempts.locator('tbody tr').allTextContents();
+  assert.equal(rows.length, 2);
+  assert.match(rows[0]!, /^1a-spare:gpu0.*lost.*host a-spare stopped answering/);
+  assert.match(rows[1]!, /^2cpubox:gpu0.*succeeded/);
+  assert.match((await page.getByText('Restarts').locator('..').textContent()) ?? '', /up to 1 when its host is lost/);
+  await screenshot(page, 'job-attempts');
+  await page.goto(`${stack.controllerUrl}/jobs`);
+  await page.locator(`[data-job="${id}"]`).getByText('attempt 2').waitFor();
+  // a-spare comes back, its lost attempt's lease is let go, and the fleet is whole again for the next test.
+  await stack.startWorker('a-spare', 1);
+  await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'a-spare:gpu0')?.state === 'free', 'a-spare to be free again', 30_000);
+});
+
 test('after a controller restart the page reconnects by itself and follows again', { skip, timeout: 120_000 }, async () => {
   const page = await fleetPage();
   await stack.stopController();
