@@ -246,7 +246,7 @@ test('a terminal starts from a button press, never from loading its URL', { skip
     .waitFor({ timeout: 10_000 });
 });
 
-test("a job run again after its host was lost shows each attempt and how it ended; the list marks it", { skip, timeout: 120_000 }, async () => {
+test('a job run again after its host was lost shows each attempt and how it ended; the list marks it', { skip, timeout: 120_000 }, async () => {
   // A host first by name, so the first attempt starts there (cpubox is the other cpu slot).
   await stack.startWorker('a-spare', 1);
   await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'a-spare:gpu0')?.state === 'free', 'a-spare to be free');
