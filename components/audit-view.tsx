@@ -1,6 +1,7 @@
 'use client';
 // The audit log: who (token and submitter), what, to what, when and from
 // where, newest first, filterable, paged back.
+import { auditWho } from '../core/audit-who';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useDeferredValue, useState } from 'react';
 import type { AuditEntry, AuditQuery } from '../protocol/wire';
@@ -89,7 +90,7 @@ function AuditLine({ e }: { e: AuditEntry }) {
       <td className="whitespace-nowrap px-3 py-1.5 text-xs text-zinc-600">
         <Ago at={e.at} />
       </td>
-      <td className="max-w-64 pr-3 text-xs">{e.actor}</td>
+      <td className="max-w-64 pr-3 text-xs">{auditWho(e)}</td>
       <td className="pr-3 font-mono text-xs">{e.action}</td>
       <td className="max-w-48 truncate pr-3 font-mono text-xs" title={e.target ?? undefined}>
         {e.target ?? '–'}

@@ -331,4 +331,6 @@ export const audit = pgTable('audit', {
   detail: jsonb('detail').$type<Record<string, unknown>>(),
   /** Where the request that did it came from: `<client address>, dashboard|token`; null for the controller's own acts (server/request-scope.ts). */
   origin: text('origin'),
+  /** The token of the request that did it (server/request-scope.ts); null for the controller's own acts. */
+  tokenId: bigint('token_id', { mode: 'number' }),
 });

@@ -271,6 +271,8 @@ export interface AuditEntry {
   detail: Record<string, unknown> | null;
   /** Where the request came from: the client's address and whether by the dashboard or a token (`127.0.0.1, dashboard`); null for the controller's own acts. */
   origin: string | null;
+  /** The id of the token the request came with (rc admin tokens lists them); null for the controller's own acts. */
+  tokenId: number | null;
 }
 
 /** GET /api/audit: filters, each optional; newest first, `before` an entry's id to page back. */
@@ -397,6 +399,8 @@ export interface RegisteredHost {
 }
 
 export interface Whoami {
+  /** The token's id: what rc admin tokens lists, and the audit log records with each act. */
+  tokenId: number;
   kind: TokenKind;
   name: string;
   submitter: string | null;

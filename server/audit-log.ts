@@ -62,7 +62,16 @@ function anywhere(x: string): string {
   return `%${x.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-type AuditRow = { id: number; at: Date; actor: string; action: string; target: string | null; detail: Record<string, unknown> | null; origin: string | null };
+type AuditRow = {
+  id: number;
+  at: Date;
+  actor: string;
+  action: string;
+  target: string | null;
+  detail: Record<string, unknown> | null;
+  origin: string | null;
+  tokenId: string | null;
+};
 
 /** Newest first, walked back along the primary key. */
 export async function listAudit(sql: Sql, f: AuditFilter): Promise<AuditEntry[]> {
@@ -75,6 +84,15 @@ export async function listAudit(sql: Sql, f: AuditFilter): Promise<AuditEntry[]>
   ].filter((c) => c !== null);
   const where = conditions.reduce((acc, c) => sql`${acc} and ${c}`, sql`true`);
   const rows = await sql<AuditRow[]>`
-    select id, at, actor, action, target, detail, origin from audit where ${where} order by id desc limit ${f.limit}`;
-  return rows.map((r) => ({ id: r.id, at: r.at.toISOString(), actor: r.actor, action: r.action, target: r.target, detail: r.detail, origin: r.origin }));
+    select id, at, actor, action, target, detail, origin, token_id from audit where ${where} order by id desc limit ${f.limit}`;
+  return rows.map((r) => ({
+    id: r.id,
+    at: r.at.toISOString(),
+    actor: r.actor,
+    action: r.action,
+    target: r.target,
+    detail: r.detail,
+    origin: r.origin,
+    tokenId: r.tokenId === null ? null : Number(r.tokenId),
+  }));
 }

@@ -5,7 +5,7 @@ import { RcError } from '../core/errors';
 import type { TokenKind, TokenView } from '../protocol/wire';
 import type { DbOrTx } from './db';
 import { hashSecret, newSecret } from './tokens';
-import { auditOrigin } from './request-scope';
+import { auditOrigin, auditTokenId } from './request-scope';
 
 export interface Identity {
   tokenId: number;
@@ -100,9 +100,14 @@ export async function issueToken(
     .insert(tokens)
     .values({ kind: t.kind, name: t.name, hash: hashSecret(secret), submitter: t.submitter })
     .returning();
-  await db
-    .insert(audit)
-    .values({ actor, action: 'token.create', target: t.name, detail: { id: row!.id, kind: t.kind, submitter: t.submitter }, origin: auditOrigin() });
+  await db.insert(audit).values({
+    actor,
+    action: 'token.create',
+    target: t.name,
+    detail: { id: row!.id, kind: t.kind, submitter: t.submitter },
+    origin: auditOrigin(),
+    tokenId: auditTokenId(),
+  });
   return { token: tokenView(row!), secret };
 }
 
@@ -120,7 +125,10 @@ export async function revokeToken(db: DbOrTx, id: number, actor: string): Promis
     .returning();
   const row = revoked ?? (await db.select().from(tokens).where(eq(tokens.id, id)))[0];
   if (!row) throw new RcError('not_found', `no token ${id}; rc admin tokens lists them`);
-  if (revoked) await db.insert(audit).values({ actor, action: 'token.revoke', target: row.name, detail: { id, kind: row.kind }, origin: auditOrigin() });
+  if (revoked)
+    await db
+      .insert(audit)
+      .values({ actor, action: 'token.revoke', target: row.name, detail: { id, kind: row.kind }, origin: auditOrigin(), tokenId: auditTokenId() });
   return { token: tokenView(row), already: !revoked };
 }
 

@@ -10,7 +10,7 @@ import type { DeviceDescription, Explanation, HostDescription, SheetView } from 
 import type { Sql } from './db';
 import { type DeviceSummary, loadDevices, loadHosts } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
-import { auditOrigin } from './request-scope';
+import { auditOrigin, auditTokenId } from './request-scope';
 
 type SheetRow = typeof sheets.$inferSelect;
 
@@ -88,8 +88,8 @@ export async function writeSheet(
         );
       }
     }
-    await tx`insert into audit (actor, action, target, detail, origin) values (${actor}, ${deviceIndex === -1 ? 'sheet.write' : 'note.write'},
-      ${deviceIndex === -1 ? hostName : `${hostName}:gpu${deviceIndex}`}, ${JSON.stringify({ bytes: Buffer.byteLength(body) })}::text::jsonb, ${origin})`;
+    await tx`insert into audit (actor, action, target, detail, origin, token_id) values (${actor}, ${deviceIndex === -1 ? 'sheet.write' : 'note.write'},
+      ${deviceIndex === -1 ? hostName : `${hostName}:gpu${deviceIndex}`}, ${JSON.stringify({ bytes: Buffer.byteLength(body) })}::text::jsonb, ${origin}, ${auditTokenId()})`;
     if (body === '') {
       await tx`delete from sheets where host_name = ${hostName} and device_index = ${deviceIndex}`;
       return null;

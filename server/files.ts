@@ -16,7 +16,7 @@ import type { JobEvents } from './job-events';
 import { endJob } from './jobs/finish';
 import { newJobId } from './jobs/submit';
 import type { WorkerHub } from './worker-hub';
-import { auditOrigin } from './request-scope';
+import { auditOrigin, auditTokenId } from './request-scope';
 
 export interface CopyDeps {
   sql: Sql;
@@ -86,8 +86,8 @@ async function audited(
   lease: string,
   bytes: number,
 ): Promise<void> {
-  await sql`insert into audit (actor, action, target, detail, origin)
-    values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb, ${auditOrigin()})`;
+  await sql`insert into audit (actor, action, target, detail, origin, token_id)
+    values (${actorText(identity, submitter)}, ${action}, ${target}, ${JSON.stringify({ ...actorDetail(identity, submitter), lease, bytes })}::text::jsonb, ${auditOrigin()}, ${auditTokenId()})`;
 }
 
 async function call(deps: CopyDeps, host: string, event: FileEvent, op: FileOp): Promise<Extract<FileReply, { ok: true }>> {

@@ -12,7 +12,7 @@ import type { Sql } from './db';
 /** A statement runner: the pool, or a transaction of it. */
 type Runner = Sql | postgres.TransactionSql<{ int8: number }>;
 import { hostRow } from './fleet';
-import { auditOrigin } from './request-scope';
+import { auditOrigin, auditTokenId } from './request-scope';
 
 type HostColumns = typeof hosts.$inferSelect;
 
@@ -24,7 +24,8 @@ async function lockHost(tx: Runner, name: string): Promise<HostColumns> {
 }
 
 function audit(tx: Runner, actor: string, action: string, target: string, detail: Record<string, unknown>) {
-  return tx`insert into audit (actor, action, target, detail, origin) values (${actor}, ${action}, ${target}, ${JSON.stringify(detail)}::text::jsonb, ${auditOrigin()})`;
+  return tx`insert into audit (actor, action, target, detail, origin, token_id)
+    values (${actor}, ${action}, ${target}, ${JSON.stringify(detail)}::text::jsonb, ${auditOrigin()}, ${auditTokenId()})`;
 }
 
 /** rc admin host off: no new jobs start there until `on`. Turning off a host already off changes nothing (`already`). */

@@ -8,7 +8,7 @@ import type { devices } from '../db/schema';
 import type { Quarantine } from '../protocol/worker';
 import type { Sql } from './db';
 import type { DeviceRow } from './fleet';
-import { auditOrigin } from './request-scope';
+import { auditOrigin, auditTokenId } from './request-scope';
 
 /**
  * Marks a device unhealthy unless it already is (the first reason stays: it
@@ -45,10 +45,10 @@ export async function clearQuarantine(
       from old where devices.id = old.id and old.unhealthy_since is not null
       returning devices.id
     ), logged as (
-      insert into audit (actor, action, target, detail, origin)
+      insert into audit (actor, action, target, detail, origin, token_id)
       select ${actor}, 'device.clear', ${device},
         jsonb_build_object('reason', ${reason}::text, 'was', old.unhealthy_reason, 'since', old.unhealthy_since, 'evidence', old.unhealthy_evidence),
-        ${auditOrigin()}::text
+        ${auditOrigin()}::text, ${auditTokenId()}::bigint
       from old join cleared on cleared.id = old.id
     )
     select unhealthy_reason, unhealthy_since from old`;

@@ -9,6 +9,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 export interface RequestScope {
   /** `<client address>, dashboard` (the session cookie) or `<client address>, token` (a bearer token). */
   origin: string;
+  /** The id of the token the request came with. */
+  tokenId: number;
   /** Set once a use case took the origin for an audit row. */
   audited: boolean;
 }
@@ -29,6 +31,11 @@ export function auditOrigin(): string | null {
   if (!scope) return null;
   scope.audited = true;
   return scope.origin;
+}
+
+/** The token id to store with an audit row written for the request being served (null outside one). */
+export function auditTokenId(): number | null {
+  return scopes.getStore()?.tokenId ?? null;
 }
 
 /** How a request's origin reads: its client's address (IPv4 without the ::ffff: prefix) and how it signed in. */

@@ -1,4 +1,5 @@
 // rc admin: operator commands. They need an admin token (RC_TOKEN, or RC_ADMIN=1 in a checkout).
+import { auditWho } from '../../core/audit-who';
 import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
@@ -147,7 +148,7 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
         ['WHEN', 'WHO', 'WHAT', 'TARGET', 'FROM', 'DETAIL'],
         r.entries.map((e) => [
           e.at.replace('T', ' ').slice(0, 19),
-          e.actor,
+          auditWho(e),
           e.action,
           e.target ?? '-',
           e.origin ?? '-',

@@ -37,7 +37,7 @@ import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import { matchTerms, parseSelector } from '../../core/selector';
 import { zodMessage } from '../../protocol/zod-message';
 import type { LiveFeed } from '../live';
-import { auditOrigin } from '../request-scope';
+import { auditOrigin, auditTokenId } from '../request-scope';
 import type { Metrics } from '../metrics';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
@@ -78,7 +78,12 @@ function flag(query: URLSearchParams, key: string, what: string): boolean {
 export function registerApi(router: Router, c: ApiDeps): void {
   const { db, sql } = c;
 
-  router.on('GET /api/whoami', async ({ identity }) => ({ kind: identity.kind, name: identity.name, submitter: identity.submitter }));
+  router.on('GET /api/whoami', async ({ identity }) => ({
+    tokenId: identity.tokenId,
+    kind: identity.kind,
+    name: identity.name,
+    submitter: identity.submitter,
+  }));
 
   router.on('GET /api/devices', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
@@ -268,7 +273,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
           set: { removedAt: null, removedBy: null, offSince: null, offBy: null, offReason: null },
           setWhere: isNotNull(hosts.removedAt),
         });
-      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name, origin: auditOrigin() });
+      await tx.insert(audit).values({ actor: `admin:${identity.name}`, action: 'host.register', target: name, origin: auditOrigin(), tokenId: auditTokenId() });
       return createToken(tx, 'host', `worker on ${name}`, name);
     });
     c.live.changed({ what: 'devices', host: name });

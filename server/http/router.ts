@@ -192,7 +192,7 @@ export class Router {
     const identity = requireKind(await identify(this.db, secret), route.access);
     const body = route.schema ? await readBody(req, route.schema) : undefined;
     // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
-    const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), audited: false };
+    const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), tokenId: identity.tokenId, audited: false };
     const result = await inRequest(scope, () => route.handler({ ...base, identity, body } as HandlerContext<RouteName>));
     // A refused change (a stale sheet) wrote nothing: only a request that succeeded is told.
     if (scope.audited) this.opts.audited?.();

@@ -6,7 +6,7 @@ import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import { FINAL_STATES } from '../../core/job-state';
 import type { JobRow } from './job-view';
-import { auditOrigin } from '../request-scope';
+import { auditOrigin, auditTokenId } from '../request-scope';
 
 export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: JobRow, submitter: string, ttlS: number): Promise<JobRow> {
   actsAs(identity, submitter);
@@ -23,9 +23,9 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
       where id = ${hold.id} and kind = 'hold' and state in ('queued', 'running')
       returning *
     ), a as (
-      insert into audit (actor, action, target, detail, origin)
+      insert into audit (actor, action, target, detail, origin, token_id)
       select ${actorText(identity, submitter)}, 'hold.extend', j.id, ${JSON.stringify({ ...actorDetail(identity, submitter), owner: hold.submitter, ttl: formatDuration(ttlS) })}::text::jsonb,
-        ${auditOrigin()}::text
+        ${auditOrigin()}::text, ${auditTokenId()}::bigint
       from j
     )
     select * from j`;

@@ -11,7 +11,7 @@ import { CAUSES_OF, ended as endingOf, type StopCause } from '../../core/job-sta
 import { endJob } from './finish';
 import { FINAL_STATES } from '../../core/job-state';
 import type { JobRow } from './job-view';
-import { auditOrigin } from '../request-scope';
+import { auditOrigin, auditTokenId } from '../request-scope';
 
 export interface KillDeps {
   db: Db;
@@ -40,6 +40,7 @@ export async function killJob(deps: KillDeps, identity: Identity, jobId: string,
     target: jobId,
     detail: { ...actorDetail(identity, submitter), owner: job.submitter },
     origin: auditOrigin(),
+    tokenId: auditTokenId(),
   });
   return stopJob(deps, job, `${verb} by ${actor}`, verb === 'released' ? 'released' : 'killed');
 }

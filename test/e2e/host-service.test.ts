@@ -69,10 +69,16 @@ test('off drains a host: its job finishes, no new job starts there until on; off
   assert.equal(audit.code, 0, audit.stderr);
   const lines = audit.stdout.trim().split('\n');
   assert.match(lines[0]!, /^WHEN\s+WHO\s+WHAT\s+TARGET\s+FROM\s+DETAIL/);
-  assert.match(lines[1]!, /admin:.+?\s+host\.on\s+drainbox\s+127\.0\.0\.1, token/);
+  // Who: the admin's name and the token the request came with.
+  const whoami = (await stack.api('GET', '/api/whoami', undefined, stack.adminToken)).body as { name: string; tokenId: number };
+  assert.match(
+    lines[1]!,
+    new RegExp(`admin:${whoami.name.replace(/[()]/g, '\\$&')} \\(token ${whoami.tokenId}\\)\\s+host\\.on\\s+drainbox\\s+127\\.0\\.0\\.1, token`),
+  );
   assert.match(lines[2]!, /admin:.+?\s+host\.off\s+drainbox\s+127\.0\.0\.1, token\s+\{"reason":"driver upgrade","running":1\}/);
-  const asJson = JSON.parse((await admin(['audit', '--limit', '1', '--json'])).stdout) as { entries: { action: string }[] };
+  const asJson = JSON.parse((await admin(['audit', '--limit', '1', '--json'])).stdout) as { entries: { action: string; tokenId: number | null }[] };
   assert.equal(asJson.entries.length, 1);
+  assert.equal(asJson.entries[0]!.tokenId, whoami.tokenId);
 });
 
 test('a claim that read the fleet before the host was turned off starts nothing there (the claim re-checks)', async () => {
