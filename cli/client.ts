@@ -51,14 +51,14 @@ export class Client {
   async call<N extends JsonRoute>(name: N, ...[input]: RouteArgs<N>): Promise<ResponseOf<N>> {
     const res = await this.send(name, input, 'application/json');
     const parsed = parseJson((await readAll(res.body)).toString('utf8'));
-    if (res.statusCode >= 400) failFromBody(res.statusCode, parsed);
+    if (res.statusCode >= 400) failFromBody(res.statusCode, parsed, this.config);
     return parsed as ResponseOf<N>;
   }
 
   /** Sends a request whose answer is a frame stream; a non-200 answer is turned into a CLI error. */
   async stream<N extends StreamRoute>(name: N, ...[input]: RouteArgs<N>): Promise<Body> {
     const res = await this.send(name, input, STREAM_CONTENT_TYPE);
-    if (res.statusCode !== 200) failFromBody(res.statusCode, parseJson((await readAll(res.body)).toString('utf8')));
+    if (res.statusCode !== 200) failFromBody(res.statusCode, parseJson((await readAll(res.body)).toString('utf8')), this.config);
     return res.body;
   }
 
@@ -66,7 +66,7 @@ export class Client {
   async bytes<N extends BytesRoute>(name: N, ...[input]: RouteArgs<N>): Promise<Buffer> {
     const res = await this.send(name, input, 'application/octet-stream');
     const data = await readAll(res.body);
-    if (res.statusCode >= 400) failFromBody(res.statusCode, parseJson(data.toString('utf8')));
+    if (res.statusCode >= 400) failFromBody(res.statusCode, parseJson(data.toString('utf8')), this.config);
     return data;
   }
 
@@ -147,8 +147,24 @@ function parseJson(text: string): unknown {
   }
 }
 
-function failFromBody(status: number, body: unknown): never {
+function failFromBody(status: number, body: unknown, config: CliConfig): never {
   const err = (body as ApiErrorBody | null)?.error;
-  if (err && typeof err.code === 'string') fail(err.code, err.message, exitCodeForError(err.code));
+  if (err && typeof err.code === 'string') fail(err.code, err.message + hintFor(err.code, err.message, config), exitCodeForError(err.code));
   fail('error', `the controller answered HTTP ${status}`, EXIT.error);
+}
+
+/** What the controller cannot know of this shell: how to act otherwise from here. */
+export function hintFor(code: string, message: string, config: Pick<CliConfig, 'submitter' | 'checkoutClient'>): string {
+  // An admin command run with this checkout's client token: the checkout has the admin token too.
+  if (code === 'forbidden' && /needs an admin token/.test(message) && config.checkoutClient)
+    return ' (inside this checkout: RC_ADMIN=1 rc admin ... uses the admin token npm start wrote)';
+  // The same user on the same host, another shell (only the session differs): say how to act as that submitter.
+  const owner = /^(job|hold) (\S+) belongs to (.+), not (.+); leave it alone$/.exec(message);
+  if (code === 'not_job_owner' && owner) {
+    const [, what, id, theirs, mine] = owner;
+    const userAtHost = (s: string) => s.replace(/\/s\d+$/, '');
+    if (theirs !== mine && userAtHost(theirs!) === userAtHost(mine!) && userAtHost(mine!) !== mine)
+      return `. You submitted it from another shell: act as that submitter with RC_SUBMITTER='${theirs}' rc ${what === 'hold' ? 'release' : 'kill'} ${id}`;
+  }
+  return '';
 }

@@ -11,6 +11,8 @@ export interface CliConfig {
   controllers: string[];
   token: string;
   submitter: string;
+  /** The token is the client token `npm start` wrote in this checkout (no RC_TOKEN, no RC_ADMIN=1). */
+  checkoutClient?: boolean;
 }
 
 interface LocalFile {
@@ -41,7 +43,8 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
   if (!controller || !token) {
     fail('not_configured', 'set RC_CONTROLLER and RC_TOKEN (ask the operator), or run `npm start` in this checkout first', EXIT.unauthorized);
   }
-  return { controller, controllers, token, submitter: env.RC_SUBMITTER || defaultSubmitter() };
+  const checkoutClient = !env.RC_TOKEN && env.RC_ADMIN !== '1';
+  return { controller, controllers, token, submitter: env.RC_SUBMITTER || defaultSubmitter(), ...(checkoutClient ? { checkoutClient } : {}) };
 }
 
 /** user@host/s<session id>: distinct per terminal session, stable within one. */

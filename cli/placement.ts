@@ -6,7 +6,7 @@ import { EXIT } from '../core/exit-codes';
 import { fail, usage } from './output';
 
 export const PLACEMENT_FLAGS: readonly FlagSpec[] = [
-  { name: 'select', short: 's', type: 'string' },
+  { name: 'select', short: 's', type: 'string', repeat: true },
   { name: 'device', short: 'd', type: 'string' },
   { name: 'gpus', type: 'string' },
   { name: 'gpu', type: 'string' },
@@ -34,11 +34,16 @@ export function placementOf(parsed: Parsed): {
   }
   return {
     ...(gpu !== undefined ? { gpu } : {}),
-    selector: stringFlag(parsed, 'select') ?? '',
+    selector: selectorOf(parsed),
     device: stringFlag(parsed, 'device') ?? null,
     gpus: intFlag(parsed, 'gpus', 1, 8) ?? 1,
     priority: intFlag(parsed, 'priority', -10, 10) ?? 0,
     wait: !parsed.flags.has('no-wait'),
     waitTimeoutS: durationFlag(parsed, 'timeout', 1),
   };
+}
+
+/** Every --select given, ANDed (`-s a -s b` is `a,b`): a second one adds to the first, never replaces it. */
+export function selectorOf(parsed: Parsed): string {
+  return (parsed.lists.get('select') ?? []).filter((s) => s.trim() !== '').join(',');
 }

@@ -40,7 +40,7 @@ export function runTty(o: TtyRun): Promise<number> {
   const stdin = process.stdin;
   const stdout = stdoutStream();
   const raw = stdin.isTTY === true;
-  const size = () => ({ cols: stdout.isTTY ? stdout.columns : 80, rows: stdout.isTTY ? stdout.rows : 24 });
+  const size = () => terminalSize(stdout.isTTY ? stdout.columns : 0, stdout.isTTY ? stdout.rows : 0);
   const client = new TtyClient({ open: o.open, jobId: o.jobId, size });
   const socket: Socket<TtyControllerToClient, TtyClientToController> = io(o.controller + TTY_NAMESPACE, {
     auth: { token: o.token },
@@ -191,4 +191,10 @@ function rawTerminal(stdin: NodeJS.ReadStream, stdout: NodeJS.WriteStream): RawT
 function stty(args: string[]): string | null {
   const r = spawnSync('stty', args, { stdio: [1, 'pipe', 'ignore'], encoding: 'utf8', timeout: 2000 });
   return r.status === 0 ? r.stdout.trim() : null;
+}
+
+/** The size a terminal starts at: its own, or 80×24 where it reports none (0×0 under `script`, some CI and editor shells). */
+export function terminalSize(cols: number | undefined, rows: number | undefined): { cols: number; rows: number } {
+  const ok = (n: number | undefined, max: number) => Number.isInteger(n) && n! >= 1 && n! <= max;
+  return ok(cols, 1000) && ok(rows, 1000) ? { cols: cols!, rows: rows! } : { cols: 80, rows: 24 };
 }

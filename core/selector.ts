@@ -51,6 +51,8 @@ const KEY_CHAR = /[A-Za-z0-9_.-]/;
 // `~` counts as an operator character so `vram~40G` reports an unknown operator.
 const OP_CHAR = /[=!<>~]/;
 const NOT_IN_BARE_VALUE = /[=!<>'"]/;
+// What else a bare value may not hold: anything but letters, digits and _ . + - / : @ % (quoted values may hold anything).
+const NOT_GRAMMAR = /[^\p{L}\p{N}_.+\-/:@%]/u;
 const SPACE = /\s/;
 // Values that formatSelector may write unquoted; stricter than the parser
 // (no `~`) so that a value is never read back as part of the operator.
@@ -146,6 +148,21 @@ function parseBare(ctx: TermContext, at: number): ValueStep {
   const bad = NOT_IN_BARE_VALUE.exec(value);
   if (bad) {
     return failTerm(ctx, `value "${value}" in term "${rawTerm(ctx)}" at column ${col} contains "${bad[0]}"; quote the value, e.g. '${value}'`);
+  }
+  // A character the grammar gives no meaning (`|`, `*`, `(`...) would otherwise be read as part of the value, and a
+  // gpu_model value cut short at it (H100|A100 reads as H100): refused where it stands.
+  const stray = NOT_GRAMMAR.exec(value);
+  if (stray) {
+    const at2 = at + stray.index + 1;
+    const hint =
+      stray[0] === '|'
+        ? 'selectors have no OR (terms are ANDed with commas); for a choice of GPU models use --gpu H100,A100'
+        : `values are letters, digits and _ . + - / : @ %`;
+    return fail(
+      rawTerm(ctx),
+      at2,
+      `"${stray[0]}" at column ${at2}, in term "${rawTerm(ctx)}", is not part of the selector grammar: ${hint}; quote the value to match it as written`,
+    );
   }
   const next = skipSpace(input, end);
   if (next < input.length && input.charAt(next) !== ',') {

@@ -36,12 +36,39 @@ These need an admin token: RC_TOKEN=<admin token>, or RC_ADMIN=1 inside a checko
 where npm start wrote .rc/local.json.
 `;
 
+/**
+ * The help of one admin subcommand (`admin token create`): ADMIN_HELP's
+ * entries for it (an entry is its line and the indented lines under it), or
+ * for its group when the verb has none (`admin host`), with the note on tokens.
+ */
+export function adminHelpFor(command: string): string {
+  const [head, body = ''] = ADMIN_HELP.split('\n\n');
+  const entries: string[] = [];
+  for (const line of body.split('\n')) {
+    if (/^ {2}rc /.test(line)) entries.push(line);
+    else if (entries.length && line.trim()) entries[entries.length - 1] += `\n${line}`;
+  }
+  const pick = (prefix: string) => entries.filter((e) => e.slice(2).startsWith(prefix));
+  const words = command.split(' ');
+  let found: string[] = [];
+  let n = words.length;
+  for (; n >= 2 && !found.length; n--) found = pick(`rc ${words.slice(0, n).join(' ')}`);
+  if (!found.length) return ADMIN_HELP;
+  return `${head!.replace('<command>', words.slice(1, n + 1).join(' '))}\n\n${found.join('\n')}\n\n${ADMIN_HELP.split('\n\n').slice(2).join('\n\n')}`;
+}
+
 export async function admin(client: Client, args: readonly string[]): Promise<number> {
   const [group, verb, ...rest] = args;
   // For commands with no verb (rc admin hosts --all): everything after the group.
   const afterGroup = args.slice(1);
   if (!group || group === '--help' || group === '-h') {
     out(ADMIN_HELP);
+    return EXIT.ok;
+  }
+  // rc admin token create --help, rc admin host --help: that subcommand's (or group's) lines.
+  const helpAt = args.findIndex((a) => a === '--help' || a === '-h');
+  if (helpAt >= 0 && !args.slice(0, helpAt).includes('--')) {
+    out(adminHelpFor(['admin', ...args.slice(0, helpAt)].join(' ')));
     return EXIT.ok;
   }
   if (group === 'host' && verb === 'add') {

@@ -1,9 +1,10 @@
 // rc devices: every device (or the matching ones), its state and holder.
+import { selectorOf } from '../placement';
 import { formatSize } from '../../core/size';
 import { EXIT } from '../../core/exit-codes';
 import type { DeviceSummary } from '../../protocol/wire';
 import type { Client } from '../client';
-import { parseFlags, stringFlag } from '../flags';
+import { parseFlags } from '../flags';
 import { cut, json, out, table, usage } from '../output';
 
 export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--all] [--json]
@@ -21,7 +22,7 @@ export async function devices(client: Client, args: readonly string[]): Promise<
     'devices',
     args,
     [
-      { name: 'select', short: 's', type: 'string' },
+      { name: 'select', short: 's', type: 'string', repeat: true },
       { name: 'json', type: 'boolean' },
       { name: 'all', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
@@ -33,7 +34,7 @@ export async function devices(client: Client, args: readonly string[]): Promise<
     return EXIT.ok;
   }
   if (parsed.rest.length) usage(`rc devices takes no arguments (got ${parsed.rest[0]})`);
-  const select = stringFlag(parsed, 'select');
+  const select = parsed.lists.has('select') ? selectorOf(parsed) : undefined;
   const body = await client.call('GET /api/devices', { query: { select, all: parsed.flags.has('all') ? '1' : undefined } });
   if (parsed.flags.has('json')) {
     json(body);

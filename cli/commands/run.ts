@@ -19,6 +19,7 @@ streams its output and exits with its exit code. Waits in the queue when every
 matching device is busy.
 
   -s, --select <selector>   labels the device must have, e.g. 'vram>=40G,vendor=nvidia'
+                            (given twice, both must hold)
   -d, --device <host:gpuN>  this device and no other
       --cwd <dir>           working directory on the device host
       --name <name>         a name for the job, shown by rc ps, rc jobs and
@@ -54,17 +55,21 @@ matching device is busy.
   -t, --tty                 an interactive terminal: raw keys (Ctrl-C, Ctrl-D) go to
                             the program, window resizes follow; without a command,
                             a login shell (bash -l, else sh). Output is not stored
+      --detach              queue the job, print its id and exit 0 at once; rc wait <id>
+                            waits for its end (and exits with its code), rc attach <id>
+                            or rc logs -f <id> follow its output
       --explain             print which devices match, how many are free and how
                             deep their queue is, and why the others do not match;
                             then exit without submitting
 `;
 
-const SPECS: FlagSpec[] = [
+export const RUN_SPECS: FlagSpec[] = [
   ...PLACEMENT_FLAGS,
   { name: 'cwd', type: 'string' },
   { name: 'name', type: 'string' },
   { name: 'env', type: 'string', repeat: true },
   { name: 'explain', type: 'boolean' },
+  { name: 'detach', type: 'boolean' },
   { name: 'tty', short: 't', type: 'boolean' },
   { name: 'max-runtime', type: 'string' },
   { name: 'idle-timeout', type: 'string' },
@@ -76,7 +81,7 @@ const SPECS: FlagSpec[] = [
 
 /** Resolves to the exit code. */
 export async function run(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('run', args, SPECS, true);
+  const parsed = parseFlags('run', args, RUN_SPECS, true);
   if (parsed.flags.has('help')) {
     out(RUN_HELP);
     return EXIT.ok;
@@ -110,7 +115,14 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     ...(preemptible ? { preemptible } : {}),
     ...(retryOnPreempt ? { retryOnPreempt } : {}),
   };
+  if (tty && parsed.flags.has('detach')) usage('--detach is for jobs with stored output: a terminal (--tty) needs you attached');
   if (tty) return runTtyJob(client, body);
+  if (parsed.flags.has('detach')) {
+    // The plain answer: stored (queued, or started at once), nothing followed.
+    const { job } = await client.call('POST /api/jobs', { body });
+    out(`${job.id}\n`);
+    return EXIT.ok;
+  }
   const res = await client.stream('POST /api/jobs', { body });
   return follow(client, res);
 }
@@ -152,9 +164,15 @@ const RECONNECT_MS = 120_000;
 export async function follow(
   client: Client,
   first: Body,
-  opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean } = {},
+  opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean; quiet?: boolean } = {},
 ): Promise<number> {
-  const state: FollowState = { jobId: opts.knownJobId ?? null, interrupted: false, lastSeq: 0, result: null };
+  const state: FollowState = {
+    jobId: opts.knownJobId ?? null,
+    interrupted: false,
+    lastSeq: opts.quiet ? NO_OUTPUT : 0,
+    result: null,
+    quiet: opts.quiet ?? false,
+  };
   const kill = () => {
     if (state.jobId) client.call('POST /api/jobs/:id/kill', { id: state.jobId, body: { submitter: client.submitter } }).catch(() => {});
   };
@@ -201,7 +219,12 @@ interface FollowState {
   interrupted: boolean;
   lastSeq: number;
   result: number | null;
+  /** rc wait: no output and no word on how it ended, only the exit code. */
+  quiet: boolean;
 }
+
+/** A stream `after` this asks for no output at all (rc wait): only the events. */
+const NO_OUTPUT = Number.MAX_SAFE_INTEGER;
 
 function readStream(body: Body, state: FollowState, kill: () => void): Promise<void> {
   return new Promise((resolve) => {
@@ -211,6 +234,7 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
         case 'queued':
           state.jobId = event.jobId;
           if (state.interrupted) kill();
+          if (state.quiet) break;
           queuedNotice = setTimeout(() => {
             err(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
           }, 1000);
@@ -220,18 +244,19 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
           break;
         case 'requeued':
           // Its next attempt comes: this rc keeps following, and exits as that one ends.
-          err(
-            `rc: job ${event.jobId}: attempt ${event.attempt - 1} ended ${event.state}: ${event.reason ?? event.cause}; queued again for attempt ${event.attempt} (it starts over)\n`,
-          );
+          if (!state.quiet)
+            err(
+              `rc: job ${event.jobId}: attempt ${event.attempt - 1} ended ${event.state}: ${event.reason ?? event.cause}; queued again for attempt ${event.attempt} (it starts over)\n`,
+            );
           break;
         case 'exit':
-          state.result = exitCodeOf(event, state.interrupted);
+          state.result = state.quiet ? exitCodeFor(event, state.interrupted) : exitCodeOf(event, state.interrupted);
           break;
         case 'end':
           state.result = EXIT.ok;
           break;
         case 'notice':
-          err(`rc: ${event.message}\n`);
+          if (!state.quiet) err(`rc: ${event.message}\n`);
           break;
         case 'error':
           err(`rc: ${event.code}: ${event.message}\n`);
@@ -242,7 +267,7 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
     const decoder = new FrameDecoder((type, payload) => {
       if (type === FRAME_EVENT) return onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
       const { seq, data } = splitOutput(payload);
-      if (seq <= state.lastSeq) return;
+      if (seq <= state.lastSeq || state.quiet) return;
       state.lastSeq = seq;
       (type === FRAME_STDOUT ? stdout() : stderr()).write(data);
     });

@@ -187,6 +187,33 @@ describe('matching rules', () => {
     assert.equal(matches('vram=80G', { vram: '85899345920' }), true);
   });
 
+  test('a character the grammar does not define is refused where it stands, never read as part of a value', () => {
+    for (const [input, column, text] of [
+      [
+        'gpu_model=H100|A100',
+        15,
+        /"\|" at column 15, in term "gpu_model=H100\|A100", is not part of the selector grammar: selectors have no OR .*--gpu H100,A100/,
+      ],
+      ['vram>=40G,rack=b*', 17, /"\*" at column 17/],
+      ['zone=(a)', 6, /"\(" at column 6/],
+      ['a=1;b', 4, /";" at column 4/],
+      ['host=x$y', 7, /"\$" at column 7/],
+    ] as const) {
+      const p = parseSelector(input);
+      assert.equal(p.ok, false, input);
+      if (!p.ok) {
+        assert.equal(p.error.column, column, input);
+        assert.match(p.error.message, text, input);
+      }
+    }
+    // What values are made of still parses, and a quoted value may hold anything.
+    for (const ok of ['host=gpu-box_1.lab:8080', 'owner=a@b.org', 'path=/data/x+y', 'share=50%', 'gpu_model=A100-80GB', "x='a|b'", 'zone=äö']) {
+      assert.equal(parseSelector(ok).ok, true, ok);
+    }
+    // H100|A100 used to select the H100s (the model's name cut short at the |).
+    assert.equal(matches("gpu_model='H100|A100'", { gpu_model: 'A100' }), false);
+  });
+
   test('text compares as text: exact equality and code-point order', () => {
     assert.equal(matches('vendor=nvidia', { vendor: 'NVIDIA' }), false);
     assert.equal(matches('zone>=b', { zone: 'c' }), true);
@@ -194,7 +221,7 @@ describe('matching rules', () => {
     assert.equal(matches('zone<=b', { zone: 'B' }), true, 'upper case sorts first');
     assert.equal(matches('zone>=b', { zone: '9' }), false, 'a number against text compares as text');
     // U+1F600 is above U+FF61 by code point, though its UTF-16 code units sort below.
-    assert.equal(matches('s>=\uFF61', { s: '\u{1F600}' }), true);
+    assert.equal(matches("s>='\uFF61'", { s: '\u{1F600}' }), true);
   });
 });
 

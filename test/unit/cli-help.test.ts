@@ -1,0 +1,66 @@
+// What the CLI decides without a controller: which help --help asks for,
+// a terminal's starting size, the hints only this shell can give, and how
+// several --select flags combine.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { hintFor } from '../../cli/client';
+import { parseFlags } from '../../cli/flags';
+import { HELP, helpOf, wantsHelp } from '../../cli/help';
+import { PLACEMENT_FLAGS, selectorOf } from '../../cli/placement';
+import { terminalSize } from '../../cli/tty';
+
+test('--help anywhere among the flags asks for that command’s help; after -- (or rc run’s command) it is the command’s own', () => {
+  assert.equal(wantsHelp('admin', ['token', 'create', '--help']), 'admin token create');
+  assert.equal(wantsHelp('admin', ['token', 'create', 'x', '--admin', '-h']), 'admin token create x');
+  assert.equal(wantsHelp('hold', ['extend', '--help']), 'hold extend');
+  assert.equal(wantsHelp('ps', ['--json', '--help']), 'ps');
+  assert.equal(wantsHelp('run', ['-s', 'x', '--', 'python', '--help']), null);
+  assert.equal(wantsHelp('run', ['python', '--help']), null);
+  assert.equal(wantsHelp('run', ['--gpu', 'H100', '--help']), 'run');
+  assert.equal(wantsHelp('kill', ['j0000000001']), null);
+});
+
+test('every command and admin subcommand has help; an admin subcommand gets its own lines', () => {
+  for (const name of ['run', 'hold', 'release', 'cp', 'devices', 'describe', 'kill', 'ps', 'jobs', 'logs', 'attach', 'wait', 'admin']) {
+    assert.match(helpOf(name), new RegExp(`usage: rc ${name}\\b`), name);
+    assert.match(HELP, new RegExp(`^ {2}${name}\\s`, 'm'), `rc --help lists ${name}`);
+  }
+  const create = helpOf('admin token create');
+  assert.match(create, /^usage: rc admin token create\n/);
+  assert.match(create, /--submitter <name or prefix\/>/);
+  assert.doesNotMatch(create, /host add/);
+  const note = helpOf('admin note set gpubox:gpu0');
+  assert.match(note, /^usage: rc admin note set\n/);
+  assert.match(helpOf('admin host'), /host add[\s\S]*host off[\s\S]*host rm/);
+  assert.match(helpOf('admin nonsense'), /^usage: rc admin <command>/);
+  assert.match(helpOf('hold extend'), /rc hold extend <hold-id> --ttl <dur>/);
+  assert.match(helpOf('run'), /--detach/);
+});
+
+test('a terminal that reports no size (0×0) starts at 80×24', () => {
+  assert.deepEqual(terminalSize(0, 0), { cols: 80, rows: 24 });
+  assert.deepEqual(terminalSize(undefined, undefined), { cols: 80, rows: 24 });
+  assert.deepEqual(terminalSize(120, 0), { cols: 80, rows: 24 });
+  assert.deepEqual(terminalSize(120, 40), { cols: 120, rows: 40 });
+  assert.deepEqual(terminalSize(5000, 40), { cols: 80, rows: 24 });
+});
+
+test('not_job_owner from another shell of the same user@host says how to act as that submitter; forbidden in a checkout says RC_ADMIN=1', () => {
+  const me = { submitter: 'alice@ws1/s200' };
+  assert.equal(
+    hintFor('not_job_owner', 'job j0000000001 belongs to alice@ws1/s100, not alice@ws1/s200; leave it alone', me),
+    ". You submitted it from another shell: act as that submitter with RC_SUBMITTER='alice@ws1/s100' rc kill j0000000001",
+  );
+  assert.match(hintFor('not_job_owner', 'hold j0000000001 belongs to alice@ws1/s100, not alice@ws1/s200; leave it alone', me), /rc release j0000000001$/);
+  // Someone else's, or a name that is not the default user@host/session: no hint.
+  assert.equal(hintFor('not_job_owner', 'job j0000000001 belongs to bob@ws1/s100, not alice@ws1/s200; leave it alone', me), '');
+  assert.equal(hintFor('not_job_owner', 'job j0000000001 belongs to alice@ws1/s100, not agent-7; leave it alone', { submitter: 'agent-7' }), '');
+  assert.match(hintFor('forbidden', 'this needs an admin token', { submitter: 'x', checkoutClient: true }), /RC_ADMIN=1/);
+  assert.equal(hintFor('forbidden', 'this needs an admin token', { submitter: 'x' }), '');
+});
+
+test('a second --select is ANDed with the first, never a replacement', () => {
+  const parsed = parseFlags('run', ['-s', 'vram>=40G', '--select', 'vendor=nvidia', '-s', '', '--', 'true'], PLACEMENT_FLAGS, true);
+  assert.equal(selectorOf(parsed), 'vram>=40G,vendor=nvidia');
+  assert.equal(selectorOf(parseFlags('run', ['--', 'true'], PLACEMENT_FLAGS, true)), '');
+});
