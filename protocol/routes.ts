@@ -118,7 +118,8 @@ export interface RouteTypes {
   'POST /api/explain': { body: ExplainBody; response: Explanation };
   'POST /api/admin/hosts/:name/probe': { response: { requested: boolean } };
   /** 201 with the job, or a frame stream from `queued` to `exit`. */
-  'POST /api/jobs': { body: SubmitJobBody; response: { job: JobView }; stream: true };
+  /** `notices`: what to tell the submitter once (a default --max-runtime applied); absent when none. */
+  'POST /api/jobs': { body: SubmitJobBody; response: { job: JobView; notices?: string[] }; stream: true };
   'GET /api/jobs': { query: JobsQuery; response: { jobs: JobView[] } };
   'GET /api/ps': { response: { jobs: PsEntry[] } };
   'GET /api/jobs/:id/stream': { query: StreamQuery; stream: true };

@@ -34,6 +34,20 @@ const Env = z.object({
   RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
   /** Seconds of notice a preempted --preemptible job gets: SIGTERM (and its RC_PREEMPT_FILE) at the start, SIGKILL at the end. */
   RC_PREEMPT_NOTICE_S: z.coerce.number().int().min(1).max(3600).default(60),
+  /** --max-runtime (seconds) of a job that gives none; 0: none (core/runtime-limit.ts). */
+  RC_MAX_RUNTIME_DEFAULT_S: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(30 * 86400)
+    .default(24 * 3600),
+  /** The longest --max-runtime a job may ask for (seconds); 0: no maximum. */
+  RC_MAX_RUNTIME_LIMIT_S: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(30 * 86400)
+    .default(7 * 86400),
   /** Seconds past --max-runtime/--idle-timeout before the controller ends a job its worker did not kill. */
   RC_WATCHDOG_GRACE_S: z.coerce.number().min(0).max(3600).default(30),
   /** Seconds a terminal (rc run --tty, the dashboard's) may have nobody attached before its job ends. */

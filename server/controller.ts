@@ -1,4 +1,5 @@
 // The controller's parts, wired once: database, scheduler, worker hub, API.
+import type { RuntimeLimits } from '../core/runtime-limit';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'socket.io';
 import { connect, type Database, type Db, type Sql } from './db';
@@ -45,6 +46,8 @@ export interface ControllerOptions {
   reserveAfterS?: number;
   /** Seconds of notice a preempted job gets between SIGTERM and SIGKILL (RC_PREEMPT_NOTICE_S). */
   preemptNoticeS?: number;
+  /** The fleet's default and maximum --max-runtime (RC_MAX_RUNTIME_DEFAULT_S, RC_MAX_RUNTIME_LIMIT_S); none when absent. */
+  runtimeLimits?: RuntimeLimits;
   log?: (msg: string) => void;
   /** Seconds a terminal may have nobody attached before its job ends (RC_TTY_GRACE_S). */
   ttyGraceS?: number;
@@ -78,6 +81,7 @@ export class Controller {
   readonly metrics: Metrics;
   readonly outputLimitBytes: number;
   readonly reserveAfterS: number;
+  readonly runtimeLimits: RuntimeLimits;
   private timers: NodeJS.Timeout[] = [];
   private io: Server | null = null;
   private readonly beatsDb: Database;
@@ -89,6 +93,7 @@ export class Controller {
     this.db = opts.database.db;
     this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
     this.reserveAfterS = opts.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
+    this.runtimeLimits = opts.runtimeLimits ?? { defaultS: null, maxS: null };
     this.sql = opts.database.client;
     const heartbeatMs = Math.max(200, (opts.hostTimeoutS * 1000) / 3);
     this.metrics = new Metrics({

@@ -119,7 +119,8 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (tty) return runTtyJob(client, body);
   if (parsed.flags.has('detach')) {
     // The plain answer: stored (queued, or started at once), nothing followed.
-    const { job } = await client.call('POST /api/jobs', { body });
+    const { job, notices } = await client.call('POST /api/jobs', { body });
+    for (const n of notices ?? []) err(`rc: ${n}\n`);
     out(`${job.id}\n`);
     return EXIT.ok;
   }

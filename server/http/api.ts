@@ -1,5 +1,6 @@
 // Every REST route of the table (protocol/routes.ts), each a few lines over one
 // use case. docs/api.md documents them.
+import { defaultedRuntimeNotice, type RuntimeLimits } from '../../core/runtime-limit';
 import { eq, isNotNull } from 'drizzle-orm';
 import { RcError } from '../../core/errors';
 import { audit, hosts } from '../../db/schema';
@@ -63,6 +64,8 @@ export interface ApiDeps {
   reserveAfterS: number;
   /** What GET /metrics serves; its grant latency is observed by startJob too. */
   metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
+  /** The fleet's default and maximum --max-runtime (core/runtime-limit.ts). */
+  runtimeLimits: RuntimeLimits;
 }
 
 /** A Host header fit to put in a command line: a name or address and a port, nothing else. */
@@ -151,10 +154,19 @@ export function registerApi(router: Router, c: ApiDeps): void {
     throw new RcError('conflict', `the worker of ${params.name} is not connected; it probes again when it reconnects`);
   });
 
+  // A job that gave no --max-runtime got the fleet's: its submitter is told so, once (per controller, not on every job).
+  const told = new Set<string>();
+  const toldOnce = (job: JobRow, limits: RuntimeLimits): string[] => {
+    if (told.has(job.submitter)) return [];
+    if (told.size >= 10_000) told.clear();
+    told.add(job.submitter);
+    return [defaultedRuntimeNotice(job.id, job.maxRuntimeS!, limits)];
+  };
   router.on('POST /api/jobs', async ({ req, res, identity, body }) => {
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
+    const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
     const { job, refused } = await startJob(c, identity, body, (job, position) => {
       if (!streaming) return;
       // The headers and the first event leave in one packet: one wake-up less for the client.
@@ -162,6 +174,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
       openStream(res);
       pipeJob(c.events, job.id, res);
       writeEvent(res, { type: 'queued', jobId: job.id, position });
+      for (const message of notices(job)) writeEvent(res, { type: 'notice', message });
       res.uncork();
     });
     // The stream (if any) ends with the cancellation's exit event.
@@ -171,7 +184,8 @@ export function registerApi(router: Router, c: ApiDeps): void {
     }
     if (streaming) return;
     const [now] = await sql<JobRow[]>`select * from jobs where id = ${job.id}`;
-    return created({ job: jobView(now!) });
+    const said = notices(job);
+    return created({ job: jobView(now!), ...(said.length ? { notices: said } : {}) });
   });
 
   router.on('GET /api/jobs', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));

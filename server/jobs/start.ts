@@ -20,6 +20,7 @@ export interface StartDeps {
   announce: NonNullable<SubmitOptions['announce']>;
   /** The fleet as kept in memory: what a submit matches against. */
   inventory: SubmitDeps['inventory'];
+  runtimeLimits?: SubmitDeps['runtimeLimits'];
   /** The dashboard's live view: a job queued (a start is told by its event). */
   live: Pick<LiveFeed, 'changed'>;
   /** Grant latency of a job started at its submit (server/metrics.ts). */

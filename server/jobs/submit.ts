@@ -1,6 +1,7 @@
 // Accepting a job: validate what it asks for against the fleet, then queue it.
 import { randomBytes } from 'node:crypto';
 import { RcError } from '../../core/errors';
+import { boundRuntime, type RuntimeLimits } from '../../core/runtime-limit';
 import { parseSelector, formatSelector } from '../../core/selector';
 import { byHostThenIndex, decide, parseDeviceName, type DeviceView, type QueuedJob } from '../../core/schedule';
 import { choiceTerms, formatGpuChoice, formatGpuChoices, type GpuChoice, parseGpuChoices } from '../../core/gpu-choices';
@@ -14,6 +15,8 @@ import type { DeviceRow } from '../../protocol/wire';
 import { targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
+
+const NO_LIMITS: RuntimeLimits = { defaultS: null, maxS: null };
 
 export interface Submitted {
   job: JobRow;
@@ -48,11 +51,16 @@ export interface SubmitOptions {
 export interface SubmitDeps {
   sql: Sql;
   inventory: Pick<Inventory, 'candidates' | 'catchUpHosts' | 'reserve' | 'settle' | 'leased' | 'changed' | 'uuids'>;
+  /** The fleet's default and maximum --max-runtime; none when absent. */
+  runtimeLimits?: RuntimeLimits;
 }
 
 export async function submitJob(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
   const { sql, inventory } = deps;
   actsAs(identity, body.submitter);
+  const runtime = boundRuntime(body.kind, body.maxRuntimeS, deps.runtimeLimits ?? NO_LIMITS);
+  if (!runtime.ok) throw new RcError('bad_request', runtime.message);
+  body = { ...body, maxRuntimeS: runtime.maxRuntimeS };
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
   const terms = parsed.terms;

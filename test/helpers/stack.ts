@@ -53,7 +53,8 @@ export class Stack {
       stack.dropDb = db.drop;
       stack.dbUrl = db.url;
     }
-    stack.controllerEnv = { ...(opts.dashboard ? { RC_DASHBOARD: '1' } : {}), ...opts.controllerEnv };
+    // No default --max-runtime unless a test sets one: its notice would be in every first job's stderr.
+    stack.controllerEnv = { RC_MAX_RUNTIME_DEFAULT_S: '0', ...(opts.dashboard ? { RC_DASHBOARD: '1' } : {}), ...opts.controllerEnv };
     await stack.startController(opts.hostTimeoutS ?? 15);
     if (opts.dashboard) {
       await stack.waitFor(
