@@ -91,7 +91,17 @@ async function main(): Promise<void> {
     worker.start();
   }
   if (dashboard) void dashboard.start().then(() => log(`dashboard on ${url}/ (sign in with the adminToken or clientToken from local.json)`));
-  log(`try: npx rc devices    npx rc run -- echo hello`);
+  // Ready means a first `rc devices` lists something: with the local worker, once it is connected and its devices are in.
+  void (async () => {
+    const host = worker?.host;
+    const deadline = Date.now() + 60_000;
+    while (host && Date.now() < deadline && !(controller.hub.holds(host) && (await controller.inventory.rows()).some((d) => d.hostName === host))) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    if (host && Date.now() >= deadline)
+      log(`the local worker (host ${host}) has not connected after 60 s; rc devices is empty until it does (its log is above)`);
+    else log(`ready${host ? `: the local worker is connected (host ${host})` : ''}; try: npx rc devices    npx rc run -- echo hello`);
+  })();
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -124,7 +134,7 @@ class LocalWorker {
   constructor(
     private readonly controller: string,
     private readonly credential: string,
-    private readonly host: string,
+    readonly host: string,
     private readonly workspace: string,
     private readonly stateDir: string,
   ) {}

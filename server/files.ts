@@ -97,6 +97,9 @@ async function call(deps: CopyDeps, host: string, event: FileEvent, op: FileOp):
   return reply;
 }
 
+/** What the worker answers when a copy's request is wrong rather than the copy broken. */
+const REFUSALS: ReadonlySet<string> = new Set(['bad_request', 'not_found', 'forbidden', 'payload_too_large']);
+
 /** Runs fn under a lease on the device: the caller's own hold, or a short lease taken (and released) here. */
 async function withCopyLease<T>(
   deps: CopyDeps,
@@ -125,6 +128,12 @@ async function withCopyLease<T>(
     await endJob(deps, job.id, outcome(0, null, null), { from: ['running'], fence: job.fence });
     return out;
   } catch (err) {
+    // The worker refused the copy (no such file, a path outside the workspace, too big): nothing was copied and
+    // nothing failed, so no job is left behind. A copy that broke off (the worker gone, the file changed) ends failed.
+    if (err instanceof RcError && REFUSALS.has(err.code)) {
+      await deps.sql.begin((tx) => [tx`delete from leases where job_id = ${job.id}`, tx`delete from jobs where id = ${job.id} and fence = ${job.fence}`]);
+      throw err;
+    }
     const reason = err instanceof Error ? err.message.slice(0, 500) : String(err);
     await endJob(deps, job.id, ended('failed', 'copy_failed', reason, 1), { from: ['running'], fence: job.fence });
     throw err;

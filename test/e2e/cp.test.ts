@@ -142,8 +142,10 @@ test('a failed copy leaves no partial file on either side', async () => {
   assert.equal(noLocal.code, 208);
   assert.deepEqual(leftovers(ws), []);
   assert.deepEqual(leftovers(local), []);
-  const failed = ((await stack.api('GET', '/api/jobs?limit=3')).body as { jobs: { kind: string; state: string; reason: string }[] }).jobs;
-  assert.ok(failed.some((j) => j.kind === 'cp' && j.state === 'failed' && /does not exist/.test(j.reason)));
+  // Refused copies leave no failed job behind: nothing was copied, and nothing failed.
+  const cps = ((await stack.api('GET', '/api/jobs?kind=cp&limit=200')).body as { jobs: { state: string; argv: string[] }[] }).jobs;
+  assert.equal(cps.filter((j) => j.argv.some((a) => /nope\.txt|no\/such\/dir/.test(a))).length, 0, JSON.stringify(cps));
+  assert.ok(cps.every((j) => j.state !== 'failed'));
   assert.ok((await stack.devices()).every((d) => d.state === 'free'));
 });
 

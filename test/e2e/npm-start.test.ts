@@ -86,7 +86,9 @@ async function stop(child: ChildProcess): Promise<number | null> {
 test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data survives a restart', { timeout: 240_000 }, async () => {
   const pgPort = await freePort();
   const first = await start(pgPort);
-  await until(async () => /localbox:gpu1\s+free/.test((await rc(['devices'])).stdout), "the local worker's two devices");
+  // It says it is ready only once its local worker is connected: the first rc devices after that is never empty.
+  await until(async () => /\[rc\] ready: the local worker is connected \(host localbox\)/.test(first.log()), 'the ready line', 60_000);
+  assert.match((await rc(['devices'])).stdout, /localbox:gpu0\s+free[\s\S]*localbox:gpu1\s+free/);
   const devices = JSON.parse((await rc(['devices', '--json'])).stdout) as { devices: { name: string; labels: Record<string, string> }[] };
   assert.deepEqual(
     devices.devices.map((d) => d.name),
@@ -95,7 +97,13 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
   assert.equal(devices.devices[0]!.labels.kind, 'cpu-slot');
   assert.match(devices.devices[0]!.labels.note!, /not a GPU/);
   const run = await rc(['run', '--', 'sh', '-c', 'echo out; echo err >&2; exit 7']);
-  assert.deepEqual([run.stdout, run.stderr, run.code], ['out\n', 'err\n', 7]);
+  // The first job without --max-runtime is told the fleet's default, once; the next are not.
+  assert.deepEqual([run.stdout, run.code], ['out\n', 7]);
+  assert.match(
+    run.stderr,
+    /^rc: job j[0-9a-v]{10} has no --max-runtime: this fleet's default of 1d applies, and it is killed past it; give --max-runtime to choose \(at most 7d\)\nerr\n$/,
+  );
+  assert.equal((await rc(['run', '--', 'sh', '-c', 'echo err >&2'])).stderr, 'err\n');
   const jobId = (await rc(['run', '--', 'sh', '-c', 'echo $RC_JOB_ID'])).stdout.trim();
 
   // The dashboard: sign in with the local token, see hosts and devices.
