@@ -15,6 +15,7 @@
 // one-active-lease index decide. A device shown free that is not makes a
 // claim fail (the host is then loaded again); one shown busy that is not
 // waits for the next load.
+import { gpuIdle } from '../core/idle';
 import { matchTerms, type SelectorTerm } from '../core/selector';
 import type { DeviceView } from '../core/schedule';
 import type { GpuSample } from '../protocol/worker';
@@ -132,7 +133,14 @@ export class Inventory {
     for (const g of gpus) {
       const e = part.find((d) => d.row.index === g.index);
       if (!e) continue;
-      e.row.gpu = { name: g.name, memTotalMiB: g.memTotalMiB, memUsedMiB: g.memUsedMiB, utilPct: g.utilPct, at: iso };
+      const before = e.row.gpu;
+      e.row.gpu = { name: g.name, memTotalMiB: g.memTotalMiB, memUsedMiB: g.memUsedMiB, utilPct: g.utilPct, procs: g.procs ?? null, at: iso };
+      // The holder's idle streak as of this sample (the heartbeat's statement keeps the lease's, core/idle.ts has the rule).
+      if (e.row.holder) {
+        const idle = gpuIdle(g);
+        const wasIdle = before !== null && gpuIdle(before) === true && typeof e.row.holder.idleS === 'number';
+        e.row.holder.idleS = idle === null ? null : !idle ? 0 : wasIdle ? e.row.holder.idleS! + Math.max(0, (at.getTime() - Date.parse(before.at)) / 1000) : 0;
+      }
       e.json = null;
     }
   }
