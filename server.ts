@@ -46,6 +46,8 @@ async function main(): Promise<void> {
     reserveAfterS: config.RC_RESERVE_AFTER_S,
     preemptNoticeS: config.RC_PREEMPT_NOTICE_S,
     ttyGraceS: config.RC_TTY_GRACE_S,
+    idleHoldWarnS: config.RC_IDLE_HOLD_WARN,
+    idleHoldReleaseS: config.RC_IDLE_HOLD_RELEASE,
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     log,
   });
