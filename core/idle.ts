@@ -24,9 +24,10 @@ export function jobIdleSeconds(devices: readonly (number | null)[]): number | nu
   return Math.max(0, Math.min(...known));
 }
 
-/** `idle 42m`, `idle 0s`, or `no GPU signal`: how the CLI and dashboard say it. */
+/** `idle 42m`, `busy` (0: in use at the last sample), or `no GPU signal`: how the CLI and dashboard say it. */
 export function idleText(idleS: number | null, format: (s: number) => string): string {
-  return idleS === null ? 'no GPU signal' : `idle ${format(Math.floor(idleS))}`;
+  if (idleS === null) return 'no GPU signal';
+  return idleS < 1 ? 'busy' : `idle ${format(Math.floor(idleS))}`;
 }
 
 /** The longest idle setting there is (the watchdogs' bound: 30 days). */

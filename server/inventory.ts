@@ -91,7 +91,8 @@ export class Inventory {
       if (!e || e.row.hostName !== host) continue;
       this.leaseSeq.set(e.row.id, seq);
       if (e.row.holder && e.row.holder.jobId !== holder.jobId) this.holdings.get(e.row.holder.jobId)?.delete(e.row.id);
-      e.row.holder = { ...holder };
+      // No GPU signal until its first sample under this lease (sampled() keeps it after).
+      e.row.holder = { ...holder, idleS: e.row.holder?.jobId === holder.jobId ? (e.row.holder.idleS ?? null) : null };
       held.add(e.row.id);
       this.restate(e);
     }
