@@ -47,6 +47,8 @@ async function main(): Promise<void> {
     preemptNoticeS: config.RC_PREEMPT_NOTICE_S,
     runtimeLimits: { defaultS: config.RC_MAX_RUNTIME_DEFAULT_S || null, maxS: config.RC_MAX_RUNTIME_LIMIT_S || null },
     ttyGraceS: config.RC_TTY_GRACE_S,
+    idleHoldWarnS: config.RC_IDLE_HOLD_WARN,
+    idleHoldReleaseS: config.RC_IDLE_HOLD_RELEASE,
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     log,
   });

@@ -4,7 +4,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import Link from 'next/link';
 import { useState } from 'react';
-import { parseDuration } from '../core/duration';
+import { formatDuration, parseDuration } from '../core/duration';
+import { idleText } from '../core/idle';
 import { mayStop, stopAs } from '../core/web-submitter';
 import type { JobView } from '../protocol/wire';
 import { call } from './api-client';
@@ -35,6 +36,7 @@ export function HoldsView() {
                 <th className="pr-3 font-medium">Holder</th>
                 <th className="pr-3 font-medium">Device</th>
                 <th className="pr-3 font-medium">Time left</th>
+                <th className="pr-3 font-medium">GPU</th>
                 <th className="pr-3 font-medium">Actions</th>
               </tr>
             </thead>
@@ -69,6 +71,14 @@ function HoldLine({ h, now }: { h: JobView; now: number }) {
             (ends <Ago at={h.expiresAt} />)
           </span>
         ) : null}
+      </td>
+      <td
+        className={`pr-3 text-xs ${h.idleWarned ? 'font-medium text-amber-700' : 'text-zinc-600'}`}
+        data-idle={h.idleS === null ? 'unknown' : String(Math.floor(h.idleS))}
+        title="Idle: utilisation at most 1% and no process on its GPUs"
+      >
+        {h.state === 'running' ? idleText(h.idleS, formatDuration) : '–'}
+        {h.idleWarned ? <span className="ml-1">(idle hold: release it for others)</span> : null}
       </td>
       <td className="py-1 pr-3">
         <div className="flex flex-wrap items-start gap-2">

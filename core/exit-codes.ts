@@ -25,6 +25,8 @@ export const EXIT = {
   ambiguous_name: 214,
   /** The --preemptible job was preempted (stopped for a job that could start nowhere else) and not queued again. */
   preempted: 215,
+  /** The hold's GPUs were idle for RC_IDLE_HOLD_RELEASE and the controller released it (cause idle_hold). */
+  idle_hold: 216,
 } as const;
 
 export type ExitName = keyof typeof EXIT;

@@ -22,7 +22,9 @@ export function isFinal(state: JobState): state is FinalState {
  * - no_wait: --no-wait, and nothing was free; wait_timeout: --timeout ran out in the queue;
  * - lost: its worker went away, or came back without it;
  * - copy_failed: an rc cp that did not complete;
- * - preempted: a --preemptible job stopped (SIGTERM, notice, SIGKILL) to make room for a job that could start nowhere else.
+ * - preempted: a --preemptible job stopped (SIGTERM, notice, SIGKILL) to make room for a job that could start nowhere else;
+ * - idle_hold: a hold whose GPUs were idle (core/idle.ts) for RC_IDLE_HOLD_RELEASE, released by the controller;
+ * - gpu_idle: rc run --gpu-idle-timeout: its GPUs were idle that long.
  */
 export const END_CAUSES = [
   'exit',
@@ -37,12 +39,27 @@ export const END_CAUSES = [
   'lost',
   'copy_failed',
   'preempted',
+  'idle_hold',
+  'gpu_idle',
 ] as const;
 export type EndCause = (typeof END_CAUSES)[number];
 
 /** The causes a stop asked of a job's worker can have (a kill request): they end it `killed`, or `cancelled` while still queued. */
-export type StopCause = Extract<EndCause, 'killed' | 'released' | 'max_runtime' | 'idle' | 'hold_expired' | 'unattended' | 'preempted'>;
-export const STOP_CAUSES: readonly StopCause[] = ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended', 'preempted'];
+export type StopCause = Extract<
+  EndCause,
+  'killed' | 'released' | 'max_runtime' | 'idle' | 'hold_expired' | 'unattended' | 'preempted' | 'idle_hold' | 'gpu_idle'
+>;
+export const STOP_CAUSES: readonly StopCause[] = [
+  'killed',
+  'released',
+  'max_runtime',
+  'idle',
+  'hold_expired',
+  'unattended',
+  'preempted',
+  'idle_hold',
+  'gpu_idle',
+];
 
 /**
  * Where each state may go. `running → queued`: the claim was undone because its worker was not connected to take it,
@@ -67,7 +84,7 @@ export function canMove(from: JobState, to: JobState): boolean {
 export const CAUSES_OF: Readonly<Record<FinalState, readonly EndCause[]>> = {
   succeeded: ['exit'],
   failed: ['exit', 'copy_failed'],
-  killed: ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended'],
+  killed: ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended', 'idle_hold', 'gpu_idle'],
   lost: ['lost'],
   cancelled: ['killed', 'released', 'unattended', 'no_wait', 'wait_timeout'],
   preempted: ['preempted'],
@@ -150,7 +167,8 @@ export function exitCodeFor(end: { state: string; cause: EndCause | null; exitCo
       return end.exitCode ?? EXIT.error;
     case 'killed':
       if (interrupted) return EXIT.interrupted;
-      return end.cause === 'max_runtime' || end.cause === 'idle' ? EXIT.watchdog : (end.exitCode ?? EXIT.error);
+      if (end.cause === 'idle_hold') return EXIT.idle_hold;
+      return end.cause === 'max_runtime' || end.cause === 'idle' || end.cause === 'gpu_idle' ? EXIT.watchdog : (end.exitCode ?? EXIT.error);
     case 'lost':
       return EXIT.lost;
     case 'preempted':

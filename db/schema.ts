@@ -7,6 +7,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  doublePrecision,
   customType,
   index,
   integer,
@@ -79,7 +80,7 @@ export const devices = pgTable(
     /** What showed it: a memory figure, a process, a probe's value, docker's error. */
     unhealthyEvidence: jsonb('unhealthy_evidence').$type<Record<string, unknown>>(),
     /** The last GPU sample of its worker's heartbeat (name, memory, utilisation); null on a CPU slot. */
-    gpuSample: jsonb('gpu_sample').$type<{ name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null }>(),
+    gpuSample: jsonb('gpu_sample').$type<{ name: string; memTotalMiB: number; memUsedMiB: number; utilPct: number | null; procs?: number | null }>(),
     sampledAt: ts('sampled_at'),
   },
   (t) => [uniqueIndex('devices_host_index_key').on(t.hostName, t.index)],
@@ -181,6 +182,10 @@ export const jobs = pgTable(
     /** Watchdogs, in seconds; null means none. */
     maxRuntimeS: integer('max_runtime_s'),
     idleTimeoutS: integer('idle_timeout_s'),
+    /** rc run --gpu-idle-timeout: killed (cause gpu_idle) once its GPUs have been idle (core/idle.ts) this long. */
+    gpuIdleTimeoutS: integer('gpu_idle_timeout_s'),
+    /** When the controller last warned that the hold had been idle RC_IDLE_HOLD_WARN (once per idle streak). */
+    idleWarnedAt: ts('idle_warned_at'),
     /** How long it may wait in the queue before it ends `cancelled`. */
     waitTimeoutS: integer('wait_timeout_s'),
     /** A hold's time to live, asked for at submit; its clock starts when it starts. */
@@ -261,6 +266,12 @@ export const leases = pgTable(
     fence: bigint('fence', { mode: 'number' }),
     acquiredAt: ts('acquired_at').notNull().defaultNow(),
     releasedAt: ts('released_at'),
+    /** Idle tracking from heartbeats (core/idle.ts): the current idle streak's start (null: busy at the last sample), */
+    idleSince: ts('idle_since'),
+    /** the last sample with a GPU signal (null: never one, e.g. a CPU slot: idleness unknown), */
+    idleSeenAt: ts('idle_seen_at'),
+    /** and the idle seconds in all (between samples both idle), for usage accounting. */
+    idleS: doublePrecision('idle_s').notNull().default(0),
   },
   (t) => [
     // The database, not only the code, guarantees one active lease per device.

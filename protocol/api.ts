@@ -56,6 +56,13 @@ export const JOB_PLACEMENT = {
     .min(0)
     .max(30 * 86400)
     .nullish(),
+  /** rc run --gpu-idle-timeout: killed (cause gpu_idle) once its GPUs have been idle (core/idle.ts) this long; 1s to 30d. */
+  gpuIdleTimeoutS: z
+    .number({ error: 'gpuIdleTimeoutS must be a number of seconds' })
+    .int('gpuIdleTimeoutS must be whole seconds')
+    .min(1, 'gpuIdleTimeoutS must be at least 1 second (leave it out for none)')
+    .max(30 * 86400, 'gpuIdleTimeoutS must be at most 30 days (2592000 seconds)')
+    .nullish(),
 };
 
 /**
@@ -144,6 +151,8 @@ export const SubmitJob = z
       if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
       if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
       if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
+      if (j.gpuIdleTimeoutS != null)
+        say('gpuIdleTimeoutS', 'a hold has no --gpu-idle-timeout: the fleet releases idle holds by its own setting (RC_IDLE_HOLD_RELEASE)');
       if (j.env != null && Object.keys(j.env).length) say('env', 'a hold runs no command, so it has no environment to set: drop --env');
     } else {
       if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');

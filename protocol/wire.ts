@@ -47,6 +47,18 @@ export interface JobView {
   reason: string | null;
   maxRuntimeS: number | null;
   idleTimeoutS: number | null;
+  /** rc run --gpu-idle-timeout: killed (cause gpu_idle) once its GPUs have been idle this long. */
+  gpuIdleTimeoutS: number | null;
+  /**
+   * A running job's GPUs: seconds idle (utilisation at most 1% and no compute process, core/idle.ts) in the
+   * current streak, the shortest of its devices'; 0 while busy. null: no GPU signal (a CPU slot, no sample yet),
+   * never idle; also null for jobs not running, and in the answers that do not load it (submit, kill).
+   */
+  idleS: number | null;
+  /** Idle seconds in all, over its leases (for usage accounting); null without any GPU signal. */
+  idleTotalS: number | null;
+  /** A hold idle for RC_IDLE_HOLD_WARN: its holder was warned in this idle streak. */
+  idleWarned: boolean;
   waitTimeoutS: number | null;
   outputTruncated: boolean;
   /** Which run of the job this is (1: the first); `GET /api/jobs/:id`'s attempts say how the earlier ones ended. */
@@ -157,6 +169,8 @@ export interface Holder {
   kind: JobKind;
   submitter: string;
   since: string;
+  /** The lease's idle streak in seconds as of the device's last GPU sample (core/idle.ts); 0 busy; null: no GPU signal. Absent: not known here. */
+  idleS?: number | null;
 }
 
 /** The last GPU sample from its worker's heartbeat. */
@@ -165,6 +179,8 @@ export interface GpuView {
   memTotalMiB: number;
   memUsedMiB: number;
   utilPct: number | null;
+  /** Compute processes on it; null or absent when unknown. */
+  procs?: number | null;
   at: string;
 }
 

@@ -81,6 +81,8 @@ export const GpuSample = z.object({
   memTotalMiB: z.number().min(0),
   memUsedMiB: z.number().min(0),
   utilPct: z.number().min(0).max(100).nullable(),
+  /** Compute processes on it (nvidia-smi --query-compute-apps); null or absent when unknown (that query failed, or an older worker). */
+  procs: z.number().int().min(0).max(100_000).nullish(),
 });
 export type GpuSample = z.infer<typeof GpuSample>;
 

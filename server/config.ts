@@ -2,9 +2,25 @@
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ROOT } from './paths';
+import { parseDuration } from '../core/duration';
+import { parseIdleSetting } from '../core/idle';
 import { zodMessage } from '../protocol/zod-message';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
+
+/** An idle setting: a duration (1s to 30d) or `off` (core/idle.ts parseIdleSetting); seconds, or null when off. */
+const idleSetting = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      const r = parseIdleSetting(text, parseDuration);
+      if ('problem' in r) {
+        ctx.addIssue({ code: 'custom', message: r.problem });
+        return z.NEVER;
+      }
+      return r.seconds;
+    });
 
 const Env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -52,6 +68,10 @@ const Env = z.object({
   RC_WATCHDOG_GRACE_S: z.coerce.number().min(0).max(3600).default(30),
   /** Seconds a terminal (rc run --tty, the dashboard's) may have nobody attached before its job ends. */
   RC_TTY_GRACE_S: z.coerce.number().min(1).max(86400).default(45),
+  /** A hold whose GPUs are idle (core/idle.ts) this long: its rc hold warns on stderr, the dashboard marks it. `off` turns it off. */
+  RC_IDLE_HOLD_WARN: idleSetting('30m'),
+  /** A hold idle this long ends (cause idle_hold), audited as hold.idle_release. Default off. */
+  RC_IDLE_HOLD_RELEASE: idleSetting('off'),
   /** Bytes of a terminal's recent output kept for a re-attach (reload, dropped connection). */
   RC_TTY_REPLAY_BYTES: z.coerce
     .number()

@@ -51,6 +51,9 @@ export interface ControllerOptions {
   log?: (msg: string) => void;
   /** Seconds a terminal may have nobody attached before its job ends (RC_TTY_GRACE_S). */
   ttyGraceS?: number;
+  /** RC_IDLE_HOLD_WARN, RC_IDLE_HOLD_RELEASE in seconds; null: off. */
+  idleHoldWarnS?: number | null;
+  idleHoldReleaseS?: number | null;
   /** Bytes of recent output kept per terminal for a re-attach (RC_TTY_REPLAY_BYTES). */
   ttyReplayBytes?: number;
   /** RC_PUBLIC_URL: the dashboard's own address behind a proxy (origin checks, Secure cookies). */
@@ -297,7 +300,14 @@ export class Controller {
       }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)),
     );
     this.every(1000, () =>
-      enforceLimits({ sql: this.sql, events: this.events, hub: this.hub, graceS: this.opts.watchdogGraceS ?? 30 })
+      enforceLimits({
+        sql: this.sql,
+        events: this.events,
+        hub: this.hub,
+        graceS: this.opts.watchdogGraceS ?? 30,
+        idleHoldWarnS: this.opts.idleHoldWarnS === undefined ? 1800 : this.opts.idleHoldWarnS,
+        idleHoldReleaseS: this.opts.idleHoldReleaseS ?? null,
+      })
         .then((ended) => {
           if (ended) void this.scheduler.poke();
         })

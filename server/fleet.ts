@@ -19,6 +19,8 @@ type FleetDevice = Pick<
   jobKind: JobKind | null;
   submitter: string | null;
   acquiredAt: Date | null;
+  /** The lease's idle streak as of its last GPU sample: null without a signal. */
+  leaseIdleS: number | null;
 };
 
 export interface LoadOptions {
@@ -42,6 +44,8 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
   const [found, allLabels, merged] = await Promise.all([
     sql<FleetDevice[]>`
       select d.id, d.host_name, d.index, d.uuid, h.status as host_status, h.off_since is not null as host_off, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
+        case when l.idle_seen_at is null then null when l.idle_since is null then 0
+          else greatest(0, extract(epoch from l.idle_seen_at - l.idle_since))::float8 end as lease_idle_s,
         d.unhealthy_since, d.unhealthy_reason, d.unhealthy_evidence, d.gpu_sample, d.sampled_at
       from devices d
       join hosts h on h.name = d.host_name
@@ -95,7 +99,9 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       hostStatus: d.hostStatus,
       state: opts.removed ? 'removed' : deviceState(d.unhealthySince !== null, d.hostStatus, d.jobId !== null, d.hostOff),
       hostOff: d.hostOff,
-      holder: d.jobId ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString() } : null,
+      holder: d.jobId
+        ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString(), idleS: d.leaseIdleS }
+        : null,
       labels: labelDetails
         ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value]))
         : mergeLevels(levels.get(`${d.hostName}\0-1`), levels.get(`${d.hostName}\0${d.index}`)),

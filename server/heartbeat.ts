@@ -1,5 +1,6 @@
 // A worker's heartbeat: the host is alive, and here is how its GPUs look.
 // One statement, so a heartbeat costs one round trip whatever the GPU count.
+import { IDLE_UTIL_PCT } from '../core/idle';
 import type { GpuSample } from '../protocol/worker';
 import type { Sql } from './db';
 
@@ -83,11 +84,20 @@ export async function storeHeartbeats(sql: Sql, beats: readonly { host: string; 
       update hosts set last_seen_at = now(), status = 'online' from old where hosts.name = old.name returning old.name, old.status as was
     ), s as (
       select b.host, x.* from b, jsonb_to_recordset(b.gpus::jsonb)
-        as x("index" int, "name" text, "memTotalMiB" float8, "memUsedMiB" float8, "utilPct" float8)
+        as x("index" int, "name" text, "memTotalMiB" float8, "memUsedMiB" float8, "utilPct" float8, "procs" int)
     ), d as (
       update devices set sampled_at = now(),
-        gpu_sample = jsonb_build_object('name', s.name, 'memTotalMiB', s."memTotalMiB", 'memUsedMiB', s."memUsedMiB", 'utilPct', s."utilPct")
+        gpu_sample = jsonb_build_object('name', s.name, 'memTotalMiB', s."memTotalMiB", 'memUsedMiB', s."memUsedMiB", 'utilPct', s."utilPct", 'procs', s.procs)
       from s where devices.host_name = s.host and devices.index = s.index
+      returning devices.id, s."utilPct" as util, s.procs
+    ), i as (
+      -- The leased devices' idle streaks (core/idle.ts gpuIdle: utilisation <= 1% and no compute process; either unknown: no signal).
+      update leases l set
+        idle_s = l.idle_s + case when d.util <= ${IDLE_UTIL_PCT} and d.procs = 0 and l.idle_since is not null
+          then greatest(0, extract(epoch from now() - l.idle_seen_at)) else 0 end,
+        idle_since = case when d.util <= ${IDLE_UTIL_PCT} and d.procs = 0 then coalesce(l.idle_since, now()) end,
+        idle_seen_at = case when d.util is not null and d.procs is not null then now() end
+      from d where l.device_id = d.id and l.released_at is null
     ), g as (
       insert into gpu_samples (host_name, device_index, mem_used_mib, mem_total_mib, util_pct)
       select s.host, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s

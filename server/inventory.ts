@@ -15,6 +15,7 @@
 // one-active-lease index decide. A device shown free that is not makes a
 // claim fail (the host is then loaded again); one shown busy that is not
 // waits for the next load.
+import { gpuIdle } from '../core/idle';
 import { matchTerms, type SelectorTerm } from '../core/selector';
 import type { DeviceView } from '../core/schedule';
 import type { GpuSample } from '../protocol/worker';
@@ -90,7 +91,8 @@ export class Inventory {
       if (!e || e.row.hostName !== host) continue;
       this.leaseSeq.set(e.row.id, seq);
       if (e.row.holder && e.row.holder.jobId !== holder.jobId) this.holdings.get(e.row.holder.jobId)?.delete(e.row.id);
-      e.row.holder = { ...holder };
+      // No GPU signal until its first sample under this lease (sampled() keeps it after).
+      e.row.holder = { ...holder, idleS: e.row.holder?.jobId === holder.jobId ? (e.row.holder.idleS ?? null) : null };
       held.add(e.row.id);
       this.restate(e);
     }
@@ -132,7 +134,14 @@ export class Inventory {
     for (const g of gpus) {
       const e = part.find((d) => d.row.index === g.index);
       if (!e) continue;
-      e.row.gpu = { name: g.name, memTotalMiB: g.memTotalMiB, memUsedMiB: g.memUsedMiB, utilPct: g.utilPct, at: iso };
+      const before = e.row.gpu;
+      e.row.gpu = { name: g.name, memTotalMiB: g.memTotalMiB, memUsedMiB: g.memUsedMiB, utilPct: g.utilPct, procs: g.procs ?? null, at: iso };
+      // The holder's idle streak as of this sample (the heartbeat's statement keeps the lease's, core/idle.ts has the rule).
+      if (e.row.holder) {
+        const idle = gpuIdle(g);
+        const wasIdle = before !== null && gpuIdle(before) === true && typeof e.row.holder.idleS === 'number';
+        e.row.holder.idleS = idle === null ? null : !idle ? 0 : wasIdle ? e.row.holder.idleS! + Math.max(0, (at.getTime() - Date.parse(before.at)) / 1000) : 0;
+      }
       e.json = null;
     }
   }

@@ -236,6 +236,7 @@ export class TtyHub {
       waitTimeoutS: open.waitTimeoutS ?? null,
       maxRuntimeS: open.maxRuntimeS ?? null,
       idleTimeoutS: open.idleTimeoutS ?? null,
+      gpuIdleTimeoutS: open.gpuIdleTimeoutS ?? null,
     });
     if (!body.success) throw new RcError(zodCode(body.error), zodMessage(body.error));
     await startJob(this.c, identity, body.data, (job, position) => {

@@ -17,6 +17,9 @@ export interface WatchdogDeps {
   events: JobEvents;
   hub: WorkerHub;
   graceS: number;
+  /** RC_IDLE_HOLD_WARN, RC_IDLE_HOLD_RELEASE in seconds (null: off). */
+  idleHoldWarnS?: number | null;
+  idleHoldReleaseS?: number | null;
 }
 
 type Job = typeof jobs.$inferSelect;
@@ -57,7 +60,63 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
     if (!past || past.over < 1) continue;
     ended += await stop(j, past, past.over);
   }
+  ended += await idleLimits();
   return ended;
+
+  /**
+   * GPU idleness (core/idle.ts, kept per lease by each heartbeat): rc run --gpu-idle-timeout kills a job
+   * whose devices have all been idle that long (gpu_idle); a hold idle RC_IDLE_HOLD_WARN is warned of on
+   * its stream once per idle streak, and one idle RC_IDLE_HOLD_RELEASE is released (idle_hold, audited).
+   */
+  async function idleLimits(): Promise<number> {
+    const warnS = deps.idleHoldWarnS ?? null;
+    const releaseS = deps.idleHoldReleaseS ?? null;
+    const holds = warnS !== null || releaseS !== null;
+    let n = 0;
+    const idle = await sql<(Running & { kind: Job['kind']; gpuIdleTimeoutS: number | null; idleS: number; idleFrom: Date; warned: boolean })[]>`
+      select j.id, j.fence, j.host_name, j.kind, j.gpu_idle_timeout_s, extract(epoch from now() - max(l.idle_since))::float8 as idle_s,
+        max(l.idle_since) as idle_from, coalesce(j.idle_warned_at >= max(l.idle_since), false) as warned
+      from jobs j join leases l on l.job_id = j.id and l.released_at is null
+      where j.state = 'running' and (j.gpu_idle_timeout_s is not null ${holds ? sql`or j.kind = 'hold'` : sql``})
+      group by j.id
+      having bool_and(l.idle_since is not null)`;
+    for (const j of idle) {
+      if (j.kind !== 'hold') {
+        if (j.gpuIdleTimeoutS !== null && j.idleS >= j.gpuIdleTimeoutS)
+          n += await stop(
+            j,
+            { cause: 'gpu_idle', reason: `gpu idle: its GPUs were idle for ${formatDuration(j.gpuIdleTimeoutS)}` },
+            j.idleS - j.gpuIdleTimeoutS,
+          );
+        continue;
+      }
+      if (releaseS !== null && j.idleS >= releaseS) {
+        const reason = `idle hold released: its GPUs were idle for ${formatDuration(releaseS)} (RC_IDLE_HOLD_RELEASE)`;
+        // The first pass to ask writes the audit row; later passes (until the worker reports) only repeat the kill.
+        await sql`
+          with u as (
+            update jobs set kill_requested_by = ${reason}, kill_cause = 'idle_hold'
+            where id = ${j.id} and state = 'running' and kill_requested_by is null returning id, submitter
+          )
+          insert into audit (actor, action, target, detail)
+          select 'controller', 'hold.idle_release', u.id, jsonb_build_object('owner', u.submitter, 'idle', ${formatDuration(j.idleS)}::text, 'release', ${formatDuration(releaseS)}::text)
+          from u`;
+        n += await stop(j, { cause: 'idle_hold', reason }, j.idleS - releaseS + 1);
+        continue;
+      }
+      if (warnS !== null && j.idleS >= warnS && !j.warned) {
+        const [first] = await sql`update jobs set idle_warned_at = now()
+          where id = ${j.id} and state = 'running' and (idle_warned_at is null or idle_warned_at < ${j.idleFrom.toISOString()}::timestamptz) returning id`;
+        if (!first) continue;
+        const then = releaseS !== null ? `; it is released once idle for ${formatDuration(releaseS)}` : '';
+        deps.events.event(j.id, {
+          type: 'notice',
+          message: `hold ${j.id} has been idle for ${formatDuration(j.idleS)} (no GPU use on ${j.hostName}); rc release ${j.id} frees it for others${then}`,
+        });
+      }
+    }
+    return n;
+  }
 
   /** Asks the worker to kill the job; past the grace, ends it here. Resolves to 1 when it ended it. */
   async function stop(j: Running, limit: StopRequest, over: number): Promise<number> {

@@ -30,7 +30,7 @@ export class GpuMonitor {
   constructor(private readonly opts: GpuMonitorOptions) {}
 
   /** One query of memory and utilisation, and one of the processes on the GPUs; null without nvidia-smi or on failure. */
-  async read(): Promise<{ samples: ParsedSample[]; processes: GpuProcess[] } | null> {
+  async read(): Promise<{ samples: ParsedSample[]; processes: GpuProcess[]; processesKnown: boolean } | null> {
     if (this.absent) return null;
     const run = (args: string[]) => runCommand(this.opts.command, args, { env: this.opts.env, timeoutMs: 10_000, maxBytes: 1024 * 1024 });
     const query = await run(GPU_SAMPLE_QUERY);
@@ -44,9 +44,10 @@ export class GpuMonitor {
       return null;
     }
     const apps = await run(COMPUTE_APPS_QUERY);
-    const processes = apps.kind === 'exited' && apps.code === 0 ? parseComputeApps(apps.stdout) : [];
+    const processesKnown = apps.kind === 'exited' && apps.code === 0;
+    const processes = processesKnown ? parseComputeApps(apps.stdout) : [];
     this.say(null);
-    return { samples: parseGpuSamples(query.stdout), processes };
+    return { samples: parseGpuSamples(query.stdout), processes, processesKnown };
   }
 
   /**
@@ -60,7 +61,20 @@ export class GpuMonitor {
     this.sampling = (async () => {
       const r = await this.read();
       if (!r) return;
-      this.latest = r.samples.map((s) => ({ index: s.index, name: s.name, memTotalMiB: s.memTotalMiB, memUsedMiB: s.memUsedMiB, utilPct: s.utilPct }));
+      // With each GPU its compute processes' count (the idle rule, core/idle.ts): from the query already made, matched by UUID.
+      const uuidOf = new Map(devices.map((d) => [d.index, d.uuid]));
+      const procsOn = (index: number): number | null => {
+        const uuid = uuidOf.get(index);
+        return r.processesKnown && uuid ? r.processes.filter((p) => p.gpuUuid === uuid).length : null;
+      };
+      this.latest = r.samples.map((s) => ({
+        index: s.index,
+        name: s.name,
+        memTotalMiB: s.memTotalMiB,
+        memUsedMiB: s.memUsedMiB,
+        utilPct: s.utilPct,
+        procs: procsOn(s.index),
+      }));
       // Exempt devices (held ones: people work on them directly) are sampled but not policed.
       const suspects = foreignProcesses(
         devices.filter((d) => !exempt.has(d.index)),

@@ -1,6 +1,7 @@
 // rc describe host:gpuN: state, holder, every label with its source and age,
 // the host's usage sheet, and the device's recent jobs. rc describe <job>: one
 // job in full (its environment's keys, never their values).
+import { idleText } from '../../core/idle';
 import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
 import type { DeviceDescription, JobView } from '../../protocol/wire';
@@ -59,7 +60,7 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
   const off = d.host?.off;
   if (off)
     text += `host:   ${dev.hostName} is turned off (by ${off.by}, ${age(off.since, now)} ago${off.reason ? `: ${off.reason}` : ''}): no new jobs start here${dev.state === 'busy' ? '; the running one finishes' : ''}\n`;
-  text += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}` : '-'}\n`;
+  text += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}${dev.holder.idleS !== undefined ? `, ${idleText(dev.holder.idleS, formatDuration)}` : ''}` : '-'}\n`;
   if (dev.uuid) text += `uuid:   ${dev.uuid}\n`;
   if (dev.gpu) {
     const g = dev.gpu;
@@ -126,7 +127,15 @@ export function renderJob(j: JobView, now = Date.now()): string {
       `${j.attempt}${j.restarts ? ` (restarts ${j.restarts}: up to ${j.restarts + 1} attempts)` : ''}` +
         (j.preemptible ? `, preemptible${j.retryOnPreempt ? ', retried when preempted' : ''}` : ''),
     ],
-    ['limits', `max-runtime ${j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-'}, idle-timeout ${j.idleTimeoutS ? formatDuration(j.idleTimeoutS) : '-'}`],
+    [
+      'limits',
+      `max-runtime ${j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-'}, idle-timeout ${j.idleTimeoutS ? formatDuration(j.idleTimeoutS) : '-'}, gpu-idle-timeout ${j.gpuIdleTimeoutS ? formatDuration(j.gpuIdleTimeoutS) : '-'}`,
+    ],
+    [
+      'idle',
+      (j.state === 'running' ? idleText(j.idleS, formatDuration) + (j.idleWarned ? ' (warned: idle for RC_IDLE_HOLD_WARN)' : '') : '-') +
+        (j.idleTotalS !== null ? `; ${formatDuration(Math.floor(j.idleTotalS))} idle in all` : ''),
+    ],
     ['created', `${age(j.createdAt, now)} ago`],
     ['started', j.startedAt ? `${age(j.startedAt, now)} ago` : '-'],
     ['ended', j.endedAt ? `${age(j.endedAt, now)} ago` : '-'],

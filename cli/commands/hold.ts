@@ -16,7 +16,10 @@ Claims a device and blocks, printing the device and the hold's id. The hold
 lasts until Ctrl-C, until its TTL runs out (also if this command is gone), or
 until rc release <hold-id>. While you hold it, ssh to the host and work there.
 A TTL is required and at most 24h; rc hold extend makes a running hold end
-<dur> from now.
+<dur> from now. A hold whose GPUs sit idle (utilisation at most 1%, no
+process) is warned of on stderr after the fleet's RC_IDLE_HOLD_WARN (default
+30m), and, where the fleet sets RC_IDLE_HOLD_RELEASE, released after that long
+(exit code 216, cause idle_hold).
 
       --ttl <dur>           how long to hold it, e.g. 2h (required; at most 24h)
   -s, --select <selector>   labels the device must have, e.g. 'vram>=40G'
@@ -93,6 +96,9 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
           } else if (e.state === 'cancelled') {
             err(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
             result = interrupted ? EXIT.interrupted : EXIT.wait_timeout;
+          } else if (e.cause === 'idle_hold') {
+            err(`rc: idle: hold ${e.jobId} was released: ${e.reason ?? 'its GPUs were idle'}\n`);
+            result = interrupted ? EXIT.interrupted : EXIT.idle_hold;
           } else if (e.state === 'lost') {
             err(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
             result = EXIT.lost;
@@ -100,6 +106,10 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
             err(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
             result = interrupted ? EXIT.interrupted : EXIT.ok;
           }
+          break;
+        case 'notice':
+          // The controller's word on the hold, e.g. that it has been idle RC_IDLE_HOLD_WARN.
+          err(`rc: ${e.message}\n`);
           break;
         case 'error':
           err(`rc: ${e.code}: ${e.message}\n`);

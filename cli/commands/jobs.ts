@@ -1,4 +1,5 @@
 // rc jobs, rc ps, rc logs, rc attach: finding jobs and reading their output.
+import { idleText } from '../../core/idle';
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
 import type { JobsQuery, JobView } from '../../protocol/wire';
@@ -113,7 +114,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
   }
   out(
     table(
-      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND'],
+      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND', 'GPU'],
       body.jobs.map((j) => [
         j.id,
         (j.state === 'queued' ? `queued #${j.position}` : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
@@ -123,6 +124,8 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
         limit(j),
         j.name ?? '-',
         what(j),
+        // Its GPUs' idleness (core/idle.ts): idle 42m, busy, or no GPU signal (a CPU slot).
+        j.state === 'running' ? idleText(j.idleS, formatDuration) + (j.idleWarned ? ' (warned)' : '') : '-',
       ]),
     ),
   );

@@ -42,6 +42,11 @@ matching device is busy.
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
       --max-runtime <dur>   kill the job if it runs longer (e.g. 2h)
       --idle-timeout <dur>  kill the job after this long with no output; 0 disables
+      --gpu-idle-timeout <dur>
+                            kill the job once its GPUs have been idle this long
+                            (utilisation at most 1% and no process on them), e.g.
+                            30m; exit code 204, cause gpu_idle. Needs a GPU signal:
+                            CPU slots are never idle
       --restarts <n>        if the job's host is lost, run it again from the start
                             (on any matching device, before the queued jobs of its
                             priority), up to n times (0-20, default 0). Checkpoint
@@ -73,6 +78,7 @@ export const RUN_SPECS: FlagSpec[] = [
   { name: 'tty', short: 't', type: 'boolean' },
   { name: 'max-runtime', type: 'string' },
   { name: 'idle-timeout', type: 'string' },
+  { name: 'gpu-idle-timeout', type: 'string' },
   { name: 'restarts', type: 'string' },
   { name: 'preemptible', type: 'boolean' },
   { name: 'retry-on-preempt', type: 'boolean' },
@@ -110,6 +116,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     cwd: cwd ?? null,
     maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
+    gpuIdleTimeoutS: durationFlag(parsed, 'gpu-idle-timeout', 1) ?? null,
     submitter: client.submitter,
     ...(restarts ? { restarts } : {}),
     ...(preemptible ? { preemptible } : {}),

@@ -11,6 +11,8 @@ import { memo, useDeferredValue, useMemo, useState } from 'react';
 import { matchTerms, parseSelector } from '../../core/selector';
 import type { DeviceSamples, DeviceSummary, GpuView, HostRow } from '../../protocol/wire';
 import { call } from '../api-client';
+import { formatDuration } from '../../core/duration';
+import { idleText } from '../../core/idle';
 import { memPairText, vramText } from '../format';
 import { OpenTerminalButton } from '../open-terminal';
 import { patchFleet } from '../live-plan';
@@ -264,6 +266,11 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {d.holder ? (
           <Link href={`/jobs/${encodeURIComponent(d.holder.jobId)}`} className="hover:underline" title={`job ${d.holder.jobId} since ${d.holder.since}`}>
             {d.holder.submitter} · <span className="font-mono">{d.holder.jobId}</span>
+            {d.holder.idleS !== undefined ? (
+              <span className={`ml-1 ${d.holder.idleS !== null && d.holder.idleS >= 60 ? 'text-amber-700' : 'text-zinc-500'}`} data-idle>
+                · {idleText(d.holder.idleS, formatDuration)}
+              </span>
+            ) : null}
           </Link>
         ) : d.unhealthy ? (
           <span className="text-red-700" title={d.unhealthy.reason}>

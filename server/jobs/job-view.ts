@@ -44,6 +44,11 @@ export function jobView(j: JobRow): JobView {
     reason: j.reason,
     maxRuntimeS: j.maxRuntimeS,
     idleTimeoutS: j.idleTimeoutS,
+    gpuIdleTimeoutS: j.gpuIdleTimeoutS,
+    // Filled in by withIdle (server/jobs/idle.ts) where a view loads it.
+    idleS: null,
+    idleTotalS: null,
+    idleWarned: false,
     waitTimeoutS: j.waitTimeoutS,
     outputTruncated: j.outputTruncated,
     attempt: j.attempt,

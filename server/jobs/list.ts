@@ -1,4 +1,5 @@
 // Finding jobs across the fleet (rc jobs) and what is running and queued now (rc ps).
+import { withIdle } from './idle';
 import { RcError } from '../../core/errors';
 import type { Sql } from '../db';
 import { JOB_STATES } from '../../core/job-state';
@@ -72,7 +73,10 @@ export async function withAttempts(sql: Sql, rows: readonly JobRow[]): Promise<J
   if (again.length)
     for (const a of await sql<AttemptRow[]>`select * from job_attempts where job_id = any(${again}::text[]) order by job_id, attempt`)
       byJob.set(a.jobId, [...(byJob.get(a.jobId) ?? []), a]);
-  return rows.map((r) => (r.attempt > 1 ? { ...jobView(r), attempts: (byJob.get(r.id) ?? []).map(attemptView) } : jobView(r)));
+  return withIdle(
+    sql,
+    rows.map((r) => (r.attempt > 1 ? { ...jobView(r), attempts: (byJob.get(r.id) ?? []).map(attemptView) } : jobView(r))),
+  );
 }
 
 /** Running jobs, then queued ones in the order they will be considered. */
@@ -82,5 +86,8 @@ export async function listActive(sql: Sql): Promise<PsEntry[]> {
       then (row_number() over (partition by state order by priority desc, requeued_at nulls last, seq) - 1)::int end as position
     from jobs where state in ('running', 'queued')
     order by state desc, priority desc, requeued_at nulls last, seq`;
-  return rows.map((r) => ({ ...jobView(r), position: r.position }));
+  return withIdle(
+    sql,
+    rows.map((r) => ({ ...jobView(r), position: r.position })),
+  );
 }

@@ -220,7 +220,7 @@ test('names show in rc ps, rc jobs and rc describe; logs and attach take a name'
   const id = await run.id;
   await stack.waitFor(async () => (await stack.cli(['logs', 'shown-1'])).stdout.includes('line-one'), 'logs by name');
   const ps = (await stack.cli(['ps'])).stdout;
-  assert.match(ps, /^JOB +STATE +WHERE +SUBMITTER +FOR +LIMIT +NAME +COMMAND$/m);
+  assert.match(ps, /^JOB +STATE +WHERE +SUBMITTER +FOR +LIMIT +NAME +COMMAND +GPU$/m);
   assert.match(ps, new RegExp(`^${id} +running +alpha:gpu\\d +tester +\\d+s +- +shown-1 +sh -c`, 'm'));
   const jobs = (await stack.cli(['jobs'])).stdout;
   assert.match(jobs, /^JOB +STATE +EXIT +DEVICE +SUBMITTER +CREATED +NAME +COMMAND$/m);
