@@ -206,6 +206,8 @@ export const jobs = pgTable(
     preemptible: boolean('preemptible').notNull().default(false),
     /** rc run --retry-on-preempt: a preempted run is queued again instead of ending the job. */
     retryOnPreempt: boolean('retry_on_preempt').notNull().default(false),
+    /** rc run with a piped standard input: its first attempt's stdin is a pipe that POST /api/jobs/:id/stdin writes. */
+    stdin: boolean('stdin').notNull().default(false),
     /** Set when an attempt ended and the job was queued again: it goes before the jobs of its priority that were not (core/schedule.ts queueOrder). */
     requeuedAt: ts('requeued_at'),
     /** Output seqs of earlier attempts: this attempt's worker numbers its chunks after them. */

@@ -125,6 +125,8 @@ export const SubmitJob = z
     preemptible: z.boolean().optional(),
     /** rc run --retry-on-preempt: queued again (at the front of its priority) each time it is preempted. */
     retryOnPreempt: z.boolean().optional(),
+    /** rc run with a piped standard input: the command's stdin is a pipe that POST /api/jobs/:id/stdin writes (else /dev/null). */
+    stdin: z.boolean().optional(),
     ...JOB_PLACEMENT,
     ...JOB_OPTIONS,
   })
@@ -143,6 +145,12 @@ export const SubmitJob = z
         code: 'custom',
         path: ['restarts'],
         message: `a ${j.kind === 'hold' ? 'hold' : 'terminal'} is not started over: --restarts is for rc run with a command`,
+      });
+    if (j.kind !== 'run' && j.stdin)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['stdin'],
+        message: `a ${j.kind === 'hold' ? 'hold runs no command' : 'terminal takes its input as keys'}: stdin is for rc run`,
       });
     if (j.kind === 'hold' && j.preemptible)
       ctx.addIssue({ code: 'custom', path: ['preemptible'], message: 'a hold is never preempted: --preemptible is for rc run' });

@@ -5,7 +5,7 @@
 // zod at run time (the payloads' types come type-only from protocol/worker.ts
 // and protocol/tty.ts, whose schemas validate them), so the terminal clients
 // import it freely. docs/api.md, "The worker socket" and "The terminal socket".
-import type { FileOp, FileReply, Heartbeat, Hello, Inventory, JobExit, JobOutput, KillJobOrder, Quarantine, StartJob } from './worker';
+import type { FileOp, FileReply, Heartbeat, Hello, Inventory, JobExit, JobOutput, KillJobOrder, Quarantine, StartJob, StdinOp, StdinReply } from './worker';
 import type { TtyAck, TtyInput, TtyJobRef, TtyOutput, TtyResize, TtySize } from './tty';
 import type { TtyError, TtyExit, TtyOpenMessage, TtyQueued, TtyStarted } from './wire';
 
@@ -41,6 +41,8 @@ export const WorkerEvent = {
   fileWrite: 'file:write',
   fileCommit: 'file:commit',
   fileAbort: 'file:abort',
+  /** The next piece of a job's standard input (rc run with a pipe), with an ack (protocol/worker.ts StdinOp). */
+  jobStdin: 'job:stdin',
   /** Keystrokes for a job's terminal. */
   ttyInput: 'tty:input',
   /** The window changed size. */
@@ -109,6 +111,7 @@ export type ControllerToWorker = {
   [WorkerEvent.jobStart]: (order: StartJob) => void;
   [WorkerEvent.jobKill]: (order: KillJobOrder) => void;
   [WorkerEvent.jobAck]: (ack: JobAck) => void;
+  [WorkerEvent.jobStdin]: (op: StdinOp, ack: (reply: StdinReply) => void) => void;
   [WorkerEvent.probeNow]: () => void;
   [WorkerEvent.ttyInput]: (m: TtyInput) => void;
   [WorkerEvent.ttyResize]: (m: TtyResize) => void;

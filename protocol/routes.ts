@@ -13,6 +13,7 @@ import type {
   ClearQuarantineBody,
   Copied,
   CopyQuery,
+  StdinQuery,
   CreatedToken,
   CreateTokenBody,
   DeviceDescription,
@@ -72,6 +73,7 @@ export const ROUTES = {
   'GET /api/jobs/:id': 'client',
   'POST /api/jobs/:id/kill': 'client',
   'PUT /api/devices/:name/files': 'client',
+  'POST /api/jobs/:id/stdin': 'client',
   'GET /api/devices/:name/files': 'client',
   'POST /api/holds/:id/release': 'client',
   'POST /api/holds/:id/extend': 'client',
@@ -127,6 +129,8 @@ export interface RouteTypes {
   'POST /api/jobs/:id/kill': { body: KillJobBody; response: { job: JobView } };
   /** The body is the file's bytes (application/octet-stream). */
   'PUT /api/devices/:name/files': { query: CopyQuery; body: Buffer; response: Copied };
+  /** The next piece of a job's stdin (rc run reading a pipe); `closed`: send no more. */
+  'POST /api/jobs/:id/stdin': { query: StdinQuery; body: Buffer; response: { closed: boolean } };
   /** The file's bytes; `X-RC-Lease` names the lease it was read under. */
   'GET /api/devices/:name/files': { query: CopyQuery; bytes: true };
   'POST /api/holds/:id/release': { body: ReleaseHoldBody; response: { job: JobView } };

@@ -453,6 +453,13 @@ export interface StreamQuery {
   after?: number;
 }
 
+/** POST /api/jobs/:id/stdin: who writes, the bytes sent before this piece, and whether it ends the input. */
+export interface StdinQuery {
+  submitter: string;
+  offset: number;
+  eof?: '1';
+}
+
 /** /api/devices/:name/files (rc cp): the file on the device, and who copies. */
 export interface CopyQuery {
   path: string;

@@ -127,7 +127,30 @@ export interface StartJob {
   preemptible?: boolean;
   /** Set by the worker itself for its runtime, never sent: RC_PREEMPT_FILE's path as the job sees it. */
   preemptFile?: string;
+  /** rc run with a piped standard input: the command's stdin is a pipe that job:stdin writes (else /dev/null). */
+  stdin?: boolean;
 }
+
+/** The most bytes of a job's standard input in one job:stdin. */
+export const STDIN_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * Controller → worker, with an ack: the next piece of a job's standard input
+ * (`offset`: the bytes sent before it; a piece out of order is refused), and
+ * with `eof` its end. The ack comes once the piece is in the pipe (or the
+ * pipe is full and drained), so a slow reader holds the sender back.
+ */
+export const StdinOp = z.object({
+  jobId: z.string().max(64),
+  fence: z.number().int(),
+  offset: z.number().int().min(0),
+  data: z.instanceof(Buffer).refine((b) => b.length <= STDIN_CHUNK_BYTES, `at most ${STDIN_CHUNK_BYTES} bytes`),
+  eof: z.boolean(),
+});
+export type StdinOp = z.infer<typeof StdinOp>;
+
+/** `closed`: the command closed its standard input (or ended): send no more. */
+export type StdinReply = { ok: true; closed: boolean } | { ok: false; code: 'not_found' | 'conflict' | 'bad_request'; message: string };
 
 export interface KillJobOrder {
   jobId: string;

@@ -25,6 +25,8 @@ import {
   Quarantine,
   type KillJobOrder,
   type StartJob,
+  type StdinOp,
+  type StdinReply,
 } from '../protocol/worker';
 import { loadDevices } from './fleet';
 import { quarantineDevice, quarantinesFromLabels } from './quarantine';
@@ -149,6 +151,8 @@ export class WorkerHub implements Dispatcher {
     // A later attempt's output follows the earlier attempts' (job_output is numbered per job).
     if (job.outputBase > 0) order.seqFrom = job.outputBase;
     if (job.preemptible) order.preemptible = true;
+    // Its stdin came from rc run once: a later attempt (a restart) reads /dev/null rather than wait for input nobody sends.
+    if (job.stdin && job.attempt === 1) order.stdin = true;
     if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };
     socket.emit(WorkerEvent.jobStart, order);
     if (job.kind === 'tty') this.tty?.started(job);
@@ -199,6 +203,19 @@ export class WorkerHub implements Dispatcher {
     return socket
       .timeout(timeoutMs)
       .emitWithAck(event, op)
+      .then(
+        (r) => r,
+        () => null,
+      );
+  }
+
+  /** The next piece of a job's stdin to its worker, connected here; null when it is not, or does not answer. */
+  async stdinCall(hostName: string, op: StdinOp, timeoutMs = 120_000): Promise<StdinReply | null> {
+    const socket = this.sockets.get(hostName);
+    if (!socket) return null;
+    return socket
+      .timeout(timeoutMs)
+      .emitWithAck(WorkerEvent.jobStdin, op)
       .then(
         (r) => r,
         () => null,

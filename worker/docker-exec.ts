@@ -2,7 +2,8 @@
 // docker's own errors told as rc's (docker-exec-errors.ts); its life (kill
 // with grace, the end once, after the job's processes are gone) is a JobLife.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
+import { quietPipe } from './host-runtime';
 import { DOCKER_FAILED } from './docker-exec-errors';
 import type { JobCallbacks, ProcessTree } from './runtime';
 import { JobLife } from './supervise';
@@ -17,6 +18,8 @@ export interface StartOptions {
   tree: ProcessTree;
   /** The client's environment (docker-env.ts clientEnv: the values of the job's `-e KEY` arguments); the worker's own by default. */
   env?: Record<string, string>;
+  /** The job's standard input is piped (docker exec -i, StartJob.stdin). */
+  stdin?: boolean;
 }
 
 // Docker's own errors, as opposed to the job's output: held back so they can
@@ -30,6 +33,8 @@ export class JobProcess {
   /** Output that looks like docker's own error, held until the exit code says whose it was. */
   private held: { stream: 1 | 2; data: Buffer }[] = [];
   private translate: StartOptions['translate'] | null = null;
+  /** The command's standard input once the client runs, when it was asked for. */
+  stdin: Writable | null = null;
 
   constructor(private readonly cb: JobCallbacks) {
     this.life = new JobLife({ say: (message) => cb.output(2, Buffer.from(message)), end: (code, signal) => this.end(code, signal) });
@@ -54,10 +59,11 @@ export class JobProcess {
     // Killed while its container was being made: it never runs.
     if (!started) return;
     this.translate = opts.translate;
-    const child: ChildProcessByStdio<null, Readable, Readable> = spawn(docker, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const child = spawn(docker, args, {
+      stdio: [opts.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
       env: (opts.env ?? process.env) as NodeJS.ProcessEnv,
-    });
+    }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+    this.stdin = quietPipe(child.stdin);
     let anyOutput = false;
     let heldBytes = 0;
     // docker prints its own exec failures on stdout (OCI errors) or stderr.

@@ -265,14 +265,20 @@ export class DockerRuntime implements Runtime {
     const start = async () => {
       if (!(await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message)))) return;
       const env = dockerEnv(order, this.containerPaths());
-      job.start(this.docker, ['exec', '-u', '0:0', '-w', cwd, ...env.args, name, ...order.argv], {
+      job.start(this.docker, ['exec', ...(order.stdin ? ['-i'] : []), '-u', '0:0', '-w', cwd, ...env.args, name, ...order.argv], {
         env: clientEnv(env),
+        stdin: order.stdin === true,
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
         tree: taggedTree(this.containers, name, order.jobId),
       });
     };
     void start();
-    return { kill: (graceS) => job.kill(graceS) };
+    return {
+      kill: (graceS) => job.kill(graceS),
+      get stdin() {
+        return job.stdin;
+      },
+    };
   }
 
   /** `docker run` of a one-off container holding all the job's GPUs (jobs on several devices). */

@@ -5,7 +5,7 @@
 // them: a kill reaches every one, and when the command exits whatever it left
 // running is killed and gone before the end is reported.
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { accessSync, constants as fsConstants, existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
@@ -120,19 +120,31 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
     child.stderr.destroy();
   };
   life.start({ tree, drain: { ms: 2000, cut } });
-  const child: ChildProcessByStdio<null, Readable, Readable> = spawn(spawned.file, spawned.args, {
+  const child = spawn(spawned.file, spawned.args, {
     cwd,
     env: env as NodeJS.ProcessEnv,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+    // Without a piped stdin (rc run from a terminal, or --no-stdin) the command reads /dev/null: an end at once.
+    stdio: [order.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
   if (child.pid !== undefined) tree.started(child.pid);
   followChild(child, life, cb, command);
-  return life;
+  return Object.assign(life, { stdin: quietPipe(child.stdin) });
+}
+
+/** A child's stdin whose errors (EPIPE: the command closed it, or ended) are the writer's to see as its end, not the worker's to crash on. */
+export function quietPipe(stdin: Writable | null): Writable | null {
+  stdin?.on('error', () => stdin.destroy());
+  return stdin;
 }
 
 /** Tells a job's life what its spawned command does: its output, a failed spawn (127 or 126, as a shell says it), its exit and its pipes' close. */
-export function followChild(child: ChildProcessByStdio<null, Readable, Readable>, life: JobLife, cb: Pick<JobCallbacks, 'output'>, command: string): void {
+export function followChild(
+  child: ChildProcessByStdio<Writable | null, Readable, Readable>,
+  life: JobLife,
+  cb: Pick<JobCallbacks, 'output'>,
+  command: string,
+): void {
   child.stdout.on('data', (d: Buffer) => cb.output(1, d));
   child.stderr.on('data', (d: Buffer) => cb.output(2, d));
   child.on('close', () => life.closed());

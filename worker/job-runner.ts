@@ -5,7 +5,9 @@
 // holding memory) until the controller has it, across reconnects.
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
-import type { JobExit, KillJobOrder, Quarantine, StartJob } from '../protocol/worker';
+import { type JobExit, type KillJobOrder, type Quarantine, type StartJob, StdinOp } from '../protocol/worker';
+import { zodMessage } from '../protocol/zod-message';
+import { writeStdin } from './job-stdin';
 import { WorkerEvent } from '../protocol/events';
 import type { WorkerConfig } from './config';
 import type { ControllerLink } from './controller-link';
@@ -25,6 +27,8 @@ export interface Job {
   killedFor: string | null;
   killCause: 'max_runtime' | 'idle' | null;
   tty?: TtyState;
+  /** Bytes of its standard input written so far (worker/job-stdin.ts). */
+  stdinSent?: number;
 }
 
 export class JobRunner {
@@ -51,6 +55,15 @@ export class JobRunner {
     socket.on(WorkerEvent.jobStart, (order) => this.start(order));
     socket.on(WorkerEvent.jobAck, (a) => this.outbox.ack(a.jobId, a.seq));
     socket.on(WorkerEvent.jobKill, (order) => this.kill(order));
+    socket.on(WorkerEvent.jobStdin, (raw, ack) => {
+      if (typeof ack !== 'function') return;
+      const op = StdinOp.safeParse(raw);
+      if (!op.success) return ack({ ok: false, code: 'bad_request', message: `bad stdin piece: ${zodMessage(op.error)}` });
+      const ended = () => this.jobs.get(op.data.jobId)?.order.fence !== op.data.fence;
+      void writeStdin(this.jobs.get(op.data.jobId), op.data, ended).then(ack, (err: unknown) =>
+        ack({ ok: false, code: 'bad_request', message: `cannot write the job's stdin: ${(err as Error).message}` }),
+      );
+    });
   }
 
   /** The jobs the hello names: running, or ended and not yet reported. */

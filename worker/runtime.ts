@@ -1,6 +1,7 @@
 // What the worker needs from a runtime: the place where jobs' commands run.
 // `host` runs them directly on the host (worker/host-runtime.ts); `docker` in
 // one long-lived container per device (worker/docker-runtime.ts).
+import type { Writable } from 'node:stream';
 import type { StartJob } from '../protocol/worker';
 
 export type RuntimeName = 'host' | 'docker';
@@ -49,6 +50,8 @@ export interface Reclaimed {
 export interface RunningJob {
   /** SIGTERM to every process of the job, then SIGKILL after the grace period. */
   kill(graceS: number): void;
+  /** The command's standard input, when the order asked for one (StartJob.stdin) and the command runs; else absent. */
+  readonly stdin?: Writable | null;
 }
 
 /** A job under a pseudo-terminal (kind tty): output is the terminal's, and it takes input. */

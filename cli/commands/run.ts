@@ -1,5 +1,6 @@
 // rc run: claim a device, run the command on its host, stream the output,
 // exit with the command's exit code.
+import { StdinPump, stdinIsData } from '../stdin-pump';
 import { EXIT } from '../../core/exit-codes';
 import { exitCodeFor } from '../../core/job-state';
 import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput } from '../../core/frames';
@@ -63,6 +64,9 @@ matching device is busy.
       --detach              queue the job, print its id and exit 0 at once; rc wait <id>
                             waits for its end (and exits with its code), rc attach <id>
                             or rc logs -f <id> follow its output
+      --no-stdin            the job reads nothing (/dev/null) even when rc's stdin is a
+                            pipe or a file; without it, a piped stdin reaches the job
+                            and its end is the job's end of file (as with srun, ssh)
       --explain             print which devices match, how many are free and how
                             deep their queue is, and why the others do not match;
                             then exit without submitting
@@ -75,6 +79,7 @@ export const RUN_SPECS: FlagSpec[] = [
   { name: 'env', type: 'string', repeat: true },
   { name: 'explain', type: 'boolean' },
   { name: 'detach', type: 'boolean' },
+  { name: 'no-stdin', type: 'boolean' },
   { name: 'tty', short: 't', type: 'boolean' },
   { name: 'max-runtime', type: 'string' },
   { name: 'idle-timeout', type: 'string' },
@@ -124,6 +129,9 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   };
   if (tty && parsed.flags.has('detach')) usage('--detach is for jobs with stored output: a terminal (--tty) needs you attached');
   if (tty) return runTtyJob(client, body);
+  // A pipe or a file on rc's stdin goes to the job (as srun and ssh do); a terminal's keys stay rc's (Ctrl-C).
+  const pipeStdin = !tty && !parsed.flags.has('detach') && !parsed.flags.has('no-stdin') && stdinIsData();
+  if (pipeStdin) body.stdin = true;
   if (parsed.flags.has('detach')) {
     // The plain answer: stored (queued, or started at once), nothing followed.
     const { job, notices } = await client.call('POST /api/jobs', { body });
@@ -132,7 +140,17 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     return EXIT.ok;
   }
   const res = await client.stream('POST /api/jobs', { body });
-  return follow(client, res);
+  let pump: StdinPump | null = null;
+  const code = await follow(client, res, {
+    onStarted: pipeStdin
+      ? (jobId) => {
+          pump ??= new StdinPump(client, jobId);
+          void pump.run();
+        }
+      : undefined,
+  });
+  (pump as StdinPump | null)?.stop();
+  return code;
 }
 
 /**
@@ -172,7 +190,7 @@ const RECONNECT_MS = 120_000;
 export async function follow(
   client: Client,
   first: Body,
-  opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean; quiet?: boolean } = {},
+  opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean; quiet?: boolean; onStarted?: (jobId: string) => void } = {},
 ): Promise<number> {
   const state: FollowState = {
     jobId: opts.knownJobId ?? null,
@@ -195,7 +213,7 @@ export async function follow(
   };
   process.on('SIGINT', onSigint);
   try {
-    await readStream(first, state, kill);
+    await readStream(first, state, kill, opts.onStarted);
     let deadline = Date.now() + RECONNECT_MS;
     let told = false;
     while (state.result === null && state.jobId && opts.reconnect !== false && Date.now() < deadline) {
@@ -210,7 +228,7 @@ export async function follow(
       // falling too far behind) is told again and gets its own time to reconnect.
       deadline = Date.now() + RECONNECT_MS;
       told = false;
-      await readStream(res, state, kill);
+      await readStream(res, state, kill, opts.onStarted);
     }
   } finally {
     process.off('SIGINT', onSigint);
@@ -234,7 +252,7 @@ interface FollowState {
 /** A stream `after` this asks for no output at all (rc wait): only the events. */
 const NO_OUTPUT = Number.MAX_SAFE_INTEGER;
 
-function readStream(body: Body, state: FollowState, kill: () => void): Promise<void> {
+function readStream(body: Body, state: FollowState, kill: () => void, onStarted?: (jobId: string) => void): Promise<void> {
   return new Promise((resolve) => {
     let queuedNotice: NodeJS.Timeout | null = null;
     const onEvent = (event: JobEvent) => {
@@ -249,6 +267,7 @@ function readStream(body: Body, state: FollowState, kill: () => void): Promise<v
           break;
         case 'started':
           if (queuedNotice) clearTimeout(queuedNotice);
+          onStarted?.(event.jobId);
           break;
         case 'requeued':
           // Its next attempt comes: this rc keeps following, and exits as that one ends.

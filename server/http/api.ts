@@ -1,5 +1,6 @@
 // Every REST route of the table (protocol/routes.ts), each a few lines over one
 // use case. docs/api.md documents them.
+import { readStdinPiece, writeJobStdin } from '../jobs/stdin';
 import { defaultedRuntimeNotice, type RuntimeLimits } from '../../core/runtime-limit';
 import { eq, isNotNull } from 'drizzle-orm';
 import { RcError } from '../../core/errors';
@@ -211,6 +212,18 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
     const job = await killJob(c, identity, (await findJob(sql, params.id)).id, body.submitter);
     return { job: jobView(job) };
+  });
+
+  // rc run reading a pipe: the next piece of the job's stdin (server/jobs/stdin.ts).
+  router.on('POST /api/jobs/:id/stdin', async ({ req, params, query, identity }) => {
+    const submitter = Submitter.safeParse(query.get('submitter') ?? '');
+    if (!submitter.success) throw new RcError('bad_request', zodMessage(submitter.error));
+    const offsetText = query.get('offset') ?? '';
+    if (!/^\d{1,15}$/.test(offsetText)) throw new RcError('bad_request', 'offset: the bytes of stdin sent before this piece (0 or more)');
+    const eof = query.get('eof');
+    if (eof !== null && eof !== '1') throw new RcError('bad_request', 'eof: 1 (this piece ends the input), or leave it out');
+    const data = await readStdinPiece(req);
+    return writeJobStdin(c, identity, params.id, { submitter: submitter.data, offset: Number(offsetText), data, eof: eof === '1' });
   });
 
   // rc cp: one file to or from a device's workspace, through the controller (server/files.ts).

@@ -254,10 +254,10 @@ function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceV
 type Fields = ReturnType<typeof submitted>;
 function submitted(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, choices: GpuChoice[] | null) {
   return {
-    columns: sql`id, kind, name, submitter, token_id, argv, env, cwd, selector, device_name, gpus, gpu_choices, priority, max_runtime_s, idle_timeout_s, gpu_idle_timeout_s, wait_timeout_s, hold_ttl_s, restarts, preemptible, retry_on_preempt`,
+    columns: sql`id, kind, name, submitter, token_id, argv, env, cwd, selector, device_name, gpus, gpu_choices, priority, max_runtime_s, idle_timeout_s, gpu_idle_timeout_s, wait_timeout_s, hold_ttl_s, restarts, preemptible, retry_on_preempt, stdin`,
     values: sql`${id}, ${body.kind}, ${body.name ?? null}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb,
       ${body.env && Object.keys(body.env).length ? JSON.stringify(body.env) : null}::text::jsonb, ${body.cwd ?? null},
       ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${choices ? JSON.stringify(choices) : null}::text::jsonb, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.gpuIdleTimeoutS ?? null}::int, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
-      ${body.restarts ?? 0}::int, ${body.preemptible ?? false}::boolean, ${body.retryOnPreempt ?? false}::boolean`,
+      ${body.restarts ?? 0}::int, ${body.preemptible ?? false}::boolean, ${body.retryOnPreempt ?? false}::boolean, ${body.stdin ?? false}::boolean`,
   };
 }

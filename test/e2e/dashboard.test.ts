@@ -66,7 +66,7 @@ test('the fleet page: totals, models, sparklines; a job started with rc run show
   // Human units: the H100's 81559 MiB shows in GiB, its exact bytes on hover.
   const row = page.locator('[data-device="gpubox:gpu0"]');
   assert.match((await row.textContent()) ?? '', /79\.6 GiB/);
-  await page.waitForFunction(() => /37%/.test(document.querySelector('[data-device="gpubox:gpu0"]')?.textContent ?? ''), null, { timeout: 10_000 });
+  await page.waitForFunction(() => /37%/.test(document.querySelector('[data-device="gpubox:gpu0"]')?.textContent ?? ''), null, { timeout: 20_000 });
   assert.equal(await page.getByRole('img', { name: /utilisation of gpubox:gpu0/ }).count(), 1);
 
   // The jobs list, open in another tab, follows too.

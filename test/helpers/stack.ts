@@ -1,7 +1,7 @@
 // A real rc stack for end-to-end tests: the built controller and worker as
 // separate processes on a fresh database, driven through the built CLI.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freshDatabase } from './db';
@@ -168,7 +168,22 @@ export class Stack {
   }
 
   /** Runs the built CLI as a subprocess. */
-  cli(args: string[], opts: { env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; timeoutMs?: number } = {}): Promise<CliResult> {
+  /** A started worker's workspace (RC_WORKSPACE) on this machine. */
+  workspaceOf(name: string): string {
+    return join(this.dataDir, `ws-${name}`);
+  }
+
+  /** The host credential a started worker connects with. */
+  hostCredential(name: string): string {
+    const c = this.hostCredentials.get(name);
+    if (!c) throw new Error(`no worker ${name} was started`);
+    return c;
+  }
+
+  cli(
+    args: string[],
+    opts: { env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; timeoutMs?: number; stdinFile?: string } = {},
+  ): Promise<CliResult> {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
       env: {
         PATH: process.env.PATH,
@@ -178,7 +193,7 @@ export class Stack {
         RC_SUBMITTER: 'tester',
         ...opts.env,
       } as unknown as NodeJS.ProcessEnv,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.stdinFile ? openSync(opts.stdinFile, 'r') : 'ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
