@@ -10,6 +10,7 @@ import { parseFlags } from './flags';
 import { HOLD_HELP, RELEASE_HELP } from './commands/hold';
 import { CP_HELP } from './commands/cp';
 import { WAIT_HELP } from './commands/wait';
+import { USAGE_HELP } from './commands/usage';
 
 export const HELP = `rc: share GPUs through leases
 
@@ -31,6 +32,8 @@ usage: rc <command> [flags]
   logs     a job's stored output (-f follows it)
   attach   re-stream a running job's output from the beginning
   kill     stop a job you submitted
+  usage    device-hours leased (jobs, terminals, holds) and how many sat idle, by submitter,
+           token, host or model:  rc usage --since 7d --by submitter
   admin    operator commands: host add/off/on/rm, hosts, audit, token create/revoke, tokens,
            sheet set/clear, note set, probe, clear (rc admin --help)
 
@@ -54,6 +57,7 @@ const HELPS: Record<string, string> = {
   logs: LOGS_HELP,
   attach: ATTACH_HELP,
   wait: WAIT_HELP,
+  usage: USAGE_HELP,
   admin: ADMIN_HELP,
 };
 

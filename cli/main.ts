@@ -13,12 +13,13 @@ import { run } from './commands/run';
 import { hold, release } from './commands/hold';
 import { cp } from './commands/cp';
 import { wait } from './commands/wait';
+import { usage } from './commands/usage';
 import { HELP, helpOf, wantsHelp } from './help';
 
 declare const RC_VERSION: string;
 
 type Command = (client: Client, args: readonly string[]) => Promise<number>;
-const COMMANDS: Record<string, Command> = { run, hold, release, cp, devices, describe, kill, ps, jobs, logs, attach, wait, admin };
+const COMMANDS: Record<string, Command> = { run, hold, release, cp, devices, describe, kill, ps, jobs, logs, attach, wait, usage, admin };
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;

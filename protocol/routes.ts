@@ -14,6 +14,8 @@ import type {
   Copied,
   CopyQuery,
   StdinQuery,
+  UsageQuery,
+  UsageReport,
   CreatedToken,
   CreateTokenBody,
   DeviceDescription,
@@ -60,6 +62,7 @@ export const ROUTES = {
   'GET /api/samples': 'client',
   'GET /api/queue': 'client',
   'GET /api/audit': 'client',
+  'GET /api/usage': 'client',
   'GET /api/devices/:name': 'client',
   'PUT /api/devices/:name/note': 'admin',
   'GET /api/hosts/:name/sheet': 'client',
@@ -113,6 +116,7 @@ export interface RouteTypes {
   /** The queue in the order it will be considered, each job with why it waits. */
   'GET /api/queue': { response: { jobs: QueueEntry[] } };
   'GET /api/audit': { query: AuditQuery; response: { entries: AuditEntry[] } };
+  'GET /api/usage': { query: UsageQuery; response: UsageReport };
   'GET /api/devices/:name': { response: DeviceDescription };
   'PUT /api/devices/:name/note': { body: WriteSheetBody; response: { note: SheetView | null } };
   'GET /api/hosts/:name/sheet': { response: { sheet: SheetView | null } };

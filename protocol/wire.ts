@@ -453,6 +453,53 @@ export interface StreamQuery {
   after?: number;
 }
 
+/** GET /api/usage: how leased device time is grouped. */
+export type UsageBy = 'submitter' | 'token' | 'host' | 'model';
+
+export interface UsageQuery {
+  /** A duration (7d, 12h); default 7d. */
+  since?: string;
+  by?: UsageBy;
+  /** The drill-down: the leases of one key of `by`. */
+  key?: string;
+}
+
+/** Device-seconds leased in the window, by kind, and how many of them were idle (server/usage.ts). */
+export interface UsageRow {
+  key: string;
+  leasedS: number;
+  jobsS: number;
+  terminalsS: number;
+  holdsS: number;
+  /** Idle seconds among the leased ones that had a GPU signal. */
+  idleS: number;
+  /** Leased seconds with no GPU signal (CPU slots): neither idle nor busy. */
+  noSignalS: number;
+}
+
+/** One lease behind a usage row (the drill-down). */
+export interface UsageLease {
+  jobId: string;
+  kind: 'run' | 'tty' | 'hold';
+  submitter: string;
+  device: string;
+  from: string;
+  to: string | null;
+  /** Seconds inside the window. */
+  leasedS: number;
+  /** null: no GPU signal. */
+  idleS: number | null;
+}
+
+export interface UsageReport {
+  sinceS: number;
+  by: UsageBy;
+  rows: UsageRow[];
+  total: UsageRow;
+  /** With `key`: its leases, the longest first (at most 200). */
+  leases?: UsageLease[];
+}
+
 /** POST /api/jobs/:id/stdin: who writes, the bytes sent before this piece, and whether it ends the input. */
 export interface StdinQuery {
   submitter: string;

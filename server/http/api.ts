@@ -1,5 +1,6 @@
 // Every REST route of the table (protocol/routes.ts), each a few lines over one
 // use case. docs/api.md documents them.
+import { parseUsageQuery, usage } from '../usage';
 import { readStdinPiece, writeJobStdin } from '../jobs/stdin';
 import { defaultedRuntimeNotice, type RuntimeLimits } from '../../core/runtime-limit';
 import { eq, isNotNull } from 'drizzle-orm';
@@ -122,6 +123,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
   router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS, () => c.inventory.rows()) }));
 
   router.on('GET /api/audit', async ({ query }) => ({ entries: await listAudit(sql, parseAuditQuery(query)) }));
+  router.on('GET /api/usage', async ({ query }) => usage(sql, parseUsageQuery(query)));
 
   router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name));
 

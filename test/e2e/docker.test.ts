@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { ensureTestImage } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
@@ -39,6 +41,17 @@ test('a job runs in its device container: exit code, stdout and stderr, CUDA_VIS
   const missing = await stack.cli(['run', '-d', `${host}:gpu1`, '--cwd', '/no/such/dir', '--', 'pwd']);
   assert.equal(missing.code, 126);
   assert.match(missing.stderr, /working directory \/no\/such\/dir does not exist in the container/);
+});
+
+test('a piped stdin reaches the job in its container (docker exec -i), its end the job’s end of file; a file too', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rc-docker-stdin-'));
+  const file = join(dir, 'in.txt');
+  writeFileSync(file, 'one\ntwo\nthree\n');
+  const r = await stack.cli(['run', '-d', `${host}:gpu1`, '--', 'wc', '-l'], { stdinFile: file });
+  assert.deepEqual([r.code, r.stdout.trim(), r.stderr], [0, '3', '']);
+  // Without a pipe or a file (here /dev/null) it reads nothing and ends at once, as before.
+  const none = await stack.cli(['run', '-d', `${host}:gpu1`, '--', 'sh', '-c', 'cat; echo end']);
+  assert.deepEqual([none.code, none.stdout], [0, 'end\n']);
 });
 
 test('rc run --env reaches the job in its container, under what rc sets itself', async () => {

@@ -225,6 +225,8 @@ test("docker runtime: a worker killed mid-job: the next one empties the device's
   await stack.stopWorker(DOCKER, 'SIGKILL');
   assert.deepEqual(readdirSync(join(scratchOf(DOCKER), 'gpu0')), ['left']);
   await stack.startWorker(DOCKER, 2, { ...mountEnv(DOCKER), RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: 'rc-test:busybox' });
+  // The host's devices read busy while it is only away: wait for the new worker's hello itself.
+  await stack.waitFor(() => /connected to .* as /.test(stack.workerLogs.get(DOCKER) ?? ''), 'the restarted worker to say hello');
   assert.deepEqual(readdirSync(join(scratchOf(DOCKER), 'gpu0')), []);
   assert.notEqual((await job.done).code, 0);
   const next = await run(`${DOCKER}:gpu0`, 'ls -A /scratch | wc -l');

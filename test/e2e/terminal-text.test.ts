@@ -143,7 +143,10 @@ test('rc devices, rc run --explain, rc ps and rc jobs on a terminal: holders, la
   const ps = await onTerminal(['ps']);
   assert.equal(ps.code, 0, ps.text);
   assertNoRawControl(ps.text, 'rc ps');
-  assert.match(ps.text, new RegExp(`${holderJob} +running +evilbox:gpu0 +${escapeRe(SHOWN)} +\\d+[smh] +- +- +sh -c "sleep 300" ${escapeRe(ARGV_SHOWN)}\n`));
+  assert.match(
+    ps.text,
+    new RegExp(`${holderJob} +running +evilbox:gpu0 +${escapeRe(SHOWN)} +\\d+[smh] +- +- +sh -c "sleep 300" ${escapeRe(ARGV_SHOWN)} +no GPU signal\n`),
+  );
 
   const jobs = await onTerminal(['jobs']);
   assert.equal(jobs.code, 0, jobs.text);

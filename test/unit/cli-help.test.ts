@@ -8,6 +8,7 @@ import { parseFlags } from '../../cli/flags';
 import { HELP, helpOf, wantsHelp } from '../../cli/help';
 import { PLACEMENT_FLAGS, selectorOf } from '../../cli/placement';
 import { terminalSize } from '../../cli/tty';
+import { hours, share } from '../../cli/commands/usage';
 
 test('--help anywhere among the flags asks for that command’s help; after -- (or rc run’s command) it is the command’s own', () => {
   assert.equal(wantsHelp('admin', ['token', 'create', '--help']), 'admin token create');
@@ -21,7 +22,7 @@ test('--help anywhere among the flags asks for that command’s help; after -- (
 });
 
 test('every command and admin subcommand has help; an admin subcommand gets its own lines', () => {
-  for (const name of ['run', 'hold', 'release', 'cp', 'devices', 'describe', 'kill', 'ps', 'jobs', 'logs', 'attach', 'wait', 'admin']) {
+  for (const name of ['run', 'hold', 'release', 'cp', 'devices', 'describe', 'kill', 'ps', 'jobs', 'logs', 'attach', 'wait', 'usage', 'admin']) {
     assert.match(helpOf(name), new RegExp(`usage: rc ${name}\\b`), name);
     assert.match(HELP, new RegExp(`^ {2}${name}\\s`, 'm'), `rc --help lists ${name}`);
   }
@@ -63,4 +64,15 @@ test('a second --select is ANDed with the first, never a replacement', () => {
   const parsed = parseFlags('run', ['-s', 'vram>=40G', '--select', 'vendor=nvidia', '-s', '', '--', 'true'], PLACEMENT_FLAGS, true);
   assert.equal(selectorOf(parsed), 'vram>=40G,vendor=nvidia');
   assert.equal(selectorOf(parseFlags('run', ['--', 'true'], PLACEMENT_FLAGS, true)), '');
+});
+
+test('rc usage writes device time in hours, minutes or seconds, and the idle share of the time with a GPU signal', () => {
+  assert.equal(hours(0), '0');
+  assert.equal(hours(7.4), '7s');
+  assert.equal(hours(2400), '40m');
+  assert.equal(hours(45_000), '12.5h');
+  assert.equal(share({ leasedS: 100, idleS: 25, noSignalS: 0 }), '25%');
+  // CPU-slot time (no signal) is not in the denominator: of the 50 s with a signal, 25 were idle.
+  assert.equal(share({ leasedS: 100, idleS: 25, noSignalS: 50 }), '50%');
+  assert.equal(share({ leasedS: 100, idleS: 0, noSignalS: 100 }), '-');
 });

@@ -1,0 +1,134 @@
+// Who used the fleet, and how much of it sat idle (GET /api/usage, rc usage,
+// the dashboard's Usage page): device-hours leased in a window, split into
+// jobs, terminals and holds, and the idle part of them (core/idle.ts, kept per
+// lease by the heartbeats), by submitter, token, host or model. The leases are
+// the record: one row per device a job held, kept with the job. A lease only
+// partly inside the window counts for that part, and its idle seconds in the
+// same proportion. A lease with no GPU signal (a CPU slot) counts as leased
+// and in `noSignalS`, never as idle.
+import { parseDuration } from '../core/duration';
+import { RcError } from '../core/errors';
+import { canonicalGpuModel } from '../core/gpu-names';
+import type { UsageBy, UsageLease, UsageReport, UsageRow } from '../protocol/wire';
+import type { Sql } from './db';
+
+export const USAGE_BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model'];
+/** The longest window (a year): the leases are kept as long as their jobs. */
+const MAX_SINCE_S = 366 * 86400;
+/** The most leases a drill-down lists (the longest first). */
+const LEASES_SHOWN = 200;
+
+export interface UsageFilter {
+  sinceS: number;
+  by: UsageBy;
+  /** The drill-down: only the leases of this key (of `by`). */
+  key: string | null;
+}
+
+export function parseUsageQuery(query: URLSearchParams): UsageFilter {
+  const sinceText = query.get('since') ?? '7d';
+  const sinceS = parseDuration(sinceText);
+  if (sinceS === null || sinceS < 60 || sinceS > MAX_SINCE_S)
+    throw new RcError('bad_request', `since: a duration from 1m to 366d such as 12h, 7d or 30d, not ${JSON.stringify(sinceText.slice(0, 50))}`);
+  const by = (query.get('by') ?? 'submitter') as UsageBy;
+  if (!USAGE_BY.includes(by)) throw new RcError('bad_request', `by: one of ${USAGE_BY.join(', ')}, not ${JSON.stringify(String(by).slice(0, 50))}`);
+  const key = query.get('key');
+  if (key !== null && key.length > 300) throw new RcError('bad_request', 'key: at most 300 characters');
+  return { sinceS, by, key };
+}
+
+interface LeaseRow {
+  jobId: string;
+  kind: 'run' | 'tty' | 'hold' | 'cp';
+  submitter: string;
+  tokenId: string | null;
+  tokenName: string | null;
+  hostName: string;
+  deviceIndex: number;
+  gpuName: string | null;
+  acquiredAt: Date;
+  releasedAt: Date | null;
+  /** Seconds inside the window, and the lease's whole length so far. */
+  inS: number;
+  fullS: number;
+  idleS: number;
+  signal: boolean;
+}
+
+export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
+  const rows = await sql<LeaseRow[]>`
+    select l.job_id, j.kind, j.submitter, j.token_id, t.name as token_name, d.host_name, d.index as device_index,
+      d.gpu_sample->>'name' as gpu_name, l.acquired_at, l.released_at,
+      extract(epoch from coalesce(l.released_at, now()) - greatest(l.acquired_at, now() - make_interval(secs => ${f.sinceS})))::float8 as in_s,
+      extract(epoch from coalesce(l.released_at, now()) - l.acquired_at)::float8 as full_s,
+      l.idle_s, l.idle_seen_at is not null as signal
+    from leases l join jobs j on j.id = l.job_id join devices d on d.id = l.device_id left join tokens t on t.id = j.token_id
+    where coalesce(l.released_at, now()) > now() - make_interval(secs => ${f.sinceS}) and j.kind <> 'cp'`;
+  const byKey = new Map<string, UsageRow>();
+  const total = emptyRow('total');
+  const leases: UsageLease[] = [];
+  for (const r of rows) {
+    const inS = Math.max(0, r.inS);
+    const idle = r.signal && r.fullS > 0 ? Math.min(inS, r.idleS * (inS / r.fullS)) : 0;
+    const key = keyOf(r, f.by);
+    if (f.key !== null) {
+      if (key === f.key) leases.push(leaseView(r, inS, idle));
+      continue;
+    }
+    const row = byKey.get(key) ?? emptyRow(key);
+    byKey.set(key, row);
+    for (const into of [row, total]) add(into, r, inS, idle);
+  }
+  if (f.key !== null) {
+    leases.sort((a, b) => b.leasedS - a.leasedS);
+    const row = emptyRow(f.key);
+    for (const l of leases) {
+      row.leasedS += l.leasedS;
+      row[KIND_FIELD[l.kind]] += l.leasedS;
+      if (l.idleS === null) row.noSignalS += l.leasedS;
+      else row.idleS += l.idleS;
+    }
+    return { sinceS: f.sinceS, by: f.by, rows: [row], total: row, leases: leases.slice(0, LEASES_SHOWN) };
+  }
+  return { sinceS: f.sinceS, by: f.by, rows: [...byKey.values()].sort((a, b) => b.leasedS - a.leasedS), total };
+}
+
+const KIND_FIELD = { run: 'jobsS', tty: 'terminalsS', hold: 'holdsS' } as const;
+
+function keyOf(r: LeaseRow, by: UsageBy): string {
+  switch (by) {
+    case 'submitter':
+      return r.submitter;
+    case 'token':
+      return r.tokenId === null ? '(none)' : `${r.tokenId} ${r.tokenName ?? ''}`.trim();
+    case 'host':
+      return r.hostName;
+    case 'model':
+      return r.gpuName ? canonicalGpuModel(r.gpuName) : 'none (CPU slot)';
+  }
+}
+
+function emptyRow(key: string): UsageRow {
+  return { key, leasedS: 0, jobsS: 0, terminalsS: 0, holdsS: 0, idleS: 0, noSignalS: 0 };
+}
+
+function add(into: UsageRow, r: LeaseRow, inS: number, idle: number): void {
+  if (r.kind === 'cp') return;
+  into.leasedS += inS;
+  into[KIND_FIELD[r.kind]] += inS;
+  if (r.signal) into.idleS += idle;
+  else into.noSignalS += inS;
+}
+
+function leaseView(r: LeaseRow, inS: number, idle: number): UsageLease {
+  return {
+    jobId: r.jobId,
+    kind: r.kind as UsageLease['kind'],
+    submitter: r.submitter,
+    device: `${r.hostName}:gpu${r.deviceIndex}`,
+    from: r.acquiredAt.toISOString(),
+    to: r.releasedAt?.toISOString() ?? null,
+    leasedS: inS,
+    idleS: r.signal ? idle : null,
+  };
+}
