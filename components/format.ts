@@ -96,3 +96,17 @@ export function attemptsText(j: Pick<JobView, 'attempt' | 'attempts'>): string {
   const earlier = (j.attempts ?? []).map((a) => `${a.attempt}: ${a.state}${a.reason ? ` (${a.reason})` : ''}`);
   return earlier.length ? `earlier attempts: ${earlier.join('; ')}` : `attempt ${j.attempt}`;
 }
+
+/** Device time as the Usage page writes it: `12.5 h`, `40 min`, `7 s`, `0`. */
+export function hoursText(s: number): string {
+  if (s < 0.5) return '0';
+  if (s < 60) return `${Math.round(s)} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+/** The idle share (percent) of the leased time that had a GPU signal; null with none. */
+export function idleShare(row: { leasedS: number; idleS: number; noSignalS: number }): number | null {
+  const signal = row.leasedS - row.noSignalS;
+  return signal < 1 ? null : Math.round((100 * row.idleS) / signal);
+}

@@ -11,4 +11,5 @@ export const keys = {
   queue: ['queue'] as const,
   holds: ['holds'] as const,
   audit: (filter: Record<string, string>) => ['audit', filter] as const,
+  usage: (filter: Record<string, string>) => ['usage', filter] as const,
 };

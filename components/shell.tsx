@@ -13,6 +13,7 @@ const NAV = [
   { href: '/jobs', label: 'Jobs' },
   { href: '/queue', label: 'Queue' },
   { href: '/holds', label: 'Holds' },
+  { href: '/usage', label: 'Usage' },
   { href: '/audit', label: 'Audit' },
 ];
 

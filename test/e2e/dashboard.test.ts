@@ -272,6 +272,28 @@ test('a job run again after its host was lost shows each attempt and how it ende
   await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'a-spare:gpu0')?.state === 'free', 'a-spare to be free again', 30_000);
 });
 
+test('the usage page: the idle share of leased GPU time, device time by submitter, and the leases behind a row', { skip, timeout: 60_000 }, async () => {
+  // An idle GPU (the fake reports 0% and no process unless told otherwise) held for a few seconds by a submitter of its own.
+  const r = await stack.cli(['run', '-d', 'gpubox:gpu1', '--', 'sleep', '4'], { env: { RC_SUBMITTER: 'usage-tester' } });
+  assert.equal(r.code, 0, r.stderr);
+  const page = await fleetPage();
+  await page.getByRole('link', { name: 'Usage' }).click();
+  await page.getByRole('heading', { name: 'Usage' }).waitFor();
+  const headline = page.locator('[data-idle-share]');
+  await headline.waitFor();
+  assert.match((await headline.textContent()) ?? '', /^\d+%$/);
+  const row = page.locator('[data-usage="usage-tester"]');
+  await row.waitFor();
+  const cells = await row.locator('td').allTextContents();
+  assert.match(cells[1]!, /^\d+ s$/, 'leased');
+  assert.match(cells[6]!, /^\d+%$/, 'its idle share');
+  await row.getByRole('button', { name: 'usage-tester' }).click();
+  const leases = page.locator('[data-leases] tbody tr');
+  await leases.first().waitFor();
+  assert.match((await leases.first().textContent()) ?? '', /gpubox:gpu1/);
+  await screenshot(page, 'usage');
+});
+
 test('after a controller restart the page reconnects by itself and follows again', { skip, timeout: 120_000 }, async () => {
   const page = await fleetPage();
   await stack.stopController();

@@ -1,0 +1,5 @@
+import { UsageView } from '../../../components/usage-view';
+
+export default function Page() {
+  return <UsageView />;
+}
