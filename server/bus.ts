@@ -49,6 +49,12 @@ export type BusMessage =
 interface Envelope {
   /** The controller that sent it: it does not act on its own messages. */
   from: string;
+  /**
+   * Its number among that controller's messages. NOTIFY delivers equal payloads of one transaction
+   * once, and a turn's messages leave in one statement: without it, two identical messages (the same
+   * key typed twice into a terminal on another controller's worker) would arrive as one.
+   */
+  n?: number;
   m: BusMessage;
 }
 
@@ -85,7 +91,7 @@ export class Bus {
    * tells them in one round trip).
    */
   publish(m: BusMessage): void {
-    const payload = encode({ from: this.id, m });
+    const payload = encode({ from: this.id, n: this.sent++, m });
     if (payload === null) {
       this.opts.log(`bus: a ${m.t} message is over ${MAX_PAYLOAD_BYTES} bytes and was not sent`);
       return;
@@ -95,6 +101,8 @@ export class Bus {
   }
 
   private outbox: string[] = [];
+  /** Messages published so far (each envelope's `n`). */
+  private sent = 0;
 
   private send(): void {
     const payloads = this.outbox;
@@ -112,7 +120,7 @@ export class Bus {
    * it is too big to send.
    */
   envelope(m: BusMessage): string | null {
-    return encode({ from: this.id, m });
+    return encode({ from: this.id, n: this.sent++, m });
   }
 
   async stop(): Promise<void> {

@@ -74,3 +74,27 @@ test('a payload NOTIFY cannot carry: a long reason is shortened, anything else t
   assert.match(JSON.parse(text).m.event.reason, /^x{1000}…$/);
   assert.equal(encode({ from: 'me', m: { t: 'order', host: 'h', event: 'tty:input', payload: 'y'.repeat(9000) } }), null);
 });
+
+test('identical messages published in one turn all arrive, in order: NOTIFY folds equal payloads of one transaction into one', {
+  timeout: 30_000,
+}, async () => {
+  const a = bus(() => {});
+  const b = bus(() => {});
+  const got: BusMessage[] = [];
+  await a.start(
+    () => {},
+    () => {},
+  );
+  await b.start(
+    (m) => got.push(m),
+    () => {},
+  );
+  // Two keystrokes that are the same (`))`), and two pokes: one turn of the event loop, so one statement.
+  const key: BusMessage = { t: 'poke' };
+  for (let i = 0; i < 4; i++) a.publish(key);
+  a.publish({ t: 'cut', tokenId: 7 });
+  a.publish({ t: 'cut', tokenId: 7 });
+  await until(() => (got.length >= 6 ? true : undefined), 'b to hear all six', 5000);
+  await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(got, [key, key, key, key, { t: 'cut', tokenId: 7 }, { t: 'cut', tokenId: 7 }]);
+});
