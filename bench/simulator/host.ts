@@ -20,7 +20,7 @@ import type { JobState } from '../../worker/job-state';
 import { GPU_MODELS } from './catalog';
 import { simInventory } from './inventory';
 import { type SimJobMode, SimRuntime } from './runtime';
-import { type DeviceActivity, initialWalk, step, toSample, type WalkState } from './samples';
+import { type DeviceActivity, initialWalk, processesOn, step, toSample, type WalkState } from './samples';
 import type { SimHostSpec } from './spec';
 
 declare const RC_VERSION: string;
@@ -163,9 +163,10 @@ export class SimHost {
     const gpus = this.spec.devices.map((d, index) => {
       const model = GPU_MODELS[d.model];
       const activity: DeviceActivity = held.has(index) ? 'hold' : this.jobs.jobOn(index, now) ? 'job' : 'idle';
-      const walk = step(this.walks[index]!, model, activity, d.quarantine ? FOREIGN.usedMiB : 0, this.random);
+      const foreign = d.quarantine ? FOREIGN.usedMiB : 0;
+      const walk = step(this.walks[index]!, model, activity, foreign, this.random);
       this.walks[index] = walk;
-      return toSample(index, model, walk);
+      return toSample(index, model, walk, processesOn(activity, walk, foreign));
     });
     this.socket.emit(WorkerEvent.heartbeat, { gpus });
     this.beatLog?.push(Date.now());

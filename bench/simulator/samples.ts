@@ -29,10 +29,11 @@ export function step(state: WalkState, model: GpuModel, activity: DeviceActivity
     utilTarget = lo + random() * (hi - lo);
     memTarget = total * jobMemShare;
   } else if (activity === 'hold') {
-    utilTarget = random() < 0.3 ? 20 + random() * 50 : random() * 5;
+    // Someone working by hand now and then; most of a hold's time the card sits idle (the manual's own figure).
+    utilTarget = random() < 0.05 ? 20 + random() * 50 : 0;
     memTarget = total * 0.25;
   } else {
-    utilTarget = random() * 2;
+    utilTarget = 0;
     memTarget = 2;
     // The next job takes a share of its own.
     jobMemShare = 0.6 + random() * 0.35;
@@ -41,14 +42,21 @@ export function step(state: WalkState, model: GpuModel, activity: DeviceActivity
     utilTarget = Math.max(utilTarget, 15 + random() * 20);
     memTarget = Math.max(memTarget, foreignMiB);
   }
-  const util = clamp(state.util + (utilTarget - state.util) * 0.5 + (random() - 0.5) * 6, 0, 100);
+  // Noise only on a card at work: an idle one reads 0-1%, as nvidia-smi shows it.
+  const util = clamp(state.util + (utilTarget - state.util) * 0.5 + (utilTarget >= 5 ? (random() - 0.5) * 6 : 0), 0, 100);
   const memMiB = clamp(state.memMiB + (memTarget - state.memMiB) * 0.6 + (activity === 'idle' ? 0 : (random() - 0.5) * total * 0.02), 0, total);
   return { util, memMiB, jobMemShare };
 }
 
-/** As nvidia-smi prints it: whole MiB and whole percent. */
-export function toSample(index: number, model: GpuModel, state: WalkState): GpuSample {
-  return { index, name: model.smiName, memTotalMiB: model.memTotalMiB, memUsedMiB: Math.round(state.memMiB), utilPct: Math.round(state.util) };
+/** As nvidia-smi prints it: whole MiB and whole percent; `procs`, the compute processes on it (a job's, someone's in a hold at work, a foreign one). */
+export function toSample(index: number, model: GpuModel, state: WalkState, procs: number): GpuSample {
+  return { index, name: model.smiName, memTotalMiB: model.memTotalMiB, memUsedMiB: Math.round(state.memMiB), utilPct: Math.round(state.util), procs };
+}
+
+/** The compute processes a simulated card reports: a job's, a hold's while someone works on it, a foreign one. */
+export function processesOn(activity: DeviceActivity, state: WalkState, foreignMiB: number): number {
+  if (foreignMiB > 0 || activity === 'job') return 1;
+  return activity === 'hold' && state.util > 5 ? 1 : 0;
 }
 
 function clamp(x: number, lo: number, hi: number): number {
