@@ -30,7 +30,7 @@ export function step(state: WalkState, model: GpuModel, activity: DeviceActivity
     memTarget = total * jobMemShare;
   } else if (activity === 'hold') {
     // Someone working by hand now and then; most of a hold's time the card sits idle (the manual's own figure).
-    utilTarget = random() < 0.05 ? 20 + random() * 50 : 0;
+    utilTarget = random() < 0.02 ? 20 + random() * 50 : 0;
     memTarget = total * 0.25;
   } else {
     utilTarget = 0;
