@@ -266,7 +266,8 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {d.holder ? (
           <Link href={`/jobs/${encodeURIComponent(d.holder.jobId)}`} className="hover:underline" title={`job ${d.holder.jobId} since ${d.holder.since}`}>
             {d.holder.submitter} · <span className="font-mono">{d.holder.jobId}</span>
-            {d.holder.idleS !== undefined ? (
+            {/* Unknown (null) on a GPU means no sample since the lease began yet: say nothing rather than "no GPU signal", which is a CPU slot's. */}
+            {d.holder.idleS !== undefined && (d.holder.idleS !== null || d.gpu === null) ? (
               <span className={`ml-1 ${d.holder.idleS !== null && d.holder.idleS >= 60 ? 'text-amber-700' : 'text-zinc-500'}`} data-idle>
                 · {idleText(d.holder.idleS, formatDuration)}
               </span>

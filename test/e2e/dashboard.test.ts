@@ -84,6 +84,8 @@ test('the fleet page: totals, models, sparklines; a job started with rc run show
   assert.ok(listed - startedAt < 1000, `the jobs list showed it ${listed - startedAt} ms after it started`);
   await jobsPage.close();
   assert.match((await row.textContent()) ?? '', new RegExp(`tester · ${id}`));
+  // A GPU with a sample is never shown as having no GPU signal (that is a CPU slot's), even before its lease's first sample.
+  assert.doesNotMatch((await row.textContent()) ?? '', /no GPU signal/);
   assert.equal(await page.locator('[data-total=busy]').textContent(), '1');
   await screenshot(page, 'fleet');
   await page.setViewportSize({ width: 390, height: 844 });

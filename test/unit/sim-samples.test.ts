@@ -10,7 +10,10 @@ import { gpuIdle } from '../../core/idle';
 /** A seeded random source: the same walk every run. */
 function seeded(seed: number): () => number {
   let s = seed >>> 0;
-  return () => (s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
 }
 
 const model = GPU_MODELS.H100;
