@@ -104,9 +104,3 @@ export function hoursText(s: number): string {
   if (s < 3600) return `${Math.round(s / 60)} min`;
   return `${(s / 3600).toFixed(1)} h`;
 }
-
-/** The idle share (percent) of the leased time that had a GPU signal; null with none. */
-export function idleShare(row: { leasedS: number; idleS: number; noSignalS: number }): number | null {
-  const signal = row.leasedS - row.noSignalS;
-  return signal < 1 ? null : Math.round((100 * row.idleS) / signal);
-}

@@ -7,7 +7,8 @@ import Link from 'next/link';
 import { useState } from 'react';
 import type { UsageBy, UsageRow } from '../protocol/wire';
 import { call } from './api-client';
-import { hoursText, idleShare } from './format';
+import { idleSharePct } from '../core/idle';
+import { hoursText } from './format';
 import { keys } from './query-keys';
 import { Ago, Card, ErrorBox, Loading, PageTitle } from './ui';
 
@@ -21,7 +22,7 @@ export function UsageView() {
   // Leased time grows while devices are held: read again every half minute.
   const q = useQuery({ queryKey: keys.usage({ since, by }), queryFn: () => call('GET /api/usage', { query: { since, by } }), refetchInterval: 30_000 });
   const r = q.data;
-  const share = r ? idleShare(r.total) : null;
+  const share = r ? idleSharePct(r.total) : null;
   return (
     <div>
       <PageTitle sub="Device time leased, and how much of it the GPUs sat idle (utilisation at most 1% and no compute process).">Usage</PageTitle>
@@ -115,7 +116,7 @@ export function UsageView() {
 }
 
 function UsageLine({ row, open, onOpen }: { row: UsageRow; open: boolean; onOpen: () => void }) {
-  const share = idleShare(row);
+  const share = idleSharePct(row);
   return (
     <tr data-usage={row.key} className={`border-t border-zinc-100 ${open ? 'bg-sky-50' : ''}`}>
       <td className="px-3 py-1.5">

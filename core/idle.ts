@@ -46,3 +46,9 @@ export function parseIdleSetting(text: string, parse: (t: string) => number | nu
   if (s > MAX_IDLE_S) return { problem: `must be at most 30d, not ${t}` };
   return { seconds: s };
 }
+
+/** The idle share (whole percent) of leased time that had a GPU signal; null with none (rc usage, the Usage page). */
+export function idleSharePct(row: { leasedS: number; idleS: number; noSignalS: number }): number | null {
+  const signal = row.leasedS - row.noSignalS;
+  return signal < 1 ? null : Math.round((100 * row.idleS) / signal);
+}

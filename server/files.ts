@@ -171,19 +171,26 @@ async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d
 
 /** The request body, refused early (by its Content-Length) or as soon as it passes the cap. */
 export function readUpload(req: import('node:http').IncomingMessage): Promise<Buffer> {
-  const tooBig = () =>
-    new RcError(
-      'payload_too_large',
-      `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`,
-    );
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (declared > CP_MAX_BYTES) return Promise.reject(tooBig());
+  return readBounded(
+    req,
+    CP_MAX_BYTES,
+    () =>
+      new RcError(
+        'payload_too_large',
+        `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`,
+      ),
+  );
+}
+
+/** A raw request body of at most `max` bytes: refused by its Content-Length, or as soon as it passes the bound (`tooBig`). */
+export function readBounded(req: import('node:http').IncomingMessage, max: number, tooBig: () => RcError): Promise<Buffer> {
+  if (Number(req.headers['content-length'] ?? 0) > max) return Promise.reject(tooBig());
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > CP_MAX_BYTES) {
+      if (size > max) {
         req.destroy();
         reject(tooBig());
         return;

@@ -2,6 +2,7 @@
 // how many of them were idle, by submitter, token, host or model; with a key,
 // the leases behind it.
 import { EXIT } from '../../core/exit-codes';
+import { idleSharePct } from '../../core/idle';
 import type { UsageBy, UsageRow } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
@@ -75,8 +76,8 @@ export function hours(s: number): string {
 
 /** The idle share of the leased time that had a GPU signal; `-` with none. */
 export function share(row: Pick<UsageRow, 'leasedS' | 'idleS' | 'noSignalS'>): string {
-  const signal = row.leasedS - row.noSignalS;
-  return signal < 1 ? '-' : `${Math.round((100 * row.idleS) / signal)}%`;
+  const pct = idleSharePct(row);
+  return pct === null ? '-' : `${pct}%`;
 }
 
 function summary(t: UsageRow): string {

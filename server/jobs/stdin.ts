@@ -8,6 +8,7 @@ import { RcError } from '../../core/errors';
 import { STDIN_CHUNK_BYTES, type StdinOp, type StdinReply } from '../../protocol/worker';
 import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
+import { readBounded } from '../files';
 import { findJob } from './find';
 
 export interface StdinDeps {
@@ -46,21 +47,5 @@ export async function writeJobStdin(deps: StdinDeps, identity: Identity, ref: st
 
 /** A piece's bytes: refused by its Content-Length, or as soon as it passes the bound. */
 export function readStdinPiece(req: import('node:http').IncomingMessage): Promise<Buffer> {
-  const tooBig = () => new RcError('payload_too_large', `a stdin piece is at most ${STDIN_CHUNK_BYTES} bytes; send more pieces`);
-  if (Number(req.headers['content-length'] ?? 0) > STDIN_CHUNK_BYTES) return Promise.reject(tooBig());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > STDIN_CHUNK_BYTES) {
-        req.destroy();
-        reject(tooBig());
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+  return readBounded(req, STDIN_CHUNK_BYTES, () => new RcError('payload_too_large', `a stdin piece is at most ${STDIN_CHUNK_BYTES} bytes; send more pieces`));
 }
