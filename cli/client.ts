@@ -18,6 +18,8 @@ import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';
 import { fail } from './output';
 
+declare const RC_STANDALONE: boolean;
+
 /** Errors that mean the request never reached a controller: another one in RC_CONTROLLER's list may be tried. */
 const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
@@ -107,15 +109,18 @@ export class Client {
         : { 'content-type': raw ? 'application/octet-stream' : 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
     };
     const sent: Promise<Response> =
-      url.protocol === 'https:'
-        ? // https (and TLS with it) is loaded only when used.
-          new Promise((resolve, reject) => {
-            const { request } = process.getBuiltinModule('node:https');
-            request(url, { method, headers }, (msg) => resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) }))
-              .on('error', reject)
-              .end(payload);
-          })
-        : http1Request(url, method, headers, payload);
+      // The build's constant: esbuild keeps only one of these in each CLI.
+      typeof RC_STANDALONE === 'boolean' && RC_STANDALONE
+        ? (require('./fetch-request') as typeof import('./fetch-request')).fetchRequest(url, method, headers, payload)
+        : url.protocol === 'https:'
+          ? // https (and TLS with it) is loaded only when used.
+            new Promise((resolve, reject) => {
+              const { request } = process.getBuiltinModule('node:https');
+              request(url, { method, headers }, (msg) => resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) }))
+                .on('error', reject)
+                .end(payload);
+            })
+          : http1Request(url, method, headers, payload);
     return sent.catch((err: NodeJS.ErrnoException) => {
       throw new Error(err.code ?? err.message);
     });

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXIT } from '../core/exit-codes';
 import { fail } from './output';
+import { STANDALONE } from './build-info';
 
 export interface CliConfig {
   /** The first controller; RC_CONTROLLER may list more, comma-separated, tried in turn when one cannot be reached. */
@@ -25,12 +26,15 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
   let local: LocalFile | null = null;
   const readLocal = (): LocalFile => {
     if (local) return local;
+    local = {};
+    // The standalone CLI belongs to no checkout: only the environment configures it.
+    if (STANDALONE) return local;
     // The bundle lives in <checkout>/dist; npm start keeps credentials in <checkout>/.rc.
     const file = join(env.RC_DATA_DIR ?? join(__dirname, '..', '.rc'), 'local.json');
     try {
       local = JSON.parse(readFileSync(file, 'utf8')) as LocalFile;
     } catch {
-      local = {};
+      /* no checkout credentials */
     }
     return local;
   };
@@ -41,7 +45,13 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
   const controller = controllers[0] ?? '';
   const token = env.RC_TOKEN || (env.RC_ADMIN === '1' ? readLocal().adminToken : readLocal().clientToken) || '';
   if (!controller || !token) {
-    fail('not_configured', 'set RC_CONTROLLER and RC_TOKEN (ask the operator), or run `npm start` in this checkout first', EXIT.unauthorized);
+    fail(
+      'not_configured',
+      STANDALONE
+        ? 'set RC_CONTROLLER and RC_TOKEN (ask the operator): export RC_CONTROLLER=http://<controller>:8080 RC_TOKEN=<client token>'
+        : 'set RC_CONTROLLER and RC_TOKEN (ask the operator), or run `npm start` in this checkout first',
+      EXIT.unauthorized,
+    );
   }
   const checkoutClient = !env.RC_TOKEN && env.RC_ADMIN !== '1';
   return { controller, controllers, token, submitter: env.RC_SUBMITTER || defaultSubmitter(), ...(checkoutClient ? { checkoutClient } : {}) };

@@ -1,16 +1,6 @@
 // Every command's help: `rc --help`, `rc <command> --help`, and an admin
 // subcommand's own lines (`rc admin token create --help`). None needs a controller.
-import { ADMIN_HELP, adminHelpFor } from './commands/admin';
-import { DESCRIBE_HELP } from './commands/describe';
-import { DEVICES_HELP } from './commands/devices';
-import { KILL_HELP } from './commands/kill';
-import { ATTACH_HELP, JOBS_HELP, LOGS_HELP, PS_HELP } from './commands/jobs';
-import { RUN_HELP, RUN_SPECS } from './commands/run';
 import { parseFlags } from './flags';
-import { HOLD_HELP, RELEASE_HELP } from './commands/hold';
-import { CP_HELP } from './commands/cp';
-import { WAIT_HELP } from './commands/wait';
-import { USAGE_HELP } from './commands/usage';
 
 export const HELP = `rc: share GPUs through leases
 
@@ -44,27 +34,28 @@ Environment: RC_CONTROLLER (controller URL), RC_TOKEN (client token),
 RC_SUBMITTER (your name on jobs; default user@host/session).
 `;
 
-const HELPS: Record<string, string> = {
-  run: RUN_HELP,
-  hold: HOLD_HELP,
-  release: RELEASE_HELP,
-  cp: CP_HELP,
-  devices: DEVICES_HELP,
-  describe: DESCRIBE_HELP,
-  kill: KILL_HELP,
-  ps: PS_HELP,
-  jobs: JOBS_HELP,
-  logs: LOGS_HELP,
-  attach: ATTACH_HELP,
-  wait: WAIT_HELP,
-  usage: USAGE_HELP,
-  admin: ADMIN_HELP,
+// Loaded when asked for, as the commands are (cli/main.ts).
+const HELPS: Record<string, () => Promise<string>> = {
+  run: async () => (await import('./commands/run')).RUN_HELP,
+  hold: async () => (await import('./commands/hold')).HOLD_HELP,
+  release: async () => (await import('./commands/hold')).RELEASE_HELP,
+  cp: async () => (await import('./commands/cp')).CP_HELP,
+  devices: async () => (await import('./commands/devices')).DEVICES_HELP,
+  describe: async () => (await import('./commands/describe')).DESCRIBE_HELP,
+  kill: async () => (await import('./commands/kill')).KILL_HELP,
+  ps: async () => (await import('./commands/jobs')).PS_HELP,
+  jobs: async () => (await import('./commands/jobs')).JOBS_HELP,
+  logs: async () => (await import('./commands/jobs')).LOGS_HELP,
+  attach: async () => (await import('./commands/jobs')).ATTACH_HELP,
+  wait: async () => (await import('./commands/wait')).WAIT_HELP,
+  usage: async () => (await import('./commands/usage')).USAGE_HELP,
+  admin: async () => (await import('./commands/admin')).ADMIN_HELP,
 };
 
 /** The command whose help `--help` asks for (`admin token create`), or null when it asks for none. */
-export function wantsHelp(name: string, args: readonly string[]): string | null {
+export async function wantsHelp(name: string, args: readonly string[]): Promise<string | null> {
   // rc run's flags are read as rc run reads them: its command starts at its first positional argument, and a flag's value is no command.
-  if (name === 'run') return parseFlags('run', args, RUN_SPECS, true).flags.has('help') ? 'run' : null;
+  if (name === 'run') return parseFlags('run', args, (await import('./commands/run')).RUN_SPECS, true).flags.has('help') ? 'run' : null;
   const words = [name];
   for (const a of args) {
     if (a === '--') return null;
@@ -75,8 +66,8 @@ export function wantsHelp(name: string, args: readonly string[]): string | null 
 }
 
 /** The help of `rc <command>` (a subcommand's: `admin token create`): its command's text, or for admin the lines of that subcommand. */
-export function helpOf(command: string): string {
+export async function helpOf(command: string): Promise<string> {
   const [name] = command.split(' ');
-  if (name === 'admin' && command !== 'admin') return adminHelpFor(command);
-  return (Object.hasOwn(HELPS, name!) ? HELPS[name!] : undefined) ?? HELP;
+  if (name === 'admin' && command !== 'admin') return (await import('./commands/admin')).adminHelpFor(command);
+  return Object.hasOwn(HELPS, name!) ? HELPS[name!]!() : HELP;
 }

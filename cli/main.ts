@@ -4,45 +4,50 @@ import { EXIT } from '../core/exit-codes';
 import { Client } from './client';
 import { loadCliConfig } from './config';
 import { CliExit, err, exitWhenFlushed, out } from './output';
-import { admin } from './commands/admin';
-import { describe } from './commands/describe';
-import { devices } from './commands/devices';
-import { kill } from './commands/kill';
-import { attach, jobs, logs, ps } from './commands/jobs';
-import { run } from './commands/run';
-import { hold, release } from './commands/hold';
-import { cp } from './commands/cp';
-import { wait } from './commands/wait';
-import { usage } from './commands/usage';
 import { HELP, helpOf, wantsHelp } from './help';
-
-declare const RC_VERSION: string;
+import { versionLine } from './build-info';
 
 type Command = (client: Client, args: readonly string[]) => Promise<number>;
-const COMMANDS: Record<string, Command> = { run, hold, release, cp, devices, describe, kill, ps, jobs, logs, attach, wait, usage, admin };
+// Each command's module is loaded when it runs (esbuild bundles an import() as a module whose body runs at the first one): an agent's rc ps does not pay for rc admin's code.
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./commands/run')).run,
+  hold: async () => (await import('./commands/hold')).hold,
+  release: async () => (await import('./commands/hold')).release,
+  cp: async () => (await import('./commands/cp')).cp,
+  devices: async () => (await import('./commands/devices')).devices,
+  describe: async () => (await import('./commands/describe')).describe,
+  kill: async () => (await import('./commands/kill')).kill,
+  ps: async () => (await import('./commands/jobs')).ps,
+  jobs: async () => (await import('./commands/jobs')).jobs,
+  logs: async () => (await import('./commands/jobs')).logs,
+  attach: async () => (await import('./commands/jobs')).attach,
+  wait: async () => (await import('./commands/wait')).wait,
+  usage: async () => (await import('./commands/usage')).usage,
+  admin: async () => (await import('./commands/admin')).admin,
+};
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
   if (name === '--version' || name === '-V') {
-    out(`rc ${RC_VERSION}\n`);
+    out(versionLine());
     return EXIT.ok;
   }
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     out(HELP);
     return EXIT.ok;
   }
-  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (!command) {
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!load) {
     err(`rc: usage: unknown command ${name}; rc --help lists the commands\n`);
     return EXIT.usage;
   }
   // --help anywhere among the flags (before `--`; for run, before its command) needs no controller.
-  const help = wantsHelp(name, args);
+  const help = await wantsHelp(name, args);
   if (help !== null) {
-    out(helpOf(help));
+    out(await helpOf(help));
     return EXIT.ok;
   }
-  return command(new Client(loadCliConfig()), args);
+  return (await load())(new Client(loadCliConfig()), args);
 }
 
 main(process.argv.slice(2)).then(exitWhenFlushed, (e: unknown) => {

@@ -187,9 +187,13 @@ function rawTerminal(stdin: NodeJS.ReadStream, stdout: NodeJS.WriteStream): RawT
   };
 }
 
-/** stty on stdout's terminal (stty works on its stdin); its output, or null when it failed or is missing. */
+/**
+ * stty on stdout's terminal; its output, or null when it failed or is missing.
+ * stty works on its stdin: a shell makes that stdout, passed as fd 3 (Bun, which
+ * compiles the standalone rc, refuses stdout itself as a child's stdin).
+ */
 function stty(args: string[]): string | null {
-  const r = spawnSync('stty', args, { stdio: [1, 'pipe', 'ignore'], encoding: 'utf8', timeout: 2000 });
+  const r = spawnSync('/bin/sh', ['-c', 'exec stty "$@" <&3', 'stty', ...args], { stdio: ['ignore', 'pipe', 'ignore', 1], encoding: 'utf8', timeout: 2000 });
   return r.status === 0 ? r.stdout.trim() : null;
 }
 

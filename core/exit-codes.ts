@@ -7,6 +7,8 @@ export const EXIT = {
   usage: 2,
   /** Ctrl-C on the CLI killed the job (the shell convention). */
   interrupted: 130,
+  /** rc's stdout or stderr was closed by its reader (`| head`): as a program killed by SIGPIPE; rc run kills its job. */
+  broken_pipe: 141,
   no_matching_device: 201,
   busy: 202,
   wait_timeout: 203,

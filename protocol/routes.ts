@@ -86,6 +86,8 @@ export const ROUTES = {
   'DELETE /api/admin/hosts/:name': 'admin',
   'GET /api/worker/whoami': 'host',
   'GET /install.sh': 'public',
+  'GET /install/rc.sh': 'public',
+  'GET /api/cli/:file': 'public',
   'GET /api/worker/package': 'host',
   'GET /api/worker/package/sha256': 'host',
   'POST /api/admin/devices/:name/clear': 'admin',
@@ -148,6 +150,10 @@ export interface RouteTypes {
   'GET /api/worker/whoami': { response: { host: string | null } };
   /** The install script a new host runs (text/x-shellscript; server/install-script.ts). */
   'GET /install.sh': { bytes: true };
+  /** The CLI's installer for people's and agents' machines (text/x-shellscript; server/cli-install.ts). */
+  'GET /install/rc.sh': { bytes: true };
+  /** A file it installs: rc-<platform>.gz (the standalone rc), rc.cjs or rc-tty.cjs (the Node CLI); X-RC-SHA256 is its hash. */
+  'GET /api/cli/:file': { bytes: true };
   /** The worker package (application/gzip): the bundled worker and node-pty. */
   'GET /api/worker/package': { bytes: true };
   /** Its SHA-256, as sha256sum prints it: `<hex>  rc-worker-<version>.tar.gz`. */

@@ -1,6 +1,10 @@
-// Measures the figures issue 2 names, on a throw-away local fleet:
-//   - `rc run -- true` through node_modules/.bin/rc, CLI start-up included
-//     (beside `node -e 0` and `rc --version` for scale);
+// Measures the figures issues 2 and 16 name, on a throw-away local fleet:
+//   - CLI start-up and `rc run -- true`, interleaved: `node -e 0`, the Node CLI
+//     (node_modules/.bin/rc) with and without NODE_EXTRA_CA_CERTS (set on these
+//     machines; Node then loads extra CA certificates at every start), the
+//     standalone CLI (dist/cli/rc-<platform>, scripts/build-standalone.mjs) and,
+//     where Slurm answers, `srun -n1 true` (apt-get install slurm-wlm, then
+//     sh bench/slurm-one-node.sh as root);
 //   - the same job's round trip as the controller and worker see it: from the
 //     request's first byte to the exit frame, from a client already running
 //     (what the server side costs, without Node's start-up);
@@ -11,6 +15,7 @@
 //   its --version and run -- true are timed in turns with this build's, both as
 //   `node <file>`, so a noisy moment on the machine weighs on both alike.
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { report, root, startFleet } from './bench-fleet.mjs';
@@ -26,25 +31,48 @@ try {
   console.log(
     `machine: ${process.env.NODE_EXTRA_CA_CERTS ? 'NODE_EXTRA_CA_CERTS is set (node loads extra CA certificates at every start)' : 'no NODE_EXTRA_CA_CERTS'}`,
   );
-  const rcRun = (cmd, args) => () => {
-    const r = spawnSync(cmd, [...args, 'run', '--', 'true'], { env });
-    if (r.status !== 0) throw new Error(`rc run failed: ${r.stderr}`);
+  const bare = { ...env };
+  delete bare.NODE_EXTRA_CA_CERTS;
+  const ok = (what, r) => {
+    if (r.status !== 0) throw new Error(`${what} failed: ${r.stderr}`);
   };
+  const time = (name, cmd, args, e = env) => ({ name, fn: () => ok(name, spawnSync(cmd, args, { env: e })) });
+  const run = ['run', '--', 'true'];
+  const standalone = join(root, 'dist', 'cli', `rc-${process.platform}-${process.arch}`);
+  const hasStandalone = existsSync(standalone);
+  const hasSrun = spawnSync('srun', ['-n1', 'true'], { timeout: 10_000 }).status === 0;
+  const caVariants = process.env.NODE_EXTRA_CA_CERTS
+    ? [
+        ['', env],
+        [' (no NODE_EXTRA_CA_CERTS)', bare],
+      ]
+    : [['', env]];
   const builds = other ? { 'this build': join(root, 'dist/rc.cjs'), [other]: other } : {};
   // Interleaved, so a noisy moment on the machine weighs on all alike.
-  const [node, version, run, ...compared] = timeRuns([
-    () => spawnSync(process.execPath, ['-e', '0'], { env }),
-    () => spawnSync(rc, ['--version'], { env }),
-    rcRun(rc, []),
-    ...Object.values(builds).flatMap((file) => [() => spawnSync(process.execPath, [file, '--version'], { env }), rcRun(process.execPath, [file])]),
-  ]);
-  report('node -e 0', node);
-  report('rc --version', version);
-  report('rc run -- true', run);
-  Object.keys(builds).forEach((name, i) => {
-    report(`node ${name} --version`, compared[2 * i]);
-    report(`node ${name} run -- true`, compared[2 * i + 1]);
-  });
+  const cases = [
+    ...caVariants.flatMap(([tag, e]) => [
+      time(`node -e 0${tag}`, process.execPath, ['-e', '0'], e),
+      time(`Node rc --version${tag}`, rc, ['--version'], e),
+      time(`Node rc run -- true${tag}`, rc, run, e),
+    ]),
+    ...(hasStandalone ? [time('standalone rc --version', standalone, ['--version']), time('standalone rc run -- true', standalone, run)] : []),
+    ...(hasSrun ? [time('srun -n1 true', 'srun', ['-n1', 'true'])] : []),
+    ...Object.entries(builds).flatMap(([name, file]) => [
+      time(`node ${name} --version`, process.execPath, [file, '--version']),
+      time(`node ${name} run -- true`, process.execPath, [file, ...run]),
+    ]),
+  ];
+  const times = timeRuns(cases.map((c) => c.fn));
+  for (const [i, c] of cases.entries()) report(c.name, times[i]);
+  if (!hasStandalone) console.log('standalone rc: not built (no Bun binary in node_modules)');
+  if (!hasSrun) console.log('srun: no answer (apt-get install slurm-wlm, then sudo sh bench/slurm-one-node.sh)');
+  const median = (name) => {
+    const s = [...times[cases.findIndex((c) => c.name === name)]].sort((a, b) => a - b);
+    return s[Math.floor(s.length / 2)];
+  };
+  if (hasSrun)
+    for (const name of ['Node rc run -- true', ...(hasStandalone ? ['standalone rc run -- true'] : [])])
+      console.log(`${name} / srun -n1 true (p50): ${(median(name) / median('srun -n1 true')).toFixed(2)}×`);
   const trips = [];
   for (let i = 0; i <= runs; i++) {
     const t = await serverRoundTrip();

@@ -4,6 +4,7 @@ import { build } from 'esbuild';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildStandalone } from './build-standalone.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -12,7 +13,7 @@ const common = {
   bundle: true,
   platform: 'node',
   target: 'node20',
-  define: { RC_VERSION: JSON.stringify(version) },
+  define: { RC_VERSION: JSON.stringify(version), RC_STANDALONE: 'false' },
   logLevel: 'warning',
   legalComments: 'none',
 };
@@ -22,6 +23,16 @@ await Promise.all([
   build({ ...common, entryPoints: ['cli/main.ts'], outfile: 'dist/rc.cjs', format: 'cjs', minifySyntax: true }),
   // rc run --tty's terminal client, with socket.io-client: loaded by rc.cjs only for --tty.
   build({ ...common, entryPoints: ['cli/tty.ts'], outfile: 'dist/rc-tty.cjs', format: 'cjs', minifySyntax: true, external: ['bufferutil', 'utf-8-validate'] }),
+  // The standalone CLI's source (scripts/build-standalone.mjs compiles it with Bun): the terminal client built in.
+  build({
+    ...common,
+    entryPoints: ['cli/main.ts'],
+    outfile: 'dist/rc-standalone.cjs',
+    format: 'cjs',
+    minifySyntax: true,
+    define: { ...common.define, RC_STANDALONE: 'true' },
+    external: ['bufferutil', 'utf-8-validate'],
+  }),
   build({ ...common, entryPoints: ['server.ts'], outfile: 'dist/server.js', format: 'esm', packages: 'external', sourcemap: true }),
   build({ ...common, entryPoints: ['worker/main.ts'], outfile: 'dist/worker.js', format: 'esm', packages: 'external', sourcemap: true }),
   // The fleet simulator (bench/simulator): a command, and a module for scripts (npm run demo).
@@ -36,3 +47,6 @@ await Promise.all([
     external: ['node-pty', 'bufferutil', 'utf-8-validate'],
   }),
 ]);
+
+const standalone = await buildStandalone(version);
+if (standalone) console.log(`build: ${standalone}`);

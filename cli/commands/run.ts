@@ -9,7 +9,7 @@ import type { Client } from '../client';
 import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
 import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec, type Parsed } from '../flags';
-import { err, fail, out, stderr, stdout, usage } from '../output';
+import { err, fail, out, setBrokenPipeHook, stderr, stdout, usage } from '../output';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
@@ -199,9 +199,16 @@ export async function follow(
     result: null,
     quiet: opts.quiet ?? false,
   };
-  const kill = () => {
-    if (state.jobId) client.call('POST /api/jobs/:id/kill', { id: state.jobId, body: { submitter: client.submitter } }).catch(() => {});
-  };
+  const killed = (): Promise<void> =>
+    state.jobId
+      ? client.call('POST /api/jobs/:id/kill', { id: state.jobId, body: { submitter: client.submitter } }).then(
+          () => {},
+          () => {},
+        )
+      : Promise.resolve();
+  const kill = () => void killed();
+  // Its output's reader is gone: rc run's job goes with it (rc attach and logs -f only stop following).
+  setBrokenPipeHook(opts.detachOnInterrupt ? null : killed);
   const onSigint = () => {
     if (opts.detachOnInterrupt || state.interrupted) {
       process.exitCode = EXIT.interrupted;
@@ -232,6 +239,7 @@ export async function follow(
     }
   } finally {
     process.off('SIGINT', onSigint);
+    setBrokenPipeHook(null);
   }
   if (state.result === null) {
     err(`rc: unreachable: lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}\n`);
@@ -306,10 +314,23 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
   });
 }
 
-/** rc run --tty: the terminal client is a separate bundle (dist/rc-tty.cjs, with socket.io-client), loaded only here. */
-function runTtyJob(client: Client, body: TtyRun['open'], jobId?: string): Promise<number> {
+declare const RC_STANDALONE: boolean;
+
+/**
+ * The terminal client, with socket.io-client. The Node CLI keeps it a separate
+ * bundle (dist/rc-tty.cjs) loaded only here, so its usual path stays lean; the
+ * standalone CLI has it built in (a compiled executable has no files beside it).
+ */
+function loadTty(): typeof import('../tty') {
+  // The build's constant itself, not build-info's export: esbuild then drops the branch, and socket.io-client with it, from the Node CLI.
+  if (typeof RC_STANDALONE === 'boolean' && RC_STANDALONE) return require('../tty') as typeof import('../tty');
   const { join } = require('node:path') as typeof import('node:path');
-  const mod = require(join(__dirname, 'rc-tty.cjs')) as typeof import('../tty');
+  return require(join(__dirname, 'rc-tty.cjs')) as typeof import('../tty');
+}
+
+/** rc run --tty and rc attach on a terminal. */
+function runTtyJob(client: Client, body: TtyRun['open'], jobId?: string): Promise<number> {
+  const mod = loadTty();
   // The terminal client writes to both, through its own bundle's copy of output.ts: this run's exit waits for them.
   stdout();
   stderr();

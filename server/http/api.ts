@@ -14,8 +14,10 @@ import { createToken, identify, issueToken, listTokens, revokeToken } from '../a
 import { loadDevices, loadHosts } from '../fleet';
 import { removeHost, turnHostOff, turnHostOn } from '../host-admin';
 import { installScript, joinCommand } from '../install-script';
+import { cliFile, cliFiles, cliInstallScript, openCliFile } from '../cli-install';
 import { workerPackage } from '../worker-package';
 import type { IncomingMessage } from 'node:http';
+import { pipeline } from 'node:stream/promises';
 import type { Inventory } from '../inventory';
 import { listQueue } from '../queue';
 import { loadSamples, parseSamplesQuery } from '../samples';
@@ -275,6 +277,20 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const text = Buffer.from(installScript(controllerUrl(req)));
     res.writeHead(200, { 'content-type': 'text/x-shellscript; charset=utf-8', 'content-length': text.length, 'cache-control': 'no-store' });
     res.end(text);
+  });
+
+  router.on('GET /install/rc.sh', async ({ req, res }) => {
+    const text = Buffer.from(cliInstallScript(controllerUrl(req), cliFiles()));
+    res.writeHead(200, { 'content-type': 'text/x-shellscript; charset=utf-8', 'content-length': text.length, 'cache-control': 'no-store' });
+    res.end(text);
+  });
+
+  router.on('GET /api/cli/:file', async ({ params, res }) => {
+    const f = cliFile(cliFiles(), params.file);
+    const type = f.name.endsWith('.gz') ? 'application/gzip' : 'application/javascript; charset=utf-8';
+    res.writeHead(200, { 'content-type': type, 'content-length': f.bytes, 'cache-control': 'no-store', 'x-rc-sha256': f.sha256 });
+    // A client that leaves mid-download is no error of ours.
+    await pipeline(openCliFile(f), res).catch(() => res.destroy());
   });
 
   router.on('GET /api/worker/package', async ({ res }) => {

@@ -167,7 +167,6 @@ export class Stack {
     return { status: res.status, body: parsed };
   }
 
-  /** Runs the built CLI as a subprocess. */
   /** A started worker's workspace (RC_WORKSPACE) on this machine. */
   workspaceOf(name: string): string {
     return join(this.dataDir, `ws-${name}`);
@@ -180,11 +179,13 @@ export class Stack {
     return c;
   }
 
+  /** Runs the built CLI as a subprocess; `rc`: another rc executable instead (the standalone one). */
   cli(
     args: string[],
-    opts: { env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; timeoutMs?: number; stdinFile?: string } = {},
+    opts: { env?: Record<string, string>; onSpawn?: (child: ChildProcess) => void; timeoutMs?: number; stdinFile?: string; rc?: string } = {},
   ): Promise<CliResult> {
-    const child = spawn(process.execPath, [join(ROOT, 'dist', 'rc.cjs'), ...args], {
+    const [file, ...prefix] = opts.rc ? [opts.rc] : [process.execPath, join(ROOT, 'dist', 'rc.cjs')];
+    const child = spawn(file!, [...prefix, ...args], {
       env: {
         PATH: process.env.PATH,
         HOME: process.env.HOME,

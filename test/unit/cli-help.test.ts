@@ -10,32 +10,32 @@ import { PLACEMENT_FLAGS, selectorOf } from '../../cli/placement';
 import { terminalSize } from '../../cli/tty';
 import { hours, share } from '../../cli/commands/usage';
 
-test('--help anywhere among the flags asks for that command’s help; after -- (or rc run’s command) it is the command’s own', () => {
-  assert.equal(wantsHelp('admin', ['token', 'create', '--help']), 'admin token create');
-  assert.equal(wantsHelp('admin', ['token', 'create', 'x', '--admin', '-h']), 'admin token create x');
-  assert.equal(wantsHelp('hold', ['extend', '--help']), 'hold extend');
-  assert.equal(wantsHelp('ps', ['--json', '--help']), 'ps');
-  assert.equal(wantsHelp('run', ['-s', 'x', '--', 'python', '--help']), null);
-  assert.equal(wantsHelp('run', ['python', '--help']), null);
-  assert.equal(wantsHelp('run', ['--gpu', 'H100', '--help']), 'run');
-  assert.equal(wantsHelp('kill', ['j0000000001']), null);
+test('--help anywhere among the flags asks for that command’s help; after -- (or rc run’s command) it is the command’s own', async () => {
+  assert.equal(await wantsHelp('admin', ['token', 'create', '--help']), 'admin token create');
+  assert.equal(await wantsHelp('admin', ['token', 'create', 'x', '--admin', '-h']), 'admin token create x');
+  assert.equal(await wantsHelp('hold', ['extend', '--help']), 'hold extend');
+  assert.equal(await wantsHelp('ps', ['--json', '--help']), 'ps');
+  assert.equal(await wantsHelp('run', ['-s', 'x', '--', 'python', '--help']), null);
+  assert.equal(await wantsHelp('run', ['python', '--help']), null);
+  assert.equal(await wantsHelp('run', ['--gpu', 'H100', '--help']), 'run');
+  assert.equal(await wantsHelp('kill', ['j0000000001']), null);
 });
 
-test('every command and admin subcommand has help; an admin subcommand gets its own lines', () => {
+test('every command and admin subcommand has help; an admin subcommand gets its own lines', async () => {
   for (const name of ['run', 'hold', 'release', 'cp', 'devices', 'describe', 'kill', 'ps', 'jobs', 'logs', 'attach', 'wait', 'usage', 'admin']) {
-    assert.match(helpOf(name), new RegExp(`usage: rc ${name}\\b`), name);
+    assert.match(await helpOf(name), new RegExp(`usage: rc ${name}\\b`), name);
     assert.match(HELP, new RegExp(`^ {2}${name}\\s`, 'm'), `rc --help lists ${name}`);
   }
-  const create = helpOf('admin token create');
+  const create = await helpOf('admin token create');
   assert.match(create, /^usage: rc admin token create\n/);
   assert.match(create, /--submitter <name or prefix\/>/);
   assert.doesNotMatch(create, /host add/);
-  const note = helpOf('admin note set gpubox:gpu0');
+  const note = await helpOf('admin note set gpubox:gpu0');
   assert.match(note, /^usage: rc admin note set\n/);
-  assert.match(helpOf('admin host'), /host add[\s\S]*host off[\s\S]*host rm/);
-  assert.match(helpOf('admin nonsense'), /^usage: rc admin <command>/);
-  assert.match(helpOf('hold extend'), /rc hold extend <hold-id> --ttl <dur>/);
-  assert.match(helpOf('run'), /--detach/);
+  assert.match(await helpOf('admin host'), /host add[\s\S]*host off[\s\S]*host rm/);
+  assert.match(await helpOf('admin nonsense'), /^usage: rc admin <command>/);
+  assert.match(await helpOf('hold extend'), /rc hold extend <hold-id> --ttl <dur>/);
+  assert.match(await helpOf('run'), /--detach/);
 });
 
 test('a terminal that reports no size (0×0) starts at 80×24', () => {
