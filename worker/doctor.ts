@@ -1,12 +1,13 @@
 // rc-worker doctor: is this host ready to run rc jobs? One row per check,
 // ok / n/a / fail, and a non-zero exit when a row fails. Reads the same
 // environment as the worker but never stops at a bad value: it reports it.
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { controllerList } from '../protocol/controllers';
 import type { ApiErrorBody } from '../core/errors';
 import type { ResponseOf } from '../protocol/routes';
 import { loadWorkerConfig, mountDirs } from './config';
 import { checkMountDirs } from './job-mounts';
+import { cgroupMoveNote } from './job-cgroup';
 import { parseNvidiaSmiCsv } from './probes/parse';
 import { commandFailure, NVIDIA_SMI_QUERY, runCommand } from './probes/run';
 
@@ -73,6 +74,15 @@ export async function doctorRows(env: NodeJS.ProcessEnv): Promise<DoctorRow[]> {
   }
 
   rows.push(await gpuRow(run, runtime, docker, image, dockerOk && imageOk));
+  if (runtime === 'host') {
+    let mountinfo = '';
+    try {
+      mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
+    } catch {
+      /* not Linux */
+    }
+    rows.push({ check: 'cgroups', status: mountinfo ? 'ok' : 'n/a', detail: mountinfo ? cgroupMoveNote(mountinfo) : 'no /proc/self/mountinfo (not Linux)' });
+  }
   rows.push(...(await controllerRows(env)));
   if (config) {
     try {

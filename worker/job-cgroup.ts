@@ -23,15 +23,29 @@ export const isJobId = (id: string) => JOB_ID.test(id);
  * The cgroup2 mount and the cgroup path it shows at its mount point
  * (the fourth field of /proc/self/mountinfo: `/` unless a subtree is bind-mounted).
  */
-export function cgroup2Mount(mountinfo: string): { mountPoint: string; root: string } | null {
+export function cgroup2Mount(mountinfo: string): { mountPoint: string; root: string; options: string[] } | null {
   for (const line of mountinfo.split('\n')) {
     const [left, right] = line.split(' - ');
     if (!left || !right || right.split(' ')[0] !== 'cgroup2') continue;
     const f = left.split(' ');
     if (f.length < 5) continue;
-    return { root: unescapeMount(f[3]!), mountPoint: unescapeMount(f[4]!) };
+    // After the separator: the type, the source, then the file system's own options.
+    return { root: unescapeMount(f[3]!), mountPoint: unescapeMount(f[4]!), options: (right.split(' ')[2] ?? '').split(',').filter(Boolean) };
   }
   return null;
+}
+
+/**
+ * The doctor's word on how cheaply a job enters its cgroup. Without the cgroup2
+ * mount option favordynmods (Linux 6.0+), the kernel waits for an RCU grace
+ * period at every move: about 11 ms of each job start on an idle machine
+ * (measured here: a shell that enters a cgroup and execs true, 15 ms against 4).
+ */
+export function cgroupMoveNote(mountinfo: string): string {
+  const mount = cgroup2Mount(mountinfo);
+  if (!mount) return 'no cgroup v2: jobs are followed by process group and RC_JOB_ID (a process that leaves both escapes)';
+  if (mount.options.includes('favordynmods')) return `cgroup v2 at ${mount.mountPoint} with favordynmods: a job enters its cgroup at once`;
+  return `cgroup v2 at ${mount.mountPoint}; each job start waits ~10 ms to enter its cgroup: mount -o remount,favordynmods ${mount.mountPoint} (Linux 6.0+) removes the wait`;
 }
 
 function unescapeMount(s: string): string {

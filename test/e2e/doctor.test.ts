@@ -60,11 +60,13 @@ test('a CPU host with the host runtime: gpu n/a, docker n/a, controller and cred
     docker: 'n/a',
     image: 'n/a',
     gpu: 'n/a',
+    cgroups: 'ok',
     controller: 'ok',
     credential: 'ok',
     workspace: 'ok',
     mounts: 'ok',
   });
+  assert.match(r.rows.cgroups![1], /^cgroup v2 at \/sys\/fs\/cgroup|^no cgroup v2/);
   assert.match(r.rows.credential![1], /credential of host docbox/);
   assert.match(r.out, /all checks passed/);
 });

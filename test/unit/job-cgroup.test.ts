@@ -1,7 +1,7 @@
 // Finding the worker's cgroup (v2) from /proc/self/mountinfo and /proc/self/cgroup, on the layouts hosts have.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cgroup2Mount, folderName, ownCgroupPath, workerCgroupDir } from '../../worker/job-cgroup';
+import { cgroup2Mount, cgroupMoveNote, folderName, ownCgroupPath, workerCgroupDir } from '../../worker/job-cgroup';
 
 const HYBRID = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
@@ -16,11 +16,11 @@ const V1_ONLY = `31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=7
 `;
 
 test('the cgroup2 mount is found by its file system type, wherever it is mounted', () => {
-  assert.deepEqual(cgroup2Mount(HYBRID), { mountPoint: '/sys/fs/cgroup/unified', root: '/' });
-  assert.deepEqual(cgroup2Mount(PURE_V2), { mountPoint: '/sys/fs/cgroup', root: '/' });
+  assert.deepEqual(cgroup2Mount(HYBRID), { mountPoint: '/sys/fs/cgroup/unified', root: '/', options: ['rw'] });
+  assert.deepEqual(cgroup2Mount(PURE_V2), { mountPoint: '/sys/fs/cgroup', root: '/', options: ['rw', 'nsdelegate', 'memory_recursiveprot'] });
   assert.equal(cgroup2Mount(V1_ONLY), null);
   // Spaces in a mount point are escaped as octal.
-  assert.deepEqual(cgroup2Mount('41 31 0:38 / /mnt/cg\\040two rw - cgroup2 cgroup2 rw\n'), { mountPoint: '/mnt/cg two', root: '/' });
+  assert.deepEqual(cgroup2Mount('41 31 0:38 / /mnt/cg\\040two rw - cgroup2 cgroup2 rw\n'), { mountPoint: '/mnt/cg two', root: '/', options: ['rw'] });
 });
 
 test("the worker's own cgroup is the 0:: line; v1 lines do not count", () => {
@@ -44,4 +44,16 @@ test('the folder is named by the host and its state folder: same state, same fol
   assert.equal(folderName('alpha', '/var/lib/rc/state'), folderName('alpha', '/var/lib/rc/state/'));
   assert.notEqual(folderName('alpha', '/tmp/a/state-alpha'), folderName('alpha', '/tmp/b/state-alpha'));
   assert.match(folderName('gpu box', '/s'), /^rc-gpu-box-[0-9a-f]{8}$/);
+});
+
+test('the doctor says whether a job enters its cgroup at once (favordynmods) or waits, and how to change it', () => {
+  assert.equal(
+    cgroupMoveNote(PURE_V2),
+    'cgroup v2 at /sys/fs/cgroup; each job start waits ~10 ms to enter its cgroup: mount -o remount,favordynmods /sys/fs/cgroup (Linux 6.0+) removes the wait',
+  );
+  assert.equal(
+    cgroupMoveNote(PURE_V2.replace('nsdelegate', 'nsdelegate,favordynmods')),
+    'cgroup v2 at /sys/fs/cgroup with favordynmods: a job enters its cgroup at once',
+  );
+  assert.match(cgroupMoveNote(V1_ONLY), /^no cgroup v2/);
 });
