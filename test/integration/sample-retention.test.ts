@@ -2,10 +2,12 @@
 // samples older than the raw retention become 10-minute rows of
 // gpu_samples_coarse (utilisation averaged, memory at its peak, counted) and
 // go; coarse rows older than the coarse retention go; a second run, or two
-// controllers at once, count no sample twice.
+// controllers at once, count no sample twice; GET /api/samples's 7d and 90d
+// windows read both tables as one series, the same before and after a prune.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
 import { connect, type Database } from '../../server/db';
+import { loadSamples } from '../../server/samples';
 import { PRUNE_LOCK, pruneGpuSamples, rollUpSamples, SAMPLE_RETENTION } from '../../server/sample-retention';
 import { freshDatabase } from '../helpers/db';
 
@@ -236,4 +238,47 @@ test('while another controller prunes (it holds the lock), a prune does nothing'
     other.release();
   }
   assert.deepEqual(await pruneGpuSamples(db.client), { rolled: 1, coarseDropped: 0 });
+});
+
+test('the 7d and 90d windows: one series from coarse rows and raw rows not rolled up yet, the same before a prune and after', async () => {
+  // Every 5 minutes for 12 days, through the cut and the edges of the 7-day window.
+  const start = now() - 12 * DAY;
+  const rows: Raw[] = [];
+  for (let k = 0; start + k * 300 < now() - 60; k++)
+    rows.push({ host: 'h', index: 0, t: start + k * 300, util: k % 5 === 0 ? null : (k * 17) % 101, mem: (k * 53) % 8000 });
+  await insertRaw(rows);
+  const device = { hostName: 'h', index: 0 };
+  const load = (window: '7d' | '90d') => loadSamples(db.client, { hosts: null, device, window });
+  const before7 = await load('7d');
+  const before90 = await load('90d');
+  assert.equal(before7.length, 1);
+  const week = before7[0]!;
+  assert.ok(
+    week.at.every((t) => t % 3600 === 0),
+    'hour buckets',
+  );
+  assert.ok(week.at.length >= 168 && week.at.length <= 169, `a week of hours: ${week.at.length}`);
+  assert.ok(week.at[0]! >= now() - 7 * DAY - 3600, 'from a week ago');
+  assert.ok(
+    before90[0]!.at.every((t) => t % 21600 === 0),
+    'six-hour buckets',
+  );
+  assert.ok(before90[0]!.at[0]! <= start, 'all twelve days');
+
+  const pruned = await pruneGpuSamples(db.client);
+  assert.ok(pruned && pruned.rolled > 10 * 288, `most samples rolled up: ${JSON.stringify(pruned)}`);
+  assert.ok((await rawTimes()).length > 0, 'the last day stays raw');
+  assert.deepEqual(await load('7d'), before7, 'the week reads the same from both tables');
+  assert.deepEqual(await load('90d'), before90);
+
+  // One hour by hand: the coarse part and the raw part of the same series, weighted together.
+  const hour = Math.floor((now() - 3 * DAY) / 3600) * 3600;
+  const inHour = rows.filter((r) => r.t >= hour && r.t < hour + 3600);
+  const utils = inHour.flatMap((r) => (r.util === null ? [] : [r.util]));
+  const slot = week.at.indexOf(hour);
+  assert.ok(slot >= 0);
+  const mean = utils.reduce((s, u) => s + u, 0) / utils.length;
+  assert.ok(Math.abs(week.utilPct[slot]! - mean) <= 0.05 + 1e-9, `${week.utilPct[slot]} is ${mean} to 0.1`);
+  assert.equal(week.memUsedMiB[slot], Math.max(...inHour.map((r) => r.mem)));
+  assert.equal(week.memTotalMiB, TOTAL);
 });
