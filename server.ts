@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     idleHoldWarnS: config.RC_IDLE_HOLD_WARN,
     idleHoldReleaseS: config.RC_IDLE_HOLD_RELEASE,
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
+    sampleRetention: { rawDays: config.RC_SAMPLES_RAW_DAYS, coarseDays: config.RC_SAMPLES_COARSE_DAYS },
     log,
   });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;

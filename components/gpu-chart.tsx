@@ -1,5 +1,5 @@
 'use client';
-// A device's GPU utilisation and memory over the last hour or day (uPlot),
+// A device's GPU utilisation and memory over a time range (uPlot),
 // loaded only on the device page.
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';

@@ -86,7 +86,7 @@ export const devices = pgTable(
   (t) => [uniqueIndex('devices_host_index_key').on(t.hostName, t.index)],
 );
 
-/** GPU samples over time, for charts; pruned after a day. */
+/** GPU samples over time, for charts; rolled up into gpu_samples_coarse after a day (server/sample-retention.ts). */
 export const gpuSamples = pgTable(
   'gpu_samples',
   {
@@ -98,6 +98,31 @@ export const gpuSamples = pgTable(
     utilPct: smallint('util_pct'),
   },
   (t) => [index('gpu_samples_device_at_idx').on(t.hostName, t.deviceIndex, t.at)],
+);
+
+/**
+ * GPU samples older than a day, one row per device and 10 minutes (`at`: the
+ * bucket's start); kept 90 days. The utilisation is kept as a sum and a count,
+ * so that samples rolled into a bucket in two goes add up exactly.
+ */
+export const gpuSamplesCoarse = pgTable(
+  'gpu_samples_coarse',
+  {
+    hostName: text('host_name').notNull(),
+    deviceIndex: integer('device_index').notNull(),
+    at: ts('at').notNull(),
+    /** The bucket's utilisation samples (whole percents) added up, and how many there were (null utilisation is not counted). */
+    utilSum: integer('util_sum').notNull(),
+    utilSamples: integer('util_samples').notNull(),
+    /** Their average; null when none reported utilisation. */
+    utilPct: doublePrecision('util_pct').generatedAlwaysAs(sql`util_sum::float8 / nullif(util_samples, 0)`),
+    /** The peak of the memory used, and the largest total. */
+    memUsedMiB: integer('mem_used_mib').notNull(),
+    memTotalMiB: integer('mem_total_mib').notNull(),
+    /** Raw samples in the bucket. */
+    samples: integer('samples').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.hostName, t.deviceIndex, t.at] }), index('gpu_samples_coarse_at_idx').on(t.at)],
 );
 
 /** Labels per host (deviceIndex -1) or per device, with where they came from. */

@@ -228,13 +228,14 @@ export interface HostDescription {
   recentJobs: JobView[];
 }
 
-/** How far back GET /api/samples looks: the fleet page's sparklines (10m), a device's charts (1h, 1d). */
-export type SampleWindow = '10m' | '1h' | '1d';
+/** How far back GET /api/samples looks: the fleet page's sparklines (10m), a device's charts (1h, 1d, 7d, 90d). */
+export type SampleWindow = '10m' | '1h' | '1d' | '7d' | '90d';
 
 /**
  * One device's GPU samples, oldest first, as parallel arrays (compact for
  * thousands of devices): 10m is every heartbeat's sample, 1h averages 30 s
- * buckets, 1d 10 min buckets (utilisation averaged, memory at its peak).
+ * buckets, 1d 10 min buckets, 7d 1 h buckets, 90d 6 h buckets (utilisation
+ * averaged, memory at its peak).
  */
 export interface DeviceSamples {
   device: string;

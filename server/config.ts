@@ -5,6 +5,7 @@ import { ROOT } from './paths';
 import { parseDuration } from '../core/duration';
 import { parseIdleSetting } from '../core/idle';
 import { zodMessage } from '../protocol/zod-message';
+import { SAMPLE_RETENTION } from './sample-retention';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -22,7 +23,7 @@ const idleSetting = (fallback: string) =>
       return r.seconds;
     });
 
-const Env = z.object({
+const Settings = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Address to listen on; 0.0.0.0 to accept workers from other hosts. */
   RC_BIND: z.string().min(1).default('127.0.0.1'),
@@ -79,6 +80,20 @@ const Env = z.object({
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(256 * 1024),
+  /** Days every heartbeat's GPU sample is kept; older ones are thinned to 10-minute rows (server/sample-retention.ts). */
+  RC_SAMPLES_RAW_DAYS: z.coerce.number().int().min(1).max(30).default(SAMPLE_RETENTION.rawDays),
+  /** Days the 10-minute rows are kept. */
+  RC_SAMPLES_COARSE_DAYS: z.coerce.number().int().min(1).max(3650).default(SAMPLE_RETENTION.coarseDays),
+});
+
+const Env = Settings.superRefine((env, ctx) => {
+  // Coarse rows are made from raw samples as they age out: a shorter coarse retention would delete them as they are made.
+  if (env.RC_SAMPLES_COARSE_DAYS < env.RC_SAMPLES_RAW_DAYS)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['RC_SAMPLES_COARSE_DAYS'],
+      message: `must be at least RC_SAMPLES_RAW_DAYS (${env.RC_SAMPLES_RAW_DAYS}), not ${env.RC_SAMPLES_COARSE_DAYS}: the coarse rows are made from raw samples as they age out`,
+    });
 });
 export type ControllerConfig = z.infer<typeof Env>;
 

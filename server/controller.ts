@@ -7,7 +7,6 @@ import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
-import { pruneGpuSamples } from './heartbeat';
 import { Scheduler } from './scheduler';
 import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
@@ -30,6 +29,7 @@ import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
 import { TtyRelay } from './tty-relay';
 import { Metrics } from './metrics';
+import { pruneGpuSamples, type SampleRetention } from './sample-retention';
 
 /** Spans of stored output per bus message: a job id and two numbers each, well within a NOTIFY's 8000 bytes. */
 const OUT_SPANS_PER_MESSAGE = 80;
@@ -60,6 +60,8 @@ export interface ControllerOptions {
   publicUrl?: string | null;
   /** Whether the database answers (server/db-health.ts); null: assume it does. */
   health?: DbHealth | null;
+  /** How long GPU samples are kept, raw and coarse (RC_SAMPLES_RAW_DAYS, RC_SAMPLES_COARSE_DAYS); server/sample-retention.ts's defaults when absent. */
+  sampleRetention?: SampleRetention;
 }
 
 export class Controller {
@@ -315,7 +317,7 @@ export class Controller {
     );
     this.timers.push(
       setInterval(() => {
-        pruneGpuSamples(this.sql).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`));
+        pruneGpuSamples(this.sql, this.opts.sampleRetention).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`));
         this.calls.prune().catch((err: unknown) => log(`pruning file steps: ${String(err)}`));
       }, 600_000),
     );

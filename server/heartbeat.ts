@@ -105,8 +105,3 @@ export async function storeHeartbeats(sql: Sql, beats: readonly { host: string; 
     select name, was from h`;
   return new Map(rows.map((r) => [r.name, r.was]));
 }
-
-/** Samples older than a day go: they are for charts of the recent past, not an archive. */
-export async function pruneGpuSamples(sql: Sql): Promise<void> {
-  await sql`delete from gpu_samples where at < now() - interval '1 day'`;
-}

@@ -1,5 +1,5 @@
 'use client';
-// A device's GPU utilisation and memory over the last hour or day, from the stored samples.
+// A device's GPU utilisation and memory over the last hour, day, week or 90 days, from the stored samples.
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import dynamic from 'next/dynamic';
 import { useState } from 'react';
@@ -7,6 +7,14 @@ import type { SampleWindow } from '../../protocol/wire';
 import { call } from '../api-client';
 import { keys } from '../query-keys';
 import { ErrorBox } from '../ui';
+
+/** The ranges offered, their labels and spans (seconds: the chart's x axis). */
+const RANGES = [
+  { window: '1h', label: 'last hour', seconds: 3600 },
+  { window: '1d', label: 'last day', seconds: 86400 },
+  { window: '7d', label: 'last week', seconds: 7 * 86400 },
+  { window: '90d', label: 'last 90 days', seconds: 90 * 86400 },
+] as const satisfies readonly { window: SampleWindow; label: string; seconds: number }[];
 
 const GpuChart = dynamic(() => import('../gpu-chart'), { ssr: false, loading: () => <div className="h-44" /> });
 
@@ -21,22 +29,22 @@ export function GpuHistory({ device }: { device: string }) {
   return (
     <div>
       <div role="tablist" aria-label="Time range" className="mb-2 flex gap-1">
-        {(['1h', '1d'] as const).map((w) => (
+        {RANGES.map((r) => (
           <button
-            key={w}
+            key={r.window}
             type="button"
             role="tab"
-            aria-selected={window === w}
-            onClick={() => setWindow(w)}
-            className={`rounded px-2 py-0.5 text-xs ${window === w ? 'bg-zinc-900 text-white' : 'ring-1 ring-zinc-300'}`}
+            aria-selected={window === r.window}
+            onClick={() => setWindow(r.window)}
+            className={`rounded px-2 py-0.5 text-xs ${window === r.window ? 'bg-zinc-900 text-white' : 'ring-1 ring-zinc-300'}`}
           >
-            {w === '1h' ? 'last hour' : 'last day'}
+            {r.label}
           </button>
         ))}
       </div>
       <ErrorBox error={q.error} />
       {samples?.at.length ? (
-        <GpuChart samples={samples} windowS={window === '1h' ? 3600 : 86400} />
+        <GpuChart samples={samples} windowS={RANGES.find((r) => r.window === window)!.seconds} />
       ) : (
         <p className="text-sm text-zinc-500">{q.isPending ? 'Loading samples…' : 'No samples in this range.'}</p>
       )}

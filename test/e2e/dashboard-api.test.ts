@@ -205,7 +205,7 @@ test('GET /api/samples: raw samples for 10m, 30 s and 10 min buckets for 1h and 
 
   await checkBad('/api/samples', /give either hosts=<name,…> \(at most 500\) or device=<host:gpuN>/);
   await checkBad('/api/samples?hosts=a&device=a:gpu0', /exactly one of them/);
-  await checkBad('/api/samples?device=sampled:gpu0&window=2h', /window must be 10m, 1h or 1d, not "2h"/);
+  await checkBad('/api/samples?device=sampled:gpu0&window=2h', /window must be 10m, 1h, 1d, 7d or 90d, not "2h"/);
   await checkBad('/api/samples?device=sampled', /"sampled" is not a device name/);
   await checkBad('/api/samples?hosts=,', /give at least one host name/);
   await checkBad('/api/samples?hosts=a%20b', /"a b" is not a host name/);
@@ -223,6 +223,52 @@ test('GET /api/samples: raw samples for 10m, 30 s and 10 min buckets for 1h and 
   assert.match(plan.map((p) => p['QUERY PLAN']).join('\n'), /gpu_samples_device_at_idx/);
   // Its offline devices would count in the queue's reasons below.
   await db`delete from hosts where name = 'sampled'`;
+});
+
+test('GET /api/samples: 7d (hour buckets) and 90d (6-hour buckets) read the 10-minute rows and the raw samples as one series', async () => {
+  await db`insert into hosts (name) values ('history')`;
+  await db`insert into devices (host_name, index) values ('history', 0)`;
+  const now = Date.now() / 1000;
+  const hour = Math.floor((now - 3 * 86400) / 3600) * 3600;
+  // Two 10-minute rows of one hour three days ago (server/sample-retention.ts made them from raw samples)…
+  for (const [t, sum, n, mem, count] of [
+    [hour, 90, 3, 700, 3],
+    [hour + 600, 10, 1, 900, 2],
+  ] as const)
+    await db`insert into gpu_samples_coarse (host_name, device_index, at, util_sum, util_samples, mem_used_mib, mem_total_mib, samples)
+      values ('history', 0, ${new Date(t * 1000)}, ${sum}, ${n}, ${mem}, 81559, ${count})`;
+  // … a raw sample not rolled up yet in the same hour, and one of an hour ago.
+  const recent = Math.floor((now - 3600) / 3600) * 3600;
+  for (const [t, util, mem] of [
+    [hour + 1300, 60, 100],
+    [recent + 10, 42, 300],
+  ] as const)
+    await db`insert into gpu_samples (host_name, device_index, at, mem_used_mib, mem_total_mib, util_pct)
+      values ('history', 0, ${new Date(t * 1000)}, ${mem}, 81920, ${util})`;
+
+  const get = async (window: string) => {
+    const r = await stack.api('GET', `/api/samples?device=history:gpu0&window=${window}`);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return (r.body as { samples: DeviceSamples[] }).samples;
+  };
+  const [week] = await get('7d');
+  assert.deepEqual(week, {
+    device: 'history:gpu0',
+    at: [hour, recent],
+    utilPct: [32, 42],
+    memUsedMiB: [900, 300],
+    memTotalMiB: 81920,
+  });
+  const [quarter] = await get('90d');
+  const six = (t: number) => Math.floor(t / 21600) * 21600;
+  assert.deepEqual(quarter!.at, [six(hour), six(recent)]);
+  assert.deepEqual(quarter!.utilPct, [32, 42], 'weighted by the samples behind each row: (90 + 10 + 60) / 5');
+  const hosts = await stack.api('GET', '/api/samples?hosts=history&window=90d');
+  assert.equal(hosts.status, 200);
+  await checkBad('/api/samples?hosts=history&window=30d', /window must be 10m, 1h, 1d, 7d or 90d, not "30d"/);
+  await db`delete from gpu_samples_coarse where host_name = 'history'`;
+  await db`delete from gpu_samples where host_name = 'history'`;
+  await db`delete from hosts where name = 'history'`;
 });
 
 test('GET /api/queue: queued jobs in order, each with why it waits: a busy device, a multi-GPU reservation', async () => {
