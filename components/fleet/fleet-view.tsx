@@ -232,11 +232,15 @@ function HostStatus({ host }: { host: HostRow | undefined }) {
   );
 }
 
-/** Utilisation and memory: the last 10 minutes as sparklines, the newest sample as numbers (exact values on hover). */
-function GpuNow({ d, gpu, samples }: { d: DeviceSummary; gpu: GpuView; samples: DeviceSamples | undefined }) {
-  const util = samples?.utilPct.at(-1) ?? gpu.utilPct;
-  const used = samples?.memUsedMiB.at(-1) ?? gpu.memUsedMiB;
-  const total = samples?.memTotalMiB || gpu.memTotalMiB;
+/**
+ * Utilisation and memory: the last 10 minutes as sparklines, the newest sample as numbers (exact values on hover).
+ * From the samples when there are any: they follow every heartbeat, where the fleet's `gpu` may predate the first
+ * (a page opened before a new host's first sample would otherwise say "no GPU sample" until the host next changes).
+ */
+function GpuNow({ d, gpu, samples }: { d: DeviceSummary; gpu: GpuView | null; samples: DeviceSamples | undefined }) {
+  const util = samples?.utilPct.at(-1) ?? gpu?.utilPct ?? null;
+  const used = samples?.memUsedMiB.at(-1) ?? gpu?.memUsedMiB ?? 0;
+  const total = samples?.memTotalMiB || gpu?.memTotalMiB || 0;
   const memPct = samples ? samples.memUsedMiB.map((m) => (total ? (100 * m) / total : null)) : [total ? (100 * used) / total : null];
   return (
     <span className="inline-flex items-center gap-1.5 text-xs tabular-nums text-zinc-600">
@@ -286,7 +290,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {vramText(d.labels.vram)}
       </td>
       <td className="hidden px-2 md:table-cell">
-        {d.gpu ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
+        {d.gpu || samples?.at.length ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
       </td>
       <td className="px-2 py-0.5 text-right">
         <OpenTerminalButton device={d.name} disabled={d.hostOff || (state !== 'free' && state !== 'busy' && state !== 'held')} />
