@@ -55,7 +55,12 @@ try {
       time(`Node rc --version${tag}`, rc, ['--version'], e),
       time(`Node rc run -- true${tag}`, rc, run, e),
     ]),
-    ...(hasStandalone ? [time('standalone rc --version', standalone, ['--version']), time('standalone rc run -- true', standalone, run)] : []),
+    ...(hasStandalone
+      ? caVariants.flatMap(([tag, e]) => [
+          time(`standalone rc --version${tag}`, standalone, ['--version'], e),
+          time(`standalone rc run -- true${tag}`, standalone, run, e),
+        ])
+      : []),
     ...(hasSrun ? [time('srun -n1 true', 'srun', ['-n1', 'true'])] : []),
     ...Object.entries(builds).flatMap(([name, file]) => [
       time(`node ${name} --version`, process.execPath, [file, '--version']),

@@ -40,7 +40,8 @@ await admin.close();
 
 // Node 20's runner takes files, not folders or globs: collect them here.
 const files = (process.argv.length > 2 ? process.argv.slice(2) : ['test']).flatMap((p) => testFiles(join(root, p)));
-const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files];
+// --test-force-exit: a test that fails with a socket or a timer still open fails; it does not hang the run until CI's limit.
+const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-force-exit', '--test-reporter=spec', ...files];
 const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, RC_TEST_PG_URL: pg.url } });
 const code = await new Promise((resolve) => child.on('close', (c) => resolve(c ?? 1)));
 await pg.stop();

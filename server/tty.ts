@@ -73,6 +73,10 @@ interface Session {
   /** Bytes sent to the client that it has not acknowledged. */
   unacked: number;
   paused: boolean;
+  /** Bytes from the worker not yet acknowledged to it because the client is behind: told once it catches up. */
+  heldAck: { fence: number; bytes: number } | null;
+  /** The relay holds more than the client was sent (a catch-up stopped at the high-water mark): read on at its next acknowledgement. */
+  behindRelay: boolean;
   grace: NodeJS.Timeout | null;
   unsubscribe: () => void;
 }
@@ -201,6 +205,7 @@ export class TtyHub {
       if (!s || typeof bytes !== 'number' || !Number.isFinite(bytes) || bytes < 0) return;
       s.unacked = Math.max(0, s.unacked - bytes);
       this.flow(s);
+      if (s.behindRelay && !s.paused) this.readFor(s);
     });
     socket.on('disconnect', () => {
       const s = this.mine(socket);
@@ -286,8 +291,13 @@ export class TtyHub {
         if (!client) return;
         const more = await this.c.relay.since(s.jobId, s.cursor);
         if (s.client !== client || !more.data.length) return;
-        s.cursor = more.offset + more.data.length;
-        this.send(s, more.data);
+        // No further than the high-water mark: a client that fell behind catches up at its own pace, as the program's output would reach it.
+        const room = Math.max(0, HIGH_WATER - s.unacked);
+        const data = more.data.length > room ? more.data.subarray(0, room) : more.data;
+        s.behindRelay = data.length < more.data.length;
+        if (!data.length) return;
+        s.cursor = more.offset + data.length;
+        this.send(s, data);
       })
       .catch((err: unknown) => this.opts.log(`terminal ${s.jobId}: reading its output: ${String(err)}`));
   }
@@ -305,6 +315,8 @@ export class TtyHub {
       client: null,
       unacked: 0,
       paused: false,
+      heldAck: null,
+      behindRelay: false,
       grace: null,
       unsubscribe: () => {},
     };
@@ -385,10 +397,20 @@ export class TtyHub {
    * Output from a worker connected here: stored (the relay, which holds at
    * most about the replay's worth of it), passed on to a client here at once
    * when its place in the stream is known, and acknowledged to the worker at
-   * once: only the client's pace holds the program back.
+   * once while the client keeps up: only the client's pace holds the program
+   * back. While it is behind, the acknowledgement waits too, so the worker
+   * stops at its window even before the pause order reaches it (a fast
+   * program otherwise pours out megabytes in that time on a loaded machine).
    */
   private onOutput(host: string, out: TtyOutput): void {
-    const ack = () => this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
+    const ack = () => {
+      const held = this.sessions.get(out.jobId);
+      if (held?.paused && held.client) {
+        held.heldAck = { fence: out.fence, bytes: (held.heldAck?.fence === out.fence ? held.heldAck.bytes : 0) + out.data.length };
+        return;
+      }
+      this.c.hub.emitTo(host, WorkerEvent.ttyAck, { jobId: out.jobId, fence: out.fence, bytes: out.data.length });
+    };
     const at = this.c.relay.expected(out.jobId);
     const stored = this.c.relay.append(out.jobId, out.data);
     const s = this.sessions.get(out.jobId);
@@ -426,6 +448,11 @@ export class TtyHub {
     if (behind === s.paused) return;
     s.paused = behind;
     this.c.hub.order(s.host, behind ? WorkerEvent.ttyPause : WorkerEvent.ttyResume, { jobId: s.jobId, fence: s.fence });
+    if (!behind && s.heldAck) {
+      const { fence, bytes } = s.heldAck;
+      s.heldAck = null;
+      if (fence === s.fence) this.c.hub.emitTo(s.host, WorkerEvent.ttyAck, { jobId: s.jobId, fence, bytes });
+    }
   }
 
   private graceStart(s: Session): void {

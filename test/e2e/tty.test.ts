@@ -246,10 +246,12 @@ test('the terminal socket refuses other sites and unauthenticated clients', { ti
   assert.match(await tryConnect({ auth: { token: 'rc_c_nope' } }), /^unauthorized/);
 });
 
-test('flow control: a client that does not acknowledge holds the program back, and acknowledging lets it finish', { timeout: 120_000 }, async () => {
+test('flow control: a client that does not acknowledge holds the program back, and acknowledging lets it finish', { timeout: 120_000 }, async (t) => {
   await allFree();
   const { io } = await import('socket.io-client');
   const s = io(`${stack.controllerUrl}/tty`, { auth: { token: stack.clientToken }, transports: ['websocket'] });
+  // Closed however the test ends: an open socket would keep this file's process alive.
+  t.after(() => s.close());
   let got = 0;
   let tail = '';
   let acking = false;
