@@ -414,24 +414,41 @@ export class TtyHub {
     const at = this.c.relay.expected(out.jobId);
     const stored = this.c.relay.append(out.jobId, out.data);
     const s = this.sessions.get(out.jobId);
-    const passed = at !== null && s?.client != null && s.cursor === at;
+    // Passed on at once only while the client keeps up; a client behind reads it from the relay at its own pace.
+    const passed = at !== null && s?.client != null && !s.paused && s.cursor === at;
     if (passed) {
       s!.cursor = at + out.data.length;
       this.send(s!, out.data);
     }
-    ack();
-    void stored.then((st) => {
+    // A client here waiting for this output: the worker hears of it once the client has had it (or, behind, later still).
+    const ackLater = !passed && s?.client != null;
+    if (!ackLater) ack();
+    const after = (st: Awaited<typeof stored>) => {
       if (!st) return;
       // Once per row: chunks stored together are told together.
       if (st.to === st.row.to) this.c.publish(out.jobId, st.row.from, st.row.to);
       if (passed) return;
       const later = this.sessions.get(out.jobId);
       if (!later?.client) return;
-      if (later.cursor === st.from) {
+      if (later.paused) {
+        if (later.cursor < st.to) later.behindRelay = true;
+      } else if (later.cursor === st.from) {
         later.cursor = st.to;
         this.send(later, out.data);
       } else if (later.cursor < st.to) this.readFor(later);
-    });
+    };
+    void stored.then(
+      (st) => {
+        try {
+          after(st);
+        } finally {
+          if (ackLater) ack();
+        }
+      },
+      () => {
+        if (ackLater) ack();
+      },
+    );
   }
 
   private send(s: Session, data: Buffer): void {

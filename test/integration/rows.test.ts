@@ -67,14 +67,14 @@ test('a transaction through drizzle reads and writes on the transformed client',
 });
 
 test('the migrator sees the migrations it applied: one forgotten is applied again, the others are not', async () => {
-  // Undo the last migration (0017_job_stdin: a newer one changes these lines) by hand, and forget it:
+  // Undo the last migration (0018_gpu_samples_coarse: a newer one changes these lines) by hand, and forget it:
   // the migrator must find the one before it as the last applied.
-  await db.client.unsafe('alter table jobs drop column stdin');
+  await db.client.unsafe('drop table gpu_samples_coarse');
   await db.client`delete from drizzle.__drizzle_migrations where id = (select max(id) from drizzle.__drizzle_migrations)`;
   await runMigrations(db);
-  const [column] = await db.client<{ n: number }[]>`
-    select count(*)::int as n from information_schema.columns where table_name = 'jobs' and column_name = 'stdin'`;
-  assert.equal(column!.n, 1, 'the forgotten migration was applied again');
+  const [table] = await db.client<{ n: number }[]>`
+    select count(*)::int as n from information_schema.tables where table_name = 'gpu_samples_coarse'`;
+  assert.equal(table!.n, 1, 'the forgotten migration was applied again');
   // And run again, nothing is left to apply.
   await runMigrations(db);
 });
