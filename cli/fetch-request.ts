@@ -18,10 +18,12 @@ const CODES: Record<string, string> = {
   ConnectionTimedOut: 'ETIMEDOUT',
 };
 
-const codeOf = (err: unknown): string => {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' ? (CODES[code] ?? code) : err instanceof Error ? err.message : String(err);
-};
+/** Bun's error as the client knows errors: named by its errno code (client.ts reads `code`, then the message). */
+function netError(err: unknown): Error {
+  const raw = (err as { code?: unknown })?.code;
+  const code = typeof raw === 'string' ? (CODES[raw] ?? raw) : err instanceof Error ? err.message : String(err);
+  return Object.assign(new Error(code), { code });
+}
 
 export async function fetchRequest(url: URL, method: string, headers: Record<string, string>, payload?: string | Buffer): Promise<Response> {
   const abort = new AbortController();
@@ -30,7 +32,7 @@ export async function fetchRequest(url: URL, method: string, headers: Record<str
     // A Buffer is a Uint8Array, which fetch takes (the DOM types want one over a plain ArrayBuffer).
     res = await fetch(url, { method, headers, body: payload as BodyInit | undefined, signal: abort.signal, redirect: 'manual' });
   } catch (err) {
-    throw Object.assign(new Error(codeOf(err)), { code: codeOf(err) });
+    throw netError(err);
   }
   // Once the outcome is known, the connection is dropped: nothing else is heard from it.
   const body = new Body(() => abort.abort());
@@ -45,7 +47,7 @@ export async function fetchRequest(url: URL, method: string, headers: Record<str
           body.push(Buffer.from(value.buffer, value.byteOffset, value.byteLength));
         }
       } catch (err) {
-        body.end(Object.assign(new Error(codeOf(err)), { code: codeOf(err) }));
+        body.end(netError(err));
       }
     })();
   return { statusCode: res.status, body };

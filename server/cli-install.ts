@@ -6,7 +6,7 @@
 // Node.js 20.16+ is installed, the Node CLI (dist/rc.cjs and dist/rc-tty.cjs)
 // with a two-line wrapper. Every file's SHA-256 is in the script, which checks it.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { RcError } from '../core/errors';
 import { ROOT } from './paths';
@@ -66,10 +66,6 @@ export function cliFile(files: CliFiles, name: string): CliFile {
       `this controller serves no CLI file ${JSON.stringify(name.slice(0, 100))}; it serves ${all.map((x) => x.name).join(', ') || 'none'} (curl -fsSL <controller>/install/rc.sh | sh picks the right one)`,
     );
   return f;
-}
-
-export function openCliFile(f: CliFile): NodeJS.ReadableStream {
-  return createReadStream(f.path);
 }
 
 /** The installer, for a controller reached at `controllerUrl` (no trailing slash). */

@@ -14,10 +14,11 @@ import { createToken, identify, issueToken, listTokens, revokeToken } from '../a
 import { loadDevices, loadHosts } from '../fleet';
 import { removeHost, turnHostOff, turnHostOn } from '../host-admin';
 import { installScript, joinCommand } from '../install-script';
-import { cliFile, cliFiles, cliInstallScript, openCliFile } from '../cli-install';
+import { cliFile, cliFiles, cliInstallScript } from '../cli-install';
 import { workerPackage } from '../worker-package';
 import type { IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
+import { createReadStream } from 'node:fs';
 import type { Inventory } from '../inventory';
 import { listQueue } from '../queue';
 import { loadSamples, parseSamplesQuery } from '../samples';
@@ -290,7 +291,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
     const type = f.name.endsWith('.gz') ? 'application/gzip' : 'application/javascript; charset=utf-8';
     res.writeHead(200, { 'content-type': type, 'content-length': f.bytes, 'cache-control': 'no-store', 'x-rc-sha256': f.sha256 });
     // A client that leaves mid-download is no error of ours.
-    await pipeline(openCliFile(f), res).catch(() => res.destroy());
+    await pipeline(createReadStream(f.path), res).catch(() => res.destroy());
   });
 
   router.on('GET /api/worker/package', async ({ res }) => {
