@@ -75,8 +75,15 @@ interface Session {
   paused: boolean;
   /** Bytes from the worker not yet acknowledged to it because the client is behind: told once it catches up. */
   heldAck: { fence: number; bytes: number } | null;
-  /** The relay holds more than the client was sent (a catch-up stopped at the high-water mark): read on at its next acknowledgement. */
-  behindRelay: boolean;
+  /**
+   * The stream's end as far as this controller has seen it stored. The client
+   * is behind while its cursor is short of it, and reads on from the relay at
+   * its acknowledgements. Only ever raised: a read that was slower than a
+   * store cannot make the client look caught up.
+   */
+  storedTo: number;
+  /** A read from the relay is queued and has not begun: another would find nothing more. */
+  readQueued: boolean;
   grace: NodeJS.Timeout | null;
   unsubscribe: () => void;
 }
@@ -123,7 +130,9 @@ export class TtyHub {
   /** Another controller stored output of a terminal: a client attached here gets it. */
   stored(jobId: string, to: number): void {
     const s = this.sessions.get(jobId);
-    if (s?.client && s.cursor < to) this.readFor(s);
+    if (!s) return;
+    s.storedTo = Math.max(s.storedTo, to);
+    this.catchUp(s);
   }
 
   /** Takes the /tty namespace, whose sockets `auth` has signed in (server/socket-auth.ts). */
@@ -205,7 +214,7 @@ export class TtyHub {
       if (!s || typeof bytes !== 'number' || !Number.isFinite(bytes) || bytes < 0) return;
       s.unacked = Math.max(0, s.unacked - bytes);
       this.flow(s);
-      if (s.behindRelay && !s.paused) this.readFor(s);
+      this.catchUp(s);
     });
     socket.on('disconnect', () => {
       const s = this.mine(socket);
@@ -278,25 +287,36 @@ export class TtyHub {
       socket.emit(TtyEvent.started, { jobId, host: s.host!, devices: job.devices ?? [], offset: replay.offset });
       if (s.fence !== null) this.c.hub.order(s.host!, WorkerEvent.ttyResize, { jobId, fence: s.fence, ...s.size });
       s.cursor = replay.offset + replay.data.length;
+      s.storedTo = Math.max(s.storedTo, s.cursor);
       if (replay.data.length) this.send(s, replay.data);
     });
     await s.reading;
   }
 
+  /** A client behind the stored stream that may be sent more reads on from the relay. */
+  private catchUp(s: Session): void {
+    if (s.client && !s.paused && !s.readQueued && s.cursor < s.storedTo) this.readFor(s);
+  }
+
   /** Passes on to the client what the relay has after its cursor. */
   private readFor(s: Session): void {
+    s.readQueued = true;
     s.reading = s.reading
       .then(async () => {
+        s.readQueued = false;
         const client = s.client;
         if (!client) return;
         const more = await this.c.relay.since(s.jobId, s.cursor);
-        if (s.client !== client || !more.data.length) return;
+        s.storedTo = Math.max(s.storedTo, more.offset + more.data.length);
+        if (s.client !== client) return;
+        // Output passed on directly while this read was on its way is not sent twice.
+        const fresh = s.cursor > more.offset ? more.data.subarray(s.cursor - more.offset) : more.data;
+        const from = Math.max(s.cursor, more.offset);
         // No further than the high-water mark: a client that fell behind catches up at its own pace, as the program's output would reach it.
         const room = Math.max(0, HIGH_WATER - s.unacked);
-        const data = more.data.length > room ? more.data.subarray(0, room) : more.data;
-        s.behindRelay = data.length < more.data.length;
+        const data = fresh.length > room ? fresh.subarray(0, room) : fresh;
         if (!data.length) return;
-        s.cursor = more.offset + data.length;
+        s.cursor = from + data.length;
         this.send(s, data);
       })
       .catch((err: unknown) => this.opts.log(`terminal ${s.jobId}: reading its output: ${String(err)}`));
@@ -316,7 +336,8 @@ export class TtyHub {
       unacked: 0,
       paused: false,
       heldAck: null,
-      behindRelay: false,
+      storedTo: 0,
+      readQueued: false,
       grace: null,
       unsubscribe: () => {},
     };
@@ -429,13 +450,12 @@ export class TtyHub {
       if (st.to === st.row.to) this.c.publish(out.jobId, st.row.from, st.row.to);
       if (passed) return;
       const later = this.sessions.get(out.jobId);
-      if (!later?.client) return;
-      if (later.paused) {
-        if (later.cursor < st.to) later.behindRelay = true;
-      } else if (later.cursor === st.from) {
+      if (!later) return;
+      later.storedTo = Math.max(later.storedTo, st.to);
+      if (later.client && !later.paused && later.cursor === st.from) {
         later.cursor = st.to;
         this.send(later, out.data);
-      } else if (later.cursor < st.to) this.readFor(later);
+      } else this.catchUp(later);
     };
     void stored.then(
       (st) => {
