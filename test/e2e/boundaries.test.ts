@@ -162,6 +162,22 @@ test("a request the session cookie authenticates changes nothing unless it comes
   assert.equal((await raw('GET', '/api/whoami', cookie())).status, 200);
 });
 
+test("raw-byte writes (a job's stdin, rc cp's upload) are refused with the cookie from another origin", { timeout: 30_000 }, async () => {
+  const job = (await stack.api('POST', '/api/jobs', { argv: ['cat'], submitter: 'tester', stdin: true })).body as { job: { id: string } };
+  const headers = { ...cookie(), origin: evil(), 'content-type': 'application/octet-stream' };
+  const stdin = await raw('POST', `/api/jobs/${job.job.id}/stdin?submitter=tester&offset=0`, headers, 'forged input');
+  assert.equal(stdin.status, 403, stdin.body);
+  assert.equal(errorCode(stdin.body), 'forbidden');
+  await stack.api('POST', `/api/jobs/${job.job.id}/kill`, { submitter: 'tester' });
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the cat job to end and free its device');
+  const up = await raw('PUT', '/api/devices/alpha:gpu0/files?path=/workspace/forged.txt&submitter=tester', headers, 'forged');
+  assert.equal(up.status, 403, up.body);
+  assert.equal(errorCode(up.body), 'forbidden');
+  // Nothing was written: the file is not there.
+  const read = await stack.api('GET', '/api/devices/alpha:gpu0/files?path=/workspace/forged.txt&submitter=tester');
+  assert.equal(read.status, 404, JSON.stringify(read.body));
+});
+
 test('bearer-token clients are unaffected by the origin and content-type rules', { timeout: 30_000 }, async () => {
   const r = await raw(
     'PUT',

@@ -97,7 +97,7 @@ test('rc usage prints the table, the total and the idle share; --json is the API
   assert.ok(old.rows.length >= 1);
 });
 
-test('bad input: --since, --by, a key too long; no token', async () => {
+test('bad input: --since, --by, a key too long; no token, a host credential', async () => {
   for (const [q, message] of [
     ['since=soon', /since: a duration from 1m to 366d/],
     ['since=10s', /since: a duration from 1m to 366d/],
@@ -110,6 +110,10 @@ test('bad input: --since, --by, a key too long; no token', async () => {
     assert.match((r.body as { error: { code: string; message: string } }).error.message, message, q);
   }
   assert.equal((await stack.api('GET', '/api/usage', undefined, null)).status, 401);
+  // A host's credential is for its worker, not for reading who used the fleet.
+  const host = await stack.api('GET', '/api/usage', undefined, stack.hostCredential('cpubox'));
+  assert.equal(host.status, 403);
+  assert.equal((host.body as { error: { code: string } }).error.code, 'forbidden');
   const cli = await stack.cli(['usage', '--by', 'colour']);
   assert.equal(cli.code, 2);
   assert.match(cli.stderr, /--by takes one of submitter, token, host, model/);
