@@ -7,7 +7,9 @@
 // queue is read by all of them, so a job queued anywhere starts on any
 // controller's free device; two passes that pick the same job or device meet
 // in the claim, which re-checks at commit, and the database's one-active-lease
-// index is the last word.
+// index is the last word. A planned job the other pass took first is replaced
+// in the claim by the next one of its kind in the queue (claimBatch's
+// alternates), so both passes start jobs.
 //
 // A job claimed at submit on a device whose worker is connected to another
 // controller is sent by that one (a `start` message). It marks the job
@@ -16,7 +18,7 @@
 // dispatched_at, so exactly one of the two happens.
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import { pickVictims, type Preemptible } from '../core/preempt';
-import { type Assignment, decide, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder } from '../core/schedule';
+import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder } from '../core/schedule';
 import type { GpuChoice } from '../core/gpu-choices';
 import { TermsCache } from '../core/terms-cache';
 import { jobs, leases } from '../db/schema';
@@ -24,7 +26,7 @@ import { BUS_CHANNEL } from './bus';
 import type { Db, Sql } from './db';
 import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
-import { claimBatch, targetsOf, type Target } from './jobs/claim';
+import { type Claimed, claimBatch, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
 import { holderOf } from './jobs/holder';
 import type { JobRow } from './jobs/job-view';
 import type { Metrics } from './metrics';
@@ -193,30 +195,31 @@ export class Scheduler {
     if (!plan.length) return;
     const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
     this.inventory.reserve(ids);
-    let claimed = new Map<string, JobRow>();
+    let claimed: Claimed<DeviceView>[] = [];
+    const alternates = alternatesOf(queued, jobs);
+    const claims = plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices, alternates: alternates.get(a.jobId) }));
     try {
-      claimed = await claimBatch(
-        this.sql,
-        plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices })),
-      );
-      for (const job of claimed.values()) this.inventory.leased(job.hostName!, job.devices ?? [], holderOf(job));
+      claimed = await claimBatch(this.sql, claims);
+      for (const { job } of claimed) this.inventory.leased(job.hostName!, job.devices ?? [], holderOf(job));
     } finally {
       this.inventory.settle(ids);
     }
     const uuids = new Map(free.map((d) => [d.id, d.uuid]));
-    for (const a of plan) {
-      const job = claimed.get(a.jobId);
-      if (job) {
-        this.metrics?.granted('pass', job);
-        await this.dispatch(job, targetsOf(a.devices, uuids));
-      }
-      // Its job was taken elsewhere or killed, or a device was not as shown here: that host is loaded again.
-      else {
-        this.takenElsewhere.set(a.jobId, Date.now() + TAKEN_ELSEWHERE_MS);
-        this.inventory.changed(a.devices[0]!.hostName);
-      }
+    const started = new Set<string>();
+    const used = new Set<PlannedClaim<DeviceView>>();
+    for (const { job, claim } of claimed) {
+      started.add(job.id);
+      used.add(claim);
+      this.metrics?.granted('pass', job);
+      await this.dispatch(job, targetsOf(claim.devices, uuids));
     }
-    if (claimed.size < plan.length) {
+    for (const a of plan) {
+      // Taken elsewhere or killed: left out of the next passes for a moment.
+      if (!started.has(a.jobId)) this.takenElsewhere.set(a.jobId, Date.now() + TAKEN_ELSEWHERE_MS);
+    }
+    // A claim that no job took: a device was not as shown here (quarantined, its host off), so that host is loaded again.
+    for (const c of claims) if (!used.has(c)) this.inventory.changed(c.hostName);
+    if (claimed.length < plan.length) {
       // Another controller (or a kill) got there first: decide again on fresh state.
       this.raced += 1;
       if (this.raced < 5) this.again = true;
@@ -373,4 +376,27 @@ export class Scheduler {
     const job = this.terms.queued(j, Date.now());
     return j.avoidHosts?.length ? { ...job, avoidHosts: j.avoidHosts } : job;
   }
+}
+
+/**
+ * For each queued job that any other of the pass's jobs could stand in for:
+ * the jobs of its shape (selector, device name, count, --gpu choices), in
+ * queue order, one array per shape. A job with devices held for it
+ * (preemption) or hosts to avoid (an earlier attempt's) fits differently: it
+ * has none, and is claimed only as itself.
+ */
+function alternatesOf(rows: readonly QueuedRow[], jobs: readonly QueuedJob[]): Map<string, readonly string[]> {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const byShape = new Map<string, string[]>();
+  const out = new Map<string, readonly string[]>();
+  for (const j of [...jobs].sort(queueOrder)) {
+    const r = byId.get(j.id)!;
+    if (r.heldDevices?.length || r.avoidHosts?.length) continue;
+    const shape = JSON.stringify([r.selector, r.deviceName, r.gpus, r.gpuChoices]);
+    let same = byShape.get(shape);
+    if (!same) byShape.set(shape, (same = []));
+    same.push(j.id);
+    out.set(j.id, same);
+  }
+  return out;
 }

@@ -18,7 +18,7 @@ export function targetsOf(claimed: readonly { id: number; index: number; name: s
   return claimed.map((d) => ({ index: d.index, name: d.name, uuid: uuids.get(d.id) ?? null }));
 }
 
-export function claimDevices(sql: Sql, jobId: string, hostName: string, devices: { id: number; name: string }[]): Promise<JobRow | null> {
+export function claimDevices(sql: Sql, jobId: string, hostName: string, devices: readonly { id: number; name: string }[]): Promise<JobRow | null> {
   return withLeases(
     sql,
     devices,
@@ -41,7 +41,7 @@ export function claimDevices(sql: Sql, jobId: string, hostName: string, devices:
  */
 export async function withLeases(
   sql: Sql,
-  devices: { id: number }[],
+  devices: readonly { id: number }[],
   job: (healthy: PendingQuery<Row[]>) => PendingQuery<Row[]>,
   /** A bus payload (a `start` message, its fence 0) that the statement sends when it commits, with the job's fence in it. */
   announce: string | null = null,
@@ -78,64 +78,106 @@ function isLeaseConflict(err: unknown): boolean {
 }
 
 /** One job of a batch claim: the job and the devices the plan gave it, all on one host. */
-export interface PlannedClaim {
+export interface PlannedClaim<D extends { id: number; name: string } = { id: number; name: string }> {
   jobId: string;
   hostName: string;
-  devices: { id: number; name: string }[];
+  devices: readonly D[];
+  /**
+   * Queued jobs, in queue order, that fit these devices exactly as `jobId`
+   * does (the same selector, device name, count and --gpu choices), `jobId`
+   * among them. Claims that share this array share its jobs: when another
+   * controller's claim took some of them first, the next ones take their
+   * devices, so two passes that planned the same head of the queue both
+   * start jobs instead of one of them starting none. Absent: `jobId` only.
+   */
+  alternates?: readonly string[];
+}
+
+/** A job a batch claim moved to running, and the planned claim whose devices it took. */
+export interface Claimed<D extends { id: number; name: string } = { id: number; name: string }> {
+  job: JobRow;
+  claim: PlannedClaim<D>;
 }
 
 /**
- * Many claims in one statement (a scheduling pass's plan): each job still
- * queued and not locked by another claim (SKIP LOCKED: two controllers'
- * passes take disjoint jobs, and never wait on each other) moves to running
- * with a lease on each of its devices, unless one was quarantined (or its
- * host turned off or removed) since. The
- * claimed rows, by job id; a plan's job missing from them was not claimed.
+ * Many claims in one statement (a scheduling pass's plan). Each group of
+ * claims (those sharing `alternates`, or one job alone) takes, in order, as
+ * many of its jobs as it has claims whose devices are still usable (none
+ * quarantined, nor its host turned off or removed, since the plan), among
+ * those still queued and not locked by another claim (SKIP LOCKED: two
+ * controllers' passes take disjoint jobs and never wait on each other); each
+ * moves to running with a lease on each device of its claim.
  * When the lease index refuses any device (a submit elsewhere took it), the
- * whole statement fails: the claims are then made one at a time, each all or
- * nothing as claimDevices is.
+ * whole statement fails: the claims are then made one at a time, each for its
+ * own job, all or nothing as claimDevices is.
  */
-export async function claimBatch(sql: Sql, plan: readonly PlannedClaim[]): Promise<Map<string, JobRow>> {
-  const out = new Map<string, JobRow>();
-  if (!plan.length) return out;
-  if (plan.length === 1) {
-    const [p] = plan;
-    const row = await claimDevices(sql, p!.jobId, p!.hostName, p!.devices);
-    if (row) out.set(row.id, row);
-    return out;
-  }
-  const ids = plan.map((p) => p.jobId);
+export async function claimBatch<D extends { id: number; name: string }>(sql: Sql, plan: readonly PlannedClaim<D>[]): Promise<Claimed<D>[]> {
+  if (!plan.length) return [];
+  if (plan.length === 1 && (plan[0]!.alternates?.length ?? 1) <= 1) return claimEach(sql, plan);
+  // Groups: claims sharing one alternates array, in the plan's order.
+  const groupOf = new Map<readonly string[], number>();
+  const candidates: string[] = [];
+  const slotGroup = plan.map((p) => {
+    const alts = p.alternates?.length ? p.alternates : [p.jobId];
+    let g = groupOf.get(alts);
+    if (g === undefined) {
+      g = candidates.length;
+      groupOf.set(alts, g);
+      candidates.push(`{${alts.join(',')}}`);
+    }
+    return g;
+  });
   const hosts = plan.map((p) => p.hostName);
   const deviceIds = plan.map((p) => `{${p.devices.map((d) => d.id).join(',')}}`);
   const names = plan.map((p) => JSON.stringify(p.devices.map((d) => d.name)));
   try {
-    const rows = await sql<(JobRow & { claimedIds: unknown })[]>`
-      with p as (
-        select * from unnest(${ids}::text[], ${hosts}::text[], ${deviceIds}::text[], ${names}::text[]) as p(job_id, host_name, device_ids, names)
+    const rows = await sql<(JobRow & { claimSlot: number })[]>`
+      with s as (
+        select * from unnest(${slotGroup}::int[], ${hosts}::text[], ${deviceIds}::text[], ${names}::text[])
+          with ordinality as s(g, host_name, device_ids, names, slot)
+      ), p as (
+        select s.*, row_number() over (partition by s.g order by s.slot) as n from s
+        where not ${unusable(sql, sql`s.device_ids::bigint[]`)}
+      ), need as (
+        select g, count(*) as k from p group by g
+      ), cand as (
+        select g - 1 as g, ids from unnest(${candidates}::text[]) with ordinality as c(ids, g)
       ), c as (
-        select jobs.id from jobs join p on p.job_id = jobs.id
-        where jobs.state = 'queued'
-          and not ${unusable(sql, sql`p.device_ids::bigint[]`)}
-        order by jobs.id
-        for update of jobs skip locked
+        select need.g, x.id, row_number() over (partition by need.g order by x.r) as n
+        from need join cand on cand.g = need.g cross join lateral (
+          select jobs.id, q.r from unnest(cand.ids::text[]) with ordinality as q(id, r)
+          join jobs on jobs.id = q.id
+          where jobs.state = 'queued'
+          order by q.r limit need.k
+          for update of jobs skip locked
+        ) x
       ), j as (
         update jobs set state = 'running', started_at = now(), host_name = p.host_name, devices = p.names::jsonb, gpus = jsonb_array_length(p.names::jsonb),
           fence = nextval('fence_seq'),
           expires_at = case when jobs.kind = 'hold' then now() + make_interval(secs => jobs.hold_ttl_s) end
-        from p, c where jobs.id = c.id and p.job_id = c.id
-        returning jobs.*, p.device_ids as claimed_ids
+        from c join p on p.g = c.g and p.n = c.n
+        where jobs.id = c.id
+        returning jobs.*, p.device_ids as claimed_ids, p.slot as claim_slot
       ), l as (
         insert into leases (device_id, job_id, fence) select unnest(j.claimed_ids::bigint[]), j.id, j.fence from j
       )
       select * from j`;
-    for (const { claimedIds: _, ...row } of rows) out.set(row.id, row as JobRow);
-    return out;
+    return rows.map(({ claimSlot, claimedIds: _, ...row }: JobRow & { claimSlot: number; claimedIds?: unknown }) => ({
+      job: row as JobRow,
+      claim: plan[Number(claimSlot) - 1]!,
+    }));
   } catch (err) {
     if (!isLeaseConflict(err)) throw err;
   }
-  for (const p of plan) {
-    const row = await claimDevices(sql, p.jobId, p.hostName, p.devices);
-    if (row) out.set(row.id, row);
+  return claimEach(sql, plan);
+}
+
+/** The claims one at a time, each for its own job. */
+async function claimEach<D extends { id: number; name: string }>(sql: Sql, plan: readonly PlannedClaim<D>[]): Promise<Claimed<D>[]> {
+  const out: Claimed<D>[] = [];
+  for (const claim of plan) {
+    const job = await claimDevices(sql, claim.jobId, claim.hostName, claim.devices);
+    if (job) out.push({ job, claim });
   }
   return out;
 }

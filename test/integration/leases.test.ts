@@ -2,7 +2,7 @@
 // by the database itself; claims that race; fences that refuse stale reports.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { claimDevices } from '../../server/jobs/claim';
+import { claimBatch, claimDevices, type PlannedClaim } from '../../server/jobs/claim';
 import { ended, outcome, type StopRequest } from '../../core/job-state';
 import { JobEvents } from '../../server/job-events';
 import { endJob } from '../../server/jobs/finish';
@@ -135,6 +135,82 @@ test("the statement that ends a job agrees with core's outcome(): a stop asked f
       }
     }
   }
+});
+
+/** Devices of a host made for one test (away, so submits queue): their ids and names. */
+async function hostWithDevices(name: string, n: number): Promise<{ id: number; name: string }[]> {
+  await db.client`insert into hosts (name, status) values (${name}, 'away')`;
+  const out: { id: number; name: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    const [d] = await db.client<{ id: number }[]>`insert into devices (host_name, index) values (${name}, ${i}) returning id`;
+    out.push({ id: d!.id, name: `${name}:gpu${i}` });
+  }
+  return out;
+}
+
+/** One claim per device, planned for the jobs `planned` in turn, each able to take any of `alternates`. */
+function planOn(host: string, devices: { id: number; name: string }[], planned: string[], alternates: readonly string[]): PlannedClaim[] {
+  return devices.map((d, i) => ({ jobId: planned[i]!, hostName: host, devices: [d], alternates }));
+}
+
+test('two batch claims that planned the same head of the queue on their own devices both start jobs: the next ones in order, each once', async () => {
+  const a = await hostWithDevices('ba', 4);
+  const b = await hostWithDevices('bb', 4);
+  for (let round = 0; round < 20; round++) {
+    const queued: string[] = [];
+    for (let i = 0; i < 12; i++) queued.push((await submit()).id);
+    // Both passes read the same queue and planned its first four jobs, each on its own host's devices.
+    const [x, y] = await Promise.all([claimBatch(db.client, planOn('ba', a, queued, queued)), claimBatch(db.client, planOn('bb', b, queued, queued))]);
+    assert.equal(x.length + y.length, 8, `round ${round}: every device got a job (${x.length} + ${y.length})`);
+    const started = [...x, ...y].map((c) => c.job.id);
+    assert.equal(new Set(started).size, 8, 'no job started twice');
+    assert.deepEqual([...started].sort(), queued.slice(0, 8).sort(), 'the first eight in queue order');
+    for (const c of [...x, ...y])
+      assert.deepEqual(
+        c.job.devices,
+        c.claim.devices.map((d) => d.name),
+        'each job runs on the devices of the claim it took',
+      );
+    const leases = await activeLeases();
+    assert.equal(new Set(leases.map((l) => l.deviceId)).size, leases.length, 'one active lease per device');
+    assert.equal(leases.length, 8);
+    await endEverything();
+  }
+});
+
+test('a batch claim: a planned job ended meanwhile gives its devices to the next of its kind; a quarantined device takes no job', async () => {
+  const devices = await hostWithDevices('bc', 3);
+  const queued: string[] = [];
+  for (let i = 0; i < 5; i++) queued.push((await submit()).id);
+  await endJob(deps(), queued[0]!, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
+  await db.client`update devices set unhealthy_since = now() where id = ${devices[2]!.id}`;
+  const got = await claimBatch(db.client, planOn('bc', devices, queued, queued));
+  assert.deepEqual(
+    got.map((c) => [c.job.id, c.claim.devices[0]!.name]),
+    [
+      [queued[1], 'bc:gpu0'],
+      [queued[2], 'bc:gpu1'],
+    ],
+  );
+  const [left] = await db.client<{ n: number }[]>`select count(*)::int as n from jobs where state = 'queued'`;
+  assert.equal(left!.n, 2, 'the jobs that got no device stay queued');
+  await endEverything();
+});
+
+test('a batch claim without alternates claims only the planned jobs', async () => {
+  const devices = await hostWithDevices('bd', 2);
+  const queued: string[] = [];
+  for (let i = 0; i < 3; i++) queued.push((await submit()).id);
+  await endJob(deps(), queued[0]!, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
+  const got = await claimBatch(
+    db.client,
+    planOn('bd', devices, queued, []).map(({ alternates: _, ...c }) => c),
+  );
+  assert.deepEqual(
+    got.map((c) => c.job.id),
+    [queued[1]],
+  );
+  await endEverything();
 });
 
 /** endJob's dependencies: this file's database, and events nobody listens to. */
