@@ -393,8 +393,8 @@ function alternatesOf(rows: readonly QueuedRow[], jobs: readonly QueuedJob[]): M
     const r = byId.get(j.id)!;
     if (r.heldDevices?.length || r.avoidHosts?.length) continue;
     const shape = JSON.stringify([r.selector, r.deviceName, r.gpus, r.gpuChoices]);
-    let same = byShape.get(shape);
-    if (!same) byShape.set(shape, (same = []));
+    const same = byShape.get(shape) ?? [];
+    byShape.set(shape, same);
     same.push(j.id);
     out.set(j.id, same);
   }
