@@ -242,11 +242,7 @@ test('exit reports ended together (one statement for many): each job ends as end
     }
   }
   const stored = await db.client<{ id: string; state: string; exitCode: number | null }[]>`select id, state, exit_code from jobs where id = any(${queued})`;
-  assert.deepEqual(
-    new Map(stored.map((r) => [r.id, [r.state, r.exitCode]])),
-    new Map(rows.map((r) => [r!.id, [r!.state, r!.exitCode]])),
-    'stored as returned',
-  );
+  assert.deepEqual(new Map(stored.map((r) => [r.id, [r.state, r.exitCode]])), new Map(rows.map((r) => [r!.id, [r!.state, r!.exitCode]])), 'stored as returned');
   assert.equal((await activeLeases()).length, 0, 'every lease released');
   await endEverything();
 });
