@@ -5,7 +5,6 @@ import { after, before, test } from 'node:test';
 import { claimBatch, claimDevices, type PlannedClaim } from '../../server/jobs/claim';
 import { ended, outcome, type StopRequest } from '../../core/job-state';
 import { JobEvents } from '../../server/job-events';
-import { EndBatcher } from '../../server/jobs/end-batch';
 import { endJob } from '../../server/jobs/finish';
 import { submitJob } from '../../server/jobs/submit';
 import { Inventory } from '../../server/inventory';
@@ -211,39 +210,6 @@ test('a batch claim without alternates claims only the planned jobs', async () =
     got.map((c) => c.job.id),
     [queued[1]],
   );
-  await endEverything();
-});
-
-test('exit reports ended together (one statement for many): each job ends as endJob alone would end it, a second report of one ends nothing', async () => {
-  const devices = await hostWithDevices('be', 30);
-  const queued: string[] = [];
-  for (let i = 0; i < 30; i++) queued.push((await submit()).id);
-  const claimed = await claimBatch(db.client, planOn('be', devices, queued, queued));
-  assert.equal(claimed.length, 30);
-  const fenceOf = new Map(claimed.map((c) => [c.job.id, c.job.fence!]));
-  // A stop asked for before the exit: it wins, as with endJob.
-  await db.client`update jobs set kill_requested_by = 'rc kill by t', kill_cause = 'killed' where id = ${queued[3]!}`;
-  const batcher = new EndBatcher(deps(), 1, 8);
-  const reports = queued.map((id, i) => batcher.end({ jobId: id, end: outcome(i % 3, null, null), fence: fenceOf.get(id)!, host: 'be' }));
-  // Late and wrong ones: a second report of a job, a stale fence, another host.
-  const second = batcher.end({ jobId: queued[0]!, end: outcome(9, null, null), fence: fenceOf.get(queued[0]!)!, host: 'be' });
-  const stale = batcher.end({ jobId: queued[1]!, end: outcome(9, null, null), fence: fenceOf.get(queued[1]!)! - 1, host: 'be' });
-  const elsewhere = batcher.end({ jobId: queued[2]!, end: outcome(9, null, null), fence: fenceOf.get(queued[2]!)!, host: 'h' });
-  const rows = await Promise.all(reports);
-  assert.deepEqual(await Promise.all([second, stale, elsewhere]), [null, null, null]);
-  for (const [i, row] of rows.entries()) {
-    assert.ok(row, `job ${i} ended`);
-    if (i === 3) {
-      assert.equal(row.state, 'killed');
-      assert.equal(row.reason, 'rc kill by t');
-    } else {
-      assert.equal(row.state, i % 3 === 0 ? 'succeeded' : 'failed');
-      assert.equal(row.exitCode, i % 3);
-    }
-  }
-  const stored = await db.client<{ id: string; state: string; exitCode: number | null }[]>`select id, state, exit_code from jobs where id = any(${queued})`;
-  assert.deepEqual(new Map(stored.map((r) => [r.id, [r.state, r.exitCode]])), new Map(rows.map((r) => [r!.id, [r!.state, r!.exitCode]])), 'stored as returned');
-  assert.equal((await activeLeases()).length, 0, 'every lease released');
   await endEverything();
 });
 
