@@ -381,7 +381,7 @@ export class Scheduler {
 /**
  * For each queued job that any other of the pass's jobs could stand in for:
  * the jobs of its shape (selector, device name, count, --gpu choices), in
- * queue order, one array per shape. A job with devices held for it
+ * queue order (the order the pass read them in), one array per shape. A job with devices held for it
  * (preemption) or hosts to avoid (an earlier attempt's) fits differently: it
  * has none, and is claimed only as itself.
  */
@@ -389,7 +389,7 @@ function alternatesOf(rows: readonly QueuedRow[], jobs: readonly QueuedJob[]): M
   const byId = new Map(rows.map((r) => [r.id, r]));
   const byShape = new Map<string, string[]>();
   const out = new Map<string, readonly string[]>();
-  for (const j of [...jobs].sort(queueOrder)) {
+  for (const j of jobs) {
     const r = byId.get(j.id)!;
     if (r.heldDevices?.length || r.avoidHosts?.length) continue;
     const shape = JSON.stringify([r.selector, r.deviceName, r.gpus, r.gpuChoices]);

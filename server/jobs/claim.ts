@@ -131,7 +131,7 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
   const deviceIds = plan.map((p) => `{${p.devices.map((d) => d.id).join(',')}}`);
   const names = plan.map((p) => JSON.stringify(p.devices.map((d) => d.name)));
   try {
-    const rows = await sql<(JobRow & { claimSlot: number })[]>`
+    const rows = await sql<(JobRow & { claimSlot: number; claimedIds: unknown })[]>`
       with s as (
         select * from unnest(${slotGroup}::int[], ${hosts}::text[], ${deviceIds}::text[], ${names}::text[])
           with ordinality as s(g, host_name, device_ids, names, slot)
@@ -162,8 +162,8 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
         insert into leases (device_id, job_id, fence) select unnest(j.claimed_ids::bigint[]), j.id, j.fence from j
       )
       select * from j`;
-    return rows.map(({ claimSlot, claimedIds: _, ...row }: JobRow & { claimSlot: number; claimedIds?: unknown }) => ({
-      job: row as JobRow,
+    return rows.map(({ claimSlot, claimedIds: _, ...row }) => ({
+      job: row,
       claim: plan[Number(claimSlot) - 1]!,
     }));
   } catch (err) {

@@ -148,6 +148,13 @@ async function hostWithDevices(name: string, n: number): Promise<{ id: number; n
   return out;
 }
 
+/** `n` jobs submitted one after another (queued: no device is free): their ids in queue order. */
+async function submitMany(n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) ids.push((await submit()).id);
+  return ids;
+}
+
 /** One claim per device, planned for the jobs `planned` in turn, each able to take any of `alternates`. */
 function planOn(host: string, devices: { id: number; name: string }[], planned: string[], alternates: readonly string[]): PlannedClaim[] {
   return devices.map((d, i) => ({ jobId: planned[i]!, hostName: host, devices: [d], alternates }));
@@ -157,8 +164,7 @@ test('two batch claims that planned the same head of the queue on their own devi
   const a = await hostWithDevices('ba', 4);
   const b = await hostWithDevices('bb', 4);
   for (let round = 0; round < 20; round++) {
-    const queued: string[] = [];
-    for (let i = 0; i < 12; i++) queued.push((await submit()).id);
+    const queued = await submitMany(12);
     // Both passes read the same queue and planned its first four jobs, each on its own host's devices.
     const [x, y] = await Promise.all([claimBatch(db.client, planOn('ba', a, queued, queued)), claimBatch(db.client, planOn('bb', b, queued, queued))]);
     assert.equal(x.length + y.length, 8, `round ${round}: every device got a job (${x.length} + ${y.length})`);
@@ -180,8 +186,7 @@ test('two batch claims that planned the same head of the queue on their own devi
 
 test('a batch claim: a planned job ended meanwhile gives its devices to the next of its kind; a quarantined device takes no job', async () => {
   const devices = await hostWithDevices('bc', 3);
-  const queued: string[] = [];
-  for (let i = 0; i < 5; i++) queued.push((await submit()).id);
+  const queued = await submitMany(5);
   await endJob(deps(), queued[0]!, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
   await db.client`update devices set unhealthy_since = now() where id = ${devices[2]!.id}`;
   const got = await claimBatch(db.client, planOn('bc', devices, queued, queued));
@@ -199,8 +204,7 @@ test('a batch claim: a planned job ended meanwhile gives its devices to the next
 
 test('a batch claim without alternates claims only the planned jobs', async () => {
   const devices = await hostWithDevices('bd', 2);
-  const queued: string[] = [];
-  for (let i = 0; i < 3; i++) queued.push((await submit()).id);
+  const queued = await submitMany(3);
   await endJob(deps(), queued[0]!, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
   const got = await claimBatch(
     db.client,
