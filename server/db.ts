@@ -110,3 +110,16 @@ export function errorCode(err: unknown): string | null {
   }
   return null;
 }
+
+/** Tries a statement that Postgres may pick as a deadlock's victim: it rolled back whole, so running it again is safe. */
+export async function retryDeadlock<T>(run: () => Promise<T>, tries = 4): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (i >= tries || errorCode(err) !== '40P01') throw err;
+      // Apart a little, so the two that met do not meet again at once.
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * i));
+    }
+  }
+}

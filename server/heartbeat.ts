@@ -90,14 +90,18 @@ export async function storeHeartbeats(sql: Sql, beats: readonly { host: string; 
         gpu_sample = jsonb_build_object('name', s.name, 'memTotalMiB', s."memTotalMiB", 'memUsedMiB', s."memUsedMiB", 'utilPct', s."utilPct", 'procs', s.procs)
       from s where devices.host_name = s.host and devices.index = s.index
       returning devices.id, s."utilPct" as util, s.procs
+    ), lk as (
+      -- A lease locked elsewhere is being ended or released: skipped, never waited for (a beat that waited could close a
+      -- circle with a batch of ends). Its streak loses nothing: the next beat adds the time since idle_seen_at.
+      select l.id, d.util, d.procs from leases l join d on l.device_id = d.id where l.released_at is null for update of l skip locked
     ), i as (
       -- The leased devices' idle streaks (core/idle.ts gpuIdle: utilisation <= 1% and no compute process; either unknown: no signal).
       update leases l set
-        idle_s = l.idle_s + case when d.util <= ${IDLE_UTIL_PCT} and d.procs = 0 and l.idle_since is not null
+        idle_s = l.idle_s + case when lk.util <= ${IDLE_UTIL_PCT} and lk.procs = 0 and l.idle_since is not null
           then greatest(0, extract(epoch from now() - l.idle_seen_at)) else 0 end,
-        idle_since = case when d.util <= ${IDLE_UTIL_PCT} and d.procs = 0 then coalesce(l.idle_since, now()) end,
-        idle_seen_at = case when d.util is not null and d.procs is not null then now() end
-      from d where l.device_id = d.id and l.released_at is null
+        idle_since = case when lk.util <= ${IDLE_UTIL_PCT} and lk.procs = 0 then coalesce(l.idle_since, now()) end,
+        idle_seen_at = case when lk.util is not null and lk.procs is not null then now() end
+      from lk where l.id = lk.id
     ), g as (
       insert into gpu_samples (host_name, device_index, mem_used_mib, mem_total_mib, util_pct)
       select s.host, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s

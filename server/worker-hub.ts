@@ -35,6 +35,7 @@ import type { SocketIdentity } from './socket-auth';
 import type { Db, Sql, Tx } from './db';
 import type { JobEvents } from './job-events';
 import { ended, outcome, type StopRequest } from '../core/job-state';
+import { EndBatcher } from './jobs/end-batch';
 import { endJob, releaseEnded, releaseLeftBehind } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
 import type { OutputWriter } from './output-writer';
@@ -113,9 +114,12 @@ export class WorkerHub implements Dispatcher {
 
   /** Heartbeats stored in batches. */
   private readonly beats: HeartbeatWriter;
+  /** Exit reports stored in batches. */
+  private readonly ends: EndBatcher;
 
   constructor(private readonly deps: HubDeps) {
     this.beats = new HeartbeatWriter(deps.beatSql ?? deps.sql);
+    this.ends = new EndBatcher(deps);
   }
 
   /** Takes the /worker namespace, whose sockets `auth` has signed in (server/socket-auth.ts). */
@@ -581,7 +585,7 @@ export class WorkerHub implements Dispatcher {
     }
     // The worker's own watchdog is a stop too; any stop asked for earlier still wins (endJob).
     const stop: StopRequest | null = exit.killedFor ? { cause: exit.killCause ?? 'killed', reason: exit.killedFor } : null;
-    const done = await endJob(this.deps, exit.jobId, outcome(exit.exitCode, exit.signal, stop), { from: ['running'], fence: exit.fence, host: hostName });
+    const done = await this.ends.end({ jobId: exit.jobId, end: outcome(exit.exitCode, exit.signal, stop), fence: exit.fence, host: hostName });
     if (done) {
       this.forget(exit.jobId);
       this.deps.freed();

@@ -31,10 +31,16 @@ export interface Job {
   stdinSent?: number;
 }
 
+/** The first wait before an exit report is sent again, doubled each time up to the most. */
+const EXIT_RESEND_FIRST_MS = 1000;
+const EXIT_RESEND_MAX_MS = 15_000;
+
 export class JobRunner {
   readonly jobs = new Map<string, Job>();
   /** Exit reports not yet acknowledged by the controller; resent after a reconnect. */
   private readonly unreported = new Map<string, JobExit>();
+  /** Exit reports to send again (the controller failed to store them, or did not answer). */
+  private readonly resendTimers = new Map<string, NodeJS.Timeout>();
   private readonly outbox = new OutputOutbox();
   /** Device index → the job that just ended there, until its GPU memory had time to settle. */
   private readonly ending = new Map<number, { jobId: string; until: number }>();
@@ -165,7 +171,10 @@ export class JobRunner {
     }));
   }
 
-  private sendExit(exit: JobExit): void {
+  private sendExit(exit: JobExit, tries = 0): void {
+    const again = this.resendTimers.get(exit.jobId);
+    if (again) clearTimeout(again);
+    this.resendTimers.delete(exit.jobId);
     this.link.socket
       .timeout(10_000)
       .emitWithAck(WorkerEvent.jobExit, exit)
@@ -175,12 +184,27 @@ export class JobRunner {
           if (reply.ok || reply.code === 'stale_lease') {
             this.unreported.delete(exit.jobId);
             this.outbox.forget(exit.jobId);
-          }
+          } else this.sendExitLater(exit, tries);
         },
-        () => {
-          /* no answer: resent after the next hello */
-        },
+        () => this.sendExitLater(exit, tries),
       );
+  }
+
+  /**
+   * The controller could not store the exit (its database away: `internal`),
+   * or did not answer: sent again after a while, on this connection, until it
+   * is acknowledged (a hello sends it too). Without this, the job would stay
+   * running, its devices leased, until the next reconnect.
+   */
+  private sendExitLater(exit: JobExit, tries: number): void {
+    if (this.unreported.get(exit.jobId) !== exit || this.resendTimers.has(exit.jobId)) return;
+    const ms = Math.min(EXIT_RESEND_MAX_MS, EXIT_RESEND_FIRST_MS * 2 ** tries);
+    const timer = setTimeout(() => {
+      this.resendTimers.delete(exit.jobId);
+      if (this.unreported.get(exit.jobId) === exit && this.link.ready) this.sendExit(exit, tries + 1);
+    }, ms);
+    timer.unref();
+    this.resendTimers.set(exit.jobId, timer);
   }
 
   private kill(order: KillJobOrder): void {

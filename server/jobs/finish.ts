@@ -7,7 +7,7 @@
 // leases until its worker says the processes are gone (its exit report, or a
 // hello without it), so no other job is given the device meanwhile.
 import type { EndCause, Ending, JobState } from '../../core/job-state';
-import type { Sql } from '../db';
+import { retryDeadlock, type Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { JobRow } from './job-view';
 
@@ -43,35 +43,64 @@ export interface EndWhere {
  * job's row (queued again: `again`), or null when there was nothing to end.
  */
 export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: EndWhere): Promise<(JobRow & { again?: boolean }) | null> {
+  const [row] = await endJobs(deps, [{ jobId, end, fence: where.fence ?? null, host: where.host ?? null }], where);
+  return row ?? null;
+}
+
+/** One end of a batch: a job, its end, and who may end it (EndWhere's fence and host). */
+export interface JobEnd {
+  jobId: string;
+  end: Ending;
+  fence: number | null;
+  host: string | null;
+}
+
+/**
+ * endJob for many jobs in one statement (exit reports that arrived
+ * together): each is ended exactly as endJob would, alone. Returns the rows
+ * of those it ended, in no order.
+ */
+export async function endJobs(deps: EndDeps, ends: readonly JobEnd[], where: Pick<EndWhere, 'from' | 'keepLeases'>): Promise<(JobRow & { again?: boolean })[]> {
+  if (!ends.length) return [];
   // An end that outcome() made (the command exited, or a stop the worker reports): a stop asked for earlier replaces it.
-  const exited = end.state === 'succeeded' || end.state === 'failed' || end.state === 'killed' || end.state === 'preempted';
-  const [row] = await deps.sql<(JobRow & { again: boolean; attemptState: string; attemptCause: string; attemptReason: string | null })[]>`
-    with cur as (
-      select id, fence, attempt, restarts, retry_on_preempt, kill_requested_by, kill_cause,
-        (kill_requested_by is not null and ${exited}) as stopped
-      from jobs
-      where id = ${jobId} and state = any(${where.from as string[]}::text[])
-        and (${where.fence ?? null}::bigint is null or fence = ${where.fence ?? null}::bigint)
-        and (${where.host ?? null}::text is null or host_name = ${where.host ?? null}::text)
-      for update
+  const exited = ends.map((e) => e.end.state === 'succeeded' || e.end.state === 'failed' || e.end.state === 'killed' || e.end.state === 'preempted');
+  // A deadlock's victim (another statement locked a lease, then asked for a job these hold) rolled back whole: run it again.
+  const rows = await retryDeadlock(
+    () => deps.sql<(JobRow & { again: boolean; attemptState: string; attemptCause: string; attemptReason: string | null })[]>`
+    with x as (
+      select * from unnest(
+        ${ends.map((e) => e.jobId)}::text[], ${ends.map((e) => e.fence)}::bigint[], ${ends.map((e) => e.host)}::text[], ${exited.map((b) => (b ? 't' : 'f'))}::text[],
+        ${ends.map((e) => e.end.state)}::text[], ${ends.map((e) => e.end.cause)}::text[], ${ends.map((e) => e.end.reason)}::text[],
+        ${ends.map((e) => e.end.exitCode)}::int[]
+      ) as x(id, fence, host, exited, state, cause, reason, exit_code)
+    ), cur as (
+      select jobs.id, jobs.fence, attempt, restarts, retry_on_preempt, kill_requested_by, kill_cause,
+        (kill_requested_by is not null and x.exited::bool) as stopped, x.state as x_state, x.cause as x_cause, x.reason as x_reason, x.exit_code
+      from jobs join x on x.id = jobs.id
+      where jobs.state = any(${where.from as string[]}::text[])
+        and (x.fence is null or jobs.fence = x.fence)
+        and (x.host is null or jobs.host_name = x.host)
+      -- Locked in one order, so two batches never wait on each other in a circle.
+      order by jobs.id
+      for update of jobs
     ), e as (
       select cur.*,
-        case when stopped then (case when kill_cause = 'preempted' then 'preempted' else 'killed' end) else ${end.state}::text end as f_state,
-        case when stopped then coalesce(kill_cause, 'killed') else ${end.cause}::text end as f_cause,
-        coalesce(kill_requested_by, ${end.reason}::text) as f_reason
+        case when stopped then (case when kill_cause = 'preempted' then 'preempted' else 'killed' end) else x_state end as f_state,
+        case when stopped then coalesce(kill_cause, 'killed') else x_cause end as f_cause,
+        coalesce(kill_requested_by, x_reason) as f_reason
       from cur
     ), r as (
       -- core/job-state.ts runsAgain
       select e.*, ((f_state = 'lost' and attempt <= restarts) or (f_state = 'preempted' and retry_on_preempt)) as again from e
     ), a as (
       insert into job_attempts (job_id, attempt, host_name, devices, fence, state, end_cause, exit_code, reason, started_at)
-      select jobs.id, jobs.attempt, jobs.host_name, jobs.devices, jobs.fence, r.f_state, r.f_cause, ${end.exitCode}::int, r.f_reason, jobs.started_at
+      select jobs.id, jobs.attempt, jobs.host_name, jobs.devices, jobs.fence, r.f_state, r.f_cause, r.exit_code, r.f_reason, jobs.started_at
       from jobs join r on r.id = jobs.id where r.again
     ), j as (
       update jobs set
         state = case when r.again then 'queued' else r.f_state end,
         end_cause = case when r.again then null else r.f_cause end,
-        exit_code = case when r.again then null else ${end.exitCode}::int end,
+        exit_code = case when r.again then null else r.exit_code end,
         reason = case when r.again then null else r.f_reason end,
         ended_at = case when r.again then null else now() end,
         -- rc run --env values may be secrets and an ended job needs none: only the keys stay (the view's envKeys).
@@ -93,31 +122,33 @@ export async function endJob(deps: EndDeps, jobId: string, end: Ending, where: E
       update leases set released_at = now() from cur
       where ${!where.keepLeases} and leases.job_id = cur.id and leases.released_at is null and (leases.fence = cur.fence or leases.fence is null)
     )
-    select * from j`;
-  if (!row) return null;
-  const { attemptState, attemptCause, attemptReason, ...ended } = row;
-  if (ended.again) {
+    select * from j`,
+  );
+  return rows.map((row) => {
+    const { attemptState, attemptCause, attemptReason, ...ended } = row;
+    if (ended.again) {
+      deps.events.event(ended.id, {
+        type: 'requeued',
+        jobId: ended.id,
+        attempt: ended.attempt,
+        state: attemptState as JobState,
+        cause: attemptCause as EndCause,
+        reason: attemptReason,
+        ...(where.keepLeases ? { leasesKept: true as const } : {}),
+      });
+      return ended;
+    }
     deps.events.event(ended.id, {
-      type: 'requeued',
+      type: 'exit',
       jobId: ended.id,
-      attempt: ended.attempt,
-      state: attemptState as JobState,
-      cause: attemptCause as EndCause,
-      reason: attemptReason,
+      state: ended.state,
+      exitCode: ended.exitCode,
+      reason: ended.reason,
+      cause: ended.endCause,
       ...(where.keepLeases ? { leasesKept: true as const } : {}),
     });
     return ended;
-  }
-  deps.events.event(ended.id, {
-    type: 'exit',
-    jobId: ended.id,
-    state: ended.state,
-    exitCode: ended.exitCode,
-    reason: ended.reason,
-    cause: ended.endCause,
-    ...(where.keepLeases ? { leasesKept: true as const } : {}),
   });
-  return ended;
 }
 
 /**

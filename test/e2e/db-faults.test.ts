@@ -133,3 +133,33 @@ test('a Postgres restart loses no output line the worker was told is stored', { 
   assert.equal(logs.code, 0, logs.stderr);
   assert.equal(logs.stdout, `${id}\n${lines(120)}`, 'the stored output is whole, each line once');
 });
+
+test('an exit report the controller failed to store is sent again, on the same connection: the job ends', { timeout: 120_000 }, async () => {
+  // A real failure of the end's statement, twice: a trigger that raises while a sequence (not rolled back with the statement) is below 3.
+  const db = connect(stack.dbUrl, 1);
+  await db.client.unsafe(`
+    create sequence rc_test_end_failures;
+    create function rc_test_fail_end() returns trigger language plpgsql as $$
+      begin
+        if nextval('rc_test_end_failures') <= 2 then raise exception 'injected: the end is not stored'; end if;
+        return new;
+      end $$;
+    create trigger rc_test_fail_end before update on jobs for each row
+      when (old.state = 'running' and new.state = 'succeeded') execute function rc_test_fail_end();`);
+  try {
+    const logFrom = stack.controllerLog.length;
+    const job = run('sleep 0.5');
+    const id = await job.id;
+    await stack.waitFor(async () => (await stack.job(id)).state === 'succeeded', 'the job to end with its exit code', 30_000);
+    const log = stack.controllerLog.slice(logFrom);
+    assert.equal(log.match(new RegExp(`exit report for ${id} failed`, 'g'))?.length, 2, `the first two reports failed:\n${log}`);
+    assert.equal(stack.workerLogs.get('alpha')!.match(/connected to /g)?.length, 1, 'sent again without a reconnect');
+    const done = await job.done;
+    assert.equal(done.code, 0, done.stderr);
+    const next = await stack.cli(['run', '-d', 'alpha:gpu0', '--', 'echo', 'next'], { timeoutMs: 30_000 });
+    assert.equal(next.code, 0, next.stderr);
+  } finally {
+    await db.client.unsafe('drop trigger rc_test_fail_end on jobs; drop function rc_test_fail_end; drop sequence rc_test_end_failures');
+    await db.close();
+  }
+});

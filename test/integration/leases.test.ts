@@ -5,7 +5,9 @@ import { after, before, test } from 'node:test';
 import { claimBatch, claimDevices, type PlannedClaim } from '../../server/jobs/claim';
 import { ended, outcome, type StopRequest } from '../../core/job-state';
 import { JobEvents } from '../../server/job-events';
-import { endJob } from '../../server/jobs/finish';
+import { EndBatcher } from '../../server/jobs/end-batch';
+import { endJob, endJobs } from '../../server/jobs/finish';
+import { storeHeartbeats } from '../../server/heartbeat';
 import { submitJob } from '../../server/jobs/submit';
 import { Inventory } from '../../server/inventory';
 import type { Database } from '../../server/db';
@@ -214,6 +216,125 @@ test('a batch claim without alternates claims only the planned jobs', async () =
     got.map((c) => c.job.id),
     [queued[1]],
   );
+  await endEverything();
+});
+
+test('exit reports ended together (one statement for many): each job ends as endJob alone would end it, a second report of one ends nothing', async () => {
+  const devices = await hostWithDevices('be', 30);
+  const queued: string[] = [];
+  for (let i = 0; i < 30; i++) queued.push((await submit()).id);
+  const claimed = await claimBatch(db.client, planOn('be', devices, queued, queued));
+  assert.equal(claimed.length, 30);
+  const fenceOf = new Map(claimed.map((c) => [c.job.id, c.job.fence!]));
+  // A stop asked for before the exit: it wins, as with endJob.
+  await db.client`update jobs set kill_requested_by = 'rc kill by t', kill_cause = 'killed' where id = ${queued[3]!}`;
+  const batcher = new EndBatcher(deps(), 1, 8);
+  const reports = queued.map((id, i) => batcher.end({ jobId: id, end: outcome(i % 3, null, null), fence: fenceOf.get(id)!, host: 'be' }));
+  // Late and wrong ones: a second report of a job, a stale fence, another host.
+  const second = batcher.end({ jobId: queued[0]!, end: outcome(9, null, null), fence: fenceOf.get(queued[0]!)!, host: 'be' });
+  const stale = batcher.end({ jobId: queued[1]!, end: outcome(9, null, null), fence: fenceOf.get(queued[1]!)! - 1, host: 'be' });
+  const elsewhere = batcher.end({ jobId: queued[2]!, end: outcome(9, null, null), fence: fenceOf.get(queued[2]!)!, host: 'h' });
+  const rows = await Promise.all(reports);
+  assert.deepEqual(await Promise.all([second, stale, elsewhere]), [null, null, null]);
+  for (const [i, row] of rows.entries()) {
+    assert.ok(row, `job ${i} ended`);
+    if (i === 3) {
+      assert.equal(row.state, 'killed');
+      assert.equal(row.reason, 'rc kill by t');
+    } else {
+      assert.equal(row.state, i % 3 === 0 ? 'succeeded' : 'failed');
+      assert.equal(row.exitCode, i % 3);
+    }
+  }
+  const stored = await db.client<{ id: string; state: string; exitCode: number | null }[]>`select id, state, exit_code from jobs where id = any(${queued})`;
+  assert.deepEqual(new Map(stored.map((r) => [r.id, [r.state, r.exitCode]])), new Map(rows.map((r) => [r!.id, [r!.state, r!.exitCode]])), 'stored as returned');
+  assert.equal((await activeLeases()).length, 0, 'every lease released');
+  await endEverything();
+});
+
+test('a heartbeat never waits on a lease another transaction holds (an end being stored): its samples are stored, that lease keeps its idle streak for the next beat', async () => {
+  const devices = await hostWithDevices('hb', 2);
+  const queued = await submitMany(2);
+  const claimed = await claimBatch(db.client, planOn('hb', devices, queued, queued));
+  assert.equal(claimed.length, 2);
+  const leaseOf = async (deviceId: number) =>
+    (await db.client<{ id: number; idleSeenAt: Date | null }[]>`select id, idle_seen_at from leases where device_id = ${deviceId} and released_at is null`)[0]!;
+  const locked = await leaseOf(devices[0]!.id);
+  const idle = (index: number) => ({ index, name: 'H100', memTotalMiB: 81559, memUsedMiB: 0, utilPct: 0, procs: 0 });
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  let holding!: () => void;
+  const isHolding = new Promise<void>((r) => {
+    holding = r;
+  });
+  const tx = db.client.begin(async (t) => {
+    await t`select id from leases where id = ${locked.id} for update`;
+    holding();
+    await held;
+  });
+  await isHolding;
+  try {
+    const stored = await Promise.race([
+      storeHeartbeats(db.client, [{ host: 'hb', gpus: [idle(0), idle(1)] }]).then(() => 'stored'),
+      new Promise((r) => setTimeout(() => r('waited'), 3000)),
+    ]);
+    assert.equal(stored, 'stored', 'the heartbeat did not wait for the lock');
+    assert.equal((await leaseOf(devices[0]!.id)).idleSeenAt, null, 'the locked lease was left for the next beat');
+    assert.ok((await leaseOf(devices[1]!.id)).idleSeenAt, 'the other lease got its sample');
+  } finally {
+    release();
+    await tx;
+  }
+  // The beat brought it online: away again, so the next tests' submits queue.
+  await db.client`update hosts set status = 'away' where name = 'hb'`;
+  await endEverything();
+});
+
+test('a batch of ends that Postgres picks as a deadlock victim is tried again: every job ends, once', async () => {
+  const devices = await hostWithDevices('bf', 2);
+  const queued = await submitMany(2);
+  const claimed = await claimBatch(db.client, planOn('bf', devices, queued, queued));
+  assert.equal(claimed.length, 2);
+  const [a, b] = [...claimed].sort((x, y) => (x.job.id < y.job.id ? -1 : 1)).map((c) => c.job);
+  let release!: () => void;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  let holding!: () => void;
+  const isHolding = new Promise<void>((r) => {
+    holding = r;
+  });
+  // Another transaction holds b's lease, then asks for a's row, which the batch holds while it waits for that lease: a deadlock.
+  // Its deadlock_timeout is longer than the batch's, so the batch's check finds the cycle and the batch is the victim.
+  const tx = db.client.begin(async (t) => {
+    await t`set local deadlock_timeout = '20s'`;
+    await t`select id from leases where job_id = ${b!.id} and released_at is null for update`;
+    holding();
+    await held;
+    await t`select id from jobs where id = ${a!.id} for update`;
+  });
+  await isHolding;
+  const ends = endJobs(
+    deps(),
+    [a!, b!].map((j) => ({ jobId: j.id, end: outcome(0, null, null), fence: j.fence!, host: 'bf' })),
+    { from: ['running'] },
+  );
+  // The batch waits for b's lease.
+  for (let i = 0; i < 100; i++) {
+    const [w] = await db.client<{ n: number }[]>`select count(*)::int as n from pg_locks where not granted and locktype in ('transactionid', 'tuple')`;
+    if (w!.n > 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  release();
+  const rows = await ends;
+  await tx;
+  assert.deepEqual(rows.map((r) => [r.id, r.state]).sort(), [
+    [a!.id, 'succeeded'],
+    [b!.id, 'succeeded'],
+  ]);
+  assert.equal((await activeLeases()).length, 0, 'both leases released');
   await endEverything();
 });
 
