@@ -5,11 +5,11 @@
 //   npm run bench:scale -- --devices 100|1000|10000 [--controllers 2] [--only submit,devices,grants,output,lost,heartbeats]
 //   npm run bench:scale -- --record before     (bench/results/before/*.json → the "before" block of bench/RESULTS.md)
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { cpus, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { root, startFleet as startController } from '../scripts/bench-fleet.mjs';
 
@@ -38,6 +38,8 @@ const OPTIONS = {
   'host-timeout-s': { type: 'string', default: '15' },
   /** A folder: the controllers run with --cpu-prof and write their profiles there. */
   profile: { type: 'string' },
+  /** Postgres's statements by execution time over the drain (pg_stat_statements), in the grants figure and the log. */
+  'pg-statements': { type: 'boolean', default: false },
 };
 const { values } = parseArgs({ options: OPTIONS });
 const defaults = parseArgs({ args: [], options: OPTIONS }).values;
@@ -66,11 +68,20 @@ const rc = await startController({
   second: controllers === 2,
   env: { RC_HOST_TIMEOUT_S: String(hostTimeoutS) },
   nodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
+  // With --pg-statements, also the plans of statements over 30 ms (auto_explain), in <results>/<label>/postgres.log.
+  pgFlags: values['pg-statements']
+    ? [
+        ...['-c', 'shared_preload_libraries=pg_stat_statements,auto_explain', '-c', 'pg_stat_statements.track=all'],
+        ...['-c', 'auto_explain.log_min_duration=30', '-c', 'auto_explain.log_analyze=on', '-c', 'auto_explain.log_nested_statements=on'],
+      ]
+    : [],
+  pgLog: values['pg-statements'] ? pgLogTo(join(root, 'bench', 'results', values.label, 'postgres.log')) : null,
 });
 const urls = [rc.controller, rc.controller2].filter(Boolean);
 const pids = [rc.pid, rc.pid2].filter(Boolean);
 const { default: postgres } = await import('postgres');
 const sql = postgres(rc.databaseUrl, { max: 4, onnotice: () => {} });
+if (values['pg-statements']) await sql`create extension if not exists pg_stat_statements`;
 const sim = await import('../dist/simulator.js');
 const out = {
   devices,
@@ -232,6 +243,31 @@ function getRaw(url, headers) {
  * counted from the jobs' started_at as the queue drains. Then: leases of one
  * device whose intervals overlap (must be none).
  */
+/** Appends Postgres's log lines to `file` (its folder made). */
+function pgLogTo(file) {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, '');
+  return (line) => appendFileSync(file, line.endsWith('\n') ? line : `${line}\n`);
+}
+
+/** What Postgres spent the drain executing: the statements by total time, each its calls and mean. */
+async function topStatements() {
+  const rows = await sql`
+    select calls::int, round(total_exec_time)::int as "totalMs", round(mean_exec_time::numeric, 3)::float8 as "meanMs", rows::int,
+      left(regexp_replace(query, '\\s+', ' ', 'g'), 120) as query
+    from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+    order by total_exec_time desc limit 12`;
+  for (const r of rows)
+    log(`  pg: ${String(r.totalMs).padStart(6)} ms ${String(r.calls).padStart(6)} calls ${String(r.meanMs).padStart(8)} ms/call  ${r.query}`);
+  return rows.map((r) => ({ ...r }));
+}
+
+/** Deadlocks Postgres has detected in this database (each one rolled a statement back; rc runs it again). */
+async function deadlocks() {
+  const [{ n }] = await sql`select deadlocks::int as n from pg_stat_database where datname = current_database()`;
+  return n;
+}
+
 async function grantsPhase() {
   const queue = values.queue ? int('queue', 1, 1_000_000) : 2 * devices;
   const t0 = Date.now();
@@ -244,6 +280,12 @@ async function grantsPhase() {
   const queueS = (Date.now() - t1) / 1000;
   const [{ q }] = await sql`select count(*)::int as q from jobs where state = 'queued'`;
   log(`grants: ${q} queued in ${queueS.toFixed(1)} s; releasing the holds`);
+  // Statistics as a fleet that has run a while has them (autovacuum analyzes within a minute of such a change): these
+  // tables grew from empty seconds ago, and plans made for a table of 200 jobs (a seq scan of jobs, all queued jobs
+  // hashed to find 1,000) made the drain's claims twice as slow in some runs and not others.
+  await sql`analyze jobs, leases, devices, hosts`;
+  const deadlocksBefore = await deadlocks();
+  if (values['pg-statements']) await sql`select pg_stat_statements_reset()`;
   const releasedAt = Date.now();
   for (const f of jobFleets) f.releaseAll();
   const cap = Number(values['drain-cap-s']) * 1000;
@@ -275,6 +317,8 @@ async function grantsPhase() {
       on a.device_id = b.device_id and a.id < b.id
      and tstzrange(a.acquired_at, coalesce(a.released_at, 'infinity')) && tstzrange(b.acquired_at, coalesce(b.released_at, 'infinity'))`;
   const [{ leaseRows }] = await sql`select count(*)::int as "leaseRows" from leases`;
+  const drainDeadlocks = (await deadlocks()) - deadlocksBefore;
+  const statements = values['pg-statements'] ? await topStatements() : undefined;
   if (capped) out.caps.push(`grants: the drain was cut after ${values['drain-cap-s']} s (${starts.length} of ${queue} started)`);
   // Leave the fleet idle for what follows.
   if (capped) await sql`update jobs set state = 'cancelled', ended_at = now() where state = 'queued'`.catch(() => {});
@@ -291,6 +335,8 @@ async function grantsPhase() {
     grantsPerSecondBuckets: stats(buckets),
     doubleLeases: doubles,
     leaseRows,
+    deadlocks: drainDeadlocks,
+    statements,
   };
 }
 
@@ -762,7 +808,11 @@ function recordResults(label) {
           (p) => `**${p.grantsPerS}** (${p.started} in ${p.drainS} s${p.capped ? ', CAPPED' : ''}; per second p50 ${p.grantsPerSecondBuckets?.p50})`,
         ),
     ],
-    ['double leases (leases table)', (r) => cell(r, 'grants', (p) => `**${p.doubleLeases}** of ${p.leaseRows} leases`)],
+    [
+      'double leases (leases table)',
+      (r) =>
+        cell(r, 'grants', (p) => `**${p.doubleLeases}** of ${p.leaseRows} leases${p.deadlocks === undefined ? '' : `; ${p.deadlocks} deadlocks in the drain`}`),
+    ],
     ['heartbeats: hosts × 1 device, period', (r) => cell(r, 'heartbeats', (p) => `${p.hosts} hosts, ${p.heartbeatMs} ms`)],
     ['heartbeats sent / ingested per s', (r) => cell(r, 'heartbeats', (p) => `${p.sentPerS} / **${p.ingestedPerS}**`)],
     [

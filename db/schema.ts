@@ -304,6 +304,8 @@ export const leases = pgTable(
     // The database, not only the code, guarantees one active lease per device.
     uniqueIndex('leases_one_active_per_device').on(t.deviceId).where(sql`released_at IS NULL`),
     index('leases_job_idx').on(t.jobId),
+    // A job's active leases (its end releases them): without it the planner may AND the job's index with the whole active set.
+    index('leases_active_job_idx').on(t.jobId).where(sql`released_at IS NULL`),
   ],
 );
 

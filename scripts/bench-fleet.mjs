@@ -13,13 +13,14 @@ export const root = new URL('..', import.meta.url).pathname;
  * `second`: a second controller on the same database (`controller2`), for the figures with two.
  * `nodeArgs`: flags for the controllers' node (e.g. --cpu-prof, which NODE_OPTIONS refuses).
  * `dashboard`: serve the pages too (built first when they changed) and wait until they answer.
+ * `pgFlags`: flags for postgres (e.g. pg_stat_statements loaded); `pgLog`: gets its log's lines.
  */
-export async function startFleet({ localWorker, second = false, dashboard = false, env = {}, nodeArgs = [] }) {
+export async function startFleet({ localWorker, second = false, dashboard = false, env = {}, nodeArgs = [], pgFlags = [], pgLog = null }) {
   spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
   const { startEmbeddedPostgres } = await import('../dist/test-support.js');
   const dir = mkdtempSync(join(tmpdir(), 'rc-bench-'));
   chmodSync(dir, 0o711); // Postgres runs as its own user and must pass through
-  const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort());
+  const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort(), { flags: pgFlags, log: pgLog ?? undefined });
   const server = spawn(process.execPath, [...nodeArgs, join(root, 'dist/server.js')], {
     env: {
       ...process.env,

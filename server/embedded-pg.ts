@@ -22,6 +22,8 @@ export interface StartOptions {
   log?: (line: string) => void;
   /** A line for the person running rc (a Postgres left by a crash was stopped). */
   notice?: (line: string) => void;
+  /** Extra flags for postgres (the benchmark's `-c shared_preload_libraries=pg_stat_statements`). */
+  flags?: string[];
 }
 
 /** Starts (initialising on first use) a Postgres whose data lives in `dir`. */
@@ -58,6 +60,7 @@ export async function startEmbeddedPostgres(dir: string, port: number, opts: Sta
     user: secrets.user,
     password: secrets.password,
     persistent: true,
+    postgresFlags: opts.flags ?? [],
     // Postgres refuses to run as root; the package then runs it as a `postgres` user.
     createPostgresUser: process.getuid?.() === 0,
     onLog: (m: string) => {

@@ -136,32 +136,37 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
         select * from unnest(${slotGroup}::int[], ${hosts}::text[], ${deviceIds}::text[], ${names}::text[])
           with ordinality as s(g, host_name, device_ids, names, slot)
       ), p as (
-        select s.*, row_number() over (partition by s.g order by s.slot) as n from s
-        where not ${unusable(sql, sql`s.device_ids::bigint[]`)}
-      ), need as (
-        select g, count(*) as k from p group by g
+        -- Each group's usable claims, in plan order, as arrays: zipped below with the jobs the group got (no join of
+        -- claims with jobs: the planner, which cannot count either side, made that one quadratic).
+        select s.g, count(*) as k, array_agg(s.slot order by s.slot) as slots, array_agg(s.host_name order by s.slot) as hosts,
+          array_agg(s.device_ids order by s.slot) as device_ids, array_agg(s.names order by s.slot) as names
+        from s where not ${unusable(sql, sql`s.device_ids::bigint[]`)}
+        group by s.g
       ), cand as (
         select g - 1 as g, ids from unnest(${candidates}::text[]) with ordinality as c(ids, g)
       ), c as (
-        select need.g, x.id, row_number() over (partition by need.g order by x.r) as n
-        from need join cand on cand.g = need.g cross join lateral (
-          select jobs.id, q.r from unnest(cand.ids::text[]) with ordinality as q(id, r)
+        select p.*, array(
+          select jobs.id from unnest(cand.ids::text[]) with ordinality as q(id, r)
           join jobs on jobs.id = q.id
           where jobs.state = 'queued'
-          order by q.r limit need.k
+          order by q.r limit p.k
           for update of jobs skip locked
-        ) x
+        ) as ids
+        from p join cand on cand.g = p.g
+      ), pair as (
+        select z.* from c cross join lateral unnest(c.ids, c.slots, c.hosts, c.device_ids, c.names) as z(id, slot, host_name, device_ids, names)
+        where z.id is not null and z.slot is not null
       ), j as (
-        update jobs set state = 'running', started_at = now(), host_name = p.host_name, devices = p.names::jsonb, gpus = jsonb_array_length(p.names::jsonb),
+        update jobs set state = 'running', started_at = now(), host_name = pair.host_name, devices = pair.names::jsonb, gpus = jsonb_array_length(pair.names::jsonb),
           fence = nextval('fence_seq'),
           expires_at = case when jobs.kind = 'hold' then now() + make_interval(secs => jobs.hold_ttl_s) end
-        from c join p on p.g = c.g and p.n = c.n
-        where jobs.id = c.id
-        returning jobs.*, p.device_ids as claimed_ids, p.slot as claim_slot
+        from pair
+        where jobs.id = pair.id
+        returning jobs.*, pair.device_ids as claimed_ids, pair.slot as claim_slot
       ), l as (
         insert into leases (device_id, job_id, fence) select unnest(j.claimed_ids::bigint[]), j.id, j.fence from j
       )
-      select * from j`;
+      select * from j order by claim_slot`;
     return rows.map(({ claimSlot, claimedIds: _, ...row }) => ({
       job: row,
       claim: plan[Number(claimSlot) - 1]!,

@@ -67,14 +67,13 @@ test('a transaction through drizzle reads and writes on the transformed client',
 });
 
 test('the migrator sees the migrations it applied: one forgotten is applied again, the others are not', async () => {
-  // Undo the last migration (0018_gpu_samples_coarse: a newer one changes these lines) by hand, and forget it:
+  // Undo the last migration (0019_leases_active_job_idx: a newer one changes these lines) by hand, and forget it:
   // the migrator must find the one before it as the last applied.
-  await db.client.unsafe('drop table gpu_samples_coarse');
+  await db.client.unsafe('drop index leases_active_job_idx');
   await db.client`delete from drizzle.__drizzle_migrations where id = (select max(id) from drizzle.__drizzle_migrations)`;
   await runMigrations(db);
-  const [table] = await db.client<{ n: number }[]>`
-    select count(*)::int as n from information_schema.tables where table_name = 'gpu_samples_coarse'`;
-  assert.equal(table!.n, 1, 'the forgotten migration was applied again');
+  const [index] = await db.client<{ n: number }[]>`select count(*)::int as n from pg_indexes where indexname = 'leases_active_job_idx'`;
+  assert.equal(index!.n, 1, 'the forgotten migration was applied again');
   // And run again, nothing is left to apply.
   await runMigrations(db);
 });
