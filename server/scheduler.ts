@@ -38,6 +38,20 @@ export const DEFAULT_PREEMPT_NOTICE_S = 60;
 
 /** Queued jobs a pass considers: the head of the queue in its order (jobs further back wait for a later pass). */
 export const PASS_WINDOW = 1000;
+/** The most a pass reads, however many devices are free here. */
+export const PASS_WINDOW_MAX = 10_000;
+
+/**
+ * The head of the queue a pass reads, with `free` devices free here: twice
+ * what they could take, so that another controller's pass reading the same
+ * head at the same time (every controller plans from the head) leaves this
+ * one the next jobs of each kind to claim instead (claimBatch's alternates):
+ * with a window of what one controller could take, two controllers would
+ * share one window's worth of jobs a round, and start fewer than one alone.
+ */
+export function passWindow(free: number): number {
+  return Math.min(PASS_WINDOW_MAX, Math.max(PASS_WINDOW, 2 * free));
+}
 
 /** A job's start as its followers and every controller's fleet view hear it. */
 export type StartedEvent = Extract<JobEvent, { type: 'started' }>;
@@ -167,6 +181,7 @@ export class Scheduler {
     const free = await this.inventory.schedulable(here);
     // Nothing free here: only preemption could start a job, and only where preemptible jobs run.
     if (!free.length && !(await this.preemptibleRunning())) return;
+    const window = passWindow(free.length);
     const queued = await this.sql<QueuedRow[]>`
       select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
         case when preempt_until > now() then preempt_devices end as held_devices,
@@ -174,7 +189,7 @@ export class Scheduler {
           select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
         ) end as avoid_hosts
       from jobs where state = 'queued'
-      order by priority desc, requeued_at nulls last, seq limit ${PASS_WINDOW}`;
+      order by priority desc, requeued_at nulls last, seq limit ${window}`;
     if (!queued.length) {
       this.maybeQueued = false;
       return;
@@ -190,7 +205,7 @@ export class Scheduler {
     const reserving = jobs.some((j) => mayReserve(j, this.reserveAfterS));
     const plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor) : [];
     // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
-    this.maybeQueued = plan.length < queued.length || queued.length === PASS_WINDOW;
+    this.maybeQueued = plan.length < queued.length || queued.length === window;
     if (plan.length < queued.length) await this.preempt(queued, jobs, plan, heldFor, here);
     if (!plan.length) return;
     const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
@@ -226,7 +241,7 @@ export class Scheduler {
     } else {
       this.raced = 0;
       // The whole window started: what is behind it may start too.
-      if (queued.length === PASS_WINDOW) this.again = true;
+      if (queued.length === window) this.again = true;
     }
   }
 
