@@ -184,7 +184,7 @@ export class JobRunner {
           if (reply.ok || reply.code === 'stale_lease') {
             this.unreported.delete(exit.jobId);
             this.outbox.forget(exit.jobId);
-          } else this.sendExitLater(exit, tries);
+          } else if (reply.code === 'internal') this.sendExitLater(exit, tries);
         },
         () => this.sendExitLater(exit, tries),
       );

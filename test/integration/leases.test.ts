@@ -12,6 +12,7 @@ import { submitJob } from '../../server/jobs/submit';
 import { Inventory } from '../../server/inventory';
 import type { Database } from '../../server/db';
 import type { Identity } from '../../server/auth';
+import type { TransactionSql } from 'postgres';
 import { freshDatabase } from '../helpers/db';
 
 let db: Database;
@@ -261,20 +262,7 @@ test('a heartbeat never waits on a lease another transaction holds (an end being
     (await db.client<{ id: number; idleSeenAt: Date | null }[]>`select id, idle_seen_at from leases where device_id = ${deviceId} and released_at is null`)[0]!;
   const locked = await leaseOf(devices[0]!.id);
   const idle = (index: number) => ({ index, name: 'H100', memTotalMiB: 81559, memUsedMiB: 0, utilPct: 0, procs: 0 });
-  let release!: () => void;
-  const held = new Promise<void>((r) => {
-    release = r;
-  });
-  let holding!: () => void;
-  const isHolding = new Promise<void>((r) => {
-    holding = r;
-  });
-  const tx = db.client.begin(async (t) => {
-    await t`select id from leases where id = ${locked.id} for update`;
-    holding();
-    await held;
-  });
-  await isHolding;
+  const { release, done: tx } = await holdInTransaction((t) => t`select id from leases where id = ${locked.id} for update`);
   try {
     const stored = await Promise.race([
       storeHeartbeats(db.client, [{ host: 'hb', gpus: [idle(0), idle(1)] }]).then(() => 'stored'),
@@ -298,24 +286,15 @@ test('a batch of ends that Postgres picks as a deadlock victim is tried again: e
   const claimed = await claimBatch(db.client, planOn('bf', devices, queued, queued));
   assert.equal(claimed.length, 2);
   const [a, b] = [...claimed].sort((x, y) => (x.job.id < y.job.id ? -1 : 1)).map((c) => c.job);
-  let release!: () => void;
-  const held = new Promise<void>((r) => {
-    release = r;
-  });
-  let holding!: () => void;
-  const isHolding = new Promise<void>((r) => {
-    holding = r;
-  });
   // Another transaction holds b's lease, then asks for a's row, which the batch holds while it waits for that lease: a deadlock.
   // Its deadlock_timeout is longer than the batch's, so the batch's check finds the cycle and the batch is the victim.
-  const tx = db.client.begin(async (t) => {
-    await t`set local deadlock_timeout = '20s'`;
-    await t`select id from leases where job_id = ${b!.id} and released_at is null for update`;
-    holding();
-    await held;
-    await t`select id from jobs where id = ${a!.id} for update`;
-  });
-  await isHolding;
+  const { release, done: tx } = await holdInTransaction(
+    async (t) => {
+      await t`set local deadlock_timeout = '20s'`;
+      await t`select id from leases where job_id = ${b!.id} and released_at is null for update`;
+    },
+    (t) => t`select id from jobs where id = ${a!.id} for update`,
+  );
   const ends = endJobs(
     deps(),
     [a!, b!].map((j) => ({ jobId: j.id, end: outcome(0, null, null), fence: j.fence!, host: 'bf' })),
@@ -337,6 +316,32 @@ test('a batch of ends that Postgres picks as a deadlock victim is tried again: e
   assert.equal((await activeLeases()).length, 0, 'both leases released');
   await endEverything();
 });
+
+/**
+ * Runs `lock` in a transaction of its own and resolves once it has, the transaction still open: `release()` lets
+ * it go on to `then` and commit; `done` is its end.
+ */
+async function holdInTransaction(
+  lock: (t: TransactionSql<{ int8: number }>) => Promise<unknown>,
+  then: (t: TransactionSql<{ int8: number }>) => Promise<unknown> = async () => {},
+): Promise<{ release: () => void; done: Promise<unknown> }> {
+  let release!: () => void;
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => {
+    locked = r;
+  });
+  const done = db.client.begin(async (t) => {
+    await lock(t);
+    locked();
+    await released;
+    await then(t);
+  });
+  await Promise.race([isLocked, done]);
+  return { release, done };
+}
 
 /** endJob's dependencies: this file's database, and events nobody listens to. */
 function deps() {
