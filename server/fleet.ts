@@ -26,6 +26,8 @@ type FleetDevice = Pick<
 export interface LoadOptions {
   /** Only this host's devices. */
   host?: string;
+  /** Only these hosts' devices (a few stale hosts loaded at once: one query, not one per host). */
+  hosts?: readonly string[];
   /** Every label's source, age and staleness (labelDetails); default true. Without: the merged labels only, cheaper. */
   details?: boolean;
   /** Only removed hosts' devices (state `removed`; rc devices --all): by default, only the others'. */
@@ -38,9 +40,10 @@ export function loadDevices(sql: Sql, opts: LoadOptions & { details: false }): P
 export function loadDevices(sql: Sql, opts: LoadOptions): Promise<DeviceSummary[] | DeviceRow[]>;
 export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<DeviceSummary[] | DeviceRow[]> {
   const details = opts.details ?? true;
-  // Fragments, not `$1 is null or …`: a prepared statement's generic plan would not use the index for one host.
-  const one = opts.host !== undefined;
-  const where = one ? sql`where host_name = ${opts.host!}` : sql``;
+  // Fragments, not `$1 is null or …`: a prepared statement's generic plan would not use the index for some hosts.
+  const names = opts.hosts ?? (opts.host !== undefined ? [opts.host] : null);
+  const one = names !== null;
+  const where = one ? sql`where host_name = any(${names}::text[])` : sql``;
   const [found, allLabels, merged] = await Promise.all([
     sql<FleetDevice[]>`
       select d.id, d.host_name, d.index, d.uuid, h.status as host_status, h.off_since is not null as host_off, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
@@ -51,7 +54,7 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       join hosts h on h.name = d.host_name
       left join leases l on l.device_id = d.id and l.released_at is null
       left join jobs j on j.id = l.job_id
-      where d.present and h.removed_at is ${opts.removed ? sql`not null` : sql`null`} ${one ? sql`and d.host_name = ${opts.host!}` : sql``}
+      where d.present and h.removed_at is ${opts.removed ? sql`not null` : sql`null`} ${one ? sql`and d.host_name = any(${names}::text[])` : sql``}
       order by d.host_name, d.index`,
     details ? sql<LabelRow[]>`select * from labels ${where} order by key, device_index desc, source` : Promise.resolve([]),
     // Without details, the database merges each level (a declared label beats a detected one) and sends one
@@ -157,8 +160,10 @@ export function markEffective(details: LabelView[]): LabelView[] {
 }
 
 /** Every registered host by name, or the one named `host` (none when it is not registered); removed ones only with `all`. */
-export async function loadHosts(sql: Sql, host?: string, opts: { all?: boolean } = {}): Promise<HostRow[]> {
-  const conds = [host === undefined ? null : sql`name = ${host}`, opts.all ? null : sql`removed_at is null`].filter((c) => c !== null);
+/** The hosts (not removed ones, unless `all`): every one, one (`host`), or those named. */
+export async function loadHosts(sql: Sql, host?: string | readonly string[], opts: { all?: boolean } = {}): Promise<HostRow[]> {
+  const named = host === undefined ? null : typeof host === 'string' ? sql`name = ${host}` : sql`name = any(${host}::text[])`;
+  const conds = [named, opts.all ? null : sql`removed_at is null`].filter((c) => c !== null);
   const where = conds.length === 2 ? sql`where ${conds[0]!} and ${conds[1]!}` : conds.length === 1 ? sql`where ${conds[0]!}` : sql``;
   const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts ${where} order by name`;
   return rows.map(hostRow);

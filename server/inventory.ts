@@ -25,8 +25,13 @@ import { deviceState, loadDevices, loadHosts } from './fleet';
 
 /** The backstop: a full load, in the background, at least this often. */
 export const MAX_AGE_MS = 60_000;
-/** Past this many stale hosts, one load of the whole fleet is cheaper than one per host. */
-const MAX_HOST_LOADS = 32;
+/**
+ * Past this many stale hosts, the whole fleet is loaded instead of those (one
+ * query for them all either way). Hundreds go stale at once when a fleet
+ * connects, or when another controller's hosts say hello; loading the whole
+ * fleet for each such burst took seconds at 10,000 devices.
+ */
+const MAX_HOST_LOADS = 2000;
 /** Selectors whose matching devices are kept (labels change rarely; selectors repeat). */
 const MATCH_CACHE_SIZE = 512;
 
@@ -53,7 +58,7 @@ export class Inventory {
   private readonly pending = new Set<number>();
   /** Every device by host then index; null after a change of parts. */
   private sorted: Entry[] | null = null;
-  private readonly matches = new Map<string, { version: number; entries: Entry[] }>();
+  private readonly matches = new Map<string, { version: number; entries: Entry[]; most?: number }>();
   /** Bumped whenever parts (and so labels or presence) are replaced. */
   private version = 0;
 
@@ -209,10 +214,21 @@ export class Inventory {
     return this.hosts.has(host);
   }
 
-  /** The devices that match a job's selector and name, whatever their state, by host then index; cached per selector. */
-  async candidates(terms: readonly SelectorTerm[], deviceName: string | null): Promise<{ row: DeviceRow; view: SchedDevice }[]> {
+  /**
+   * The devices that match a job's selector and name, whatever their state,
+   * by host then index, and the most of them that are not quarantined on any
+   * one host (whether a job of n devices could ever start); both cached per
+   * selector, so a submit to a fleet of thousands does not count them again.
+   */
+  async candidates(terms: readonly SelectorTerm[], deviceName: string | null): Promise<Candidates> {
     await this.fresh();
-    return this.match(terms, deviceName);
+    const matching = this.match(terms, deviceName);
+    if (deviceName !== null) return { matching, most: mostOnOneHost(matching) };
+    const hit = this.matches.get(matchKey(terms));
+    if (!hit || hit.entries !== matching) return { matching, most: mostOnOneHost(matching) };
+    // Quarantine changes only when a host is loaded again, which makes a new match.
+    hit.most ??= mostOnOneHost(matching);
+    return { matching, most: hit.most };
   }
 
   /**
@@ -260,8 +276,12 @@ export class Inventory {
     }
     this.sorted ??= [...this.parts.keys()].sort().flatMap((h) => this.parts.get(h)!);
     const all = this.sorted;
-    if (!terms.length) return all;
-    const key = JSON.stringify(terms.map((t) => [t.key, t.op, t.value]));
+    const key = matchKey(terms);
+    if (!terms.length) {
+      // Kept too (no filtering to cache): candidates() keeps its count with it.
+      if (this.matches.get(key)?.entries !== all) this.matches.set(key, { version: this.version, entries: all });
+      return all;
+    }
     const hit = this.matches.get(key);
     if (hit && hit.version === this.version) return hit.entries;
     const entries = all.filter((e) => matchTerms(terms, e.row.labels));
@@ -314,12 +334,14 @@ export class Inventory {
       return;
     }
     const names = [...this.staleHosts.keys()];
-    const loaded = await Promise.all(names.map((h) => Promise.all([loadHosts(this.sql, h), loadDevices(this.sql, { host: h })])));
-    names.forEach((h, i) => {
-      const [[row], rows] = loaded[i]!;
-      this.store(h, row ?? null, rows, seq);
+    const [hosts, rows] = await Promise.all([loadHosts(this.sql, names), loadDevices(this.sql, { hosts: names })]);
+    const hostRows = new Map(hosts.map((h) => [h.name, h]));
+    const byHost = new Map<string, DeviceRow[]>(names.map((h) => [h, []]));
+    for (const r of rows) byHost.get(r.hostName)?.push(r);
+    for (const h of names) {
+      this.store(h, hostRows.get(h) ?? null, byHost.get(h)!, seq);
       if ((this.staleHosts.get(h) ?? 0) <= seq) this.staleHosts.delete(h);
-    });
+    }
   }
 
   /** Puts one host's part as loaded when the change counter was `seq`: a lease changed here since then is kept as it is here. */
@@ -366,6 +388,23 @@ export class Inventory {
       if (held?.size === 0) this.holdings.delete(e.row.holder.jobId);
     }
   }
+}
+
+/** What matches a job's selector (Inventory.candidates). */
+export interface Candidates {
+  matching: { row: DeviceRow; view: SchedDevice }[];
+  /** The most matching devices on one host that are not quarantined: 0 when every one is. */
+  most: number;
+}
+
+function matchKey(terms: readonly SelectorTerm[]): string {
+  return JSON.stringify(terms.map((t) => [t.key, t.op, t.value]));
+}
+
+function mostOnOneHost(matching: readonly { row: DeviceRow }[]): number {
+  const perHost = new Map<string, number>();
+  for (const { row: d } of matching) if (d.state !== 'unhealthy') perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
+  return Math.max(0, ...perHost.values());
 }
 
 /** A device row without its labels' details (the fleet page's shape). */

@@ -211,20 +211,19 @@ export class Scheduler {
     const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
     this.inventory.reserve(ids);
     let claimed: Claimed<DeviceView>[] = [];
+    let unusable: PlannedClaim<DeviceView>[] = [];
     const alternates = alternatesOf(queued, jobs);
     const claims = plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices, alternates: alternates.get(a.jobId) }));
     try {
-      claimed = await claimBatch(this.sql, claims);
+      ({ claimed, unusable } = await claimBatch(this.sql, claims));
       for (const { job } of claimed) this.inventory.leased(job.hostName!, job.devices ?? [], holderOf(job));
     } finally {
       this.inventory.settle(ids);
     }
     const uuids = new Map(free.map((d) => [d.id, d.uuid]));
     const started = new Set<string>();
-    const used = new Set<PlannedClaim<DeviceView>>();
     for (const { job, claim } of claimed) {
       started.add(job.id);
-      used.add(claim);
       this.metrics?.granted('pass', job);
       await this.dispatch(job, targetsOf(claim.devices, uuids));
     }
@@ -232,8 +231,10 @@ export class Scheduler {
       // Taken elsewhere or killed: left out of the next passes for a moment.
       if (!started.has(a.jobId)) this.takenElsewhere.set(a.jobId, Date.now() + TAKEN_ELSEWHERE_MS);
     }
-    // A claim that no job took: a device was not as shown here (quarantined, its host off), so that host is loaded again.
-    for (const c of claims) if (!used.has(c)) this.inventory.changed(c.hostName);
+    // A claim refused for its devices: one was not as shown here (quarantined, its host off), so that host is loaded
+    // again. One whose jobs ran out (another controller took them) says nothing of its host: with two controllers
+    // draining one queue that is hundreds of hosts a pass, and past 32 the whole fleet would be loaded again.
+    for (const c of unusable) this.inventory.changed(c.hostName);
     if (claimed.length < plan.length) {
       // Another controller (or a kill) got there first: decide again on fresh state.
       this.raced += 1;

@@ -65,11 +65,17 @@ export async function withLeases(
   }
 }
 
-/** Whether any of the devices `ids` (an SQL bigint[]) was quarantined, or its host turned off or removed, since the plan was made. */
-function unusable(sql: Sql, ids: PendingQuery<Row[]>) {
+/**
+ * Whether any of the devices `ids` (an SQL bigint[]) was quarantined, or its
+ * host turned off or removed, since the plan was made. `among`: every device
+ * of the statement, as a condition the planner can look up by key (for a
+ * batch, whose `ids` differ row by row, it would otherwise read every device).
+ */
+function unusable(sql: Sql, ids: PendingQuery<Row[]>, among: readonly number[] | null = null) {
+  const within = among === null ? sql`` : sql`and d.id = any(${`{${among.join(',')}}`}::text::bigint[])`;
   return sql`exists (
     select 1 from devices d join hosts h on h.name = d.host_name
-    where d.id = any(${ids}) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
+    where d.id = any(${ids}) ${within} and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
 }
 
 /** The one-active-lease index refused a lease: someone else holds the device. */
@@ -99,6 +105,19 @@ export interface Claimed<D extends { id: number; name: string } = { id: number; 
   claim: PlannedClaim<D>;
 }
 
+/** What a batch claim did: the jobs it started, and the claims it could not use because a device was not as planned. */
+export interface BatchClaimed<D extends { id: number; name: string } = { id: number; name: string }> {
+  claimed: Claimed<D>[];
+  /**
+   * Claims refused because a device of theirs was quarantined, or its host
+   * turned off or removed, since the plan (or, after a lease conflict,
+   * every claim that took no job): what the pass saw of those hosts is wrong.
+   * A claim whose group ran out of jobs (another controller took them) is
+   * not among them: its devices are as planned, and still free.
+   */
+  unusable: PlannedClaim<D>[];
+}
+
 /**
  * Many claims in one statement (a scheduling pass's plan). Each group of
  * claims (those sharing `alternates`, or one job alone) takes, in order, as
@@ -111,8 +130,8 @@ export interface Claimed<D extends { id: number; name: string } = { id: number; 
  * whole statement fails: the claims are then made one at a time, each for its
  * own job, all or nothing as claimDevices is.
  */
-export async function claimBatch<D extends { id: number; name: string }>(sql: Sql, plan: readonly PlannedClaim<D>[]): Promise<Claimed<D>[]> {
-  if (!plan.length) return [];
+export async function claimBatch<D extends { id: number; name: string }>(sql: Sql, plan: readonly PlannedClaim<D>[]): Promise<BatchClaimed<D>> {
+  if (!plan.length) return { claimed: [], unusable: [] };
   if (plan.length === 1 && (plan[0]!.alternates?.length ?? 1) <= 1) return claimEach(sql, plan);
   // Groups: claims sharing one alternates array, in the plan's order.
   const groupOf = new Map<readonly string[], number>();
@@ -131,7 +150,7 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
   const deviceIds = plan.map((p) => `{${p.devices.map((d) => d.id).join(',')}}`);
   const names = plan.map((p) => JSON.stringify(p.devices.map((d) => d.name)));
   try {
-    const rows = await sql<(JobRow & { claimSlot: number; claimedIds: unknown })[]>`
+    const rows = await sql<(JobRow & { claimSlot: number; claimedIds: unknown; unusableSlots: number[] })[]>`
       with s as (
         select * from unnest(${slotGroup}::int[], ${hosts}::text[], ${deviceIds}::text[], ${names}::text[])
           with ordinality as s(g, host_name, device_ids, names, slot)
@@ -140,7 +159,11 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
         -- claims with jobs: the planner, which cannot count either side, made that one quadratic).
         select s.g, count(*) as k, array_agg(s.slot order by s.slot) as slots, array_agg(s.host_name order by s.slot) as hosts,
           array_agg(s.device_ids order by s.slot) as device_ids, array_agg(s.names order by s.slot) as names
-        from s where not ${unusable(sql, sql`s.device_ids::bigint[]`)}
+        from s where not ${unusable(
+          sql,
+          sql`s.device_ids::bigint[]`,
+          plan.flatMap((p) => p.devices.map((d) => d.id)),
+        )}
         group by s.g
       ), cand as (
         select g - 1 as g, ids from unnest(${candidates}::text[]) with ordinality as c(ids, g)
@@ -165,24 +188,30 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
         returning jobs.*, pair.device_ids as claimed_ids, pair.slot as claim_slot
       ), l as (
         insert into leases (device_id, job_id, fence) select unnest(j.claimed_ids::bigint[]), j.id, j.fence from j
+      ), bad as (
+        select coalesce(array_agg(s.slot::int), '{}') as unusable_slots from s where s.slot not in (select unnest(p.slots) from p)
       )
-      select * from j order by claim_slot`;
-    return rows.map(({ claimSlot, claimedIds: _, ...row }) => ({
-      job: row,
-      claim: plan[Number(claimSlot) - 1]!,
-    }));
+      -- One row (bad's) even when no job was claimed.
+      select j.*, bad.unusable_slots from bad left join j on true order by j.claim_slot`;
+    return {
+      claimed: rows
+        .filter((r) => r.id !== null)
+        .map(({ claimSlot, claimedIds: _, unusableSlots: __, ...row }) => ({ job: row, claim: plan[Number(claimSlot) - 1]! })),
+      unusable: (rows[0]?.unusableSlots ?? []).map((slot) => plan[slot - 1]!),
+    };
   } catch (err) {
     if (!isLeaseConflict(err)) throw err;
   }
   return claimEach(sql, plan);
 }
 
-/** The claims one at a time, each for its own job. */
-async function claimEach<D extends { id: number; name: string }>(sql: Sql, plan: readonly PlannedClaim<D>[]): Promise<Claimed<D>[]> {
-  const out: Claimed<D>[] = [];
+/** The claims one at a time, each for its own job; one that took none is unusable (it cannot tell why). */
+async function claimEach<D extends { id: number; name: string }>(sql: Sql, plan: readonly PlannedClaim<D>[]): Promise<BatchClaimed<D>> {
+  const out: BatchClaimed<D> = { claimed: [], unusable: [] };
   for (const claim of plan) {
     const job = await claimDevices(sql, claim.jobId, claim.hostName, claim.devices);
-    if (job) out.push({ job, claim });
+    if (job) out.claimed.push({ job, claim });
+    else out.unusable.push(claim);
   }
   return out;
 }

@@ -77,7 +77,9 @@ export async function endJobs(deps: EndDeps, ends: readonly JobEnd[], where: Pic
       select jobs.id, jobs.fence, attempt, restarts, retry_on_preempt, kill_requested_by, kill_cause,
         (kill_requested_by is not null and x.exited::bool) as stopped, x.state as x_state, x.cause as x_cause, x.reason as x_reason, x.exit_code
       from jobs join x on x.id = jobs.id
-      where jobs.state = any(${where.from as string[]}::text[])
+      -- The ids again, as a condition on jobs: the planner then fetches these rows by key, where with the join alone it
+      -- hashed every job in those states (10,000 running: 19 of an end's 30 ms).
+      where jobs.id = any(${ends.map((e) => e.jobId)}::text[]) and jobs.state = any(${where.from as string[]}::text[])
         and (x.fence is null or jobs.fence = x.fence)
         and (x.host is null or jobs.host_name = x.host)
       -- Locked in one order, so two batches never wait on each other in a circle.

@@ -154,20 +154,17 @@ async function waysOf(
     : [{ label: '', terms, gpus, model: null }];
   const match = () => Promise.all(asked.map((a) => inventory.candidates(a.terms, wanted)));
   let found = await match();
-  if (found.some((m) => m.length === 0) && (await inventory.catchUpHosts())) found = await match();
+  if (found.some((m) => m.matching.length === 0) && (await inventory.catchUpHosts())) found = await match();
   const ways: Way[] = [];
   for (const [i, a] of asked.entries()) {
-    const matching = found[i]!;
+    const { matching, most } = found[i]!;
     if (a.model !== null && matching.length === 0 && !CANONICAL_GPU_MODELS.includes(a.model) && !(await fleetHasModel(inventory, a.model))) {
       throw new RcError(
         'bad_gpu',
         `--gpu ${a.label}: no GPU model is called ${a.model}; rc knows ${CANONICAL_GPU_MODELS.join(', ')} (and any model a device reports: rc devices shows them)`,
       );
     }
-    const perHost = new Map<string, number>();
-    for (const { row: d } of matching) if (d.state !== 'unhealthy') perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
-    const most = Math.max(0, ...perHost.values());
-    const fit = matching.length === 0 ? 'never' : perHost.size === 0 ? 'quarantined' : most >= a.gpus ? 'ok' : 'never';
+    const fit = matching.length === 0 ? 'never' : most === 0 ? 'quarantined' : most >= a.gpus ? 'ok' : 'never';
     ways.push({ label: a.label, terms: a.terms, gpus: a.gpus, matching, fit, most });
   }
   return ways;
@@ -175,7 +172,7 @@ async function waysOf(
 
 /** Whether any device of the fleet (with any selector) is of this model: a model rc does not know may still be one the fleet has. */
 async function fleetHasModel(inventory: SubmitDeps['inventory'], model: string): Promise<boolean> {
-  return (await inventory.candidates(choiceTerms([], { model }), null)).length > 0;
+  return (await inventory.candidates(choiceTerms([], { model }), null)).matching.length > 0;
 }
 
 /** no_matching_device's sentence: each way that no device could ever satisfy, and why. */

@@ -53,6 +53,31 @@ test('served from memory until a change on a host is told; then that host is loa
   assert.deepEqual(await states(inv), ['a:gpu0:offline', 'a:gpu1:offline', 'b:gpu0:offline'], 'a change naming no host: all of it');
 });
 
+test('many hosts told at once (a fleet saying hello) are loaded together, not the whole fleet', async () => {
+  const names = Array.from({ length: 60 }, (_, i) => `m${String(i).padStart(2, '0')}`);
+  await db.client`insert into hosts (name, status) select unnest(${names}::text[]), 'online'`;
+  await db.client`insert into devices (host_name, index) select unnest(${names}::text[]), 0`;
+  const inv = new Inventory(
+    db.client,
+    () => {},
+    () => clock,
+  );
+  await inv.fleet();
+  await db.client`update hosts set status = 'offline'`;
+  for (const n of names) inv.changed(n);
+  const after = await states(inv);
+  assert.deepEqual(
+    after.filter((d) => d.startsWith('m')),
+    names.map((n) => `${n}:gpu0:offline`),
+    'every host told: loaded again',
+  );
+  assert.deepEqual(
+    after.filter((d) => !d.startsWith('m')),
+    ['a:gpu0:free', 'a:gpu1:free', 'b:gpu0:free'],
+    'the hosts not told are kept as they were (no load of the whole fleet)',
+  );
+});
+
 test('leases come from job events, without a load: a start makes its devices busy, its end frees them', async () => {
   const inv = new Inventory(
     db.client,
@@ -79,7 +104,7 @@ test('a device a claim here is taking is free to nobody else here until the clai
     () => {},
     () => clock,
   );
-  const [a0] = await inv.candidates([], 'a:gpu0');
+  const [a0] = (await inv.candidates([], 'a:gpu0')).matching;
   assert.ok(a0?.view.free);
   inv.reserve([a0.row.id]);
   assert.equal(a0.view.free, false);
@@ -167,7 +192,7 @@ test('a host that is gone leaves the fleet; a new one joins when its change is t
   );
   assert.deepEqual(await states(inv), ['a:gpu0:free', 'a:gpu1:free', 'c:gpu0:free']);
   assert.equal(await inv.hasHost('b'), false);
-  assert.deepEqual(await inv.candidates([], 'b:gpu0'), []);
+  assert.deepEqual((await inv.candidates([], 'b:gpu0')).matching, []);
 });
 
 test('a missed notification is wrong for at most MAX_AGE_MS: then a load in the background puts it right', async () => {
@@ -200,18 +225,18 @@ test('what a selector matches is kept until the labels change', async () => {
   await db.client`insert into labels (host_name, device_index, key, value, source) values ('a', 0, 'vram', '80G', 'detected'), ('b', 0, 'vram', '24G', 'detected')`;
   const big = terms('vram>=40G');
   assert.deepEqual(
-    (await inv.candidates(big, null)).map((m) => m.row.name),
+    (await inv.candidates(big, null)).matching.map((m) => m.row.name),
     ['a:gpu0'],
   );
   await db.client`update labels set value = '48G' where host_name = 'b'`;
   assert.deepEqual(
-    (await inv.candidates(terms('vram>=40G'), null)).map((m) => m.row.name),
+    (await inv.candidates(terms('vram>=40G'), null)).matching.map((m) => m.row.name),
     ['a:gpu0'],
     'nothing told',
   );
   inv.changed('b');
   assert.deepEqual(
-    (await inv.candidates(terms('vram>=40G'), null)).map((m) => m.row.name),
+    (await inv.candidates(terms('vram>=40G'), null)).matching.map((m) => m.row.name),
     ['a:gpu0', 'b:gpu0'],
     'b loaded again: its new label matches',
   );
@@ -219,6 +244,30 @@ test('what a selector matches is kept until the labels change', async () => {
     (await inv.rows(terms('vram<=50G'))).map((d) => d.name),
     ['b:gpu0'],
   );
+  await db.client`delete from labels`;
+});
+
+test('the most devices a selector finds on one host, not quarantined, kept with the match and counted again when a host is loaded', async () => {
+  const inv = new Inventory(
+    db.client,
+    () => {},
+    () => clock,
+  );
+  const most = async (text: string) => (await inv.candidates(text ? terms(text) : [], null)).most;
+  assert.equal(await most(''), 2, 'a has two');
+  inv.leased('a', ['a:gpu0'], holder('j1'));
+  assert.equal(await most(''), 2, 'a busy device counts: the job may wait for it');
+  await db.client`update devices set unhealthy_since = now(), unhealthy_reason = 'xid 79' where host_name = 'a' and index = 1`;
+  assert.equal(await most(''), 2, 'nothing told');
+  inv.changed('a');
+  assert.equal(await most(''), 1, 'a loaded again: one of its two is quarantined');
+  await db.client`insert into labels (host_name, device_index, key, value, source) values ('a', 0, 'vram', '80G', 'detected'), ('a', 1, 'vram', '80G', 'detected')`;
+  inv.changed('a');
+  assert.equal(await most('vram>=40G'), 1, 'with a selector: the same count over what it matches');
+  await db.client`update devices set unhealthy_since = now(), unhealthy_reason = 'xid 79' where host_name = 'a'`;
+  inv.changed('a');
+  assert.equal(await most('vram>=40G'), 0, 'every match quarantined');
+  assert.equal(await most(''), 1, 'b still has one');
   await db.client`delete from labels`;
 });
 

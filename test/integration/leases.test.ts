@@ -169,7 +169,9 @@ test('two batch claims that planned the same head of the queue on their own devi
   for (let round = 0; round < 20; round++) {
     const queued = await submitMany(12);
     // Both passes read the same queue and planned its first four jobs, each on its own host's devices.
-    const [x, y] = await Promise.all([claimBatch(db.client, planOn('ba', a, queued, queued)), claimBatch(db.client, planOn('bb', b, queued, queued))]);
+    const [bx, by] = await Promise.all([claimBatch(db.client, planOn('ba', a, queued, queued)), claimBatch(db.client, planOn('bb', b, queued, queued))]);
+    const [x, y] = [bx.claimed, by.claimed];
+    assert.deepEqual([bx.unusable, by.unusable], [[], []], 'no claim refused for its devices');
     assert.equal(x.length + y.length, 8, `round ${round}: every device got a job (${x.length} + ${y.length})`);
     const started = [...x, ...y].map((c) => c.job.id);
     assert.equal(new Set(started).size, 8, 'no job started twice');
@@ -192,7 +194,12 @@ test('a batch claim: a planned job ended meanwhile gives its devices to the next
   const queued = await submitMany(5);
   await endJob(deps(), queued[0]!, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
   await db.client`update devices set unhealthy_since = now() where id = ${devices[2]!.id}`;
-  const got = await claimBatch(db.client, planOn('bc', devices, queued, queued));
+  const { claimed: got, unusable } = await claimBatch(db.client, planOn('bc', devices, queued, queued));
+  assert.deepEqual(
+    unusable.map((c) => c.devices[0]!.name),
+    ['bc:gpu2'],
+    'the quarantined device is what was not as planned',
+  );
   assert.deepEqual(
     got.map((c) => [c.job.id, c.claim.devices[0]!.name]),
     [
@@ -209,7 +216,7 @@ test('a batch claim without alternates claims only the planned jobs', async () =
   const devices = await hostWithDevices('bd', 2);
   const queued = await submitMany(3);
   await endJob(deps(), queued[0]!, ended('cancelled', 'killed', 'test'), { from: ['queued'] });
-  const got = await claimBatch(
+  const { claimed: got, unusable } = await claimBatch(
     db.client,
     planOn('bd', devices, queued, []).map(({ alternates: _, ...c }) => c),
   );
@@ -217,6 +224,7 @@ test('a batch claim without alternates claims only the planned jobs', async () =
     got.map((c) => c.job.id),
     [queued[1]],
   );
+  assert.deepEqual(unusable, [], 'a claim whose job was gone is not refused for its devices');
   await endEverything();
 });
 
@@ -224,7 +232,7 @@ test('exit reports ended together (one statement for many): each job ends as end
   const devices = await hostWithDevices('be', 30);
   const queued: string[] = [];
   for (let i = 0; i < 30; i++) queued.push((await submit()).id);
-  const claimed = await claimBatch(db.client, planOn('be', devices, queued, queued));
+  const { claimed } = await claimBatch(db.client, planOn('be', devices, queued, queued));
   assert.equal(claimed.length, 30);
   const fenceOf = new Map(claimed.map((c) => [c.job.id, c.job.fence!]));
   // A stop asked for before the exit: it wins, as with endJob.
@@ -256,7 +264,7 @@ test('exit reports ended together (one statement for many): each job ends as end
 test('a heartbeat never waits on a lease another transaction holds (an end being stored): its samples are stored, that lease keeps its idle streak for the next beat', async () => {
   const devices = await hostWithDevices('hb', 2);
   const queued = await submitMany(2);
-  const claimed = await claimBatch(db.client, planOn('hb', devices, queued, queued));
+  const { claimed } = await claimBatch(db.client, planOn('hb', devices, queued, queued));
   assert.equal(claimed.length, 2);
   const leaseOf = async (deviceId: number) =>
     (await db.client<{ id: number; idleSeenAt: Date | null }[]>`select id, idle_seen_at from leases where device_id = ${deviceId} and released_at is null`)[0]!;
@@ -283,7 +291,7 @@ test('a heartbeat never waits on a lease another transaction holds (an end being
 test('a batch of ends that Postgres picks as a deadlock victim is tried again: every job ends, once', async () => {
   const devices = await hostWithDevices('bf', 2);
   const queued = await submitMany(2);
-  const claimed = await claimBatch(db.client, planOn('bf', devices, queued, queued));
+  const { claimed } = await claimBatch(db.client, planOn('bf', devices, queued, queued));
   assert.equal(claimed.length, 2);
   const [a, b] = [...claimed].sort((x, y) => (x.job.id < y.job.id ? -1 : 1)).map((c) => c.job);
   // Another transaction holds b's lease, then asks for a's row, which the batch holds while it waits for that lease: a deadlock.
