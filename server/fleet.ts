@@ -159,8 +159,7 @@ export function markEffective(details: LabelView[]): LabelView[] {
   return details.map((l) => ({ ...l, effective: best.get(l.key) === l }));
 }
 
-/** Every registered host by name, or the one named `host` (none when it is not registered); removed ones only with `all`. */
-/** The hosts (not removed ones, unless `all`): every one, one (`host`), or those named. */
+/** Registered hosts by name: every one, the one named `host` (none when it is not registered), or those named; removed ones only with `all`. */
 export async function loadHosts(sql: Sql, host?: string | readonly string[], opts: { all?: boolean } = {}): Promise<HostRow[]> {
   const named = host === undefined ? null : typeof host === 'string' ? sql`name = ${host}` : sql`name = any(${host}::text[])`;
   const conds = [named, opts.all ? null : sql`removed_at is null`].filter((c) => c !== null);

@@ -67,15 +67,15 @@ export async function withLeases(
 
 /**
  * Whether any of the devices `ids` (an SQL bigint[]) was quarantined, or its
- * host turned off or removed, since the plan was made. `among`: every device
- * of the statement, as a condition the planner can look up by key (for a
- * batch, whose `ids` differ row by row, it would otherwise read every device).
+ * host turned off or removed, since the plan was made. For a batch the
+ * planner reads the devices and hosts once, for the few that are unusable
+ * (naming the batch's device ids as well made it test each claim against
+ * all of them: a 10,000-device claim took 909 ms instead of 285).
  */
-function unusable(sql: Sql, ids: PendingQuery<Row[]>, among: readonly number[] | null = null) {
-  const within = among === null ? sql`` : sql`and d.id = any(${`{${among.join(',')}}`}::text::bigint[])`;
+function unusable(sql: Sql, ids: PendingQuery<Row[]>) {
   return sql`exists (
     select 1 from devices d join hosts h on h.name = d.host_name
-    where d.id = any(${ids}) ${within} and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
+    where d.id = any(${ids}) and (d.unhealthy_since is not null or h.off_since is not null or h.removed_at is not null))`;
 }
 
 /** The one-active-lease index refused a lease: someone else holds the device. */
@@ -159,11 +159,7 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
         -- claims with jobs: the planner, which cannot count either side, made that one quadratic).
         select s.g, count(*) as k, array_agg(s.slot order by s.slot) as slots, array_agg(s.host_name order by s.slot) as hosts,
           array_agg(s.device_ids order by s.slot) as device_ids, array_agg(s.names order by s.slot) as names
-        from s where not ${unusable(
-          sql,
-          sql`s.device_ids::bigint[]`,
-          plan.flatMap((p) => p.devices.map((d) => d.id)),
-        )}
+        from s where not ${unusable(sql, sql`s.device_ids::bigint[]`)}
         group by s.g
       ), cand as (
         select g - 1 as g, ids from unnest(${candidates}::text[]) with ordinality as c(ids, g)
