@@ -43,9 +43,12 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
   // Fragments, not `$1 is null or …`: a prepared statement's generic plan would not use the index for some hosts.
   const names = opts.hosts ?? (opts.host !== undefined ? [opts.host] : null);
   const one = names !== null;
-  const where = one ? sql`where host_name = any(${names}::text[])` : sql``;
-  const [found, allLabels, merged] = await Promise.all([
-    sql<FleetDevice[]>`
+  // One snapshot for the devices and their labels: read apart (two connections), a host's hello committing in
+  // between gave its devices without their labels, until the next change of that host.
+  const [found, allLabels, merged] = await sql.begin('isolation level repeatable read read only', (tx) => {
+    const where = one ? tx`where host_name = any(${names}::text[])` : tx``;
+    return [
+      tx<FleetDevice[]>`
       select d.id, d.host_name, d.index, d.uuid, h.status as host_status, h.off_since is not null as host_off, l.job_id, j.kind as job_kind, j.submitter, l.acquired_at,
         case when l.idle_seen_at is null then null when l.idle_since is null then 0
           else greatest(0, extract(epoch from l.idle_seen_at - l.idle_since))::float8 end as lease_idle_s,
@@ -54,19 +57,19 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       join hosts h on h.name = d.host_name
       left join leases l on l.device_id = d.id and l.released_at is null
       left join jobs j on j.id = l.job_id
-      where d.present and h.removed_at is ${opts.removed ? sql`not null` : sql`null`} ${one ? sql`and d.host_name = any(${names}::text[])` : sql``}
+      where d.present and h.removed_at is ${opts.removed ? tx`not null` : tx`null`} ${one ? tx`and d.host_name = any(${names}::text[])` : tx``}
       order by d.host_name, d.index`,
-    details ? sql<LabelRow[]>`select * from labels ${where} order by key, device_index desc, source` : Promise.resolve([]),
-    // Without details, the database merges each level (a declared label beats a detected one) and sends one
-    // object per device and per host: a few thousand rows instead of a hundred thousand.
-    details
-      ? Promise.resolve([])
-      : sql<{ hostName: string; deviceIndex: number; labels: Record<string, string> }[]>`
+      // Each level's rows with details, merged rows without (the other query reads nothing).
+      tx<LabelRow[]>`select * from labels ${details ? where : tx`where false`} order by key, device_index desc, source`,
+      // Without details, the database merges each level (a declared label beats a detected one) and sends one
+      // object per device and per host: a few thousand rows instead of a hundred thousand.
+      tx<{ hostName: string; deviceIndex: number; labels: Record<string, string> }[]>`
           select host_name, device_index, json_object_agg(key, value) as labels from (
-            select distinct on (host_name, device_index, key) host_name, device_index, key, value from labels ${where}
+            select distinct on (host_name, device_index, key) host_name, device_index, key, value from labels ${details ? tx`where false` : where}
             order by host_name, device_index, key, source = 'declared' desc
           ) l group by host_name, device_index`,
-  ]);
+    ];
+  });
   const levels = new Map<string, Record<string, string>>();
   for (const m of merged) levels.set(`${m.hostName}\0${m.deviceIndex}`, m.labels);
   const byHost = new Map<string, LabelRow[]>();

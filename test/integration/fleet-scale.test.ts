@@ -57,3 +57,20 @@ test('the fleet of 1,000 hosts and 8,000 devices loads in well under a second; o
   assert.ok(fleet.ms < 3000, `the fleet took ${fleet.ms} ms`);
   assert.ok(one.ms < 200, `one host took ${one.ms} ms`);
 });
+
+test("a load sees a host's devices with their labels, never the devices alone (one snapshot for both)", async () => {
+  const sql = db.client;
+  let torn = 0;
+  for (let i = 0; i < 200; i++) {
+    const name = `t${i}`;
+    await sql`insert into hosts (name, status) values (${name}, 'online')`;
+    // A hello: the devices and their labels in one transaction, committing while loads run.
+    const hello = sql.begin(async (tx) => {
+      await tx`insert into devices (host_name, index) values (${name}, 0)`;
+      await tx`insert into labels (host_name, device_index, key, value, source) values (${name}, 0, 'gpu_model', 'H100', 'detected')`;
+    });
+    const loads = await Promise.all([loadDevices(sql, { hosts: [name] }), loadDevices(sql, { hosts: [name] }), hello.then(() => null)]);
+    for (const rows of loads) for (const d of rows ?? []) if (d.labels.gpu_model !== 'H100') torn += 1;
+  }
+  assert.equal(torn, 0, `${torn} loads saw a device without its labels`);
+});
