@@ -403,8 +403,14 @@ function matchKey(terms: readonly SelectorTerm[]): string {
 
 function mostOnOneHost(matching: readonly { row: DeviceRow }[]): number {
   const perHost = new Map<string, number>();
-  for (const { row: d } of matching) if (d.state !== 'unhealthy') perHost.set(d.hostName, (perHost.get(d.hostName) ?? 0) + 1);
-  return Math.max(0, ...perHost.values());
+  let most = 0;
+  for (const { row: d } of matching) {
+    if (d.state === 'unhealthy') continue;
+    const n = (perHost.get(d.hostName) ?? 0) + 1;
+    perHost.set(d.hostName, n);
+    if (n > most) most = n;
+  }
+  return most;
 }
 
 /** A device row without its labels' details (the fleet page's shape). */
