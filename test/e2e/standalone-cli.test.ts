@@ -38,6 +38,13 @@ function install(args: string[] = [], env: Record<string, string> = {}, script?:
   });
 }
 
+/**
+ * After install() (spawnSync: this process's event loop stopped for seconds), one turn of timers before the
+ * next fetch: fetch's pool then drops the keep-alive connections the controller closed meanwhile (idle past
+ * its 5 s) instead of sending on one ("other side closed", seen in CI when the install took 7 s).
+ */
+const afterBlocking = () => new Promise((r) => setTimeout(r, 100));
+
 const allFree = () => stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'every device to be free');
 
 test('the install script puts the standalone rc in ~/.local/bin and prints the setup lines for this controller', () => {
@@ -63,6 +70,7 @@ test('the install script puts the standalone rc in ~/.local/bin and prints the s
 });
 
 test('a download that does not match its SHA-256 is refused and installs nothing', async () => {
+  await afterBlocking();
   const res = await fetch(`${stack.controllerUrl}/install/rc.sh`);
   const script = (await res.text()).replace(/STANDALONE='([a-z0-9-]+):[0-9a-f]{64}'/, `STANDALONE='$1:${'0'.repeat(64)}'`);
   const dir = join(home, 'tampered');
@@ -73,6 +81,7 @@ test('a download that does not match its SHA-256 is refused and installs nothing
 });
 
 test('the files it serves: hashes in the header, unknown names are not_found, the script takes no options it does not know', async () => {
+  await afterBlocking();
   const script = await (await fetch(`${stack.controllerUrl}/install/rc.sh`)).text();
   const sum = /STANDALONE='[a-z0-9-]+:([0-9a-f]{64})'/.exec(script)?.[1];
   const head = await fetch(`${stack.controllerUrl}/api/cli/rc-${PLATFORM}.gz`);
