@@ -164,7 +164,7 @@ export function markEffective(details: LabelView[]): LabelView[] {
 
 /** Registered hosts by name: every one, the one named `host` (none when it is not registered), or those named; removed ones only with `all`. */
 export async function loadHosts(sql: Sql, host?: string | readonly string[], opts: { all?: boolean } = {}): Promise<HostRow[]> {
-  const named = host === undefined ? null : typeof host === 'string' ? sql`name = ${host}` : sql`name = any(${host}::text[])`;
+  const named = host === undefined ? null : sql`name = any(${typeof host === 'string' ? [host] : host}::text[])`;
   const conds = [named, opts.all ? null : sql`removed_at is null`].filter((c) => c !== null);
   const where = conds.length === 2 ? sql`where ${conds[0]!} and ${conds[1]!}` : conds.length === 1 ? sql`where ${conds[0]!}` : sql``;
   const rows = await sql<(typeof hosts.$inferSelect)[]>`select * from hosts ${where} order by name`;

@@ -58,7 +58,9 @@ export class Inventory {
   private readonly pending = new Set<number>();
   /** Every device by host then index; null after a change of parts. */
   private sorted: Entry[] | null = null;
-  private readonly matches = new Map<string, { version: number; entries: Entry[]; most?: number }>();
+  private readonly matches = new Map<string, { version: number; entries: Entry[] }>();
+  /** candidates()' count of each match it was asked for (a match is a new array whenever it changes). */
+  private readonly mostOf = new WeakMap<readonly Entry[], number>();
   /** Bumped whenever parts (and so labels or presence) are replaced. */
   private version = 0;
 
@@ -223,12 +225,13 @@ export class Inventory {
   async candidates(terms: readonly SelectorTerm[], deviceName: string | null): Promise<Candidates> {
     await this.fresh();
     const matching = this.match(terms, deviceName);
-    if (deviceName !== null) return { matching, most: mostOnOneHost(matching) };
-    const hit = this.matches.get(matchKey(terms));
-    if (!hit || hit.entries !== matching) return { matching, most: mostOnOneHost(matching) };
-    // Quarantine changes only when a host is loaded again, which makes a new match.
-    hit.most ??= mostOnOneHost(matching);
-    return { matching, most: hit.most };
+    // Kept per match: quarantine changes only when a host is loaded again, which makes a new match.
+    let most = this.mostOf.get(matching);
+    if (most === undefined) {
+      most = mostOnOneHost(matching);
+      this.mostOf.set(matching, most);
+    }
+    return { matching, most };
   }
 
   /**
@@ -276,12 +279,8 @@ export class Inventory {
     }
     this.sorted ??= [...this.parts.keys()].sort().flatMap((h) => this.parts.get(h)!);
     const all = this.sorted;
-    const key = matchKey(terms);
-    if (!terms.length) {
-      // Kept too (no filtering to cache): candidates() keeps its count with it.
-      if (this.matches.get(key)?.entries !== all) this.matches.set(key, { version: this.version, entries: all });
-      return all;
-    }
+    if (!terms.length) return all;
+    const key = JSON.stringify(terms.map((t) => [t.key, t.op, t.value]));
     const hit = this.matches.get(key);
     if (hit && hit.version === this.version) return hit.entries;
     const entries = all.filter((e) => matchTerms(terms, e.row.labels));
@@ -395,10 +394,6 @@ export interface Candidates {
   matching: { row: DeviceRow; view: SchedDevice }[];
   /** The most matching devices on one host that are not quarantined: 0 when every one is. */
   most: number;
-}
-
-function matchKey(terms: readonly SelectorTerm[]): string {
-  return JSON.stringify(terms.map((t) => [t.key, t.op, t.value]));
 }
 
 function mostOnOneHost(matching: readonly { row: DeviceRow }[]): number {
