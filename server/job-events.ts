@@ -86,10 +86,18 @@ export class JobEvents {
     };
   }
 
-  /** A follower has passed on everything up to `seq` itself (a replay from the stored rows). */
+  /**
+   * A follower has passed on everything up to `seq` itself (a replay from the
+   * stored rows). The first follower starts from there. With others already
+   * following, the cursor is theirs too: it is never moved past what they got,
+   * and the chunks the replay found beyond it are passed on to them now (the
+   * replaying follower skips what it has).
+   */
   caughtUp(jobId: string, seq: number): void {
     const f = this.followed.get(jobId);
-    if (f && (f.cursor === null || f.cursor < seq)) f.cursor = seq;
+    if (!f) return;
+    if (f.cursor === null) f.cursor = seq;
+    else if (f.cursor < seq) this.queue(f, () => this.fill(jobId, f, seq));
   }
 
   /** Live output from a worker connected here. */
