@@ -294,10 +294,12 @@ export class WorkerHub implements Dispatcher {
         .then(() => this.onHello(hostName, hello.data))
         .then(
           async (kill) => {
+            // Before the answer: a worker answered takes its devices as known (the next listing, or rc run -d, loads them).
+            this.deps.changed(hostName);
             if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
             for (const order of kill) socket.emit(WorkerEvent.jobKill, order);
+            // A quarantine says its own change.
             await this.quarantineFromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
-            this.deps.changed(hostName);
             this.deps.poke();
           },
           (err) => {
@@ -685,8 +687,16 @@ async function storeInventory(tx: Tx, hostName: string, inv: Inventory): Promise
     seenAt: l.seenAt ? new Date(l.seenAt) : new Date(),
     stale: l.stale ?? null,
   }));
-  if (rows.length) await tx.insert(labels).values(rows).onConflictDoNothing();
+  // In pieces: one statement's parameters are at most 65,535 (8 per label; a hello may carry 65,000 labels).
+  for (let i = 0; i < rows.length; i += LABELS_PER_INSERT)
+    await tx
+      .insert(labels)
+      .values(rows.slice(i, i + LABELS_PER_INSERT))
+      .onConflictDoNothing();
 }
+
+/** Labels per INSERT (each takes 8 of a statement's 65,535 parameters). */
+const LABELS_PER_INSERT = 4000;
 
 /** Answers a report, if the worker asked for an answer. */
 function reply(ack: unknown, ok: boolean, code?: string): void {

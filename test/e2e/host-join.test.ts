@@ -4,7 +4,8 @@
 // no-systemd path starts the worker) verifies the package, keeps the key
 // root-only, starts the worker, which connects with its key and takes a job;
 // run again it updates; `sh -s uninstall` removes it. And what it refuses: a
-// bad key, a host without Node, a damaged package, the wrong credential.
+// bad key, a host without Node, a damaged package, the wrong credential. And
+// the hello itself: once answered, its devices are listed; many labels fit.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -215,4 +216,69 @@ test('the package and its SHA-256 need the host key; the script is public; host 
     assert.equal((await admin(args)).code, 2);
   const bad = await admin(['host', 'add', '-bad name']);
   assert.notEqual(bad.code, 0);
+});
+
+test("a host's devices are listed as soon as its hello is answered", async () => {
+  // The worker (and the simulator, and an rc run -d right after) takes the answer to mean that the devices are known.
+  // Hosts with many labels: what the controller does after a hello takes long enough to be seen.
+  const { io } = await import('socket.io-client');
+  const labels = Array.from({ length: 100 }, (_, k) => ({ key: `probe_${k}`, value: `v${k}`, source: 'detected' as const, probe: 'site' }));
+  const devices = Array.from({ length: 64 }, (_, index) => ({ index, labels }));
+  const missing: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const name = `joined-${i}`;
+    const reg = await stack.api('POST', '/api/admin/hosts', { name }, stack.adminToken);
+    assert.equal(reg.status, 201, JSON.stringify(reg.body));
+    // Listed once before it says hello, as a dashboard would.
+    await stack.api('GET', '/api/devices');
+    const socket = io(`${stack.controllerUrl}/worker`, {
+      auth: { token: (reg.body as { credential: string }).credential },
+      transports: ['websocket'],
+      reconnection: false,
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        socket.on('connect', resolve);
+        socket.on('connect_error', reject);
+      });
+      const hello = (await socket.timeout(20_000).emitWithAck('hello', { version: 'test', hostLabels: [], devices, running: [] })) as { ok: boolean };
+      assert.ok(hello.ok, JSON.stringify(hello));
+      const listed = (await stack.api('GET', '/api/devices')).body as { devices: { name: string; state: string }[] };
+      const mine = listed.devices.filter((d) => d.name.startsWith(`${name}:`) && d.state === 'free').length;
+      if (mine !== devices.length) missing.push(`${name}: ${mine} of ${devices.length} listed`);
+    } finally {
+      socket.close();
+    }
+  }
+  assert.deepEqual(missing, [], 'devices not listed right after the hello was answered');
+});
+
+test('a hello with more labels than one statement can carry is stored (64 devices × 150)', async () => {
+  const { io } = await import('socket.io-client');
+  const reg = await stack.api('POST', '/api/admin/hosts', { name: 'labelled' }, stack.adminToken);
+  assert.equal(reg.status, 201, JSON.stringify(reg.body));
+  const socket = io(`${stack.controllerUrl}/worker`, {
+    auth: { token: (reg.body as { credential: string }).credential },
+    transports: ['websocket'],
+    reconnection: false,
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.on('connect', resolve);
+      socket.on('connect_error', reject);
+    });
+    // 9,600 labels of 8 parameters each: past a statement's 65,535 (and within socket.io's 1 MB message).
+    const labels = Array.from({ length: 150 }, (_, k) => ({ key: `probe_${k}`, value: `v${k}`, source: 'detected' as const, probe: 'site' }));
+    const devices = Array.from({ length: 64 }, (_, index) => ({ index, labels }));
+    const hello = (await socket.timeout(30_000).emitWithAck('hello', { version: 'test', hostLabels: [], devices, running: [] })) as {
+      ok: boolean;
+      code?: string;
+    };
+    assert.equal(hello.code, undefined);
+    assert.equal(hello.ok, true);
+    const d = (await stack.api('GET', '/api/devices/labelled:gpu63')).body as { device: { labels: Record<string, string> } };
+    assert.equal(d.device.labels.probe_149, 'v149');
+  } finally {
+    socket.close();
+  }
 });

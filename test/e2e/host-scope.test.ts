@@ -4,6 +4,9 @@
 // exit, terminal output, and a hello that claims the job. None of it may
 // touch the job, and the refusals are audited (rate-limited).
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import postgres from 'postgres';
 import { io, type Socket } from 'socket.io-client';
@@ -32,7 +35,10 @@ after(async () => {
 
 test("another host's worker cannot store output in, end, or claim a job on this host, whatever fence it tries", { timeout: 60_000 }, async () => {
   let id = '';
-  const run = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; sleep 4; echo real-end'], {
+  // The job runs until the test lets it end: the forgeries must not end it, however long they take to send.
+  const dir = mkdtempSync(join(tmpdir(), 'rc-host-scope-'));
+  const go = join(dir, 'go');
+  const run = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sh', '-c', `echo "$RC_JOB_ID"; while [ ! -e ${go} ]; do sleep 0.05; done; echo real-end`], {
     onSpawn: (c) =>
       c.stdout!.on('data', (d: Buffer) => {
         id ||= d.toString().split('\n')[0]!.trim();
@@ -62,7 +68,9 @@ test("another host's worker cannot store output in, end, or claim a job on this 
   assert.deepEqual(claim.resume ?? {}, {}, "no resume point for a job that is not mallory's");
 
   assert.equal((await stack.job(id)).state, 'running', 'the job still runs');
+  writeFileSync(go, '');
   const done = await run;
+  rmSync(dir, { recursive: true, force: true });
   assert.equal(done.code, 0, done.stderr);
   assert.equal(done.stdout, `${id}\nreal-end\n`, 'only the real output reached rc run');
   const logs = await stack.cli(['logs', id]);
