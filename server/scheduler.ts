@@ -53,6 +53,20 @@ export function passWindow(free: number): number {
   return Math.min(PASS_WINDOW_MAX, Math.max(PASS_WINDOW, 2 * free));
 }
 
+/** The fewest queued jobs a pass's first read takes. */
+export const FIRST_WINDOW_MIN = 64;
+
+/**
+ * What a pass reads first: twice what `free` devices could take (at least
+ * FIRST_WINDOW_MIN). Most passes need no more: a controller with 50 free
+ * devices read 1,000 jobs every pass, and with two controllers that fixed cost
+ * twice per round was what kept them below one. Only when those jobs leave
+ * devices free (they want other devices) is the whole window read.
+ */
+export function firstWindow(free: number): number {
+  return Math.min(passWindow(free), Math.max(FIRST_WINDOW_MIN, 2 * free));
+}
+
 /** A job's start as its followers and every controller's fleet view hear it. */
 export type StartedEvent = Extract<JobEvent, { type: 'started' }>;
 
@@ -181,29 +195,32 @@ export class Scheduler {
     const free = await this.inventory.schedulable(here);
     // Nothing free here: only preemption could start a job, and only where preemptible jobs run.
     if (!free.length && !(await this.preemptibleRunning())) return;
-    const window = passWindow(free.length);
-    const queued = await this.sql<QueuedRow[]>`
-      select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
-        case when preempt_until > now() then preempt_devices end as held_devices,
-        case when attempt > 1 then (
-          select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
-        ) end as avoid_hosts
-      from jobs where state = 'queued'
-      order by priority desc, requeued_at nulls last, seq limit ${window}`;
-    if (!queued.length) {
-      this.maybeQueued = false;
-      return;
-    }
     // Jobs another controller's claim took from under the last pass (locked, about to commit): not planned
     // again for a moment, so this pass takes the next ones instead of colliding with that claim again.
     const now = Date.now();
     for (const [id, until] of this.takenElsewhere) if (until <= now) this.takenElsewhere.delete(id);
-    const jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
+    let window = firstWindow(free.length);
+    let queued: QueuedRow[];
+    let jobs: QueuedJob[];
+    let plan: Assignment[];
     const heldFor = new Map<number, string>();
-    for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
-    // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
-    const reserving = jobs.some((j) => mayReserve(j, this.reserveAfterS));
-    const plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor) : [];
+    for (;;) {
+      queued = await this.readQueue(window);
+      jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
+      heldFor.clear();
+      for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
+      // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
+      const reserving = jobs.some((j) => mayReserve(j, this.reserveAfterS));
+      plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor) : [];
+      // Devices left free while more jobs wait than were read: those further back may want them.
+      const used = plan.reduce((n, a) => n + a.devices.length, 0);
+      if (used >= free.length || queued.length < window || window >= passWindow(free.length)) break;
+      window = passWindow(free.length);
+    }
+    if (!queued.length) {
+      this.maybeQueued = false;
+      return;
+    }
     // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
     this.maybeQueued = plan.length < queued.length || queued.length === window;
     if (plan.length < queued.length) await this.preempt(queued, jobs, plan, heldFor, here);
@@ -244,6 +261,18 @@ export class Scheduler {
       // The whole window started: what is behind it may start too.
       if (queued.length === window) this.again = true;
     }
+  }
+
+  /** The head of the queue, in its order: what a pass decides over. */
+  private readQueue(limit: number): Promise<QueuedRow[]> {
+    return this.sql<QueuedRow[]>`
+      select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
+        case when preempt_until > now() then preempt_devices end as held_devices,
+        case when attempt > 1 then (
+          select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
+        ) end as avoid_hosts
+      from jobs where state = 'queued'
+      order by priority desc, requeued_at nulls last, seq limit ${limit}`;
   }
 
   /**

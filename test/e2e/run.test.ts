@@ -79,6 +79,28 @@ test('a busy fleet queues the job, which starts as soon as a device frees', asyn
   assert.ok(Date.parse(j.startedAt) - Date.parse(j.createdAt) >= 800, 'it waited for a device');
 });
 
+test('a job far back in the queue starts on a device that the jobs ahead of it do not want', { timeout: 60_000 }, async () => {
+  await allFree();
+  const hold = await stack.api('POST', '/api/jobs', { kind: 'hold', ttlS: 300, submitter: 'tester', device: 'alpha:gpu0' });
+  assert.equal(hold.status, 201, JSON.stringify(hold.body));
+  const holdId = (hold.body as { job: { id: string } }).job.id;
+  // More jobs for the held device than a pass first reads (FIRST_WINDOW_MIN), then one for the free one.
+  const ahead: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    const r = await stack.api('POST', '/api/jobs', { argv: ['true'], submitter: 'tester', device: 'alpha:gpu0' });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    ahead.push((r.body as { job: { id: string } }).job.id);
+  }
+  try {
+    const behind = await stack.cli(['run', '-d', 'alpha:gpu1', '--', 'echo', 'ran behind 100'], { timeoutMs: 20_000 });
+    assert.equal(behind.code, 0, behind.stderr);
+    assert.equal(behind.stdout, 'ran behind 100\n');
+    assert.equal((await stack.job(ahead[0]!)).state, 'queued', 'the jobs ahead still wait for their device');
+  } finally {
+    for (const id of [holdId, ...ahead]) await stack.cli(['kill', id]);
+  }
+});
+
 test('--no-wait fails at once with busy when nothing is free', async () => {
   await allFree();
   const hogs = [stack.cli(['run', '--', 'sleep', '1']), stack.cli(['run', '--', 'sleep', '1'])];
