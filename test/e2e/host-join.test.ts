@@ -267,7 +267,7 @@ test('a hello with more labels than one statement can carry is stored (64 device
       socket.on('connect', resolve);
       socket.on('connect_error', reject);
     });
-    // 9,600 labels of 8 parameters each: past a statement's 65,535 (and within socket.io's 1 MB message).
+    // 9,600 labels of 8 parameters each: past a statement's 65,535 (and within the 4 MB a socket.io message may carry, server.ts).
     const labels = Array.from({ length: 150 }, (_, k) => ({ key: `probe_${k}`, value: `v${k}`, source: 'detected' as const, probe: 'site' }));
     const devices = Array.from({ length: 64 }, (_, index) => ({ index, labels }));
     const hello = (await socket.timeout(30_000).emitWithAck('hello', { version: 'test', hostLabels: [], devices, running: [] })) as {
