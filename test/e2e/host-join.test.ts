@@ -218,29 +218,23 @@ test('the package and its SHA-256 need the host key; the script is public; host 
   assert.notEqual(bad.code, 0);
 });
 
+/** 64 devices with `perDevice` labels each, as a site probe printing many would report them. */
+function manyLabels(perDevice: number) {
+  const labels = Array.from({ length: perDevice }, (_, k) => ({ key: `probe_${k}`, value: `v${k}`, source: 'detected' as const, probe: 'site' }));
+  return Array.from({ length: 64 }, (_, index) => ({ index, labels }));
+}
+
 test("a host's devices are listed as soon as its hello is answered", async () => {
   // The worker (and the simulator, and an rc run -d right after) takes the answer to mean that the devices are known.
   // Hosts with many labels: what the controller does after a hello takes long enough to be seen.
-  const { io } = await import('socket.io-client');
-  const labels = Array.from({ length: 100 }, (_, k) => ({ key: `probe_${k}`, value: `v${k}`, source: 'detected' as const, probe: 'site' }));
-  const devices = Array.from({ length: 64 }, (_, index) => ({ index, labels }));
+  const devices = manyLabels(100);
   const missing: string[] = [];
   for (let i = 0; i < 3; i++) {
     const name = `joined-${i}`;
-    const reg = await stack.api('POST', '/api/admin/hosts', { name }, stack.adminToken);
-    assert.equal(reg.status, 201, JSON.stringify(reg.body));
-    // Listed once before it says hello, as a dashboard would.
-    await stack.api('GET', '/api/devices');
-    const socket = io(`${stack.controllerUrl}/worker`, {
-      auth: { token: (reg.body as { credential: string }).credential },
-      transports: ['websocket'],
-      reconnection: false,
-    });
+    const socket = await stack.hostSocket(name);
     try {
-      await new Promise<void>((resolve, reject) => {
-        socket.on('connect', resolve);
-        socket.on('connect_error', reject);
-      });
+      // Listed once before it says hello, as a dashboard would.
+      await stack.api('GET', '/api/devices');
       const hello = (await socket.timeout(20_000).emitWithAck('hello', { version: 'test', hostLabels: [], devices, running: [] })) as { ok: boolean };
       assert.ok(hello.ok, JSON.stringify(hello));
       const listed = (await stack.api('GET', '/api/devices')).body as { devices: { name: string; state: string }[] };
@@ -254,22 +248,10 @@ test("a host's devices are listed as soon as its hello is answered", async () =>
 });
 
 test('a hello with more labels than one statement can carry is stored (64 devices × 150)', async () => {
-  const { io } = await import('socket.io-client');
-  const reg = await stack.api('POST', '/api/admin/hosts', { name: 'labelled' }, stack.adminToken);
-  assert.equal(reg.status, 201, JSON.stringify(reg.body));
-  const socket = io(`${stack.controllerUrl}/worker`, {
-    auth: { token: (reg.body as { credential: string }).credential },
-    transports: ['websocket'],
-    reconnection: false,
-  });
+  const socket = await stack.hostSocket('labelled');
   try {
-    await new Promise<void>((resolve, reject) => {
-      socket.on('connect', resolve);
-      socket.on('connect_error', reject);
-    });
     // 9,600 labels of 8 parameters each: past a statement's 65,535 (and within the 4 MB a socket.io message may carry, server.ts).
-    const labels = Array.from({ length: 150 }, (_, k) => ({ key: `probe_${k}`, value: `v${k}`, source: 'detected' as const, probe: 'site' }));
-    const devices = Array.from({ length: 64 }, (_, index) => ({ index, labels }));
+    const devices = manyLabels(150);
     const hello = (await socket.timeout(30_000).emitWithAck('hello', { version: 'test', hostLabels: [], devices, running: [] })) as {
       ok: boolean;
       code?: string;

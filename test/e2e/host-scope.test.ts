@@ -9,20 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import postgres from 'postgres';
-import { io, type Socket } from 'socket.io-client';
+import type { Socket } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
 
 let stack: Stack;
 let mallory: Socket;
 before(async () => {
   stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] });
-  const reg = await stack.api('POST', '/api/admin/hosts', { name: 'mallory' }, stack.adminToken);
-  const credential = (reg.body as { credential: string }).credential;
-  mallory = io(`${stack.controllerUrl}/worker`, { auth: { token: credential }, transports: ['websocket'], reconnection: false });
-  await new Promise<void>((resolve, reject) => {
-    mallory.on('connect', resolve);
-    mallory.on('connect_error', reject);
-  });
+  mallory = await stack.hostSocket('mallory');
   const hello = (await mallory.timeout(5000).emitWithAck('hello', { version: 'evil', hostLabels: [], devices: [{ index: 0, labels: [] }], running: [] })) as {
     ok: boolean;
   };

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { io, type Socket } from 'socket.io-client';
 import { freshDatabase } from './db';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -165,6 +166,26 @@ export class Stack {
       /* not JSON */
     }
     return { status: res.status, body: parsed };
+  }
+
+  /**
+   * Registers a host and connects to /worker as it, speaking the worker
+   * protocol from the test itself (a forged or unusual worker): the socket
+   * once connected, before any hello.
+   */
+  async hostSocket(name: string): Promise<Socket> {
+    const reg = await this.api('POST', '/api/admin/hosts', { name }, this.adminToken);
+    if (reg.status !== 201) throw new Error(`registering ${name}: ${JSON.stringify(reg.body)}`);
+    const socket = io(`${this.controllerUrl}/worker`, {
+      auth: { token: (reg.body as { credential: string }).credential },
+      transports: ['websocket'],
+      reconnection: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.on('connect', resolve);
+      socket.on('connect_error', reject);
+    });
+    return socket;
   }
 
   /** A started worker's workspace (RC_WORKSPACE) on this machine. */
