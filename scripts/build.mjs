@@ -37,6 +37,8 @@ await Promise.all([
   build({ ...common, entryPoints: ['worker/main.ts'], outfile: 'dist/worker.js', format: 'esm', packages: 'external', sourcemap: true }),
   // The fleet simulator (bench/simulator): a command, and a module for scripts (npm run demo).
   build({ ...common, entryPoints: ['bench/simulator/cli.ts'], outfile: 'dist/simulator.js', format: 'esm', packages: 'external', sourcemap: true }),
+  // scripts/gpu-check.ts: what the worker sees on a real GPU host (npm run gpu-check there).
+  build({ ...common, entryPoints: ['scripts/gpu-check.ts'], outfile: 'dist/gpu-check.cjs', format: 'cjs' }),
   build({ ...common, entryPoints: ['test/support.ts'], outfile: 'dist/test-support.js', format: 'esm', packages: 'external' }),
   // The worker as a host installs it (server/worker-package.ts): one file with its dependencies, node-pty beside it.
   build({
