@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server } from 'socket.io';
+import { MAX_MESSAGE_BYTES } from './protocol/worker';
 import { loadConfig } from './server/config';
 import { Controller } from './server/controller';
 import { Dashboard } from './server/dashboard';
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
       },
     );
   });
-  const io = new Server(http, { serveClient: false, maxHttpBufferSize: 4 * 1024 * 1024 });
+  const io = new Server(http, { serveClient: false, maxHttpBufferSize: MAX_MESSAGE_BYTES });
   await controller.start(io);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);

@@ -21,6 +21,12 @@ export const ReportedLabel = z.object({
 });
 export type ReportedLabel = z.infer<typeof ReportedLabel>;
 
+/** The most one socket.io message between a worker and the controller may carry (the server's maxHttpBufferSize): a bigger one cuts the connection. */
+export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/** The most a worker's inventory may take, as JSON: what a hello carries besides it (its jobs) fits in the rest. */
+export const MAX_INVENTORY_BYTES = MAX_MESSAGE_BYTES - 512 * 1024;
+
 /** A host's whole inventory: sent in hello, and again after every probe run. */
 export const Inventory = z.object({
   hostLabels: z.array(ReportedLabel).max(1000),

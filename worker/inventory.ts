@@ -2,8 +2,19 @@
 // host, the site probes), keeps the last good labels of a probe that fails
 // (marked stale), adds the declared labels of the config file, and builds the
 // Inventory sent in hello and in 'inventory' messages.
-import type { Inventory, ReportedLabel } from '../protocol/worker';
-import { applyProbeResult, buildInventory, declaredLabels, markStale, unknownDevices, type ProbeLabels, type ProbeResult, type ProbeState } from './labels';
+import { MAX_INVENTORY_BYTES, MAX_MESSAGE_BYTES, type Inventory, type ReportedLabel } from '../protocol/worker';
+import {
+  applyProbeResult,
+  buildInventory,
+  declaredLabels,
+  fitInventory,
+  markStale,
+  unknownDevices,
+  type ProbeLabels,
+  type ProbeResult,
+  type ProbeState,
+  type Trimmed,
+} from './labels';
 import { parseNvidiaSmiCsv } from './probes/parse';
 import { hostProbe, listSiteProbes, nvidiaSmiProbe, runSiteProbe, PROBE_MAX_OUTPUT, PROBE_TIMEOUT_MS } from './probes/run';
 import { readWorkerConfigFile, type WorkerFileConfig } from './worker-config';
@@ -142,14 +153,17 @@ export class Prober {
       this.reportProbe(result, prev);
     }
     this.state = next;
-    const inventory = buildInventory(next, this.declared, DEVICE_PROBES);
+    const whole = buildInventory(next, this.declared, DEVICE_PROBES);
     for (const [name, labels] of [...next, ['config file', this.declared] as const]) {
-      const missing = labels ? unknownDevices(labels, inventory) : [];
+      const missing = labels ? unknownDevices(labels, whole) : [];
       this.say(
         `devices of ${name}`,
         missing.length ? `${name} labels device(s) ${missing.join(', ')}, which this host does not offer; those labels are ignored` : null,
       );
     }
+    // Sent whole, an inventory past the message limit would cut the connection at every hello, the host never joining.
+    const { inventory, trimmed } = fitInventory(whole, MAX_INVENTORY_BYTES, DEVICE_PROBES);
+    this.say('inventory size', trimmed && trimmedMessage(trimmed));
     return inventory;
   }
 
@@ -194,4 +208,11 @@ export class Prober {
     this.said.set(subject, key);
     this.log(message!);
   }
+}
+
+function trimmedMessage(t: Trimmed): string {
+  const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  const total = [...t.dropped.values()].reduce((a, b) => a + b, 0);
+  const from = [...t.dropped].map(([source, n]) => `${n} of ${source === 'config file' ? 'the config file' : `probe ${source}`}`).join(', ');
+  return `the labels come to ${mib(t.bytes)}, over the ${MAX_MESSAGE_BYTES / 1024 / 1024} MiB a message to the controller may carry: left out ${total} label(s) (${from}), the largest first; make them fewer or shorter`;
 }

@@ -85,7 +85,11 @@ export function declaredLabels(declared: DeclaredLabels, readAt: Date, stale: st
 export function buildInventory(state: ProbeState, declared: ProbeLabels | null, deviceProbes: readonly string[]): Inventory {
   const indexes = new Set<number>();
   for (const name of deviceProbes) for (const index of state.get(name)?.devices.keys() ?? []) indexes.add(index);
-  const sources = [...(declared ? [declared] : []), ...state.values()];
+  // The device probes' labels first: past the protocol's MAX_LABELS the rest are cut, and a device is found by those
+  // (kind, gpu_model, vram). Order decides nothing else: the controller ranks a declared label above a detected one.
+  const builtIn = deviceProbes.flatMap((name) => state.get(name) ?? []);
+  const sites = [...state].filter(([name]) => !deviceProbes.includes(name)).map(([, labels]) => labels);
+  const sources = [...builtIn, ...(declared ? [declared] : []), ...sites];
   const devices = [...indexes]
     .sort((a, b) => a - b)
     .slice(0, MAX_DEVICES)
@@ -115,4 +119,41 @@ function unique(labels: ReportedLabel[]): ReportedLabel[] {
 export function unknownDevices(labels: ProbeLabels, inventory: Inventory): number[] {
   const known = new Set(inventory.devices.map((d) => d.index));
   return [...labels.devices.keys()].filter((i) => !known.has(i)).sort((a, b) => a - b);
+}
+
+/** What fitInventory left out: its size before, and how many labels of each source ('config file' or a site probe's name). */
+export interface Trimmed {
+  bytes: number;
+  dropped: Map<string, number>;
+}
+
+/**
+ * The inventory within `maxBytes` of JSON: past it, the largest labels that
+ * are not from `kept` probes (the config file's, the site probes') are left
+ * out until it fits. What the worker detects itself (the GPUs, the host) is
+ * never left out: those labels are small, and a device is found by them.
+ */
+export function fitInventory(inventory: Inventory, maxBytes: number, kept: readonly string[]): { inventory: Inventory; trimmed: Trimmed | null } {
+  const bytes = Buffer.byteLength(JSON.stringify(inventory));
+  if (bytes <= maxBytes) return { inventory, trimmed: null };
+  const all = [...inventory.hostLabels, ...inventory.devices.flatMap((d) => d.labels)];
+  const droppable = all
+    .filter((l) => l.source === 'declared' || !kept.includes(l.probe ?? ''))
+    .map((l) => ({ l, size: Buffer.byteLength(JSON.stringify(l)) + 1 }))
+    .sort((a, b) => b.size - a.size);
+  const out = new Set<ReportedLabel>();
+  const dropped = new Map<string, number>();
+  let excess = bytes - maxBytes;
+  for (const { l, size } of droppable) {
+    if (excess <= 0) break;
+    out.add(l);
+    excess -= size;
+    const from = l.source === 'declared' ? 'config file' : (l.probe ?? 'unknown probe');
+    dropped.set(from, (dropped.get(from) ?? 0) + 1);
+  }
+  const keep = (labels: ReportedLabel[]) => labels.filter((l) => !out.has(l));
+  return {
+    inventory: { hostLabels: keep(inventory.hostLabels), devices: inventory.devices.map((d) => ({ ...d, labels: keep(d.labels) })) },
+    trimmed: { bytes, dropped },
+  };
 }

@@ -264,3 +264,26 @@ test('a hello with more labels than one statement can carry is stored (64 device
     socket.close();
   }
 });
+
+test('a worker whose labels would not fit in one message joins without the largest of its own labels, and says which', async () => {
+  // 5 × 1,000 declared labels of 1,000 characters: about 5.5 MB of hello, past the 4 MB a message may carry (server.ts).
+  // Sent whole, the controller cut the connection at every hello, and the worker reconnected forever without a word.
+  const dir = mkdtempSync(join(tmpdir(), 'rc-big-labels-'));
+  roots.push(dir);
+  const labels = (tag: string) => Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`${tag}_${i}`, 'x'.repeat(1000)]));
+  const config = { labels: labels('site'), devices: Object.fromEntries([0, 1, 2, 3].map((i) => [String(i), { labels: labels(`dev${i}`) }])) };
+  writeFileSync(join(dir, 'worker.json'), JSON.stringify(config));
+  await stack.startWorker('big-labels', 4, { RC_WORKER_CONFIG: join(dir, 'worker.json') });
+  assert.match(
+    stack.workerLogs.get('big-labels') ?? '',
+    /over the 4 MiB a message to the controller may carry: left out \d+ label\(s\) \(\d+ of the config file\)/,
+  );
+  const d = (await stack.api('GET', '/api/devices/big-labels:gpu0')).body as { device: { labels: Record<string, string> } };
+  assert.equal(
+    d.device.labels.kind,
+    'cpu-slot',
+    `what the worker detects is never left out: ${JSON.stringify(Object.entries(d.device.labels).filter(([k]) => !/^(dev0|site)_/.test(k)))}`,
+  );
+  const declared = Object.keys(d.device.labels).filter((k) => k.startsWith('dev0_') || k.startsWith('site_')).length;
+  assert.ok(declared > 0 && declared < 2000, `${declared} of 2,000 declared labels kept`);
+});

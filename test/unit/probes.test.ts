@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import { Inventory, type ReportedLabel } from '../../protocol/worker';
 import { loadWorkerConfig } from '../../worker/config';
 import { Prober, type ProberOptions } from '../../worker/inventory';
-import { applyProbeResult, buildInventory, declaredLabels } from '../../worker/labels';
+import { applyProbeResult, buildInventory, declaredLabels, fitInventory } from '../../worker/labels';
 import { parseCudaVersion, parseSiteProbeOutput } from '../../worker/probes/parse';
 import { CPU_SLOT_NOTE, runCommand } from '../../worker/probes/run';
 import { readWorkerConfigFile, WorkerConfigError } from '../../worker/worker-config';
@@ -373,8 +373,8 @@ test('declared labels from the config file; a relative probesDir is relative to 
   assert.deepEqual(
     notes.map((l) => [l.source, l.probe, l.value]),
     [
-      ['declared', null, 'fan noisy'],
       ['detected', 'host', CPU_SLOT_NOTE],
+      ['declared', null, 'fan noisy'],
     ],
   );
   assert.equal(inv.devices[0]!.labels.find((l) => l.key === 'fan')?.value, 'loud');
@@ -563,12 +563,70 @@ test('buildInventory: devices come from device probes; the first probe wins a de
   assert.deepEqual(
     inv.hostLabels.map((l) => [l.source, l.value]),
     [
-      ['declared', '7'],
       ['detected', '8'],
+      ['declared', '7'],
     ],
   );
   assert.deepEqual(
     inv.devices.map((d) => [d.index, d.labels.map((l) => l.key)]),
     [[0, ['kind', 'x']]],
+  );
+});
+
+test('buildInventory: past the 1,000 labels a device may carry, the declared and site-probe ones are cut, not the detected ones', () => {
+  const many = Array.from({ length: 1000 }, (_, i) => ({ key: `k${i}`, value: 'v' }));
+  const state = new Map([
+    ['host', applyProbeResult(undefined, { probe: 'host', ok: true, found: { host: [], devices: new Map([[0, [{ key: 'kind', value: 'cpu-slot' }]]]) } }, T1)],
+    ['site', applyProbeResult(undefined, { probe: 'site', ok: true, found: { host: [], devices: new Map([[0, [{ key: 'rack', value: 'b1' }]]]) } }, T1)],
+  ]);
+  const inv = buildInventory(state, declaredLabels({ host: many, devices: new Map([[0, many]]) }, T1), ['nvidia-smi', 'host']);
+  const labels = inv.devices[0]!.labels;
+  assert.equal(labels.length, 1000);
+  assert.deepEqual(labels[0], { key: 'kind', value: 'cpu-slot', source: 'detected', probe: 'host', seenAt: T1.toISOString(), stale: null });
+  assert.equal(labels.filter((l) => l.source === 'declared').length, 999);
+  assert.equal(inv.hostLabels.length, 1000);
+});
+
+test('fitInventory: within the limit nothing changes; past it the largest declared and site-probe labels go first, never detected ones', () => {
+  const label = (key: string, size: number, from: 'declared' | string): ReportedLabel =>
+    from === 'declared' ? { key, value: 'v'.repeat(size), source: 'declared' } : { key, value: 'v'.repeat(size), source: 'detected', probe: from };
+  const inventory: Inventory = {
+    hostLabels: [label('hostname', 10, 'host'), label('site_big', 3000, 'declared'), label('rack', 5, 'declared')],
+    devices: [
+      { index: 0, uuid: null, labels: [label('kind', 3, 'nvidia-smi'), label('ib_big', 2000, '20-ib'), label('ib_small', 50, '20-ib')] },
+      { index: 1, uuid: null, labels: [label('kind', 3000, 'nvidia-smi'), label('note', 1000, 'declared')] },
+    ],
+  };
+  const size = Buffer.byteLength(JSON.stringify(inventory));
+  const same = fitInventory(inventory, size, ['nvidia-smi', 'host']);
+  assert.equal(same.inventory, inventory);
+  assert.equal(same.trimmed, null);
+
+  // 2,500 bytes over: the 3,000-byte declared label alone covers it (the 3,000-byte detected one is never a candidate).
+  const one = fitInventory(inventory, size - 2500, ['nvidia-smi', 'host']);
+  assert.deepEqual(
+    one.inventory.hostLabels.map((l) => l.key),
+    ['hostname', 'rack'],
+  );
+  assert.deepEqual(one.inventory.devices, inventory.devices);
+  assert.deepEqual(one.trimmed, { bytes: size, dropped: new Map([['config file', 1]]) });
+  assert.ok(Buffer.byteLength(JSON.stringify(one.inventory)) <= size - 2500);
+
+  // Over by more than every candidate: all of them go, largest first, and every detected label stays.
+  const all = fitInventory(inventory, 100, ['nvidia-smi', 'host']);
+  assert.deepEqual(
+    all.inventory.hostLabels.map((l) => l.key),
+    ['hostname'],
+  );
+  assert.deepEqual(
+    all.inventory.devices.map((d) => d.labels.map((l) => l.key)),
+    [['kind'], ['kind']],
+  );
+  assert.deepEqual(
+    all.trimmed!.dropped,
+    new Map([
+      ['config file', 3],
+      ['20-ib', 2],
+    ]),
   );
 });
