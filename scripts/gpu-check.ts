@@ -114,13 +114,16 @@ async function main(): Promise<number> {
   const dev = inventory.devices.find((d) => d.index === gpu);
   const labels = Object.fromEntries((dev?.labels ?? []).map((l) => [l.key, l.value]));
   check('a GPU device, not CPU slots', !!dev && labels.kind === 'gpu' && !!dev.uuid, JSON.stringify(labels));
+  if (!dev?.uuid) {
+    log(raw['probe-query'] === '(not-started)' ? 'no nvidia-smi on PATH: rc sees no GPUs here' : `no GPU ${gpu} among what nvidia-smi lists`);
+    return finish(null, inventory);
+  }
   check('gpu_model canonical', /^[A-Z0-9-]+$/.test(labels.gpu_model ?? '') && labels.gpu_model !== labels.gpu_name, `${labels.gpu_name} → ${labels.gpu_model}`);
   check(
     'vram, driver and CUDA read',
     Number(labels.vram) > 1e9 && !!labels.driver_version && !!labels.cuda_version,
     `vram ${labels.vram}, driver ${labels.driver_version}, cuda ${labels.cuda_version}`,
   );
-  if (!dev?.uuid) return 1;
   const devices = [{ index: gpu, uuid: dev.uuid }];
 
   // 2. The heartbeat's samples on an idle GPU.
