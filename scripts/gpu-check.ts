@@ -32,13 +32,13 @@ function options() {
   }
 }
 const args = options();
-const out = args.out ?? mkdtempSync(join(tmpdir(), 'rc-gpu-check-'));
-mkdirSync(out, { recursive: true });
 const gpu = Number(args.gpu);
 if (!Number.isInteger(gpu) || gpu < 0) {
   console.error(`gpu-check: --gpu takes a GPU index (0, 1 …), not ${JSON.stringify(args.gpu)}`);
   process.exit(2);
 }
+const out = args.out ?? mkdtempSync(join(tmpdir(), 'rc-gpu-check-'));
+mkdirSync(out, { recursive: true });
 const env = process.env;
 const JOB = 'job-gpu-check';
 
@@ -69,7 +69,7 @@ async function smi(label: string, query: string[]): Promise<string> {
 /** A PyTorch process on the GPU: `busy` multiplies bf16 matrices, `hold` keeps memory and computes nothing. */
 function load(mode: 'busy' | 'hold', seconds: number, jobId: string | null): ChildProcess {
   const code = [
-    'import sys, time, torch',
+    'import time, torch',
     `d = torch.device('cuda:${gpu}')`,
     'x = torch.randn(8192, 8192, device=d, dtype=torch.bfloat16)',
     'keep = torch.empty(2 * 1024**3, dtype=torch.uint8, device=d)',
