@@ -175,21 +175,21 @@ export class Controller {
       audited: () => live.changed({ what: 'audit' }),
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
-    this.scheduler = new Scheduler(
-      this.db,
-      this.sql,
+    this.scheduler = new Scheduler({
+      sql: this.sql,
       inventory,
-      this.events,
-      this.hub,
-      (err) => log(`scheduling pass failed: ${String(err)}`),
-      this.reserveAfterS,
-      () => bus.publish({ t: 'poke' }),
-      (job, targets) => bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets, kind: job.kind, submitter: job.submitter }),
-      (event) => bus.envelope({ t: 'job', jobId: event.jobId, event }),
-      (host) => live.changed({ what: 'devices', host }),
+      events: this.events,
+      dispatcher: this.hub,
+      onError: (err) => log(`scheduling pass failed: ${String(err)}`),
+      reserveAfterS: this.reserveAfterS,
+      spread: () => bus.publish({ t: 'poke' }),
+      startElsewhere: (job, targets) =>
+        bus.publish({ t: 'start', host: job.hostName!, jobId: job.id, fence: job.fence!, targets, kind: job.kind, submitter: job.submitter }),
+      startedPayload: (event) => bus.envelope({ t: 'job', jobId: event.jobId, event }),
+      requeued: (host) => live.changed({ what: 'devices', host }),
       metrics,
-      opts.preemptNoticeS,
-    );
+      preemptNoticeS: opts.preemptNoticeS,
+    });
     this.router = new Router(this.db, log, {
       publicUrl: opts.publicUrl ?? null,
       health: opts.health ?? null,

@@ -14,7 +14,8 @@ import { parseDeviceName } from '../core/schedule';
 import { ended, outcome } from '../core/job-state';
 import type { JobEvents } from './job-events';
 import { endJob } from './jobs/finish';
-import { newJobId } from './jobs/submit';
+import { takeCopyLease } from './jobs/copy-lease';
+import { dropRefusedCopy } from './jobs/sql/drop-refused-copy';
 import type { WorkerHub } from './worker-hub';
 import { auditOrigin, auditTokenId } from './request-scope';
 
@@ -122,7 +123,7 @@ async function withCopyLease<T>(
     if (lease?.kind === 'hold' && lease.submitter === submitter) return fn(device.hostName, device.holder.jobId);
     throw new RcError('busy', heldBy(device, lease?.kind ?? 'job'));
   }
-  const job = await takeShortLease(deps.sql, identity, submitter, device, argv);
+  const job = await takeCopyLease(deps.sql, identity, submitter, device, argv);
   try {
     const out = await fn(device.hostName, job.id);
     await endJob(deps, job.id, outcome(0, null, null), { from: ['running'], fence: job.fence });
@@ -131,7 +132,7 @@ async function withCopyLease<T>(
     // The worker refused the copy (no such file, a path outside the workspace, too big): nothing was copied and
     // nothing failed, so no job is left behind. A copy that broke off (the worker gone, the file changed) ends failed.
     if (err instanceof RcError && REFUSALS.has(err.code)) {
-      await deps.sql.begin((tx) => [tx`delete from leases where job_id = ${job.id}`, tx`delete from jobs where id = ${job.id} and fence = ${job.fence}`]);
+      await dropRefusedCopy(deps.sql, job.id, job.fence);
       throw err;
     }
     const reason = err instanceof Error ? err.message.slice(0, 500) : String(err);
@@ -144,29 +145,6 @@ async function withCopyLease<T>(
 
 function heldBy(d: DeviceSummary, kind: string): string {
   return `${d.name} is held by ${d.holder!.submitter} (${kind === 'hold' ? 'hold' : 'job'} ${d.holder!.jobId}); rc cp only copies to or from a device that is free or that you hold`;
-}
-
-/** One statement: a running `cp` job and its lease, or nothing if the device was taken (or quarantined) meanwhile. */
-async function takeShortLease(sql: Sql, identity: Identity, submitter: string, d: DeviceSummary, argv: string[]): Promise<{ id: string; fence: number }> {
-  try {
-    const rows = await sql<{ id: string; fence: number }[]>`
-      with j as (
-        insert into jobs (id, kind, submitter, token_id, argv, device_name, state, started_at, host_name, devices, fence)
-        select ${newJobId()}, 'cp', ${submitter}, ${identity.tokenId}, ${JSON.stringify(argv)}::text::jsonb, ${d.name}, 'running', now(),
-          ${d.hostName}, ${JSON.stringify([d.name])}::text::jsonb, nextval('fence_seq')
-        where not exists (select 1 from devices where id = ${d.id} and unhealthy_since is not null)
-        returning id, fence
-      ), l as (
-        insert into leases (device_id, job_id, fence) select ${d.id}, j.id, j.fence from j
-      )
-      select id, fence from j`;
-    if (!rows[0]) throw new RcError('quarantined', `${d.name} was quarantined just now; pick another device`);
-    return rows[0];
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === '23505') throw new RcError('busy', `${d.name} was taken just now; rc cp only copies to or from a device that is free or that you hold`);
-    throw err;
-  }
 }
 
 /** The request body, refused early (by its Content-Length) or as soon as it passes the cap. */

@@ -1,6 +1,6 @@
 // A worker's heartbeat: the host is alive, and here is how its GPUs look.
 // One statement, so a heartbeat costs one round trip whatever the GPU count.
-import { IDLE_UTIL_PCT } from '../core/idle';
+import { leaseIdleStreaks } from './jobs/sql/lease-idle-streaks';
 import type { GpuSample } from '../protocol/worker';
 import type { Sql } from './db';
 
@@ -98,13 +98,8 @@ export async function storeHeartbeats(sql: Sql, beats: readonly { host: string; 
       -- circle with a batch of ends). Its streak loses nothing: the next beat adds the time since idle_seen_at.
       select l.id, d.util, d.procs from leases l join d on l.device_id = d.id where l.released_at is null for update of l skip locked
     ), i as (
-      -- The leased devices' idle streaks (core/idle.ts gpuIdle: utilisation <= 1% and no compute process; either unknown: no signal).
-      update leases l set
-        idle_s = l.idle_s + case when lk.util <= ${IDLE_UTIL_PCT} and lk.procs = 0 and l.idle_since is not null
-          then greatest(0, extract(epoch from now() - l.idle_seen_at)) else 0 end,
-        idle_since = case when lk.util <= ${IDLE_UTIL_PCT} and lk.procs = 0 then coalesce(l.idle_since, now()) end,
-        idle_seen_at = case when lk.util is not null and lk.procs is not null then now() end
-      from lk where l.id = lk.id
+      -- The leased devices' idle streaks (server/jobs/sql/lease-idle-streaks.ts).
+      ${leaseIdleStreaks(sql)}
     ), g as (
       insert into gpu_samples (host_name, device_index, mem_used_mib, mem_total_mib, util_pct)
       select s.host, s.index, round(s."memUsedMiB"), round(s."memTotalMiB"), round(s."utilPct") from s

@@ -6,6 +6,7 @@ import { type FleetDevice, waitReasons } from '../core/wait-reason';
 import type { DeviceSummary, QueueEntry } from '../protocol/wire';
 import type { Sql } from './db';
 import { type JobRow, jobView } from './jobs/job-view';
+import { queueOrder } from './jobs/sql/queue-order';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
 export const QUEUE_SHOWN = 1000;
@@ -16,7 +17,7 @@ export const QUEUE_SHOWN = 1000;
  * fleet page's, kept between requests: server/fleet-cache.ts).
  */
 export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => Promise<DeviceSummary[]>): Promise<QueueEntry[]> {
-  const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by priority desc, requeued_at nulls last, seq limit ${QUEUE_SHOWN}`;
+  const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by ${queueOrder(sql)} limit ${QUEUE_SHOWN}`;
   // An empty queue needs no fleet.
   if (!rows.length) return [];
   // A removed host's devices are not in the fleet's listing (only with ?all=1): none counts here.

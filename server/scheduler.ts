@@ -16,14 +16,17 @@
 // dispatched before it sends it; the claiming controller puts the job back in
 // the queue if nobody has within START_ELSEWHERE_MS. One statement each, on
 // dispatched_at, so exactly one of the two happens.
-import { and, eq, isNull, sql } from 'drizzle-orm';
 import { pickVictims, type Preemptible } from '../core/preempt';
-import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder } from '../core/schedule';
+import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder as byQueueOrder } from '../core/schedule';
 import type { GpuChoice } from '../core/gpu-choices';
 import { TermsCache } from '../core/terms-cache';
-import { jobs, leases } from '../db/schema';
+import { holdForPreemption } from './jobs/sql/hold-for-preemption';
+import { markDispatched } from './jobs/sql/mark-dispatched';
+import { queueOrder } from './jobs/sql/queue-order';
+import { requeueClaimed } from './jobs/sql/requeue-claimed';
+import { stopForPreemption } from './jobs/sql/stop-for-preemption';
 import { BUS_CHANNEL } from './bus';
-import type { Db, Sql } from './db';
+import type { Sql } from './db';
 import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
 import { type Claimed, claimBatch, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
@@ -112,6 +115,29 @@ export interface Dispatcher {
   holds(hostName: string): boolean;
 }
 
+/** What a scheduler needs; the optional ones default to one controller alone (no bus, no metrics). */
+export interface SchedulerDeps {
+  sql: Sql;
+  inventory: Pick<Inventory, 'schedulable' | 'reserve' | 'settle' | 'leased' | 'released' | 'changed'>;
+  events: JobEvents;
+  dispatcher: Dispatcher;
+  onError: (err: unknown) => void;
+  /** Seconds a multi-GPU job waits before devices are held back for it (core/schedule.ts). */
+  reserveAfterS?: number;
+  /** Tells the other controllers that something may have become schedulable (the bus). */
+  spread?: () => void;
+  /** Asks the controller holding the job's worker to send it (the bus); null: one controller, nobody to ask. */
+  startElsewhere?: ((job: JobRow, targets: Target[]) => void) | null;
+  /** The bus payload of a job's `started` event, for the dispatch's UPDATE to send at its commit (null: none). */
+  startedPayload?: ((event: StartedEvent) => string | null) | null;
+  /** A job went back to the queue from `host`: its devices' change is told (the live view, and so the other controllers). */
+  requeued?: ((host: string) => void) | null;
+  /** Grant latency (server/metrics.ts). */
+  metrics?: Pick<Metrics, 'granted'> | null;
+  /** Seconds between a preemption's SIGTERM and its SIGKILL (RC_PREEMPT_NOTICE_S). */
+  preemptNoticeS?: number;
+}
+
 export class Scheduler {
   private current: Promise<void> | null = null;
   private again = false;
@@ -120,27 +146,33 @@ export class Scheduler {
   /** Jobs of the last passes that another claim took first, and until when they are left out. */
   private readonly takenElsewhere = new Map<string, number>();
 
-  constructor(
-    private readonly db: Db,
-    private readonly sql: Sql,
-    private readonly inventory: Pick<Inventory, 'schedulable' | 'reserve' | 'settle' | 'leased' | 'released' | 'changed'>,
-    private readonly events: JobEvents,
-    private readonly dispatcher: Dispatcher,
-    private readonly onError: (err: unknown) => void,
-    private readonly reserveAfterS = DEFAULT_RESERVE_AFTER_S,
-    /** Tells the other controllers that something may have become schedulable (the bus). */
-    private readonly spread: () => void = () => {},
-    /** Asks the controller holding the job's worker to send it (the bus); null: one controller, nobody to ask. */
-    private readonly startElsewhere: ((job: JobRow, targets: Target[]) => void) | null = null,
-    /** The bus payload of a job's `started` event, for the dispatch's UPDATE to send at its commit (null: none). */
-    private readonly startedPayload: ((event: StartedEvent) => string | null) | null = null,
-    /** A job went back to the queue from `host`: its devices' change is told (the live view, and so the other controllers). */
-    private readonly requeued: ((host: string) => void) | null = null,
-    /** Grant latency (server/metrics.ts). */
-    private readonly metrics: Pick<Metrics, 'granted'> | null = null,
-    /** Seconds between a preemption's SIGTERM and its SIGKILL (RC_PREEMPT_NOTICE_S). */
-    private readonly preemptNoticeS = DEFAULT_PREEMPT_NOTICE_S,
-  ) {}
+  private readonly sql: Sql;
+  private readonly inventory: SchedulerDeps['inventory'];
+  private readonly events: JobEvents;
+  private readonly dispatcher: Dispatcher;
+  private readonly onError: (err: unknown) => void;
+  private readonly reserveAfterS: number;
+  private readonly spread: () => void;
+  private readonly startElsewhere: SchedulerDeps['startElsewhere'];
+  private readonly startedPayload: SchedulerDeps['startedPayload'];
+  private readonly requeued: SchedulerDeps['requeued'];
+  private readonly metrics: SchedulerDeps['metrics'];
+  private readonly preemptNoticeS: number;
+
+  constructor(deps: SchedulerDeps) {
+    this.sql = deps.sql;
+    this.inventory = deps.inventory;
+    this.events = deps.events;
+    this.dispatcher = deps.dispatcher;
+    this.onError = deps.onError;
+    this.reserveAfterS = deps.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
+    this.spread = deps.spread ?? (() => {});
+    this.startElsewhere = deps.startElsewhere ?? null;
+    this.startedPayload = deps.startedPayload ?? null;
+    this.requeued = deps.requeued ?? null;
+    this.metrics = deps.metrics ?? null;
+    this.preemptNoticeS = deps.preemptNoticeS ?? DEFAULT_PREEMPT_NOTICE_S;
+  }
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
   private maybeQueued = true;
@@ -272,7 +304,7 @@ export class Scheduler {
           select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
         ) end as avoid_hosts
       from jobs where state = 'queued'
-      order by priority desc, requeued_at nulls last, seq limit ${limit}`;
+      order by ${queueOrder(this.sql)} limit ${limit}`;
   }
 
   /**
@@ -305,11 +337,8 @@ export class Scheduler {
     if (!this.dispatcher.holds(host)) return;
     const payload = this.startedPayload?.({ type: 'started', jobId, host, devices: targets.map((t) => t.name), ...who }) ?? null;
     const notify = payload === null ? this.sql`null` : this.sql`pg_notify(${BUS_CHANNEL}, ${payload})`;
-    const [row] = await this.sql<(JobRow & { told: unknown })[]>`
-      update jobs set dispatched_at = now() where id = ${jobId} and fence = ${fence} and state = 'running' and dispatched_at is null
-      returning *, ${notify} as told`;
-    if (!row) return;
-    const { told: _, ...job } = row;
+    const job = await markDispatched(this.sql, jobId, fence, notify);
+    if (!job) return;
     if (!this.sendHere(job, targets, payload !== null)) await this.requeue(job);
   }
 
@@ -325,20 +354,7 @@ export class Scheduler {
    * Every controller's pass looks at it again.
    */
   private async requeue(job: JobRow, undispatchedOnly = false): Promise<void> {
-    const back = await this.db.transaction(async (tx) => {
-      const rows = await tx
-        .update(jobs)
-        .set({ state: 'queued', startedAt: null, hostName: null, devices: null, fence: null, dispatchedAt: null })
-        .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running'), eq(jobs.fence, job.fence!), undispatchedOnly ? isNull(jobs.dispatchedAt) : undefined))
-        .returning({ id: jobs.id });
-      if (!rows.length) return false;
-      await tx
-        .update(leases)
-        .set({ releasedAt: sql`now()` })
-        .where(and(eq(leases.jobId, job.id), eq(leases.fence, job.fence!), isNull(leases.releasedAt)));
-      return true;
-    });
-    if (!back) return;
+    if (!(await requeueClaimed(this.sql, job.id, job.fence!, undispatchedOnly))) return;
     // No event tells this: here it is applied, the others load the host again (the live view's change).
     this.inventory.released(job.id);
     this.requeued?.(job.hostName!);
@@ -372,7 +388,7 @@ export class Scheduler {
     const planned = new Set(plan.map((a) => a.jobId));
     const rows = new Map(queued.map((q) => [q.id, q]));
     const waiting = [...jobs]
-      .sort(queueOrder)
+      .sort(byQueueOrder)
       .filter((j) => !planned.has(j.id) && !rows.get(j.id)!.preemptible && !rows.get(j.id)!.heldDevices)
       .slice(0, PREEMPT_WINDOW);
     if (!waiting.length) return;
@@ -394,12 +410,7 @@ export class Scheduler {
       const p = pickVictims(job, devices, running, unavailable);
       if (!p) continue;
       const held = p.devices.map((d) => d.id);
-      const [won] = await this.sql`
-        update jobs set preempt_devices = ${JSON.stringify(held)}::text::jsonb,
-          preempt_until = now() + make_interval(secs => ${this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S})
-        where id = ${job.id} and state = 'queued' and (preempt_until is null or preempt_until <= now())
-        returning id`;
-      if (!won) continue;
+      if (!(await holdForPreemption(this.sql, job.id, held, this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S))) continue;
       for (const id of held) unavailable.add(id);
       running = running.filter((v) => !p.victims.includes(v.jobId));
       for (const victim of p.victims) await this.stopForPreemption(victim, job.id);
@@ -409,10 +420,7 @@ export class Scheduler {
   /** Asks a --preemptible job to stop for `forJob`: SIGTERM with the notice in its RC_PREEMPT_FILE, SIGKILL when the notice is over. */
   private async stopForPreemption(victim: string, forJob: string): Promise<void> {
     const reason = `preempted for job ${forJob} (${this.preemptNoticeS}s of notice)`;
-    const [row] = await this.sql<{ hostName: string; fence: number }[]>`
-      update jobs set kill_requested_by = ${reason}, kill_cause = 'preempted'
-      where id = ${victim} and state = 'running' and preemptible and kill_requested_by is null
-      returning host_name, fence`;
+    const row = await stopForPreemption(this.sql, victim, reason);
     if (!row) return;
     this.dispatcher.killJob(row.hostName, { jobId: victim, fence: row.fence, reason, noticeS: this.preemptNoticeS });
   }

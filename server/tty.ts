@@ -13,7 +13,7 @@
 // most TTY_WORKER_WINDOW bytes before the controller's tty:ack. The client's
 // acknowledgements are its word only: one that acknowledges without reading
 // is cut once SOCKET_BACKLOG_BYTES wait for it (server/socket-backlog.ts).
-import { eq, inArray, sql as q } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { Namespace, Server, Socket } from 'socket.io';
 import { RcError } from '../core/errors';
 import { jobs } from '../db/schema';
@@ -30,6 +30,7 @@ import type { Scheduler } from './scheduler';
 import type { WorkerHub } from './worker-hub';
 import type { SocketIdentity } from './socket-auth';
 import { stopJob } from './jobs/kill';
+import { markTtySeen } from './jobs/sql/mark-tty-seen';
 import { type StartDeps, startJob } from './jobs/start';
 import { FINAL_STATES } from '../core/job-state';
 import type { JobRow } from './jobs/job-view';
@@ -164,14 +165,10 @@ export class TtyHub {
   private seen(sessions: Session[]): Promise<void> {
     if (!sessions.length) return Promise.resolve();
     const ids = sessions.map((s) => s.jobId);
-    return this.c.db
-      .update(jobs)
-      .set({ ttySeenAt: q`now()` })
-      .where(inArray(jobs.id, ids))
-      .then(
-        () => {},
-        (err: unknown) => this.opts.log(`noting attached terminals: ${String(err)}`),
-      );
+    return markTtySeen(this.c.sql, ids).then(
+      () => {},
+      (err: unknown) => this.opts.log(`noting attached terminals: ${String(err)}`),
+    );
   }
 
   private onConnection(socket: TtySocket): void {

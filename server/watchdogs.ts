@@ -10,6 +10,10 @@ import type { Sql } from './db';
 import type { JobEvents } from './job-events';
 import { ended as endingOf, type StopRequest } from '../core/job-state';
 import { endJob } from './jobs/finish';
+import { forceStopReason } from './jobs/sql/force-stop-reason';
+import { markIdleWarned } from './jobs/sql/mark-idle-warned';
+import { releaseIdleHold } from './jobs/sql/release-idle-hold';
+import { requestStop } from './jobs/sql/request-stop';
 import type { WorkerHub } from './worker-hub';
 
 export interface WatchdogDeps {
@@ -93,21 +97,12 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
       if (releaseS !== null && j.idleS >= releaseS) {
         const reason = `idle hold released: its GPUs were idle for ${formatDuration(releaseS)} (RC_IDLE_HOLD_RELEASE)`;
         // The first pass to ask writes the audit row; later passes (until the worker reports) only repeat the kill.
-        await sql`
-          with u as (
-            update jobs set kill_requested_by = ${reason}, kill_cause = 'idle_hold'
-            where id = ${j.id} and state = 'running' and kill_requested_by is null returning id, submitter
-          )
-          insert into audit (actor, action, target, detail)
-          select 'controller', 'hold.idle_release', u.id, jsonb_build_object('owner', u.submitter, 'idle', ${formatDuration(j.idleS)}::text, 'release', ${formatDuration(releaseS)}::text)
-          from u`;
+        await releaseIdleHold(sql, j.id, reason, formatDuration(j.idleS), formatDuration(releaseS));
         n += await stop(j, { cause: 'idle_hold', reason }, j.idleS - releaseS + 1);
         continue;
       }
       if (warnS !== null && j.idleS >= warnS && !j.warned) {
-        const [first] = await sql`update jobs set idle_warned_at = now()
-          where id = ${j.id} and state = 'running' and (idle_warned_at is null or idle_warned_at < ${j.idleFrom.toISOString()}::timestamptz) returning id`;
-        if (!first) continue;
+        if (!(await markIdleWarned(sql, j.id, j.idleFrom))) continue;
         const then = releaseS !== null ? `; it is released once idle for ${formatDuration(releaseS)}` : '';
         deps.events.event(j.id, {
           type: 'notice',
@@ -120,12 +115,11 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
 
   /** Asks the worker to kill the job; past the grace, ends it here. Resolves to 1 when it ended it. */
   async function stop(j: Running, limit: StopRequest, over: number): Promise<number> {
-    await sql`update jobs set kill_requested_by = coalesce(kill_requested_by, ${limit.reason}), kill_cause = coalesce(kill_cause, ${limit.cause})
-      where id = ${j.id} and state = 'running'`;
+    await requestStop(sql, j.id, limit.reason, limit.cause);
     hub.killJob(j.hostName, { jobId: j.id, fence: j.fence, reason: limit.reason });
     if (over < Math.max(graceS, 1)) return 0;
     const final = `${limit.reason} (ended by the controller: the worker did not report the kill)`;
-    await sql`update jobs set kill_requested_by = ${final}, kill_cause = ${limit.cause} where id = ${j.id} and state = 'running'`;
+    await forceStopReason(sql, j.id, final, limit.cause);
     // Its processes may still run (the worker is gone or stuck): the job ends, its devices stay leased until the worker reports.
     const done = await endJob(deps, j.id, endingOf('killed', limit.cause, final), { from: ['running'], fence: j.fence, keepLeases: true });
     return done ? 1 : 0;

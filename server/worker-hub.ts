@@ -38,6 +38,7 @@ import { ended, outcome, type StopRequest } from '../core/job-state';
 import { EndBatcher } from './jobs/end-batch';
 import { endJob, releaseEnded, releaseLeftBehind } from './jobs/finish';
 import type { JobRow } from './jobs/job-view';
+import { markOutputTruncated } from './jobs/sql/mark-output-truncated';
 import type { OutputWriter } from './output-writer';
 import type { Dispatcher } from './scheduler';
 import { TtyOutput } from '../protocol/tty';
@@ -248,9 +249,7 @@ export class WorkerHub implements Dispatcher {
     this.storedBytes.set(jobId, Infinity);
     // Keep what fits; replays then say that the rest was not stored.
     if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
-    this.deps.sql`update jobs set output_truncated = true where id = ${jobId}`.catch((err: unknown) =>
-      this.deps.log(`marking ${jobId} truncated: ${String(err)}`),
-    );
+    markOutputTruncated(this.deps.sql, jobId).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
   }
 
   /**

@@ -1,6 +1,6 @@
 // Stopping a job: a queued one is cancelled at once, a running one is told to
 // its worker, which kills the whole process group and reports the exit.
-import { and, eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { RcError } from '../../core/errors';
 import { audit, jobs } from '../../db/schema';
 import { actorDetail, actorText, actsAs, type Identity } from '../auth';
@@ -9,6 +9,7 @@ import type { JobEvents } from '../job-events';
 import type { WorkerHub } from '../worker-hub';
 import { CAUSES_OF, ended as endingOf, type StopCause } from '../../core/job-state';
 import { endJob } from './finish';
+import { requestStop } from './sql/request-stop';
 import { FINAL_STATES } from '../../core/job-state';
 import type { JobRow } from './job-view';
 import { auditOrigin, auditTokenId } from '../request-scope';
@@ -52,11 +53,7 @@ export async function stopJob(deps: KillDeps, job: JobRow, reason: string, cause
     const ended = await endJob(deps, job.id, endingOf('cancelled', CAUSES_OF.cancelled.includes(cause) ? cause : 'killed', reason), { from: ['queued'] });
     if (ended) return ended;
   }
-  const [running] = await deps.db
-    .update(jobs)
-    .set({ killRequestedBy: sql`coalesce(${jobs.killRequestedBy}, ${reason})`, killCause: sql`coalesce(${jobs.killCause}, ${cause})` })
-    .where(and(eq(jobs.id, job.id), eq(jobs.state, 'running')))
-    .returning();
+  const running = await requestStop(deps.sql, job.id, reason, cause);
   if (running) deps.hub.killJob(running.hostName!, { jobId: job.id, fence: running.fence!, reason: running.killRequestedBy ?? reason });
   return running ?? job;
 }

@@ -7,6 +7,7 @@ import { JOB_ID, jobNameProblem } from '../../core/job-options';
 import { JOB_KINDS } from '../../db/schema';
 import type { JobView, PsEntry } from '../../protocol/wire';
 import { attemptView, type AttemptRow, type JobRow, jobView } from './job-view';
+import { queueOrder } from './sql/queue-order';
 
 export interface JobFilter {
   states: string[];
@@ -83,9 +84,9 @@ export async function withAttempts(sql: Sql, rows: readonly JobRow[]): Promise<J
 export async function listActive(sql: Sql): Promise<PsEntry[]> {
   const rows = await sql<(JobRow & { position: number | null })[]>`
     select *, case when state = 'queued'
-      then (row_number() over (partition by state order by priority desc, requeued_at nulls last, seq) - 1)::int end as position
+      then (row_number() over (partition by state order by ${queueOrder(sql)}) - 1)::int end as position
     from jobs where state in ('running', 'queued')
-    order by state desc, priority desc, requeued_at nulls last, seq`;
+    order by state desc, ${queueOrder(sql)}`;
   return withIdle(
     sql,
     rows.map((r) => ({ ...jobView(r), position: r.position })),

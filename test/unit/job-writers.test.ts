@@ -1,0 +1,52 @@
+// One owner of a job's life: no file outside server/jobs/ writes the jobs,
+// leases or job_attempts tables (SQL or Drizzle). A new transition goes into
+// server/jobs/ (docs/architecture.md says where each one lives).
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { test } from 'node:test';
+
+const root = join(import.meta.dirname, '../..');
+// The product's code; bench/ and scripts/ are harnesses that reset their own throw-away databases.
+const DIRS = ['server', 'app', 'cli', 'worker', 'core', 'protocol', 'components', 'db'];
+const TABLES = '(jobs|leases|job_attempts)';
+const WRITES = [
+  new RegExp(`\\b(insert\\s+into|update|delete\\s+from|truncate(\\s+table)?)\\s+${TABLES}\\b`, 'i'),
+  /\.(insert|update|delete)\(\s*(schema\.)?(jobs|leases|jobAttempts)\s*\)/,
+];
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' || e.name === '.next' ? [] : sources(p);
+    return /\.(ts|tsx|mjs|js)$/.test(e.name) ? [p] : [];
+  });
+}
+
+/** Every line outside server/jobs/ that writes one of the tables. */
+function writersOutsideJobs(): string[] {
+  const found: string[] = [];
+  for (const file of DIRS.flatMap((d) => sources(join(root, d)))) {
+    const rel = relative(root, file);
+    if (rel.startsWith('server/jobs/')) continue;
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (WRITES.some((w) => w.test(line))) found.push(`${rel}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  return found;
+}
+
+test('only server/jobs/ writes jobs, leases and job_attempts', () => {
+  assert.deepEqual(writersOutsideJobs(), []);
+});
+
+test('the check finds a write where there is one', () => {
+  assert.ok(WRITES[0]!.test('      update jobs set state = 1'));
+  assert.ok(WRITES[0]!.test('insert into leases (device_id) values (1)'));
+  assert.ok(WRITES[0]!.test('delete from job_attempts where job_id = 1'));
+  assert.ok(WRITES[1]!.test('db.update(jobs).set({})'));
+  assert.ok(!WRITES[0]!.test('select 1 from jobs where state = 1'));
+  assert.ok(!WRITES[0]!.test('update hosts set x = 1'));
+});
