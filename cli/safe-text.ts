@@ -1,7 +1,7 @@
 // Text from other people (usage sheets, notes, labels, submitters, reasons)
 // shown on a terminal: its control characters are shown, never obeyed, so it
 // cannot retitle the window, clear the screen, hide text, plant a link or
-// reorder a line. README.md, "What rc prints to a terminal", states the rule.
+// reorder a line. docs/cli.md, "What rc prints to a terminal", states the rule.
 
 /**
  * What a terminal would act on: C0 controls but newline and tab, DEL, C1

@@ -37,6 +37,40 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/**
+ * When each code is answered, as docs/api.md's table shows it (npm run docs writes the table from this;
+ * test/unit/docs-tables.test.ts fails when they differ). A code without its sentence does not compile.
+ */
+export const ERROR_MEANING: Record<ErrorCode, string> = {
+  bad_request:
+    'The body is not valid JSON, or it fails its schema (the message names the field); a query parameter is invalid; a path part has a malformed `%`-escape; a query value or a string in the body holds a NUL byte; or Postgres refused a value the request carried.',
+  bad_selector: 'A selector does not parse.',
+  bad_gpu: 'A job\'s `gpu` choices do not parse, name a model neither rc nor the fleet knows, or come beside `gpus` or `device` ("GPU choices").',
+  bad_name: 'A job\'s `name` is not a job name ("Job names and environments").',
+  bad_env: 'A job\'s `env` has a name that is not an environment variable name, or too many variables, or too many bytes ("Job names and environments").',
+  reserved_env:
+    "A job's `env` names a variable rc sets itself: `CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER`, `NVIDIA_VISIBLE_DEVICES`, `RC_JOB_ID`, `RC_DEVICES`, `RC_WORKSPACE`, `RC_SCRATCH`, `RC_SHARED`, `RC_SECRETS`.",
+  unauthorized: 'No valid token.',
+  forbidden:
+    'The token is of the wrong kind; a bound token claims a submitter outside its binding ("Bound tokens"); a change authenticated by the session cookie that does not come from the dashboard\'s own origin ("The session cookie"); or a sign-in from another site\'s page (`POST /api/session`).',
+  not_job_owner: 'Kill of a job whose submitter is not yours, with a non-admin token.',
+  not_found: 'No such job; no such route.',
+  method_not_allowed: 'The route exists, but not for this method; the `Allow` header lists the methods it takes.',
+  ambiguous_name: 'A job name given for `:id` names several jobs ("Job names and environments"); the message lists their ids, newest first.',
+  no_matching_device: 'No device can ever satisfy the job.',
+  busy: '`wait: false`, and no matching device was free.',
+  quarantined: 'The job names an unhealthy device, or every device that matches is unhealthy.',
+  conflict:
+    'Clearing a device that is not quarantined; probing a host whose worker is not connected; a sheet or note written with an `ifUpdatedAt` that is no longer the stored version.',
+  host_busy: 'Removing a host that still runs jobs (a hold counts): turn it off, let them end, then remove it.',
+  payload_too_large: 'The body is over 2 MiB.',
+  unsupported_media_type: 'A change authenticated by the session cookie whose body is not `application/json`.',
+  unavailable: "The device's worker is not connected or did not answer (`rc cp`).",
+  database_unavailable:
+    'The controller cannot reach its Postgres now (`Retry-After: 5`). A request refused at once changed nothing; one in flight when the database stopped answering says it may or may not have taken effect.',
+  internal: "A bug. The controller's log has the details.",
+};
+
 export interface ApiErrorBody {
   error: { code: ErrorCode; message: string };
 }

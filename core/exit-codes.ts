@@ -63,3 +63,28 @@ export function exitCodeForError(code: string): number {
       return EXIT.error;
   }
 }
+
+/**
+ * What each of rc's own exit codes means, as docs/cli.md's table shows it (npm run docs writes the table from
+ * this; test/unit/docs-tables.test.ts fails when they differ). A code without its sentence does not compile.
+ */
+export const EXIT_MEANING: Record<Exclude<ExitName, 'ok'>, string> = {
+  usage: 'Usage: bad flags or arguments, or the controller answered `bad_request`. Nothing ran.',
+  interrupted: 'Ctrl-C: the job was killed, or cancelled if it was still queued.',
+  broken_pipe: "rc's output was closed by its reader (`rc run -- yes | head -1`): the job was killed, as SIGPIPE ends a local command.",
+  no_matching_device: '`no_matching_device`: no device has the labels asked for.',
+  busy: '`busy`: `--no-wait`, and no matching device was free.',
+  wait_timeout: 'The queued job was cancelled before it started: `--timeout` ran out, or someone killed it while it was queued.',
+  watchdog: 'Killed by a watchdog: `--max-runtime`, `--idle-timeout` or `--gpu-idle-timeout` (cause `max_runtime`, `idle` or `gpu_idle`).',
+  lost: '`lost`: the worker went away mid-job.',
+  unauthorized: '`unauthorized` or `forbidden`, or the CLI is not configured.',
+  unreachable: 'The controller is unreachable, or the connection dropped mid-job and did not come back within 2 minutes.',
+  not_found: '`not_found`.',
+  not_job_owner: '`not_job_owner`.',
+  error: 'Any other error from the controller.',
+  bad_selector: '`bad_selector`.',
+  quarantined: '`quarantined`: the device asked for (or every device that matches) is unhealthy. Pick another device; an operator must clear it.',
+  ambiguous_name: '`ambiguous_name`: a job name matched several jobs.',
+  preempted: '`preempted`: the `--preemptible` job was stopped for a job that could start nowhere else, and not queued again.',
+  idle_hold: "`idle_hold`: `rc hold`'s GPUs were idle for the fleet's `RC_IDLE_HOLD_RELEASE` and the controller released the hold.",
+};

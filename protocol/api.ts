@@ -94,7 +94,7 @@ export function checkPlacement(j: { gpu?: string | null; gpus: number; device?: 
   else if (j.device != null) say('-d names one device and --gpu a choice of models: give one or the other');
 }
 
-/** The longest a hold may last, from its start or from an extend (documented in the README). */
+/** The longest a hold may last, from its start or from an extend (documented in docs/cli.md, "Holds"). */
 export const HOLD_MAX_TTL_S = 24 * 3600;
 
 const holdTtl = z

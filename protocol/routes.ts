@@ -165,7 +165,7 @@ export interface RouteTypes {
   /** Sets the session cookie; a form post is answered 303 to /. */
   'POST /api/session': { body: SignInBody; response: { kind: Exclude<TokenKind, 'host'>; name: string }; form: true };
   'DELETE /api/session': { response: { ok: true } };
-  /** The controller's metrics in Prometheus's text format (install.md, "Metrics"); not under /api, where Prometheus looks. */
+  /** The controller's metrics in Prometheus's text format (docs/operators.md, "Metrics"); not under /api, where Prometheus looks. */
   'GET /metrics': { bytes: true };
 }
 

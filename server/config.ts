@@ -86,6 +86,85 @@ const Settings = z.object({
   RC_SAMPLES_COARSE_DAYS: z.coerce.number().int().min(1).max(3650).default(SAMPLE_RETENTION.coarseDays),
 });
 
+/** One row of a settings table in docs/operators.md: npm run docs writes the tables from these (scripts/docs.ts). */
+export interface SettingDoc {
+  /** As the table shows it; a literal in backticks is checked against the schema's default (test/unit/docs-tables.test.ts). */
+  default: string;
+  meaning: string;
+}
+
+/** Every variable of Settings, in the docs' order, with what it does: a variable without its row does not compile. */
+export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc> = {
+  PORT: { default: '`8080`', meaning: 'HTTP port: API, worker sockets and dashboard. `0` picks a free port.' },
+  RC_BIND: { default: '`127.0.0.1`', meaning: 'Address to listen on. `0.0.0.0` accepts workers from other hosts.' },
+  RC_PUBLIC_URL: {
+    default: 'unset',
+    meaning:
+      'The dashboard\'s address as browsers reach it, when a TLS proxy stands in front (`https://rc.example.org`): the session cookie is then `Secure`, and that origin passes the cross-site check (see "Security notes").',
+  },
+  DATABASE_URL: { default: 'unset', meaning: 'Use this Postgres instead of the embedded one. Migrations are applied at start-up.' },
+  RC_DATA_DIR: { default: '`<checkout>/.rc`', meaning: '`local.json`, `worker.json`, and with the embedded Postgres `pgdata/` and `pg.json`.' },
+  RC_PG_PORT: { default: '`54329`', meaning: 'Port of the embedded Postgres.' },
+  RC_LOCAL_WORKER: { default: '`1`', meaning: '`0` starts no local worker.' },
+  RC_DASHBOARD: { default: '`1`', meaning: '`0` serves no dashboard (non-API paths answer 404).' },
+  RC_HOST_TIMEOUT_S: {
+    default: '`15`',
+    meaning:
+      'A worker that sends no heartbeat for this long puts its host offline, and its running jobs end `lost`. Workers heartbeat every third of it. A dropped connection makes the host `away`; its jobs keep running until the timeout. A lost job keeps its devices until its worker is back: the worker kills what its previous run left before it says hello, and the hello frees them. A host the controller hears from over its connection is never timed out, and nothing is timed out until the database has answered for a whole timeout (see "When the database is away").',
+  },
+  RC_OUTPUT_LIMIT_BYTES: {
+    default: '`16777216` (16 MiB)',
+    meaning: "Output stored per job, from 1024 to 1073741824. Past it, output is streamed live but not stored, and the job's `outputTruncated` is true.",
+  },
+  RC_PREEMPT_NOTICE_S: {
+    default: '`60`',
+    meaning:
+      'Seconds of notice a preempted `rc run --preemptible` job gets: the deadline in its `RC_PREEMPT_FILE` and SIGTERM at the start, SIGKILL at the end (1–3600).',
+  },
+  RC_MAX_RUNTIME_DEFAULT_S: {
+    default: '`86400`',
+    meaning:
+      '`--max-runtime` (seconds) of an `rc run` job that gives none; `rc run` tells each submitter so once on stderr (per controller), and `rc ps` shows it. `0`: none. Holds (their TTL) and terminals are not bounded by it.',
+  },
+  RC_MAX_RUNTIME_LIMIT_S: {
+    default: '`604800`',
+    meaning: 'The longest `--max-runtime` a job may ask for (seconds; a week): more is refused with `bad_request`. `0`: no maximum.',
+  },
+  RC_WATCHDOG_GRACE_S: {
+    default: '`30`',
+    meaning: 'Seconds past `--max-runtime` or `--idle-timeout` before the controller ends a job whose worker did not report the kill (0–3600).',
+  },
+  RC_RESERVE_AFTER_S: {
+    default: '`30`',
+    meaning: 'Seconds a multi-GPU job waits before matching devices are held back for it (0–86400). See [docs/cli.md, "Queue"](cli.md#queue).',
+  },
+  RC_IDLE_HOLD_WARN: {
+    default: '`30m`',
+    meaning:
+      "A hold whose GPUs have been idle this long (utilisation at most 1% and no compute process, from the heartbeats; CPU slots have no signal and are never idle) is warned of: its `rc hold` prints `rc: hold … has been idle for …` on stderr, once per idle streak, and the dashboard's holds page marks it. A duration from `1s` to `30d`, or `off`.",
+  },
+  RC_IDLE_HOLD_RELEASE: {
+    default: '`off`',
+    meaning:
+      'A hold idle this long is released by the controller: it ends `killed` with cause `idle_hold`, `rc hold` exits 216, and the audit log gets `hold.idle_release` (actor `controller`). A duration from `1s` to `30d`, or `off`.',
+  },
+  RC_TTY_GRACE_S: {
+    default: '`45`',
+    meaning: 'Seconds a terminal (`rc run --tty`, the dashboard\'s) may have nobody attached before its job ends (1–86400). See "Interactive terminals".',
+  },
+  RC_TTY_REPLAY_BYTES: {
+    default: '`262144` (256 KiB)',
+    meaning:
+      'Recent output kept per terminal (in Postgres, `tty_output`, so any controller, restarted or not, has it) and replayed when a client re-attaches (1024 to 67108864).',
+  },
+  RC_SAMPLES_RAW_DAYS: {
+    default: '`1`',
+    meaning:
+      'Days every heartbeat\'s GPU sample is kept; older ones are thinned to one row per GPU and 10 minutes (1–30). See "What rc keeps, and for how long".',
+  },
+  RC_SAMPLES_COARSE_DAYS: { default: '`90`', meaning: 'Days the 10-minute rows are kept (1–3650, and at least `RC_SAMPLES_RAW_DAYS`).' },
+};
+
 const Env = Settings.superRefine((env, ctx) => {
   // Coarse rows are made from raw samples as they age out: a shorter coarse retention would delete them as they are made.
   if (env.RC_SAMPLES_COARSE_DAYS < env.RC_SAMPLES_RAW_DAYS)

@@ -148,7 +148,7 @@ function mergeLevels(host: Record<string, string> | undefined, own: Record<strin
 }
 
 /**
- * One value per key, the rule documented in install.md: a device's own label
+ * One value per key, the rule documented in docs/operators.md: a device's own label
  * beats its host's, and a declared label (the operator's word) beats a
  * detected one, so an operator can correct a probe. The losers stay visible
  * in `rc describe`, marked as overridden.

@@ -84,7 +84,7 @@ export async function removedHostOf(sql: Sql, hash: string): Promise<{ name: str
   return row ? { name: row.name, by: row.by ?? 'an admin', at: row.at } : null;
 }
 
-/** What a removed host's worker is told, and logs, when it tries to connect: it stops for good (install.md, "Removing a host"). */
+/** What a removed host's worker is told, and logs, when it tries to connect: it stops for good (docs/operators.md, "Removing a host"). */
 export function removedMessage(gone: { name: string; by: string; at: Date }): string {
-  return `host_removed: host ${gone.name} was removed from rc by ${gone.by} at ${gone.at.toISOString()}, and its credential revoked; this worker stops for good. To uninstall it: systemctl disable --now rc-worker, then delete its unit file, its checkout and its state directory (install.md, "Removing a host"). To bring the host back: rc admin host add ${gone.name}, and run the worker with the new credential`;
+  return `host_removed: host ${gone.name} was removed from rc by ${gone.by} at ${gone.at.toISOString()}, and its credential revoked; this worker stops for good. To uninstall it: systemctl disable --now rc-worker, then delete its unit file, its checkout and its state directory (docs/operators.md, "Removing a host"). To bring the host back: rc admin host add ${gone.name}, and run the worker with the new credential`;
 }

@@ -1,6 +1,6 @@
 // The controller's metrics, as GET /metrics serves them (Prometheus text
 // format). One registry per controller, never prom-client's global one, so
-// several controllers in one process do not clash. install.md's "Metrics"
+// several controllers in one process do not clash. docs/operators.md's "Metrics"
 // section lists every family and what it means.
 //
 // What costs a database query is read at scrape time, and only through

@@ -75,6 +75,73 @@ const Env = z.object({
   /** Files the operator registers for jobs, /secrets (read-only) in every job; unset: no /secrets. */
   RC_SECRETS_DIR: optionalDir('RC_SECRETS_DIR'),
 });
+/**
+ * Every variable of Env, in the docs' order, with its default as the table shows it and what it does: npm run docs
+ * writes docs/operators.md's worker tables from this (scripts/docs.ts). A variable without its row does not compile.
+ */
+export const WORKER_SETTINGS: Record<keyof typeof Env.shape, { default: string; meaning: string }> = {
+  RC_CONTROLLER: {
+    default: 'required',
+    meaning: 'Controller URL, e.g. `http://controller:8080`; or several that share one database, comma-separated, tried in turn (see "Several controllers").',
+  },
+  RC_HOST_TOKEN: { default: 'required', meaning: 'The host credential from `rc admin host add`.' },
+  RC_HOST_NAME: {
+    default: "the machine's hostname",
+    meaning: "Used in the worker's log. The controller knows the host by the name the credential was issued for. Keep the two the same.",
+  },
+  RC_WORKSPACE: { default: '`./rc-workspace`', meaning: 'Working directory of jobs submitted without `--cwd`. It is created if missing.' },
+  RC_FAKE_DEVICES: { default: '`2`', meaning: 'CPU slots to offer when the host has no `nvidia-smi` (0–64).' },
+  RC_KILL_GRACE_S: { default: '`10`', meaning: 'Seconds between SIGTERM and SIGKILL when a job is killed (0–600).' },
+  RC_STATE_DIR: {
+    default: '`$XDG_STATE_HOME/rc-worker/<host>`, else `~/.local/state/rc-worker/<host>`',
+    meaning:
+      "The worker's own state folder (mode 0700): the jobs it runs, so that its next start can kill what they left if it died. One worker per folder: a second one on a folder in use refuses to start. `npm start`'s worker uses `<RC_DATA_DIR>/worker-state`. See \"A job's processes\".",
+  },
+  RC_CGROUPS: {
+    default: '`1`',
+    meaning:
+      'Host runtime: a cgroup per job where the host offers cgroup v2 (see "A job\'s processes"). `0` never uses cgroups: jobs are followed by their process group, session and `RC_JOB_ID`.',
+  },
+  RC_WORKER_CONFIG: {
+    default: 'unset',
+    meaning:
+      'Path of the worker\'s config file: JSON with declared labels (host-wide and per device) and a `probesDir` (see "Labels and probes"). Unset: no declared labels.',
+  },
+  RC_PROBES_DIR: {
+    default: "the config file's `probesDir`",
+    meaning: "Folder of site probes: executables printing `key=value` lines. Wins over the config file's `probesDir`.",
+  },
+  RC_PROBE_INTERVAL_S: { default: '`300`', meaning: 'Seconds between probe runs (5–86400); `rc admin probe <host>` runs them at once.' },
+  RC_RUNTIME: {
+    default: '`host`',
+    meaning:
+      'Where jobs run: `host` (directly on the host) or `docker` (one long-lived container per device, see "The Docker runtime"). The host label `runtime` says which.',
+  },
+  RC_DOCKER_IMAGE: {
+    default: '`rc-job:stock`',
+    meaning:
+      'Image of the device containers (Docker runtime). `docker/worker-image/build.sh` builds the stock one, no registry needed (see "The Docker runtime"). Before this name, the stock image was `rc-worker:ubuntu-24.04`: set that to keep using an older build.',
+  },
+  RC_DOCKER: { default: '`docker`', meaning: 'The docker CLI the worker calls.' },
+  RC_GPU_MEM_THRESHOLD_MIB: { default: '`1024`', meaning: 'GPU memory still in use after a job above which the GPU is quarantined.' },
+  RC_GPU_SETTLE_S: { default: '`5`', meaning: "How long a GPU may take to let go of a finished job's memory before that counts." },
+  RC_SCRATCH_DIR: {
+    default: '`<RC_STATE_DIR>/scratch`',
+    meaning:
+      "Absolute. Where jobs' `/scratch` folders are made (their own, wiped when they end), on the host's local disk (see \"Jobs' folders\"). Made (mode 0700) if missing.",
+  },
+  RC_SHARED_DIR: {
+    default: 'unset: no `/shared`',
+    meaning:
+      "Absolute. The host's persistent shared storage, `/shared` in every job (`RC_SHARED` on the host runtime). Must exist and be writable: the worker never makes it, so a missing network mount is an error, not an empty local folder.",
+  },
+  RC_SECRETS_DIR: {
+    default: 'unset: no `/secrets`',
+    meaning:
+      'Absolute. Files you register for jobs, `/secrets` (read-only) in every job (`RC_SECRETS` on the host runtime). Must exist and be readable, and hold only files and folders (at most 1000 files, 64 MiB).',
+  },
+};
+
 export type WorkerConfig = z.infer<typeof Env> & { RC_STATE_DIR: string; RC_SCRATCH_DIR: string };
 
 /** $XDG_STATE_HOME/rc-worker/<host>, or ~/.local/state/rc-worker/<host>. */

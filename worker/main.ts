@@ -60,7 +60,7 @@ class Worker {
         beat: () => beat(this.link, gpus, prober, this.jobs, log),
         removed: (message) => {
           log(message);
-          // A distinct status, so that a service manager does not start it again (install.md: RestartPreventExitStatus).
+          // A distinct status, so that a service manager does not start it again (docs/operators.md: RestartPreventExitStatus).
           void this.shutdown().then(() => process.exit(EXIT_HOST_REMOVED));
         },
       },

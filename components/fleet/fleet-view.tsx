@@ -119,7 +119,7 @@ export function FleetView() {
       {fleet.isPending ? <Loading what="the fleet" /> : null}
       {fleet.data && fleet.data.devices.length === 0 ? (
         <p className="rounded border border-dashed border-zinc-300 p-6 text-center text-sm text-zinc-600">
-          No hosts yet. Register one with <code>rc admin host add &lt;name&gt;</code> and start its worker (install.md).
+          No hosts yet. Register one with <code>rc admin host add &lt;name&gt;</code> and start its worker (docs/operators.md).
         </p>
       ) : null}
       {/* data-filtered: the filter the list below shows, for measuring (scripts/bench-dashboard.mjs). */}

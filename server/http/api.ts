@@ -391,7 +391,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
     return new Reply({ kind: identity.kind, name: identity.name }, 200, { 'set-cookie': cookie });
   });
 
-  // Prometheus's scrape (install.md, "Metrics"): a client or admin token, as `bearer_token` sends it.
+  // Prometheus's scrape (docs/operators.md, "Metrics"): a client or admin token, as `bearer_token` sends it.
   router.on('GET /metrics', async ({ res }) => {
     const text = Buffer.from(await c.metrics.text());
     res.writeHead(200, { 'content-type': c.metrics.contentType, 'content-length': text.length, 'cache-control': 'no-store' });

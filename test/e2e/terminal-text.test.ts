@@ -16,7 +16,7 @@ import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
-/** Each hostile piece, and how a terminal must show it (the README's forms: \xHH for C0, DEL and C1; \uHHHH for bidi controls). */
+/** Each hostile piece, and how a terminal must show it (docs/cli.md's forms: \xHH for C0, DEL and C1; \uHHHH for bidi controls). */
 const PIECES: [raw: string, shown: string][] = [
   ['\x1b]0;pwned\x07', '\\x1b]0;pwned\\x07'], // the window title
   ['\x1b[2J\x1b[H', '\\x1b[2J\\x1b[H'], // clear the screen

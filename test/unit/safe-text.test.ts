@@ -10,7 +10,7 @@ import { safeText } from '../../cli/safe-text';
 
 const BIDI = [0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069];
 
-/** The rule as the README states it, one UTF-16 unit at a time. */
+/** The rule as docs/cli.md states it, one UTF-16 unit at a time. */
 function shown(unit: number): string {
   if (unit === 0x0a || unit === 0x09) return String.fromCharCode(unit);
   if (unit < 0x20 || (unit >= 0x7f && unit <= 0x9f)) return `\\x${unit.toString(16).padStart(2, '0')}`;
