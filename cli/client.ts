@@ -6,13 +6,8 @@
 import type { IncomingMessage } from 'node:http';
 import { STREAM_CONTENT_TYPE } from '../core/frames';
 import type { BytesRoute, JsonRoute, ResponseOf, RouteArgs, RouteName, StreamRoute } from '../protocol/routes';
-import { Body, http1Request } from './http1';
+import { Body, http1Request, type Response } from './http1';
 
-/** What both transports give back: a status, and the body. */
-export interface Response {
-  statusCode: number;
-  body: Body;
-}
 import type { ApiErrorBody } from '../core/errors';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
 import type { CliConfig } from './config';

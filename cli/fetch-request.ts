@@ -3,8 +3,7 @@
 // what http1.ts gives the Node CLI (a status and a Body fed as data arrives),
 // for http and https alike, and names a failed connection with the errno code
 // the client's failover and messages know (ECONNREFUSED …).
-import { Body } from './http1';
-import type { Response } from './client';
+import { Body, type Response } from './http1';
 
 /** Bun's names for a failed connection, as errno codes. */
 const CODES: Record<string, string> = {

@@ -179,3 +179,9 @@ export function chunkedFeed(out: Pick<Body, 'push' | 'end'>): (data: Buffer) => 
     }
   };
 }
+
+/** What both transports (this one, and fetch in cli/fetch-request.ts) give back: a status, and the body. */
+export interface Response {
+  statusCode: number;
+  body: Body;
+}

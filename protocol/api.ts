@@ -2,7 +2,6 @@
 // protocol/wire.ts names their input types for the callers. The CLI never
 // imports this file (zod stays out of its bundle).
 import { z } from 'zod';
-import type { BodyOf, JsonBodyRoute } from './routes';
 import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
 import { HOST_NAME } from '../core/schedule';
 import { parseGpuChoices } from '../core/gpu-choices';
@@ -262,24 +261,3 @@ export type Explain = z.infer<typeof Explain>;
 
 /** The browser's sign-in (POST /api/session): a token pasted into the sign-in page. */
 export const SignIn = z.object({ token: z.string().trim().min(1).max(200) });
-
-/**
- * The body schema of every route that takes a JSON body, by route name
- * (protocol/routes.ts): the router parses the body with it before the
- * handler runs. rc cp's upload takes raw bytes; the sign-in, which also
- * takes a form, reads its own.
- */
-export const BODIES = {
-  'PUT /api/devices/:name/note': WriteSheet,
-  'PUT /api/hosts/:name/sheet': WriteSheet,
-  'POST /api/explain': Explain,
-  'POST /api/jobs': SubmitJob,
-  'POST /api/jobs/:id/kill': KillJob,
-  'POST /api/holds/:id/release': ReleaseHold,
-  'POST /api/holds/:id/extend': ExtendHold,
-  'POST /api/admin/hosts': RegisterHost,
-  'POST /api/admin/hosts/:name/off': TurnHostOff,
-  'POST /api/admin/hosts/:name/on': NoBody,
-  'POST /api/admin/devices/:name/clear': ClearQuarantine,
-  'POST /api/admin/tokens': CreateToken,
-} as const satisfies { [N in JsonBodyRoute]: z.ZodType<unknown, BodyOf<N>> };

@@ -5,7 +5,7 @@
 // against it and the CLI's client types its callers by it, so a changed answer
 // fails to compile on both sides. The CLI needs nothing of it at run time (the
 // name holds the method and path), so its bundle carries no table. No zod
-// here: the bodies' schemas are protocol/api.ts's BODIES, server-side.
+// here: the bodies' schemas are protocol/bodies.ts's BODIES, server-side.
 import type {
   AuditEntry,
   AuditQuery,
@@ -101,7 +101,7 @@ export const ROUTES = {
 
 /**
  * What each route takes and answers: `query` (its parameters), `body` (JSON,
- * checked by protocol/api.ts's BODIES), `response` (the JSON answer);
+ * checked by protocol/bodies.ts's BODIES), `response` (the JSON answer);
  * `stream`: with `Accept: application/x-rc-stream` it answers with a frame
  * stream of JobEvents (core/frames.ts) instead; `bytes`: its answer is the raw
  * bytes (or text of its own content type); `form`: it also takes a urlencoded form (answered with a redirect).
@@ -196,7 +196,7 @@ export type JsonRoute = { [N in RouteName]: RouteTypes[N] extends { response: un
 export type StreamRoute = { [N in RouteName]: RouteTypes[N] extends { stream: true } ? N : never }[RouteName];
 export type BytesRoute = { [N in RouteName]: RouteTypes[N] extends { bytes: true } ? N : never }[RouteName];
 
-/** Routes whose body is JSON, checked by a schema of protocol/api.ts's BODIES (not rc cp's bytes, not the sign-in's form). */
+/** Routes whose body is JSON, checked by a schema of protocol/bodies.ts's BODIES (not rc cp's bytes, not the sign-in's form). */
 export type JsonBodyRoute = {
   [N in RouteName]: RouteTypes[N] extends { body: infer B } ? (B extends Buffer ? never : RouteTypes[N] extends { form: true } ? never : N) : never;
 }[RouteName];

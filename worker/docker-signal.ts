@@ -5,7 +5,6 @@
 // signals the processes that have it. A one-off container is signalled
 // through docker, and its processes go with it.
 import { dockerCall } from './docker-cli';
-import type { DeviceContainers } from './docker-containers';
 import type { ProcessTree } from './runtime';
 
 /**
@@ -44,7 +43,12 @@ done
 echo "$n"`;
 
 /** A job in a device container: its processes are those tagged with its RC_JOB_ID; nothing of a finished job may stay. */
-export function taggedTree(containers: DeviceContainers, container: string, jobId: string): ProcessTree {
+/** What taggedTree needs of the device containers (worker/docker-containers.ts). */
+export interface TaggedSignaller {
+  signalTagged(container: string, sig: 'TERM' | 'KILL', jobId: string): Promise<number>;
+}
+
+export function taggedTree(containers: TaggedSignaller, container: string, jobId: string): ProcessTree {
   return {
     signal: (sig) => containers.signalTagged(container, sig, jobId).then(() => {}),
     reap: () => containers.signalTagged(container, 'KILL', jobId).then(() => []),

@@ -5,14 +5,22 @@
 import { WorkerEvent } from '../protocol/events';
 import { TTY_WORKER_WINDOW, TtyAck, TtyInput, TtyJobRef, TtyResize } from '../protocol/tty';
 import type { ControllerLink } from './controller-link';
-import type { Job } from './job-runner';
 import type { DeviceProblem, JobCallbacks, RunningTty, Runtime } from './runtime';
+import type { StartJob } from '../protocol/worker';
+import type { Watchdog } from './watchdog';
 
 /** A terminal job's flow control: paused while disconnected, while the controller says so, or with a full send window. */
 export interface TtyState {
   run: RunningTty;
   inflight: number;
   held: boolean;
+}
+
+/** What the terminals need of a running job (worker/job-runner.ts's Job). */
+interface Job {
+  order: StartJob;
+  watchdog: Watchdog | null;
+  tty?: TtyState;
 }
 
 export class Terminals {

@@ -2,12 +2,12 @@
 // shaping, so each route is a few lines that call one use case. Routes are
 // registered by name (`GET /api/jobs`) from the route table (protocol/routes.ts): a handler's
 // answer is checked against the table's response type, and its body is parsed
-// with the route's schema (protocol/api.ts's BODIES) before it runs.
+// with the route's schema (protocol/bodies.ts's BODIES) before it runs.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzip } from 'node:zlib';
 import type { z } from 'zod';
 import { RcError, type ApiErrorBody } from '../../core/errors';
-import { BODIES } from '../../protocol/api';
+import { BODIES } from '../../protocol/bodies';
 import { type Access, type AccessOf, type ParamsOf, type ResponseOf, ROUTES, type RouteName, type RouteTypes, splitRoute } from '../../protocol/routes';
 import { bearer, identify, requireKind, type Identity } from '../auth';
 import { databaseDown, errorCode, type Db } from '../db';
