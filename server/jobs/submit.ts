@@ -15,6 +15,7 @@ import type { DeviceRow } from '../../protocol/wire';
 import { targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
+import { submitColumns } from './submit-columns';
 
 const NO_LIMITS: RuntimeLimits = { defaultS: null, maxS: null };
 
@@ -97,7 +98,7 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
     ...(choices ? { choices: ways.map((w) => ({ label: w.label, terms: w.terms, gpus: w.gpus })) } : {}),
   };
   const [plan] = !opts.startAtOnce ? [] : decide([asQueued], freeFor(ways));
-  const fields = submitted(sql, id, identity, { ...body, gpus: plan?.devices.length ?? asQueued.gpus }, selectorText, choices);
+  const fields = submitColumns(sql, { ...body, gpus: plan?.devices.length ?? asQueued.gpus }, { id, identity, selectorText, choices });
   if (plan) {
     const ids = plan.devices.map((d) => d.id);
     const targets = targetsOf(plan.devices, inventory.uuids(ids));
@@ -247,14 +248,5 @@ function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceV
   );
 }
 
-/** What was submitted, as an INSERT's column list and values: both INSERTs above store exactly this. */
-type Fields = ReturnType<typeof submitted>;
-function submitted(sql: Sql, id: string, identity: Identity, body: SubmitJob, selectorText: string, choices: GpuChoice[] | null) {
-  return {
-    columns: sql`id, kind, name, submitter, token_id, argv, env, cwd, selector, device_name, gpus, gpu_choices, priority, max_runtime_s, idle_timeout_s, gpu_idle_timeout_s, wait_timeout_s, hold_ttl_s, restarts, preemptible, retry_on_preempt, stdin`,
-    values: sql`${id}, ${body.kind}, ${body.name ?? null}, ${body.submitter}, ${identity.tokenId}, ${JSON.stringify(body.argv)}::text::jsonb,
-      ${body.env && Object.keys(body.env).length ? JSON.stringify(body.env) : null}::text::jsonb, ${body.cwd ?? null},
-      ${selectorText}, ${body.device ?? null}, ${body.gpus}, ${choices ? JSON.stringify(choices) : null}::text::jsonb, ${body.priority}, ${body.maxRuntimeS ?? null}, ${body.idleTimeoutS || null}, ${body.gpuIdleTimeoutS ?? null}::int, ${body.waitTimeoutS ?? null}, ${body.ttlS ?? null}::int,
-      ${body.restarts ?? 0}::int, ${body.preemptible ?? false}::boolean, ${body.retryOnPreempt ?? false}::boolean, ${body.stdin ?? false}::boolean`,
-  };
-}
+/** What was submitted, as an INSERT's column list and values (server/jobs/submit-columns.ts): both INSERTs above store exactly this. */
+type Fields = ReturnType<typeof submitColumns>;
