@@ -182,6 +182,8 @@ export const jobs = pgTable(
     argv: jsonb('argv').$type<string[]>().notNull(),
     /** rc run --name: not unique; a name stands for a job id where it picks one job (server/jobs/find.ts). */
     name: text('name'),
+    /** rc run --comment: a note for people, shown by rc describe and the job's page. */
+    comment: text('comment'),
     /** rc run --env: the variables set for its process. The values may be secrets: no view shows them, only the keys; they are wiped when the job ends (server/jobs/finish.ts endJob: the keys stay, with empty values). */
     env: jsonb('env').$type<Record<string, string>>(),
     cwd: text('cwd'),

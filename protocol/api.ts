@@ -72,6 +72,13 @@ export const JOB_PLACEMENT = {
  */
 export const JOB_OPTIONS = {
   name: z.string().max(200).nullish(),
+  /** rc run --comment: a note for people (why it runs, a ticket), shown by rc describe and the job's page; one line of at most 500 characters. */
+  comment: z
+    .string()
+    .max(500, 'a comment is at most 500 characters')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'a comment is one line of text, without control characters')
+    .nullish(),
   env: z.record(z.string().max(1000), z.string()).nullish(),
 };
 

@@ -24,6 +24,8 @@ export interface JobView {
   id: string;
   /** rc run --name; not unique (a name stands for an id where it picks one job). */
   name: string | null;
+  /** rc run --comment: a note for people. */
+  comment: string | null;
   kind: JobKind;
   state: JobState;
   submitter: string;

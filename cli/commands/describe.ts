@@ -108,6 +108,7 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
 export function renderJob(j: JobView, now = Date.now()): string {
   const lines: [string, string][] = [
     ['name', j.name ?? '-'],
+    ...(j.comment ? [['comment', j.comment] as [string, string]] : []),
     ['kind', j.kind],
     ['state', j.state + (j.reason ? ` (${j.reason})` : '')],
     ['exit', j.exitCode === null ? '-' : String(j.exitCode)],

@@ -27,6 +27,9 @@ matching device is busy.
                             rc describe, and usable instead of its id in rc kill,
                             rc logs, rc attach and rc describe (1-63 letters,
                             digits, . _ -; need not be unique)
+      --comment <text>      a note for people (why it runs, a ticket), shown by
+                            rc describe and the job's page (one line, at most
+                            500 characters)
       --env KEY=VALUE       set KEY in the job's environment (repeatable; the
                             last one for a KEY wins). --env KEY passes your own
                             value of KEY. Values may be secrets: rc never shows
@@ -76,6 +79,7 @@ export const RUN_SPECS: FlagSpec[] = [
   ...PLACEMENT_FLAGS,
   { name: 'cwd', type: 'string' },
   { name: 'name', type: 'string' },
+  { name: 'comment', type: 'string' },
   { name: 'env', type: 'string', repeat: true },
   { name: 'explain', type: 'boolean' },
   { name: 'detach', type: 'boolean' },
@@ -116,6 +120,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   const body: SubmitJobBody = {
     argv: parsed.rest,
     name: name ?? null,
+    comment: stringFlag(parsed, 'comment') ?? null,
     env: envOf(parsed),
     ...placementOf(parsed),
     cwd: cwd ?? null,

@@ -40,6 +40,7 @@ export function JobPage({ id }: { id: string }) {
         <Card title="What">
           <dl>
             <Field term="Kind">{j.kind}</Field>
+            {j.comment ? <Field term="Comment">{j.comment}</Field> : null}
             <Field term="Command">
               <code className="font-mono text-xs">{j.kind === 'hold' ? '(a hold: no command)' : commandText(j.argv)}</code>
             </Field>

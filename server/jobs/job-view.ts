@@ -26,6 +26,7 @@ export function jobView(j: JobRow): JobView {
   return {
     id: j.id,
     name: j.name,
+    comment: j.comment,
     kind: j.kind,
     state: j.state,
     submitter: j.submitter,

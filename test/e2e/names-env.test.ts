@@ -102,6 +102,10 @@ test('the API refuses the same environments and names with their codes, never a 
     [{ name: 'j0123456789' }, 400, 'bad_name', /looks like a job id/],
     [{ name: 'a:b' }, 400, 'bad_name', /not valid/],
     [{ name: 7 }, 400, 'bad_request', /name/],
+    [{ comment: 'two\nlines' }, 400, 'bad_request', /^comment: a comment is one line of text/],
+    [{ comment: 'bell\u0007' }, 400, 'bad_request', /^comment: a comment is one line of text/],
+    [{ comment: 'x'.repeat(501) }, 400, 'bad_request', /^comment: a comment is at most 500 characters/],
+    [{ comment: 5 }, 400, 'bad_request', /comment/],
   ];
   for (const [extra, status, code, message] of cases) {
     const r = await submit(extra);
@@ -110,6 +114,35 @@ test('the API refuses the same environments and names with their codes, never a 
     assert.equal(err?.code, code, JSON.stringify(r.body).slice(0, 300));
     assert.match(err!.message, message);
   }
+});
+
+test('--comment is stored and shown by rc describe (text and JSON), rc jobs --json and the API; a job without one shows none', async () => {
+  const note = 'why: ticket 42 — ünïcode & <b>not html</b>';
+  const r = await stack.cli(['run', '--detach', '--comment', note, '--', 'true']);
+  assert.equal(r.code, 0, r.stderr);
+  const id = r.stdout.trim();
+  const described = await stack.cli(['describe', id]);
+  assert.equal(described.code, 0, described.stderr);
+  assert.ok(
+    described.stdout.split('\n').some((l) => /^ *comment: +/.test(l) && l.endsWith(note)),
+    described.stdout,
+  );
+  const json = JSON.parse((await stack.cli(['describe', id, '--json'])).stdout) as { job: { comment: string | null } };
+  assert.equal(json.job.comment, note);
+  const api = await stack.api('GET', `/api/jobs/${id}`);
+  assert.equal((api.body as { job: { comment: string | null } }).job.comment, note);
+  const listed = JSON.parse((await stack.cli(['jobs', '--json'])).stdout) as { jobs: (View & { comment: string | null })[] };
+  assert.equal(listed.jobs.find((j) => j.id === id)?.comment, note);
+  const plain = (await stack.cli(['run', '--detach', '--', 'true'])).stdout.trim();
+  assert.doesNotMatch((await stack.cli(['describe', plain])).stdout, /^ *comment:/m);
+  assert.equal((JSON.parse((await stack.cli(['describe', plain, '--json'])).stdout) as { job: { comment: string | null } }).job.comment, null);
+  await allFree();
+});
+
+test('a bad --comment is refused by the controller with its code, and the CLI says so', async () => {
+  const r = await stack.cli(['run', '--comment', 'two\nlines', '--', 'true']);
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr, /^rc: bad_request: comment: a comment is one line of text, without control characters/);
 });
 
 test('bad names are refused by the CLI (exit 2, bad_name)', async () => {
