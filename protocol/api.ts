@@ -76,7 +76,6 @@ export const JOB_OPTIONS = {
   comment: z
     .string()
     .max(500, 'a comment is at most 500 characters')
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
     .regex(/^[^\u0000-\u001f\u007f]*$/, 'a comment is one line of text, without control characters')
     .nullish(),
   env: z.record(z.string().max(1000), z.string()).nullish(),

@@ -4,10 +4,12 @@
 // claim statements re-check off and removed (server/jobs/claim.ts), so a
 // controller whose fleet in memory has not heard yet still starts nothing there.
 import { RcError } from '../core/errors';
-import type { hosts } from '../db/schema';
+import { isNotNull } from 'drizzle-orm';
+import { audit as auditT, type hosts, hosts as hostsT } from '../db/schema';
+import { createToken } from './auth';
 import type { HostRow } from '../protocol/wire';
 import type postgres from 'postgres';
-import type { Sql } from './db';
+import type { Db, Sql } from './db';
 
 /** A statement runner: the pool, or a transaction of it. */
 type Runner = Sql | postgres.TransactionSql<{ int8: number }>;
@@ -87,4 +89,30 @@ export async function removedHostOf(sql: Sql, hash: string): Promise<{ name: str
 /** What a removed host's worker is told, and logs, when it tries to connect: it stops for good (docs/operators.md, "Removing a host"). */
 export function removedMessage(gone: { name: string; by: string; at: Date }): string {
   return `host_removed: host ${gone.name} was removed from rc by ${gone.by} at ${gone.at.toISOString()}, and its credential revoked; this worker stops for good. To uninstall it: systemctl disable --now rc-worker, then delete its unit file, its checkout and its state directory (docs/operators.md, "Removing a host"). To bring the host back: rc admin host add ${gone.name}, and run the worker with the new credential`;
+}
+
+/**
+ * Registers a host (or a removed one again, which starts afresh: on, listed,
+ * scheduled once its worker connects with the new credential), audited, and
+ * returns its worker's credential: shown once, only its hash is kept.
+ */
+export function registerHost(db: Db, name: string, actor: string): Promise<string> {
+  return db.transaction(async (tx) => {
+    await tx
+      .insert(hostsT)
+      .values({ name })
+      .onConflictDoUpdate({
+        target: hostsT.name,
+        set: { removedAt: null, removedBy: null, offSince: null, offBy: null, offReason: null },
+        setWhere: isNotNull(hostsT.removedAt),
+      });
+    await tx.insert(auditT).values({ actor, action: 'host.register', target: name, origin: auditOrigin(), tokenId: auditTokenId() });
+    return createToken(tx, 'host', `worker on ${name}`, name);
+  });
+}
+
+/** A host's status, or null when no host is named so. */
+export async function hostStatus(sql: Sql, name: string): Promise<string | null> {
+  const [h] = await sql<{ status: string }[]>`select status from hosts where name = ${name}`;
+  return h?.status ?? null;
 }

@@ -1,0 +1,59 @@
+// What the routes share: the parts of the controller they need (not the
+// controller itself), and the few helpers more than one resource uses.
+import type { RuntimeLimits } from '../../core/runtime-limit';
+import { RcError } from '../../core/errors';
+import type { IncomingMessage } from 'node:http';
+import type { Inventory } from '../inventory';
+import type { Db, Sql } from '../db';
+import type { JobEvents } from '../job-events';
+import type { OutputWriter } from '../output-writer';
+import type { Scheduler } from '../scheduler';
+import type { WorkerHub } from '../worker-hub';
+import type { StartDeps } from '../jobs/start';
+import type { Router } from './router';
+import { reachedOverHttps } from './session';
+import type { LiveFeed } from '../live';
+import type { Metrics } from '../metrics';
+
+/** What the routes need of the controller: its parts, not the controller itself. */
+export interface ApiDeps {
+  db: Db;
+  sql: Sql;
+  events: JobEvents;
+  writer: OutputWriter;
+  outputLimitBytes: number;
+  hub: WorkerHub;
+  scheduler: Scheduler;
+  /** Whether a host's worker is connected to this controller. */
+  holds(hostName: string): boolean;
+  /** The fleet kept in memory (server/inventory.ts). */
+  inventory: Inventory;
+  /** The dashboard's live view. */
+  live: Pick<LiveFeed, 'changed'>;
+  /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
+  announce: StartDeps['announce'];
+  /** A revoked token: out of the auth cache, its live sockets cut. */
+  cutToken(tokenId: number): void;
+  /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */
+  reserveAfterS: number;
+  /** What GET /metrics serves; its grant latency is observed by startJob too. */
+  metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
+  /** The fleet's default and maximum --max-runtime (core/runtime-limit.ts). */
+  runtimeLimits: RuntimeLimits;
+}
+
+/** A Host header fit to put in a command line: a name or address and a port, nothing else. */
+export const HOST_HEADER = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
+/** A query flag that is 1, 0 or absent; anything else is a bad_request saying what it does. */
+export function flag(query: URLSearchParams, key: string, what: string): boolean {
+  const v = query.get(key);
+  if (v !== null && v !== '1' && v !== '0') throw new RcError('bad_request', `${key}: ${JSON.stringify(v.slice(0, 20))} is not 1 or 0; ${what}`);
+  return v === '1';
+}
+
+/** Where hosts reach this controller: RC_PUBLIC_URL, or the address this request came to. */
+export const controllerUrl = (router: Router, req: IncomingMessage): string =>
+  (
+    router.publicUrl ?? `${reachedOverHttps(req, null) ? 'https' : 'http'}://${HOST_HEADER.test(req.headers.host ?? '') ? req.headers.host : 'localhost'}`
+  ).replace(/\/+$/, '');

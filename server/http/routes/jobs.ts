@@ -1,0 +1,88 @@
+// Jobs: submit (followed or not), list, one job, its output stream, kill, stdin.
+import { readStdinPiece, writeJobStdin } from '../../jobs/stdin';
+import { defaultedRuntimeNotice, type RuntimeLimits } from '../../../core/runtime-limit';
+import { RcError } from '../../../core/errors';
+import { Submitter } from '../../../protocol/api';
+import { findJob } from '../../jobs/find';
+import { killJob } from '../../jobs/kill';
+import { type JobRow, jobView } from '../../jobs/job-view';
+import { startJob } from '../../jobs/start';
+import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
+import { listActive, listJobs, parseJobFilter, withAttempts } from '../../jobs/list';
+import { created, type Router } from '../router';
+import { STREAM_CONTENT_TYPE } from '../../../core/frames';
+import { zodMessage } from '../../../protocol/zod-message';
+import type { ApiDeps } from '../route-deps';
+
+export function registerJobRoutes(router: Router, c: ApiDeps): void {
+  const { sql } = c;
+  // A job that gave no --max-runtime got the fleet's: its submitter is told so, once (per controller, not on every job).
+  const told = new Set<string>();
+  const toldOnce = (job: JobRow, limits: RuntimeLimits): string[] => {
+    if (told.has(job.submitter)) return [];
+    if (told.size >= 10_000) told.clear();
+    told.add(job.submitter);
+    return [defaultedRuntimeNotice(job.id, job.maxRuntimeS!, limits)];
+  };
+  router.on('POST /api/jobs', async ({ req, res, identity, body }) => {
+    // A terminal needs someone attached from its start: it is opened on the /tty socket.
+    if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
+    const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
+    const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
+    const { job, refused } = await startJob(c, identity, body, (job, position) => {
+      if (!streaming) return;
+      // The headers and the first event leave in one packet: one wake-up less for the client.
+      res.cork();
+      openStream(res);
+      pipeJob(c.events, job.id, res);
+      writeEvent(res, { type: 'queued', jobId: job.id, position });
+      for (const message of notices(job)) writeEvent(res, { type: 'notice', message });
+      res.uncork();
+    });
+    // The stream (if any) ends with the cancellation's exit event.
+    if (refused) {
+      if (!streaming) throw new RcError('busy', refused);
+      return;
+    }
+    if (streaming) return;
+    const said = notices(job);
+    return created({ job: jobView(await findJob(sql, job.id)), ...(said.length ? { notices: said } : {}) });
+  });
+
+  router.on('GET /api/jobs', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));
+
+  router.on('GET /api/ps', async () => ({ jobs: await listActive(sql) }));
+
+  // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
+  router.on('GET /api/jobs/:id/stream', async ({ params, query, res }) => {
+    const job = await findJob(sql, params.id);
+    const after = Number(query.get('after') ?? '0');
+    if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
+    openStream(res);
+    // A terminal's output goes only to the terminal (server/tty.ts): there is nothing stored to replay.
+    if (job.kind === 'tty') writeEvent(res, { type: 'notice', message: `job ${job.id} was an interactive terminal (--tty); its output is not stored` });
+    await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after);
+  });
+
+  router.on('GET /api/jobs/:id', async ({ params }) => {
+    const [job] = await withAttempts(sql, [await findJob(sql, params.id)]);
+    return { job: job! };
+  });
+
+  router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
+    const job = await killJob(c, identity, (await findJob(sql, params.id)).id, body.submitter);
+    return { job: jobView(job) };
+  });
+
+  // rc run reading a pipe: the next piece of the job's stdin (server/jobs/stdin.ts).
+  router.on('POST /api/jobs/:id/stdin', async ({ req, params, query, identity }) => {
+    const submitter = Submitter.safeParse(query.get('submitter') ?? '');
+    if (!submitter.success) throw new RcError('bad_request', zodMessage(submitter.error));
+    const offsetText = query.get('offset') ?? '';
+    if (!/^\d{1,15}$/.test(offsetText)) throw new RcError('bad_request', 'offset: the bytes of stdin sent before this piece (0 or more)');
+    const eof = query.get('eof');
+    if (eof !== null && eof !== '1') throw new RcError('bad_request', 'eof: 1 (this piece ends the input), or leave it out');
+    const data = await readStdinPiece(req);
+    return writeJobStdin(c, identity, params.id, { submitter: submitter.data, offset: Number(offsetText), data, eof: eof === '1' });
+  });
+}
