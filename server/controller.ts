@@ -10,6 +10,8 @@ import { markHostsAway, reapSilentHosts } from './reaper';
 import { Scheduler } from './scheduler';
 import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
+import { WorkerQuarantines } from './worker-quarantine';
+import { JobEngine } from './jobs/engine';
 import { Router } from './http/router';
 import { registerApi } from './http/api';
 import { TtyHub } from './tty';
@@ -72,6 +74,8 @@ export class Controller {
   readonly writer: OutputWriter;
   readonly relay: TtyRelay;
   readonly hub: WorkerHub;
+  /** The job engine (server/jobs/engine.ts): every change of a job's state goes through it. */
+  readonly engine: JobEngine;
   readonly scheduler: Scheduler;
   readonly router: Router;
   readonly tty: TtyHub;
@@ -152,7 +156,38 @@ export class Controller {
     this.relay = new TtyRelay(this.sql, opts.ttyReplayBytes ?? 256 * 1024, (err) => log(`storing terminal output failed: ${String(err)}`));
     // Heartbeats are many and each is sent again seconds later: their commits need not wait for the disk.
     this.beatsDb = connect(opts.databaseUrl, 2, { application_name: 'rc-heartbeats', synchronous_commit: 'off' });
+    // Quarantines a worker reports or implies: the hub's messages and the engine's exits both make them.
+    const quarantines = new WorkerQuarantines({
+      sql: this.sql,
+      log,
+      changed: (host) => live.changed({ what: 'devices', host }),
+      audited: () => live.changed({ what: 'audit' }),
+    });
+    // The hub and the scheduler are built below: the engine reaches them only when it is called.
+    this.engine = new JobEngine({
+      db: this.db,
+      sql: this.sql,
+      events: this.events,
+      hub: {
+        killJob: (host, order) => this.hub.killJob(host, order),
+        holds: (host) => this.hub.holds(host),
+        stdinCall: (host, op) => this.hub.stdinCall(host, op),
+      },
+      start: () => ({
+        scheduler: this.scheduler,
+        announce: this.announce,
+        inventory,
+        runtimeLimits: this.runtimeLimits,
+        live,
+        metrics,
+      }),
+      changed: (host) => live.changed({ what: 'devices', host }),
+      freed: () => this.scheduler.pokeIfQueued(),
+      quarantine: quarantines.quarantine,
+    });
     this.hub = new WorkerHub({
+      engine: this.engine,
+      quarantines,
       db: this.db,
       sql: this.sql,
       beatSql: this.beatsDb.client,
@@ -177,6 +212,7 @@ export class Controller {
     });
     this.scheduler = new Scheduler({
       sql: this.sql,
+      engine: this.engine,
       inventory,
       events: this.events,
       dispatcher: this.hub,
@@ -202,15 +238,11 @@ export class Controller {
         sql: this.sql,
         events: this.events,
         hub: this.hub,
-        scheduler: this.scheduler,
+        engine: this.engine,
         relay: this.relay,
         holds: (h: string) => this.hub.holds(h),
-        announce: this.announce,
-        inventory,
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
         attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
-        live,
-        metrics,
       },
       { graceS: opts.ttyGraceS ?? 45, log, publicUrl: opts.publicUrl ?? null },
     );
@@ -294,7 +326,7 @@ export class Controller {
       reapSilentHosts({
         db: this.db,
         sql: this.sql,
-        events: this.events,
+        engine: this.engine,
         timeoutS: this.opts.hostTimeoutS,
         dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
         heardFrom: (ms) => this.hub.heardFrom(ms),
@@ -305,7 +337,8 @@ export class Controller {
       enforceLimits({
         sql: this.sql,
         events: this.events,
-        hub: this.hub,
+        engine: this.engine,
+        idleSeconds: (jobId) => this.hub.idleSeconds(jobId),
         graceS: this.opts.watchdogGraceS ?? 30,
         idleHoldWarnS: this.opts.idleHoldWarnS === undefined ? 1800 : this.opts.idleHoldWarnS,
         idleHoldReleaseS: this.opts.idleHoldReleaseS ?? null,

@@ -11,18 +11,16 @@ import { actorDetail, actorText, actsAs, type Identity } from './auth';
 import type { Sql } from './db';
 import { loadDevices, type DeviceSummary } from './fleet';
 import { parseDeviceName } from '../core/schedule';
-import { ended, outcome } from '../core/job-state';
-import type { JobEvents } from './job-events';
-import { endJob } from './jobs/finish';
-import { takeCopyLease } from './jobs/copy-lease';
-import { dropRefusedCopy } from './jobs/sql/drop-refused-copy';
+import type { JobEngine } from './jobs/engine';
 import type { WorkerHub } from './worker-hub';
+import { readBounded } from './read-bounded';
 import { auditOrigin, auditTokenId } from './request-scope';
 
 export interface CopyDeps {
   sql: Sql;
-  events: JobEvents;
   hub: WorkerHub;
+  /** The job engine: a copy's short lease is taken and ended through it. */
+  engine: Pick<JobEngine, 'copyLease' | 'copyEnded' | 'copyRefused'>;
   freed: () => void;
 }
 
@@ -123,20 +121,20 @@ async function withCopyLease<T>(
     if (lease?.kind === 'hold' && lease.submitter === submitter) return fn(device.hostName, device.holder.jobId);
     throw new RcError('busy', heldBy(device, lease?.kind ?? 'job'));
   }
-  const job = await takeCopyLease(deps.sql, identity, submitter, device, argv);
+  const job = await deps.engine.copyLease(identity, submitter, device, argv);
   try {
     const out = await fn(device.hostName, job.id);
-    await endJob(deps, job.id, outcome(0, null, null), { from: ['running'], fence: job.fence });
+    await deps.engine.copyEnded(job, null);
     return out;
   } catch (err) {
     // The worker refused the copy (no such file, a path outside the workspace, too big): nothing was copied and
     // nothing failed, so no job is left behind. A copy that broke off (the worker gone, the file changed) ends failed.
     if (err instanceof RcError && REFUSALS.has(err.code)) {
-      await dropRefusedCopy(deps.sql, job.id, job.fence);
+      await deps.engine.copyRefused(job);
       throw err;
     }
     const reason = err instanceof Error ? err.message.slice(0, 500) : String(err);
-    await endJob(deps, job.id, ended('failed', 'copy_failed', reason, 1), { from: ['running'], fence: job.fence });
+    await deps.engine.copyEnded(job, reason);
     throw err;
   } finally {
     deps.freed();
@@ -158,24 +156,4 @@ export function readUpload(req: import('node:http').IncomingMessage): Promise<Bu
         `rc cp moves at most ${CP_MAX_BYTES / 1024 / 1024} MiB through the controller: put bigger files on shared storage (the host's usage sheet says where)`,
       ),
   );
-}
-
-/** A raw request body of at most `max` bytes: refused by its Content-Length, or as soon as it passes the bound (`tooBig`). */
-export function readBounded(req: import('node:http').IncomingMessage, max: number, tooBig: () => RcError): Promise<Buffer> {
-  if (Number(req.headers['content-length'] ?? 0) > max) return Promise.reject(tooBig());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        req.destroy();
-        reject(tooBig());
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }

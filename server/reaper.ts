@@ -7,17 +7,16 @@
 // while the database itself was away (stopped, restarting). So the reaper
 // judges nothing until the database has answered for a whole timeout, and
 // never reaps a host whose worker this controller heard from within it.
-import { and, eq, inArray, sql } from 'drizzle-orm';
-import { hosts, jobs } from '../db/schema';
+import { and, inArray, sql } from 'drizzle-orm';
+import { hosts } from '../db/schema';
 import type { Db, Sql } from './db';
-import type { JobEvents } from './job-events';
-import { ended } from '../core/job-state';
-import { endJob } from './jobs/finish';
+import type { JobEngine } from './jobs/engine';
 
 export interface ReapDeps {
   db: Db;
   sql: Sql;
-  events: JobEvents;
+  /** The job engine: a silent host's running jobs are lost through it. */
+  engine: Pick<JobEngine, 'loseHostJobs'>;
   timeoutS: number;
   /** Milliseconds the database has answered without a break (server/db-health.ts). */
   dbUpForMs: () => number;
@@ -45,18 +44,7 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
   let lost = 0;
   for (const { name } of gone) {
     deps.changed(name);
-    const running = await db
-      .select({ id: jobs.id, fence: jobs.fence })
-      .from(jobs)
-      .where(and(eq(jobs.hostName, name), eq(jobs.state, 'running')));
-    for (const job of running) {
-      const done = await endJob(deps, job.id, ended('lost', 'lost', `host ${name} stopped answering`), {
-        from: ['running'],
-        fence: job.fence,
-        keepLeases: true,
-      });
-      if (done) lost++;
-    }
+    lost += await deps.engine.loseHostJobs(name);
   }
   return lost;
 }

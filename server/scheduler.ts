@@ -20,21 +20,17 @@ import { pickVictims, type Preemptible } from '../core/preempt';
 import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder as byQueueOrder } from '../core/schedule';
 import type { GpuChoice } from '../core/gpu-choices';
 import { TermsCache } from '../core/terms-cache';
-import { holdForPreemption } from './jobs/sql/hold-for-preemption';
-import { markDispatched } from './jobs/sql/mark-dispatched';
 import { queueOrder } from './jobs/sql/queue-order';
-import { requeueClaimed } from './jobs/sql/requeue-claimed';
-import { stopForPreemption } from './jobs/sql/stop-for-preemption';
 import { BUS_CHANNEL } from './bus';
 import type { Sql } from './db';
 import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
-import { type Claimed, claimBatch, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
+import { type Claimed, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
+import type { JobEngine } from './jobs/engine';
 import { holderOf } from './jobs/holder';
 import type { JobRow } from './jobs/job-view';
 import type { Metrics } from './metrics';
 import type { JobEvent } from '../protocol/wire';
-import type { KillJobOrder } from '../protocol/worker';
 
 /** Seconds of notice a preempted job gets between SIGTERM and SIGKILL, unless RC_PREEMPT_NOTICE_S says otherwise. */
 export const DEFAULT_PREEMPT_NOTICE_S = 60;
@@ -109,8 +105,6 @@ export const START_ELSEWHERE_MS = 2000;
 export interface Dispatcher {
   /** Sends a started job to its worker; false when that worker is not connected here. */
   startJob(job: JobRow, devices: Target[]): boolean;
-  /** Tells a job's worker to stop it (wherever the worker is connected). */
-  killJob(hostName: string, order: KillJobOrder): void;
   /** Whether the host's worker is connected here: only its devices are claimed by this controller. */
   holds(hostName: string): boolean;
 }
@@ -118,6 +112,8 @@ export interface Dispatcher {
 /** What a scheduler needs; the optional ones default to one controller alone (no bus, no metrics). */
 export interface SchedulerDeps {
   sql: Sql;
+  /** The job engine: the claims, dispatches, requeues and preemptions a pass decides go through it. */
+  engine: Pick<JobEngine, 'claimPass' | 'dispatched' | 'requeueClaimed' | 'holdForPreemption' | 'preempt'>;
   inventory: Pick<Inventory, 'schedulable' | 'reserve' | 'settle' | 'leased' | 'released' | 'changed'>;
   events: JobEvents;
   dispatcher: Dispatcher;
@@ -147,6 +143,7 @@ export class Scheduler {
   private readonly takenElsewhere = new Map<string, number>();
 
   private readonly sql: Sql;
+  private readonly engine: SchedulerDeps['engine'];
   private readonly inventory: SchedulerDeps['inventory'];
   private readonly events: JobEvents;
   private readonly dispatcher: Dispatcher;
@@ -161,6 +158,7 @@ export class Scheduler {
 
   constructor(deps: SchedulerDeps) {
     this.sql = deps.sql;
+    this.engine = deps.engine;
     this.inventory = deps.inventory;
     this.events = deps.events;
     this.dispatcher = deps.dispatcher;
@@ -264,7 +262,7 @@ export class Scheduler {
     const alternates = alternatesOf(queued, jobs);
     const claims = plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices, alternates: alternates.get(a.jobId) }));
     try {
-      ({ claimed, unusable } = await claimBatch(this.sql, claims));
+      ({ claimed, unusable } = await this.engine.claimPass(claims));
       for (const { job } of claimed) this.inventory.leased(job.hostName!, job.devices ?? [], holderOf(job));
     } finally {
       this.inventory.settle(ids);
@@ -337,7 +335,7 @@ export class Scheduler {
     if (!this.dispatcher.holds(host)) return;
     const payload = this.startedPayload?.({ type: 'started', jobId, host, devices: targets.map((t) => t.name), ...who }) ?? null;
     const notify = payload === null ? this.sql`null` : this.sql`pg_notify(${BUS_CHANNEL}, ${payload})`;
-    const job = await markDispatched(this.sql, jobId, fence, notify);
+    const job = await this.engine.dispatched(jobId, fence, notify);
     if (!job) return;
     if (!this.sendHere(job, targets, payload !== null)) await this.requeue(job);
   }
@@ -354,7 +352,7 @@ export class Scheduler {
    * Every controller's pass looks at it again.
    */
   private async requeue(job: JobRow, undispatchedOnly = false): Promise<void> {
-    if (!(await requeueClaimed(this.sql, job.id, job.fence!, undispatchedOnly))) return;
+    if (!(await this.engine.requeueClaimed(job, undispatchedOnly))) return;
     // No event tells this: here it is applied, the others load the host again (the live view's change).
     this.inventory.released(job.id);
     this.requeued?.(job.hostName!);
@@ -410,19 +408,11 @@ export class Scheduler {
       const p = pickVictims(job, devices, running, unavailable);
       if (!p) continue;
       const held = p.devices.map((d) => d.id);
-      if (!(await holdForPreemption(this.sql, job.id, held, this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S))) continue;
+      if (!(await this.engine.holdForPreemption(job.id, held, this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S))) continue;
       for (const id of held) unavailable.add(id);
       running = running.filter((v) => !p.victims.includes(v.jobId));
-      for (const victim of p.victims) await this.stopForPreemption(victim, job.id);
+      for (const victim of p.victims) await this.engine.preempt(victim, `preempted for job ${job.id} (${this.preemptNoticeS}s of notice)`, this.preemptNoticeS);
     }
-  }
-
-  /** Asks a --preemptible job to stop for `forJob`: SIGTERM with the notice in its RC_PREEMPT_FILE, SIGKILL when the notice is over. */
-  private async stopForPreemption(victim: string, forJob: string): Promise<void> {
-    const reason = `preempted for job ${forJob} (${this.preemptNoticeS}s of notice)`;
-    const row = await stopForPreemption(this.sql, victim, reason);
-    if (!row) return;
-    this.dispatcher.killJob(row.hostName, { jobId: victim, fence: row.fence, reason, noticeS: this.preemptNoticeS });
   }
 
   private toQueued(j: QueuedRow): QueuedJob {

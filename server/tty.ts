@@ -21,17 +21,13 @@ import { SubmitJob } from '../protocol/api';
 import { TTY_NAMESPACE, type TtyClientToController, type TtyControllerToClient, TtyEvent, type Unchecked, WorkerEvent } from '../protocol/events';
 import { TTY_MAX_INPUT, TtyOpen, TtySize, type TtyOutput } from '../protocol/tty';
 import type { TtyRelay } from './tty-relay';
-import type { LiveFeed } from './live';
 import type { TtyError } from '../protocol/wire';
 import { webSubmitter, type Identity } from './auth';
 import type { Db, Sql } from './db';
 import type { JobEvents } from './job-events';
-import type { Scheduler } from './scheduler';
 import type { WorkerHub } from './worker-hub';
 import type { SocketIdentity } from './socket-auth';
-import { stopJob } from './jobs/kill';
-import { markTtySeen } from './jobs/sql/mark-tty-seen';
-import { type StartDeps, startJob } from './jobs/start';
+import type { JobEngine } from './jobs/engine';
 import { FINAL_STATES } from '../core/job-state';
 import type { JobRow } from './jobs/job-view';
 import { boundBacklog } from './socket-backlog';
@@ -95,7 +91,8 @@ export interface TtyDeps {
   sql: Sql;
   events: JobEvents;
   hub: WorkerHub;
-  scheduler: Scheduler;
+  /** The job engine: a terminal is submitted, seen and stopped through it. */
+  engine: Pick<JobEngine, 'submit' | 'stop' | 'ttySeen'>;
   relay: TtyRelay;
   /** Whether a host's worker is connected to this controller. */
   holds: (hostName: string) => boolean;
@@ -103,13 +100,6 @@ export interface TtyDeps {
   publish: (jobId: string, from: number, to: number) => void;
   /** Tells the other controllers that a client attached to the terminal here. */
   attached: (jobId: string) => void;
-  /** The dashboard's live view (a terminal queued). */
-  live: Pick<LiveFeed, 'changed'>;
-  /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
-  announce: StartDeps['announce'];
-  /** Grant latency of a terminal started at its submit (StartDeps). */
-  metrics: StartDeps['metrics'];
-  inventory: StartDeps['inventory'];
 }
 
 export class TtyHub {
@@ -165,7 +155,7 @@ export class TtyHub {
   private seen(sessions: Session[]): Promise<void> {
     if (!sessions.length) return Promise.resolve();
     const ids = sessions.map((s) => s.jobId);
-    return markTtySeen(this.c.sql, ids).then(
+    return this.c.engine.ttySeen(ids).then(
       () => {},
       (err: unknown) => this.opts.log(`noting attached terminals: ${String(err)}`),
     );
@@ -250,7 +240,7 @@ export class TtyHub {
       gpuIdleTimeoutS: open.gpuIdleTimeoutS ?? null,
     });
     if (!body.success) throw new RcError(zodCode(body.error), zodMessage(body.error));
-    await startJob(this.c, identity, body.data, (job, position) => {
+    await this.c.engine.submit(identity, body.data, (job, position) => {
       // Bound before the job is sent to its worker: the start carries the client's size.
       const s = this.session(job);
       s.size = { cols: open.cols, rows: open.rows };
@@ -518,7 +508,7 @@ export class TtyHub {
       return;
     }
     // The controller's own decision: no submitter, no token, so no "killed by" (a kill asked for earlier keeps its reason).
-    await stopJob(this.c, job, `closed: nobody was attached to the terminal for ${this.opts.graceS}s`, 'unattended');
+    await this.c.engine.stop(job, `closed: nobody was attached to the terminal for ${this.opts.graceS}s`, 'unattended');
   }
 
   private drop(s: Session): void {

@@ -9,17 +9,14 @@ import type { jobs } from '../db/schema';
 import type { Sql } from './db';
 import type { JobEvents } from './job-events';
 import { ended as endingOf, type StopRequest } from '../core/job-state';
-import { endJob } from './jobs/finish';
-import { forceStopReason } from './jobs/sql/force-stop-reason';
-import { markIdleWarned } from './jobs/sql/mark-idle-warned';
-import { releaseIdleHold } from './jobs/sql/release-idle-hold';
-import { requestStop } from './jobs/sql/request-stop';
-import type { WorkerHub } from './worker-hub';
+import type { JobEngine } from './jobs/engine';
 
 export interface WatchdogDeps {
   sql: Sql;
   events: JobEvents;
-  hub: WorkerHub;
+  engine: Pick<JobEngine, 'end' | 'stopForLimit' | 'warnIdle' | 'releaseIdleHold'>;
+  /** Seconds since a job last printed, as this controller saw (the worker hub's clock). */
+  idleSeconds: (jobId: string) => number;
   graceS: number;
   /** RC_IDLE_HOLD_WARN, RC_IDLE_HOLD_RELEASE in seconds (null: off). */
   idleHoldWarnS?: number | null;
@@ -31,14 +28,14 @@ type Job = typeof jobs.$inferSelect;
 type Running = { id: string; fence: number; hostName: string };
 
 export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
-  const { sql, hub, graceS } = deps;
+  const { sql, engine, graceS } = deps;
   let ended = 0;
   const expired = await sql<{ id: string; waitTimeoutS: number }[]>`
     select id, wait_timeout_s from jobs
     where state = 'queued' and wait_timeout_s is not null and created_at + make_interval(secs => wait_timeout_s) < now()`;
   for (const j of expired) {
     const reason = `wait timeout: no device within ${formatDuration(j.waitTimeoutS)}`;
-    if (await endJob(deps, j.id, endingOf('cancelled', 'wait_timeout', reason), { from: ['queued'] })) ended++;
+    if (await engine.end(j.id, endingOf('cancelled', 'wait_timeout', reason), { from: ['queued'] })) ended++;
   }
 
   const running = await sql<(Pick<Job, 'id' | 'maxRuntimeS' | 'idleTimeoutS' | 'holdTtlS'> & Running & { runS: number; expiredS: number | null })[]>`
@@ -53,7 +50,7 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
       ended += await stop(j, { cause: 'hold_expired', reason }, j.expiredS + 1);
       continue;
     }
-    const idleS = hub.idleSeconds(j.id);
+    const idleS = deps.idleSeconds(j.id);
     const past: (StopRequest & { over: number }) | null =
       j.maxRuntimeS !== null && j.runS > j.maxRuntimeS
         ? { cause: 'max_runtime', reason: 'max_runtime exceeded', over: j.runS - j.maxRuntimeS }
@@ -97,12 +94,12 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
       if (releaseS !== null && j.idleS >= releaseS) {
         const reason = `idle hold released: its GPUs were idle for ${formatDuration(releaseS)} (RC_IDLE_HOLD_RELEASE)`;
         // The first pass to ask writes the audit row; later passes (until the worker reports) only repeat the kill.
-        await releaseIdleHold(sql, j.id, reason, formatDuration(j.idleS), formatDuration(releaseS));
+        await engine.releaseIdleHold(j.id, reason, formatDuration(j.idleS), formatDuration(releaseS));
         n += await stop(j, { cause: 'idle_hold', reason }, j.idleS - releaseS + 1);
         continue;
       }
       if (warnS !== null && j.idleS >= warnS && !j.warned) {
-        if (!(await markIdleWarned(sql, j.id, j.idleFrom))) continue;
+        if (!(await engine.warnIdle(j.id, j.idleFrom))) continue;
         const then = releaseS !== null ? `; it is released once idle for ${formatDuration(releaseS)}` : '';
         deps.events.event(j.id, {
           type: 'notice',
@@ -113,15 +110,8 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
     return n;
   }
 
-  /** Asks the worker to kill the job; past the grace, ends it here. Resolves to 1 when it ended it. */
+  /** Asks the worker to kill the job; past the grace, ends it here (the engine). Resolves to 1 when it ended it. */
   async function stop(j: Running, limit: StopRequest, over: number): Promise<number> {
-    await requestStop(sql, j.id, limit.reason, limit.cause);
-    hub.killJob(j.hostName, { jobId: j.id, fence: j.fence, reason: limit.reason });
-    if (over < Math.max(graceS, 1)) return 0;
-    const final = `${limit.reason} (ended by the controller: the worker did not report the kill)`;
-    await forceStopReason(sql, j.id, final, limit.cause);
-    // Its processes may still run (the worker is gone or stuck): the job ends, its devices stay leased until the worker reports.
-    const done = await endJob(deps, j.id, endingOf('killed', limit.cause, final), { from: ['running'], fence: j.fence, keepLeases: true });
-    return done ? 1 : 0;
+    return (await engine.stopForLimit(j, limit, over, graceS)) ? 1 : 0;
   }
 }

@@ -14,14 +14,14 @@ import { HeartbeatWriter } from './heartbeat';
 import { storeHello, storeReprobe } from './host-store';
 import type { JobEvents } from './job-events';
 import type { JobRow } from './jobs/job-view';
-import { RunningHere } from './jobs/running-here';
-import { markOutputTruncated } from './jobs/sql/mark-output-truncated';
-import { WorkerReports } from './jobs/worker-reports';
+import type { JobEngine } from './jobs/engine';
+import type { RunningHere } from './jobs/running-here';
+import type { WorkerReports } from './jobs/worker-reports';
 import type { Metrics } from './metrics';
 import type { OutputWriter } from './output-writer';
 import type { SocketIdentity } from './socket-auth';
 import { Refusals } from './worker-refusals';
-import { WorkerQuarantines } from './worker-quarantine';
+import type { WorkerQuarantines } from './worker-quarantine';
 
 /** What the terminal side (server/tty.ts) needs from the hub's traffic. */
 export interface TtyHooks {
@@ -36,6 +36,10 @@ export interface TtyHooks {
 }
 
 export interface InboundDeps {
+  /** The job engine: what a worker's reports change of its jobs (and what is known here of them). */
+  engine: Pick<JobEngine, 'running' | 'reports' | 'outputTruncated'>;
+  /** The quarantines a worker reports or implies. */
+  quarantines: WorkerQuarantines;
   db: Db;
   sql: Sql;
   /** Where heartbeats are stored: a pool of its own whose commits do not wait for the disk (default: sql). */
@@ -66,7 +70,7 @@ export type WorkerNamespace = Namespace<Unchecked<WorkerToController>, Controlle
 export type WorkerSocket = Socket<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
 export class WorkerInbound {
   /** The running jobs assigned through this controller: fences, idle clocks, output handled (server/jobs/running-here.ts). */
-  readonly running = new RunningHere();
+  readonly running: RunningHere;
   /** Set by the terminal hub (server/tty.ts). */
   tty: TtyHooks | null = null;
   /** Heartbeats stored in batches. */
@@ -78,9 +82,10 @@ export class WorkerInbound {
 
   constructor(private readonly deps: InboundDeps) {
     this.beats = new HeartbeatWriter(deps.beatSql ?? deps.sql);
-    this.quarantines = new WorkerQuarantines(deps);
+    this.running = deps.engine.running;
+    this.reports = deps.engine.reports;
+    this.quarantines = deps.quarantines;
     this.refusals = new Refusals(deps.sql, deps.log);
-    this.reports = new WorkerReports({ ...deps, running: this.running, quarantine: this.quarantines.quarantine });
   }
 
   /** Handles what `hostName`'s worker sends on `socket`; `current()` says whether it is still that host's socket here. */
@@ -213,7 +218,7 @@ export class WorkerInbound {
     running.setStored(jobId, Infinity);
     // Keep what fits; replays then say that the rest was not stored.
     if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
-    markOutputTruncated(this.deps.sql, jobId).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+    this.deps.engine.outputTruncated(jobId).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
   }
 
   /**

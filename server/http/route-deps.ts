@@ -9,7 +9,7 @@ import type { JobEvents } from '../job-events';
 import type { OutputWriter } from '../output-writer';
 import type { Scheduler } from '../scheduler';
 import type { WorkerHub } from '../worker-hub';
-import type { StartDeps } from '../jobs/start';
+import type { JobEngine } from '../jobs/engine';
 import type { Router } from './router';
 import { reachedOverHttps } from './session';
 import type { LiveFeed } from '../live';
@@ -19,6 +19,8 @@ import type { Metrics } from '../metrics';
 export interface ApiDeps {
   db: Db;
   sql: Sql;
+  /** The job engine: every change of a job a route asks for goes through it. */
+  engine: JobEngine;
   events: JobEvents;
   writer: OutputWriter;
   outputLimitBytes: number;
@@ -30,8 +32,6 @@ export interface ApiDeps {
   inventory: Inventory;
   /** The dashboard's live view. */
   live: Pick<LiveFeed, 'changed'>;
-  /** The start message a claim here sends for a worker connected elsewhere (StartDeps). */
-  announce: StartDeps['announce'];
   /** A revoked token: out of the auth cache, its live sockets cut. */
   cutToken(tokenId: number): void;
   /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */

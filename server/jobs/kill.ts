@@ -6,7 +6,7 @@ import { audit, jobs } from '../../db/schema';
 import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Db, Sql } from '../db';
 import type { JobEvents } from '../job-events';
-import type { WorkerHub } from '../worker-hub';
+import type { KillJobOrder } from '../../protocol/worker';
 import { CAUSES_OF, ended as endingOf, type StopCause } from '../../core/job-state';
 import { endJob } from './finish';
 import { requestStop } from './sql/request-stop';
@@ -18,7 +18,8 @@ export interface KillDeps {
   db: Db;
   sql: Sql;
   events: JobEvents;
-  hub: WorkerHub;
+  /** Tells a job's worker to stop it, wherever it is connected. */
+  hub: { killJob(hostName: string, order: KillJobOrder): void };
 }
 
 /**

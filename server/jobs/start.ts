@@ -6,7 +6,7 @@ import type { Identity } from '../auth';
 import type { Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { LiveFeed } from '../live';
-import type { Scheduler } from '../scheduler';
+import type { Target } from './claim';
 import { endJob } from './finish';
 import type { JobRow } from './job-view';
 import { type SubmitDeps, type SubmitOptions, submitJob } from './submit';
@@ -15,7 +15,12 @@ import type { Metrics } from '../metrics';
 export interface StartDeps {
   sql: Sql;
   events: JobEvents;
-  scheduler: Pick<Scheduler, 'mayHaveQueued' | 'dispatch' | 'pokeAll'>;
+  /** The scheduler (server/scheduler.ts): whether jobs may be queued, sending a job claimed at submit, waking every pass. */
+  scheduler: {
+    readonly mayHaveQueued: boolean;
+    dispatch(job: JobRow, targets: Target[], announced?: boolean): Promise<void>;
+    pokeAll(): Promise<void>;
+  };
   /** The bus payload asking the controller that holds a host's worker to send a job claimed here (null: it is connected here). */
   announce: NonNullable<SubmitOptions['announce']>;
   /** The fleet as kept in memory: what a submit matches against. */

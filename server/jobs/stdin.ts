@@ -8,7 +8,7 @@ import { RcError } from '../../core/errors';
 import { STDIN_CHUNK_BYTES, type StdinOp, type StdinReply } from '../../protocol/worker';
 import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
-import { readBounded } from '../files';
+import { readBounded } from '../read-bounded';
 import { findJob } from './find';
 
 export interface StdinDeps {

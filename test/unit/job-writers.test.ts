@@ -3,7 +3,7 @@
 // server/jobs/ (docs/architecture.md says where each one lives).
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { test } from 'node:test';
 
 const root = join(import.meta.dirname, '../..');
@@ -40,6 +40,51 @@ function writersOutsideJobs(): string[] {
 
 test('only server/jobs/ writes jobs, leases and job_attempts', () => {
   assert.deepEqual(writersOutsideJobs(), []);
+});
+
+/**
+ * What code outside server/jobs/ may call there: the engine, and the reads
+ * (views, lookups, the queue order as SQL) and pure helpers. Every change of a
+ * job goes through JobEngine's methods. Types may be imported from anywhere.
+ */
+const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
+  engine: ['JobEngine'],
+  'job-view': ['jobView', 'attemptView'],
+  find: ['findJob'],
+  list: ['listJobs', 'listActive', 'parseJobFilter', 'withAttempts'],
+  idle: ['withIdle', 'loadIdle'],
+  holder: ['holderOf'],
+  claim: ['targetsOf'],
+  stdin: ['readStdinPiece'],
+  'sql/queue-order': ['queueOrder', 'QUEUE_ORDER_COLUMNS'],
+  // The heartbeat's one statement keeps the leases' idle streaks: the fragment is the engine's, the statement the heartbeat's.
+  'sql/lease-idle-streaks': ['leaseIdleStreaks'],
+};
+
+/** Each value imported from server/jobs/ outside it that is not in CALLABLE_OUTSIDE. */
+function callsPastTheEngine(): string[] {
+  const found: string[] = [];
+  for (const file of DIRS.flatMap((d) => sources(join(root, d)))) {
+    const rel = relative(root, file);
+    if (rel.startsWith('server/jobs/')) continue;
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/import\s+(type\s+)?\{([^}]*)\}\s+from\s+'([^']+)'/g)) {
+      if (m[1]) continue;
+      const target = relative(join(root, 'server/jobs'), join(dirname(file), m[3]!));
+      if (target.startsWith('..')) continue;
+      const names = m[2]!
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n && !n.startsWith('type '))
+        .map((n) => n.split(/\s+as\s+/)[0]!);
+      for (const name of names) if (!CALLABLE_OUTSIDE[target]?.includes(name)) found.push(`${rel}: ${name} from server/jobs/${target}`);
+    }
+  }
+  return found;
+}
+
+test('outside server/jobs/, only the engine and the reads are called there', () => {
+  assert.deepEqual(callsPastTheEngine(), []);
 });
 
 test('the check finds a write where there is one', () => {

@@ -8,7 +8,7 @@ import type { ApiDeps } from '../route-deps';
 
 export function registerFileRoutes(router: Router, c: ApiDeps): void {
   const { sql } = c;
-  const copyDeps = { sql, events: c.events, hub: c.hub, freed: () => c.scheduler.pokeIfQueued() };
+  const copyDeps = { sql, hub: c.hub, engine: c.engine, freed: () => c.scheduler.pokeIfQueued() };
   const copyArgs = (query: URLSearchParams) => {
     const path = query.get('path');
     if (!path) throw new RcError('bad_request', 'path is required: the file on the device, e.g. /workspace/train.py');

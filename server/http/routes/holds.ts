@@ -1,8 +1,6 @@
 // Holds: release and extend.
 import { RcError } from '../../../core/errors';
-import { extendHold } from '../../jobs/hold';
 import { findJob } from '../../jobs/find';
-import { killJob } from '../../jobs/kill';
 import { jobView } from '../../jobs/job-view';
 import type { Router } from '../router';
 import type { ApiDeps } from '../route-deps';
@@ -10,12 +8,12 @@ import type { ApiDeps } from '../route-deps';
 export function registerHoldRoutes(router: Router, c: ApiDeps): void {
   const { sql } = c;
   router.on('POST /api/holds/:id/release', async ({ body, params, identity }) => {
-    return { job: jobView(await killJob(c, identity, (await holdOf(params.id)).id, body.submitter, 'released')) };
+    return { job: jobView(await c.engine.kill(identity, (await holdOf(params.id)).id, body.submitter, 'released')) };
   });
 
   router.on('POST /api/holds/:id/extend', async ({ body, params, identity }) => {
     const { submitter, ttlS } = body;
-    return { job: jobView(await extendHold(c, identity, await holdOf(params.id), submitter, ttlS)) };
+    return { job: jobView(await c.engine.extendHold(identity, await holdOf(params.id), submitter, ttlS)) };
   });
 
   /** The job, if it is a hold; a clear error otherwise. */

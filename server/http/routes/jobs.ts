@@ -1,12 +1,10 @@
 // Jobs: submit (followed or not), list, one job, its output stream, kill, stdin.
-import { readStdinPiece, writeJobStdin } from '../../jobs/stdin';
+import { readStdinPiece } from '../../jobs/stdin';
 import { defaultedRuntimeNotice, type RuntimeLimits } from '../../../core/runtime-limit';
 import { RcError } from '../../../core/errors';
 import { Submitter } from '../../../protocol/api';
 import { findJob } from '../../jobs/find';
-import { killJob } from '../../jobs/kill';
 import { type JobRow, jobView } from '../../jobs/job-view';
-import { startJob } from '../../jobs/start';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
 import { listActive, listJobs, parseJobFilter, withAttempts } from '../../jobs/list';
 import { created, type Router } from '../router';
@@ -29,7 +27,7 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
-    const { job, refused } = await startJob(c, identity, body, (job, position) => {
+    const { job, refused } = await c.engine.submit(identity, body, (job, position) => {
       if (!streaming) return;
       // The headers and the first event leave in one packet: one wake-up less for the client.
       res.cork();
@@ -70,7 +68,7 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
   });
 
   router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
-    const job = await killJob(c, identity, (await findJob(sql, params.id)).id, body.submitter);
+    const job = await c.engine.kill(identity, (await findJob(sql, params.id)).id, body.submitter);
     return { job: jobView(job) };
   });
 
@@ -83,6 +81,6 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     const eof = query.get('eof');
     if (eof !== null && eof !== '1') throw new RcError('bad_request', 'eof: 1 (this piece ends the input), or leave it out');
     const data = await readStdinPiece(req);
-    return writeJobStdin(c, identity, params.id, { submitter: submitter.data, offset: Number(offsetText), data, eof: eof === '1' });
+    return c.engine.writeStdin(identity, params.id, { submitter: submitter.data, offset: Number(offsetText), data, eof: eof === '1' });
   });
 }
