@@ -45,7 +45,13 @@ const files = (process.argv.length > 2 ? process.argv.slice(2) : ['test']).flatM
 // green). A file that leaves a socket or a timer open would hang the run instead: one that reports nothing for
 // QUIET_LIMIT_MS is stopped, and the run fails, rather than waiting for CI's limit.
 const QUIET_LIMIT_MS = 5 * 60_000;
-const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files];
+// Test files at once (RC_TEST_CONCURRENCY, default 1): each file starts its own controllers, workers and browsers.
+const concurrency = Number(process.env.RC_TEST_CONCURRENCY ?? 1);
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`npm test: RC_TEST_CONCURRENCY is the number of test files run at once (1 or more), not ${process.env.RC_TEST_CONCURRENCY}`);
+  process.exit(2);
+}
+const args = ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files];
 const child = spawn(process.execPath, args, {
   cwd: root,
   stdio: ['ignore', 'pipe', 'pipe'],
