@@ -12,6 +12,7 @@ import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
 import { WorkerQuarantines } from './worker-quarantine';
 import { JobEngine } from './jobs/engine';
+import { anyPreemptibleRunning, preemptibleRunning, queueHead } from './jobs/sql/queue-head';
 import { Router } from './http/router';
 import { registerApi } from './http/api';
 import { TtyHub } from './tty';
@@ -210,9 +211,14 @@ export class Controller {
       audited: () => live.changed({ what: 'audit' }),
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
+    const sql = this.sql;
     this.scheduler = new Scheduler({
-      sql: this.sql,
-      engine: this.engine,
+      queue: {
+        head: (limit) => queueHead(sql, limit),
+        anyPreemptibleRunning: () => anyPreemptibleRunning(sql),
+        preemptibleRunning: () => preemptibleRunning(sql),
+      },
+      planner: this.engine,
       inventory,
       events: this.events,
       dispatcher: this.hub,

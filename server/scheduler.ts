@@ -18,11 +18,8 @@
 // dispatched_at, so exactly one of the two happens.
 import { pickVictims, type Preemptible } from '../core/preempt';
 import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder as byQueueOrder } from '../core/schedule';
-import type { GpuChoice } from '../core/gpu-choices';
 import { TermsCache } from '../core/terms-cache';
-import { queueOrder } from './jobs/sql/queue-order';
-import { BUS_CHANNEL } from './bus';
-import type { Sql } from './db';
+import type { PreemptibleRow, QueuedRow } from './jobs/sql/queue-head';
 import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
 import { type Claimed, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
@@ -76,24 +73,6 @@ export function startedEvent(job: JobRow): StartedEvent {
 /** How long a job another controller's claim took first is left out of the passes here (it commits in milliseconds; were it rolled back, the job is planned again after this). */
 const TAKEN_ELSEWHERE_MS = 1000;
 
-/** What a pass reads of a queued job. */
-interface QueuedRow {
-  id: string;
-  priority: number;
-  seq: number;
-  selector: string;
-  deviceName: string | null;
-  gpus: number;
-  gpuChoices: GpuChoice[] | null;
-  createdAt: Date;
-  requeuedAt: Date | null;
-  preemptible: boolean;
-  /** Devices preemption is freeing for it, while that lasts (preempt_until in the future). */
-  heldDevices: number[] | null;
-  /** Hosts where an earlier attempt of it still holds leases. */
-  avoidHosts: string[] | null;
-}
-
 /** Queued jobs a pass looks at for preemption (the head of those it could not start). */
 const PREEMPT_WINDOW = 20;
 /** How long past the notice devices stay held back for the job they are freed for (a worker slow to report the exit). */
@@ -109,13 +88,24 @@ export interface Dispatcher {
   holds(hostName: string): boolean;
 }
 
+/** What a pass reads: the head of the queue, and the running --preemptible jobs (server/jobs/sql/queue-head.ts on Postgres). */
+export interface QueueState {
+  head(limit: number): Promise<QueuedRow[]>;
+  anyPreemptibleRunning(): Promise<boolean>;
+  preemptibleRunning(): Promise<PreemptibleRow[]>;
+}
+
+/** Where a pass's decisions are carried out (the job engine; an in-memory one in test/unit/scheduler-pass.test.ts). */
+export type Planner = Pick<JobEngine, 'claimPass' | 'dispatched' | 'requeueClaimed' | 'holdForPreemption' | 'preempt'>;
+
 /** What a scheduler needs; the optional ones default to one controller alone (no bus, no metrics). */
 export interface SchedulerDeps {
-  sql: Sql;
-  /** The job engine: the claims, dispatches, requeues and preemptions a pass decides go through it. */
-  engine: Pick<JobEngine, 'claimPass' | 'dispatched' | 'requeueClaimed' | 'holdForPreemption' | 'preempt'>;
+  /** What a pass reads of the queue and of the preemptible jobs running (Postgres: server/jobs/sql/queue-head.ts). */
+  queue: QueueState;
+  /** Where a pass's decisions are carried out: the claims, dispatches, requeues and preemptions (the job engine). */
+  planner: Planner;
   inventory: Pick<Inventory, 'schedulable' | 'reserve' | 'settle' | 'leased' | 'released' | 'changed'>;
-  events: JobEvents;
+  events: Pick<JobEvents, 'event'>;
   dispatcher: Dispatcher;
   onError: (err: unknown) => void;
   /** Seconds a multi-GPU job waits before devices are held back for it (core/schedule.ts). */
@@ -142,10 +132,10 @@ export class Scheduler {
   /** Jobs of the last passes that another claim took first, and until when they are left out. */
   private readonly takenElsewhere = new Map<string, number>();
 
-  private readonly sql: Sql;
-  private readonly engine: SchedulerDeps['engine'];
+  private readonly queue: QueueState;
+  private readonly planner: Planner;
   private readonly inventory: SchedulerDeps['inventory'];
-  private readonly events: JobEvents;
+  private readonly events: Pick<JobEvents, 'event'>;
   private readonly dispatcher: Dispatcher;
   private readonly onError: (err: unknown) => void;
   private readonly reserveAfterS: number;
@@ -157,8 +147,8 @@ export class Scheduler {
   private readonly preemptNoticeS: number;
 
   constructor(deps: SchedulerDeps) {
-    this.sql = deps.sql;
-    this.engine = deps.engine;
+    this.queue = deps.queue;
+    this.planner = deps.planner;
     this.inventory = deps.inventory;
     this.events = deps.events;
     this.dispatcher = deps.dispatcher;
@@ -224,7 +214,7 @@ export class Scheduler {
     const here = (host: string) => this.dispatcher.holds(host);
     const free = await this.inventory.schedulable(here);
     // Nothing free here: only preemption could start a job, and only where preemptible jobs run.
-    if (!free.length && !(await this.preemptibleRunning())) return;
+    if (!free.length && !(await this.queue.anyPreemptibleRunning())) return;
     // Jobs another controller's claim took from under the last pass (locked, about to commit): not planned
     // again for a moment, so this pass takes the next ones instead of colliding with that claim again.
     const now = Date.now();
@@ -235,7 +225,7 @@ export class Scheduler {
     let plan: Assignment[];
     const heldFor = new Map<number, string>();
     for (;;) {
-      queued = await this.readQueue(window);
+      queued = await this.queue.head(window);
       jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
       heldFor.clear();
       for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
@@ -262,7 +252,7 @@ export class Scheduler {
     const alternates = alternatesOf(queued, jobs);
     const claims = plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices, alternates: alternates.get(a.jobId) }));
     try {
-      ({ claimed, unusable } = await this.engine.claimPass(claims));
+      ({ claimed, unusable } = await this.planner.claimPass(claims));
       for (const { job } of claimed) this.inventory.leased(job.hostName!, job.devices ?? [], holderOf(job));
     } finally {
       this.inventory.settle(ids);
@@ -291,18 +281,6 @@ export class Scheduler {
       // The whole window started: what is behind it may start too.
       if (queued.length === window) this.again = true;
     }
-  }
-
-  /** The head of the queue, in its order: what a pass decides over. */
-  private readQueue(limit: number): Promise<QueuedRow[]> {
-    return this.sql<QueuedRow[]>`
-      select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
-        case when preempt_until > now() then preempt_devices end as held_devices,
-        case when attempt > 1 then (
-          select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
-        ) end as avoid_hosts
-      from jobs where state = 'queued'
-      order by ${queueOrder(this.sql)} limit ${limit}`;
   }
 
   /**
@@ -334,8 +312,7 @@ export class Scheduler {
   async startFromElsewhere(host: string, jobId: string, fence: number, targets: Target[], who: Pick<StartedEvent, 'kind' | 'submitter'> = {}): Promise<void> {
     if (!this.dispatcher.holds(host)) return;
     const payload = this.startedPayload?.({ type: 'started', jobId, host, devices: targets.map((t) => t.name), ...who }) ?? null;
-    const notify = payload === null ? this.sql`null` : this.sql`pg_notify(${BUS_CHANNEL}, ${payload})`;
-    const job = await this.engine.dispatched(jobId, fence, notify);
+    const job = await this.planner.dispatched(jobId, fence, payload);
     if (!job) return;
     if (!this.sendHere(job, targets, payload !== null)) await this.requeue(job);
   }
@@ -352,19 +329,13 @@ export class Scheduler {
    * Every controller's pass looks at it again.
    */
   private async requeue(job: JobRow, undispatchedOnly = false): Promise<void> {
-    if (!(await this.engine.requeueClaimed(job, undispatchedOnly))) return;
+    if (!(await this.planner.requeueClaimed(job, undispatchedOnly))) return;
     // No event tells this: here it is applied, the others load the host again (the live view's change).
     this.inventory.released(job.id);
     this.requeued?.(job.hostName!);
     this.maybeQueued = true;
     this.spread();
     void this.poke();
-  }
-
-  /** Whether a --preemptible job runs (and is not being stopped) anywhere: only then can a pass with nothing free start anything. */
-  private async preemptibleRunning(): Promise<boolean> {
-    const [row] = await this.sql`select 1 from jobs where state = 'running' and preemptible and kill_requested_by is null limit 1`;
-    return row !== undefined;
   }
 
   /**
@@ -390,8 +361,7 @@ export class Scheduler {
       .filter((j) => !planned.has(j.id) && !rows.get(j.id)!.preemptible && !rows.get(j.id)!.heldDevices)
       .slice(0, PREEMPT_WINDOW);
     if (!waiting.length) return;
-    const victims = await this.sql<{ id: string; priority: number; startedAt: Date; hostName: string; devices: string[] | null }[]>`
-      select id, priority, started_at, host_name, devices from jobs where state = 'running' and preemptible and kill_requested_by is null`;
+    const victims = await this.queue.preemptibleRunning();
     const mine = victims.filter((v) => here(v.hostName));
     if (!mine.length) return;
     const devices = await this.inventory.schedulable(here, true);
@@ -408,10 +378,11 @@ export class Scheduler {
       const p = pickVictims(job, devices, running, unavailable);
       if (!p) continue;
       const held = p.devices.map((d) => d.id);
-      if (!(await this.engine.holdForPreemption(job.id, held, this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S))) continue;
+      if (!(await this.planner.holdForPreemption(job.id, held, this.preemptNoticeS + PREEMPT_HOLD_MARGIN_S))) continue;
       for (const id of held) unavailable.add(id);
       running = running.filter((v) => !p.victims.includes(v.jobId));
-      for (const victim of p.victims) await this.engine.preempt(victim, `preempted for job ${job.id} (${this.preemptNoticeS}s of notice)`, this.preemptNoticeS);
+      for (const victim of p.victims)
+        await this.planner.preempt(victim, `preempted for job ${job.id} (${this.preemptNoticeS}s of notice)`, this.preemptNoticeS);
     }
   }
 

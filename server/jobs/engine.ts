@@ -5,11 +5,11 @@
 // around it (the routes, the worker and terminal hubs, the scheduler, the
 // watchdogs, the reaper, rc cp) only parse, check who asks, and call one of
 // these. docs/architecture.md lists where each transition lives.
-import type { PendingQuery, Row } from 'postgres';
 import { ended, type Ending, outcome, type StopCause, type StopRequest } from '../../core/job-state';
 import type { SubmitJob } from '../../protocol/api';
 import type { KillJobOrder, Quarantine, StdinOp, StdinReply } from '../../protocol/worker';
 import type { Identity } from '../auth';
+import { BUS_CHANNEL } from '../bus';
 import type { Db, Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import { type BatchClaimed, claimBatch, type PlannedClaim } from './claim';
@@ -97,9 +97,10 @@ export class JobEngine {
     return claimBatch(this.deps.sql, plan);
   }
 
-  /** Another controller's claim for a worker connected here, marked sent (null: put back meanwhile). */
-  dispatched(jobId: string, fence: number, notify: PendingQuery<Row[]>): Promise<JobRow | null> {
-    return markDispatched(this.deps.sql, jobId, fence, notify);
+  /** Another controller's claim for a worker connected here, marked sent (null: put back meanwhile); `told` (a bus payload) goes out at its commit. */
+  dispatched(jobId: string, fence: number, told: string | null): Promise<JobRow | null> {
+    const sql = this.deps.sql;
+    return markDispatched(sql, jobId, fence, told === null ? sql`null` : sql`pg_notify(${BUS_CHANNEL}, ${told})`);
   }
 
   /** A claim nobody sent goes back in the queue, its leases let go. */

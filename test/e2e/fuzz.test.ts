@@ -184,6 +184,19 @@ function routes(): { method: string; path: string }[] {
   return router.list();
 }
 
+/** Requests in flight at once: the controller is hit by several clients, as it is in use. */
+const IN_FLIGHT = 8;
+
+/** Runs `each` over `items`, at most `n` at a time. */
+async function inPool<T>(items: readonly T[], n: number, each: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (next < items.length) await each(items[next++]!);
+    }),
+  );
+}
+
 function rssKiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
@@ -197,6 +210,7 @@ test(`every route, header, cookie and body of random bytes: 0 × 5xx, the contro
   const rssBefore = rssKiB(pid);
   const failures: string[] = [];
   const statuses = new Map<number, number>();
+  const requests: { head: Buffer; body: Buffer; shown: string }[] = [];
   for (let i = 0; i < REQUESTS; i++) {
     const route = g.pick(table);
     const method = g.chance(0.85) ? route.method : g.pick(['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'BREW']);
@@ -235,17 +249,22 @@ test(`every route, header, cookie and body of random bytes: 0 × 5xx, the contro
     if (g.chance(0.1)) headers.push(`${g.pick(['Sec-Fetch-Site', 'X-Forwarded-Proto', 'Origin', 'Content-Length'])}: ${g.text(20).replace(/[\r\n]/g, '')}`);
     const body = g.chance(0.3) ? g.bytes(300) : Buffer.from(g.chance(0.8) ? (JSON.stringify(g.json()) ?? '') : g.text(200));
     const head = Buffer.from(`${method} ${path} HTTP/1.1\r\n${headers.join('\r\n')}\r\nContent-Length: ${body.length}\r\n\r\n`, 'latin1');
-    const answer = await send(head, body);
+    requests.push({ head, body, shown: `#${i} ${method} ${path.slice(0, 200)} [${headers.slice(2).join(' | ').slice(0, 200)}]` });
+  }
+  // Made first (the seed alone decides them), then sent a few at a time: the order they arrive in is not what is tested.
+  await inPool(requests, IN_FLIGHT, async (r) => {
+    const answer = await send(r.head, r.body);
     statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-    if (answer.status >= 500 || answer.status === 0)
-      failures.push(`#${i} ${method} ${path.slice(0, 200)} [${headers.slice(2).join(' | ').slice(0, 200)}] → ${answer.head.split('\r\n')[0] || 'no answer'}`);
-  }
+    if (answer.status >= 500 || answer.status === 0) failures.push(`${r.shown} → ${answer.head.split('\r\n')[0] || 'no answer'}`);
+  });
   // Not HTTP at all: random bytes, and request lines cut short.
-  for (let i = 0; i < 200; i++) {
-    const junk = g.chance(0.5) ? g.bytes(400) : Buffer.from(`${g.pick(['GET', 'POST'])} /api/${g.segment()} HTTP/1.1\r\n${g.text(100)}`, 'latin1');
-    const answer = await send(junk, Buffer.alloc(0));
-    if (answer.status >= 500) failures.push(`junk #${i} → ${answer.head.split('\r\n')[0]}`);
-  }
+  const junk = Array.from({ length: 200 }, () =>
+    g.chance(0.5) ? g.bytes(400) : Buffer.from(`${g.pick(['GET', 'POST'])} /api/${g.segment()} HTTP/1.1\r\n${g.text(100)}`, 'latin1'),
+  );
+  await inPool(junk, IN_FLIGHT, async (bytes) => {
+    const answer = await send(bytes, Buffer.alloc(0));
+    if (answer.status >= 500) failures.push(`junk ${JSON.stringify(bytes.toString('latin1').slice(0, 60))} → ${answer.head.split('\r\n')[0]}`);
+  });
   // socket.io: random credentials, cookies and origins on every namespace, and engine.io's own query string.
   for (let i = 0; i < 150; i++) {
     const ns = g.pick(['/', '/tty', '/worker', `/${g.text(6).replace(/[^a-z]/g, '')}`]);
@@ -275,14 +294,18 @@ test(`every route, header, cookie and body of random bytes: 0 × 5xx, the contro
     });
     if (outcome === 'no answer') failures.push(`socket ${ns} #${i}: no answer to the handshake`);
   }
-  for (let i = 0; i < 100; i++) {
+  const polls = Array.from({ length: 100 }, () => {
     const q = `EIO=${g.pick(['4', '3', '', g.segment()])}&transport=${g.pick(['polling', 'websocket', g.segment()])}${g.chance(0.5) ? `&sid=${g.segment()}` : ''}&t=${g.segment()}`;
-    const answer = await send(
-      Buffer.from(`${g.pick(['GET', 'POST'])} /socket.io/?${q} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\nContent-Length: 20\r\n\r\n`, 'latin1'),
-      Buffer.from(Array.from({ length: 20 }, () => g.int(256))),
+    const head = Buffer.from(
+      `${g.pick(['GET', 'POST'])} /socket.io/?${q} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\nContent-Length: 20\r\n\r\n`,
+      'latin1',
     );
+    return { q, head, body: Buffer.from(Array.from({ length: 20 }, () => g.int(256))) };
+  });
+  await inPool(polls, IN_FLIGHT, async ({ q, head, body }) => {
+    const answer = await send(head, body);
     if (answer.status >= 500) failures.push(`engine.io ${q} → ${answer.head.split('\r\n')[0]}`);
-  }
+  });
   const whoami = await stack.api('GET', '/api/whoami', undefined, stack.adminToken);
   assert.equal(whoami.status, 200, 'the controller still answers');
   const rssAfter = rssKiB(pid);

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { processesMatching } from '../helpers/stack';
+import { alive, descendantsOf, processesMatching } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'rc-start-'));
@@ -138,8 +138,11 @@ test('npm start: usable at once, a dashboard at /, Ctrl-C stops everything, data
     ],
   );
 
+  // This npm start's own worker: other test files may run workers from the same dist/worker.js meanwhile.
+  const workers = descendantsOf(first.child.pid!).filter((pid) => processesMatching(join(ROOT, 'dist', 'worker.js'), true).includes(pid));
+  assert.equal(workers.length, 1, 'npm start runs one worker');
   assert.equal(await stop(first.child), 0);
-  await until(async () => processesMatching(join(ROOT, 'dist', 'worker.js'), true).length === 0 && !readPgRunning(), 'the worker and Postgres to stop', 15_000);
+  await until(async () => !workers.some(alive) && !readPgRunning(), 'the worker and Postgres to stop', 15_000);
 
   const second = await start(pgPort);
   await until(async () => (await rc(['devices'])).code === 0, 'the second start to answer');

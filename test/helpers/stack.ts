@@ -317,6 +317,40 @@ export function processesMatching(marker: string, anywhere = false): number[] {
   return out;
 }
 
+/** The processes below `root` (children, their children …), by their parent ids in /proc. */
+export function descendantsOf(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const pid of readdirSafe('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      // The parent id is the 4th field, after the command's name in parentheses (which may hold spaces).
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(pid)]);
+    } catch {
+      /* gone */
+    }
+  }
+  const out: number[] = [];
+  const walk = (pid: number) => {
+    for (const c of children.get(pid) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+/** Whether a process is still there (a zombie counts as gone). */
+export function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 function readdirSafe(dir: string): string[] {
   try {
     return readdirSync(dir);

@@ -57,6 +57,8 @@ const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   claim: ['targetsOf'],
   stdin: ['readStdinPiece'],
   'sql/queue-order': ['queueOrder', 'QUEUE_ORDER_COLUMNS'],
+  // What a scheduling pass reads (the scheduler's QueueState on Postgres).
+  'sql/queue-head': ['queueHead', 'anyPreemptibleRunning', 'preemptibleRunning'],
   // The heartbeat's one statement keeps the leases' idle streaks: the fragment is the engine's, the statement the heartbeat's.
   'sql/lease-idle-streaks': ['leaseIdleStreaks'],
 };
