@@ -113,7 +113,17 @@ test('the filter takes the CLI selector syntax, with its errors as you type', { 
 test("a job's output arrives live with its colours; Kill stops it (the client may stop its own jobs only)", { skip, timeout: 90_000 }, async () => {
   const page = await fleetPage();
   const mine = stack.cli(
-    ['run', '-d', 'gpubox:gpu1', '--', 'sh', '-c', `printf '\\033[31mred-line\\033[0m\\n'; i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 0.3; done`],
+    [
+      'run',
+      '-d',
+      'gpubox:gpu1',
+      '--comment',
+      'sweep 3 of 8 (ticket RC-42)',
+      '--',
+      'sh',
+      '-c',
+      `printf '\\033[31mred-line\\033[0m\\n'; i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 0.3; done`,
+    ],
     {
       env: { RC_SUBMITTER: webName },
     },
@@ -122,6 +132,8 @@ test("a job's output arrives live with its colours; Kill stops it (the client ma
   const jobId = (await page.locator('[data-device="gpubox:gpu1"] a[href^="/jobs/"]').getAttribute('href'))!.split('/').pop()!;
   await page.locator('[data-device="gpubox:gpu1"] a[href^="/jobs/"]').click();
   await page.getByRole('heading', { name: new RegExp(`Job ${jobId}`) }).waitFor();
+  // rc run --comment shows on the job's page.
+  await page.getByText('sweep 3 of 8 (ticket RC-42)').waitFor();
   // Replayed from the start, then followed: the red line, then ticks that keep coming.
   await page.waitForFunction(() => /red-line/.test(document.querySelector('.xterm-rows')?.textContent ?? ''), null, { timeout: 10_000 });
   const red = await page.evaluate(() => [...document.querySelectorAll('.xterm-rows span')].find((s) => s.textContent?.includes('red-line'))?.className ?? '');

@@ -192,7 +192,7 @@ test('a worker that stops answering cannot leave a runaway job counted as runnin
   const worker = stack.workers.get('alpha')!;
   worker.kill('SIGSTOP');
   try {
-    await stack.waitFor(async () => (await stack.job(id)).state !== 'running', 'the controller to end the job', 8000);
+    await stack.waitFor(async () => (await stack.job(id)).state !== 'running', 'the controller to end the job');
     assert.equal((await stack.job(id)).state, 'killed', JSON.stringify(await stack.job(id)) + stack.controllerLog.slice(-1500));
     const j = await stack.job(id);
     assert.match(j.reason ?? '', /^max_runtime exceeded \(ended by the controller/);

@@ -123,7 +123,7 @@ test('Ctrl-C kills the whole process group, grandchildren included, and frees th
   cli!.kill('SIGINT');
   const r = await result;
   assert.equal(r.code, 130, r.stderr);
-  await stack.waitFor(() => processesMatching('sleep 313').length === 0 && processesMatching('sleep 314').length === 0, 'no process left behind', 5000);
+  await stack.waitFor(() => processesMatching('sleep 313').length === 0 && processesMatching('sleep 314').length === 0, 'no process left behind');
   await allFree();
   const jobs = await stack.api('GET', '/api/devices');
   assert.equal(jobs.status, 200);
@@ -272,7 +272,7 @@ test('a job that forks a grandchild and exits: the grandchild dies with it and t
   const r = await stack.cli(['run', '--', 'sh', '-c', 'sleep 331 & echo forked']);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(r.stdout, 'forked\n');
-  await stack.waitFor(() => processesMatching('sleep 331').length === 0, 'the grandchild to be gone', 5000);
+  await stack.waitFor(() => processesMatching('sleep 331').length === 0, 'the grandchild to be gone');
   await allFree();
 });
 

@@ -368,7 +368,8 @@ test('a terminal client that acknowledges without reading is cut; the controller
     const logFrom = stack.controllerLog.length;
     const cut = () => stack.controllerLog.slice(logFrom).includes('cut a client of /tty');
     t.emit('input', 'go\r');
-    await stack.waitFor(cut, 'the controller to cut the client', 8000).catch(() => {});
+    // As long as the backlog takes to reach the bound: slower on a loaded machine, where the program prints slower too.
+    await stack.waitFor(cut, 'the controller to cut the client', 40_000).catch(() => {});
     const peak = rss.peak();
     rss.stop();
     console.log(

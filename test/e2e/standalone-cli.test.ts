@@ -141,7 +141,7 @@ test('standalone rc run: Ctrl-C kills the job and its children, frees the device
   child!.kill('SIGINT');
   const r = await result;
   assert.equal(r.code, 130, r.stderr);
-  await stack.waitFor(() => processesMatching('sleep 517').length + processesMatching('sleep 518').length === 0, 'no process left', 5000);
+  await stack.waitFor(() => processesMatching('sleep 517').length + processesMatching('sleep 518').length === 0, 'no process left');
   await allFree();
 });
 
@@ -182,7 +182,7 @@ test('standalone rc run --tty: the terminal client is built in; size, resize, Ct
   t.p.write('sleep 519\r');
   await stack.waitFor(() => processesMatching('sleep 519').length === 1, 'the sleep to run');
   t.p.write('\x03');
-  await stack.waitFor(() => processesMatching('sleep 519').length === 0, 'Ctrl-C to reach the program', 5000);
+  await stack.waitFor(() => processesMatching('sleep 519').length === 0, 'Ctrl-C to reach the program');
   t.p.write('echo alive-$((2+3))\r');
   await t.until(/[\r\n]alive-5\r\n/);
   t.p.write('exit 6\r');

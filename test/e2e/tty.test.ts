@@ -134,7 +134,7 @@ test('Ctrl-C reaches the program, not rc: the shell survives it; Ctrl-D ends the
   t.write('sleep 421\r');
   await stack.waitFor(() => processesMatching('sleep 421').length === 1, 'the sleep to run');
   t.write('\x03');
-  await stack.waitFor(() => processesMatching('sleep 421').length === 0, 'Ctrl-C to end the sleep', 5000);
+  await stack.waitFor(() => processesMatching('sleep 421').length === 0, 'Ctrl-C to end the sleep');
   t.write('echo alive-$((2+3))\r');
   await t.until(/[\r\n]alive-5\r\n/);
   t.write('\x04');
@@ -155,7 +155,7 @@ test('rc kill ends a tty job; its children die with it; rc logs says the output 
   // An interactive shell ignores SIGTERM: the SIGKILL after RC_KILL_GRACE_S ends it.
   assert.ok(code === 143 || code === 137, `exit ${code}: ${t.text().slice(-500)}`);
   assert.match(t.text(), new RegExp(`job ${id} was killed: killed by tester \\(token \\d+ local client \\(npm start\\)\\)`));
-  await stack.waitFor(() => ['sleep 431', 'sleep 432', 'sleep 433'].every((m) => processesMatching(m).length === 0), 'no process left behind', 8000);
+  await stack.waitFor(() => ['sleep 431', 'sleep 432', 'sleep 433'].every((m) => processesMatching(m).length === 0), 'no process left behind');
   const job = await stack.job(id);
   assert.equal(job.state, 'killed');
   const logs = await stack.cli(['logs', id]);
@@ -170,7 +170,7 @@ test('what a shell leaves running when it exits is killed too', async () => {
   await t.until(/\$ $|# $/m);
   t.write('sleep 441 & setsid sleep 442 & sleep 0.3; exit 5\r');
   assert.equal(await t.exit, 5);
-  await stack.waitFor(() => processesMatching('sleep 441').length === 0 && processesMatching('sleep 442').length === 0, 'no process left behind', 5000);
+  await stack.waitFor(() => processesMatching('sleep 441').length === 0 && processesMatching('sleep 442').length === 0, 'no process left behind');
 });
 
 test('without a terminal on stdin it still works: stdin is sent as typed, its end is Ctrl-D', async () => {
