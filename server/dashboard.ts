@@ -1,7 +1,7 @@
 // The Next.js side of the custom server: pages are served by Next, built on
 // first start when no build exists (the API answers meanwhile).
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { ROOT } from './paths';
@@ -56,11 +56,64 @@ export class Dashboard {
  */
 export async function buildIfChanged(root: string, build: () => Promise<void>, building: () => void = () => {}): Promise<boolean> {
   if (!needsBuild(root)) return false;
-  building();
-  const started = new Date();
-  await build();
-  utimesSync(join(root, '.next', 'BUILD_ID'), started, started);
-  return true;
+  const release = await buildLock(root);
+  try {
+    // Another controller on this checkout (two test files, or two replicas started together) may have built it meanwhile.
+    if (!needsBuild(root)) return false;
+    building();
+    const started = new Date();
+    await build();
+    utimesSync(join(root, '.next', 'BUILD_ID'), started, started);
+    return true;
+  } finally {
+    release();
+  }
+}
+
+/** How often a controller waiting for another's build looks again. */
+const BUILD_LOCK_POLL_MS = 250;
+
+/**
+ * One `next build` at a time per checkout: two at once write the same .next
+ * and break each other (seen: two test files starting dashboards together
+ * hung the suite). The lock is a file created exclusively, naming its
+ * holder's pid; one whose holder is gone (a controller killed mid-build) is
+ * taken over.
+ */
+async function buildLock(root: string): Promise<() => void> {
+  const path = join(root, '.next-build.lock');
+  for (;;) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = Number(readText(path));
+    if (!Number.isInteger(holder) || holder <= 0 || !running(holder)) {
+      rmSync(path, { force: true });
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, BUILD_LOCK_POLL_MS));
+  }
+}
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Whether a process of this pid runs (signal 0 checks without sending; EPERM: it runs, as another user). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export function needsBuild(root: string): boolean {
