@@ -5,7 +5,7 @@
 // around it (the routes, the worker and terminal hubs, the scheduler, the
 // watchdogs, the reaper, rc cp) only parse, check who asks, and call one of
 // these. docs/architecture.md lists where each transition lives.
-import { ended, type Ending, outcome, type StopCause, type StopRequest } from '../../core/job-state';
+import { ended, type Ending, outcome, type StopCause, type StopRequest, step } from '../../core/job-state';
 import type { SubmitJob } from '../../protocol/api';
 import type { KillJobOrder, Quarantine, StdinOp, StdinReply } from '../../protocol/worker';
 import type { Identity } from '../auth';
@@ -135,7 +135,9 @@ export class JobEngine {
     if (over < Math.max(graceS, 1)) return false;
     const final = `${limit.reason} (ended by the controller: the worker did not report the kill)`;
     await forceStopReason(this.deps.sql, j.id, final, limit.cause);
-    const done = await endJob(this.deps, j.id, ended('killed', limit.cause, final), { from: ['running'], fence: j.fence, keepLeases: true });
+    // core's rule for a stop the controller carries out itself (step's backstop).
+    const end = step({ state: 'running', stop: limit, ending: null }, { type: 'backstop', stop: { cause: limit.cause, reason: final } }).ending!;
+    const done = await endJob(this.deps, j.id, end, { from: ['running'], fence: j.fence, keepLeases: true });
     return done !== null;
   }
 

@@ -7,7 +7,7 @@ import { actorDetail, actorText, actsAs, type Identity } from '../auth';
 import type { Db, Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { KillJobOrder } from '../../protocol/worker';
-import { CAUSES_OF, ended as endingOf, type StopCause } from '../../core/job-state';
+import { type StopCause, step } from '../../core/job-state';
 import { endJob } from './finish';
 import { requestStop } from './sql/request-stop';
 import { FINAL_STATES } from '../../core/job-state';
@@ -51,7 +51,8 @@ export async function killJob(deps: KillDeps, identity: Identity, jobId: string,
 export async function stopJob(deps: KillDeps, job: JobRow, reason: string, cause: StopCause): Promise<JobRow> {
   if (job.state === 'queued') {
     // Still queued: it never ran, so it is cancelled (a watchdog's cause cannot apply yet).
-    const ended = await endJob(deps, job.id, endingOf('cancelled', CAUSES_OF.cancelled.includes(cause) ? cause : 'killed', reason), { from: ['queued'] });
+    const end = step({ state: 'queued', stop: null, ending: null }, { type: 'stop', stop: { cause, reason } }).ending!;
+    const ended = await endJob(deps, job.id, end, { from: ['queued'] });
     if (ended) return ended;
   }
   const running = await requestStop(deps.sql, job.id, reason, cause);
