@@ -31,7 +31,7 @@ export function victimOrder(a: Preemptible, b: Preemptible): number {
 /**
  * The victims for `job`, or null when preemption cannot start it (it is
  * preemptible itself, or no host has enough matching devices that are free or
- * held by preemptible jobs). `devices`: the schedulable devices, free or busy;
+ * held by preemptible jobs of its priority or lower). `devices`: the schedulable devices, free or busy;
  * `unavailable`: devices no longer to be counted (taken by this pass, held
  * back for another job). Per host, the fewest victims in the rule's order that
  * make room; among hosts, the one whose victims come first in that order
@@ -45,7 +45,9 @@ export function pickVictims(
   unavailable: ReadonlySet<number> = new Set(),
 ): Preemption | null {
   if (job.preemptible) return null;
-  const ordered = [...running].sort(victimOrder);
+  // Never a job that matters more than the one waiting: a priority -10 job does not stop a priority 10 one. The same
+  // priority may (the point of --preemptible: a batch job gives way to one that is not, at the default priority too).
+  const ordered = running.filter((v) => v.priority <= job.priority).sort(victimOrder);
   const holderOf = new Map<number, Preemptible>();
   for (const v of ordered) for (const id of v.deviceIds) holderOf.set(id, v);
   const sorted = [...devices].sort(byHostThenIndex);

@@ -66,11 +66,13 @@ test('a one-device job preempts the single best victim among those holding a mat
         assert.equal(got, null, 'a free device: no preemption');
         continue;
       }
-      if (running.length === 0) {
-        assert.equal(got, null, 'nothing preemptible: no preemption');
+      // Only victims of the waiting job's priority (0) or lower.
+      const eligible = running.filter((v) => v.priority <= 0);
+      if (eligible.length === 0) {
+        assert.equal(got, null, 'nothing preemptible of its priority or lower: no preemption');
         continue;
       }
-      const best = [...running].sort(victimOrder)[0]!;
+      const best = [...eligible].sort(victimOrder)[0]!;
       assert.deepEqual(got?.victims, [best.jobId]);
       assert.deepEqual(
         got?.devices.map((d) => d.id),
@@ -80,6 +82,16 @@ test('a one-device job preempts the single best victim among those holding a mat
     }
   }
   assert.ok(checked > 100, `checked ${checked} cases`);
+});
+
+test('never a victim of higher priority than the waiting job; the same priority or lower may be', () => {
+  const devices = [device(1, 'h', 0, false), device(2, 'h', 1, false)];
+  const important = [victim('p10', 10, 10, 'h', [1])];
+  assert.equal(pickVictims(job('w', { priority: -10 }), devices, important), null, 'a priority -10 job does not stop a priority 10 one');
+  assert.deepEqual(pickVictims(job('w', { priority: 10 }), devices, important)?.victims, ['p10']);
+  const mixed = [victim('p5', 5, 10, 'h', [1]), victim('p0', 0, 10, 'h', [2])];
+  assert.deepEqual(pickVictims(job('w', { priority: 0 }), devices, mixed)?.victims, ['p0'], 'the same priority may be');
+  assert.equal(pickVictims(job('w', { priority: 0, gpus: 2 }), devices, mixed), null, 'p5 is not counted for room either');
 });
 
 test('a preemptible job never preempts; a selector or a device name limits the victims to matching devices', () => {
