@@ -100,6 +100,13 @@ export const ROUTES = {
 } as const satisfies { [N in RouteName]: Access };
 
 /**
+ * GET routes that create or change something: rc cp's download takes a short
+ * lease, a job and an audit row. A page's <img> or <link> makes the browser
+ * send the session cookie with a GET, so these take a bearer token only.
+ */
+export const GETS_WITH_EFFECTS: ReadonlySet<RouteName> = new Set<RouteName>(['GET /api/devices/:name/files']);
+
+/**
  * What each route takes and answers: `query` (its parameters), `body` (JSON,
  * checked by protocol/bodies.ts's BODIES), `response` (the JSON answer);
  * `stream`: with `Accept: application/x-rc-stream` it answers with a frame

@@ -8,7 +8,17 @@ import { gzip } from 'node:zlib';
 import type { z } from 'zod';
 import { RcError, type ApiErrorBody } from '../../core/errors';
 import { BODIES } from '../../protocol/bodies';
-import { type Access, type AccessOf, type ParamsOf, type ResponseOf, ROUTES, type RouteName, type RouteTypes, splitRoute } from '../../protocol/routes';
+import {
+  type Access,
+  type AccessOf,
+  GETS_WITH_EFFECTS,
+  type ParamsOf,
+  type ResponseOf,
+  ROUTES,
+  type RouteName,
+  type RouteTypes,
+  splitRoute,
+} from '../../protocol/routes';
 import { bearer, identify, requireKind, type Identity } from '../auth';
 import { databaseDown, errorCode, type Db } from '../db';
 import type { DbHealth } from '../db-health';
@@ -188,7 +198,7 @@ export class Router {
       const body = route.schema ? await readBody(req, route.schema) : undefined;
       return route.handler({ ...base, body } as HandlerContext<RouteName>);
     }
-    const { secret, via } = this.credential(req);
+    const { secret, via } = this.credential(req, route.name);
     const identity = requireKind(await identify(this.db, secret), route.access);
     const body = route.schema ? await readBody(req, route.schema) : undefined;
     // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
@@ -206,11 +216,16 @@ export class Router {
    * origin, as JSON (no page of another origin can send that without a
    * preflight, which rc never grants).
    */
-  private credential(req: IncomingMessage): { secret: string | null; via: 'token' | 'dashboard' } {
+  private credential(req: IncomingMessage, name: RouteName): { secret: string | null; via: 'token' | 'dashboard' } {
     const token = bearer(req.headers.authorization);
     if (token !== null) return { secret: token, via: 'token' };
     const cookie = sessionCookie(req.headers.cookie);
     if (cookie === null) return { secret: null, via: 'token' };
+    if (GETS_WITH_EFFECTS.has(name))
+      throw new RcError(
+        'forbidden',
+        `${name.split(' ')[1]} takes a lease, so it takes a bearer token (rc cp, RC_TOKEN), not the dashboard's session cookie: any page can make a browser send that with a GET`,
+      );
     if (SAFE_METHODS.has(req.method ?? 'GET')) return { secret: cookie, via: 'dashboard' };
     const refusal = crossSiteRefusal(req.headers, ownOrigins(req.headers, this.opts.publicUrl));
     if (refusal)

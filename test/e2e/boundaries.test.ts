@@ -178,6 +178,40 @@ test("raw-byte writes (a job's stdin, rc cp's upload) are refused with the cooki
   assert.equal(read.status, 404, JSON.stringify(read.body));
 });
 
+test("no GET changes anything with the session cookie: rc cp's download (a lease, a job, an audit row) takes a bearer token only", {
+  timeout: 30_000,
+}, async () => {
+  await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be free');
+  const put = await raw(
+    'PUT',
+    '/api/devices/alpha:gpu0/files?path=/workspace/img.txt&submitter=tester',
+    { authorization: `Bearer ${stack.clientToken}`, 'content-type': 'application/octet-stream' },
+    'secret-ish',
+  );
+  assert.equal(put.status, 200, put.body);
+  const copies = async () => ((await stack.api('GET', '/api/jobs?limit=1000')).body as { jobs: { kind: string }[] }).jobs.filter((j) => j.kind === 'cp').length;
+  const downloads = async () =>
+    ((await stack.api('GET', '/api/audit?limit=500', undefined, stack.adminToken)).body as { entries: { action: string }[] }).entries.filter(
+      (e) => e.action === 'cp.down',
+    ).length;
+  const [jobsBefore, auditBefore] = [await copies(), await downloads()];
+  const path = '/api/devices/alpha:gpu0/files?path=/workspace/img.txt&submitter=tester';
+  // An <img> on a same-site page, on the dashboard's own origin, and a bare request: each with an operator's cookie.
+  const tries: Record<string, string>[] = [{ 'sec-fetch-site': 'same-site' }, { 'sec-fetch-site': 'same-origin', origin: own() }, {}];
+  for (const headers of tries) {
+    const r = await raw('GET', path, { ...cookie(), ...headers });
+    assert.equal(r.status, 403, `${JSON.stringify(headers)}: ${r.body}`);
+    assert.equal(errorCode(r.body), 'forbidden');
+    assert.match(r.body, /takes a bearer token/);
+  }
+  assert.equal(await copies(), jobsBefore, 'no cp job was made');
+  assert.equal(await downloads(), auditBefore, 'no download was audited');
+  // With a bearer token (rc cp), the same download works.
+  const ok = await raw('GET', path, { authorization: `Bearer ${stack.clientToken}` });
+  assert.equal(ok.status, 200, ok.body);
+  assert.equal(ok.body, 'secret-ish');
+});
+
 test('bearer-token clients are unaffected by the origin and content-type rules', { timeout: 30_000 }, async () => {
   const r = await raw(
     'PUT',
