@@ -10,11 +10,14 @@ import { parseGpuChoices } from '../core/gpu-choices';
  * Names shown on other people's terminals (submitters, and token names, which
  * the dashboard's terminals take as their submitter) hold nothing a terminal
  * would obey: no C0 controls, DEL, C1 controls, or bidi controls (which
- * reorder a line: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069).
+ * reorder a line: U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069);
+ * and nothing that hides in a name or breaks its line: zero-width characters
+ * (U+200B–U+200D, U+2060, U+FEFF: `alice` and `ali\u200bce` look alike) and
+ * the line and paragraph separators (U+2028, U+2029).
  */
-const shownName = /^[^\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]*$/;
+const shownName = /^[^\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]*$/;
 const SHOWN_NAME_RULE =
-  'must be printable text, without control characters (C0, DEL, C1) or bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)';
+  'must be printable text, without control characters (C0, DEL, C1), bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), invisible characters (U+200B-U+200D, U+2060, U+FEFF) or line separators (U+2028, U+2029)';
 
 /** Who a job is for: every request that takes a submitter (jobs, kills, holds, rc cp, the terminal socket) checks it with this. */
 export const Submitter = z
@@ -73,11 +76,7 @@ export const JOB_PLACEMENT = {
 export const JOB_OPTIONS = {
   name: z.string().max(200).nullish(),
   /** rc run --comment: a note for people (why it runs, a ticket), shown by rc describe and the job's page; one line of at most 500 characters. */
-  comment: z
-    .string()
-    .max(500, 'a comment is at most 500 characters')
-    .regex(/^[^\u0000-\u001f\u007f]*$/, 'a comment is one line of text, without control characters')
-    .nullish(),
+  comment: z.string().max(500, 'a comment is at most 500 characters').regex(shownName, `a comment is one line of text: it ${SHOWN_NAME_RULE}`).nullish(),
   env: z.record(z.string().max(1000), z.string()).nullish(),
 };
 

@@ -104,6 +104,7 @@ test('the API refuses the same environments and names with their codes, never a 
     [{ name: 7 }, 400, 'bad_request', /name/],
     [{ comment: 'two\nlines' }, 400, 'bad_request', /^comment: a comment is one line of text/],
     [{ comment: 'bell\u0007' }, 400, 'bad_request', /^comment: a comment is one line of text/],
+    [{ comment: 'line\u2028separator' }, 400, 'bad_request', /^comment: a comment is one line of text/],
     [{ comment: 'x'.repeat(501) }, 400, 'bad_request', /^comment: a comment is at most 500 characters/],
     [{ comment: 5 }, 400, 'bad_request', /comment/],
   ];
@@ -142,7 +143,7 @@ test('--comment is stored and shown by rc describe (text and JSON), rc jobs --js
 test('a bad --comment is refused by the controller with its code, and the CLI says so', async () => {
   const r = await stack.cli(['run', '--comment', 'two\nlines', '--', 'true']);
   assert.notEqual(r.code, 0);
-  assert.match(r.stderr, /^rc: bad_request: comment: a comment is one line of text, without control characters/);
+  assert.match(r.stderr, /^rc: bad_request: comment: a comment is one line of text: it must be printable text, without control characters/);
 });
 
 test('bad names are refused by the CLI (exit 2, bad_name)', async () => {

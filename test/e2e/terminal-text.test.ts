@@ -214,9 +214,11 @@ const BAD_NAMES = [
   'a\x1bb',
   'a\x7fb',
   ...['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c'].map((c) => `a${c}b`),
+  // Invisible in a name, or a line break where a terminal does not expect one.
+  ...['\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u2028', '\u2029'].map((c) => `a${c}b`),
 ];
 const WHY =
-  /submitter must be printable text, without control characters \(C0, DEL, C1\) or bidi controls \(U\+061C, U\+200E, U\+200F, U\+202A-U\+202E, U\+2066-U\+2069\)/;
+  /submitter must be printable text, without control characters \(C0, DEL, C1\), bidi controls \(U\+061C, U\+200E, U\+200F, U\+202A-U\+202E, U\+2066-U\+2069\), invisible characters \(U\+200B-U\+200D, U\+2060, U\+FEFF\) or line separators \(U\+2028, U\+2029\)/;
 
 function assertRefused(r: { status: number; body: unknown }, what: string): void {
   assert.equal(r.status, 400, `${what}: ${JSON.stringify(r.body)}`);
@@ -270,7 +272,7 @@ test('a token name, which dashboard terminals take as their submitter (web:<name
     assert.equal(r.status, 400, JSON.stringify(name));
     assert.match(
       (r.body as { error: { message: string } }).error.message,
-      /^name: a token name must be printable text, without control characters \(C0, DEL, C1\) or bidi controls/,
+      /^name: a token name must be printable text, without control characters \(C0, DEL, C1\), bidi controls/,
     );
   }
 });

@@ -63,8 +63,21 @@ test("whatever a valid binding is, the dashboard terminal's submitter is a valid
   );
 });
 
-test('a binding follows the submitter rule: not empty, no control or bidi characters; a prefix leaves room for <prefix>web', () => {
-  for (const bad of ['', '   ', 'a\x1bb', 'ops\u202e', 'x\u009b', 'x'.repeat(201), `${'x'.repeat(197)}/`]) {
+test('a binding follows the submitter rule: not empty, no control, bidi, invisible or line-separator characters; a prefix leaves room for <prefix>web', () => {
+  for (const bad of [
+    '',
+    '   ',
+    'a\x1bb',
+    'ops\u202e',
+    'x\u009b',
+    'x'.repeat(201),
+    `${'x'.repeat(197)}/`,
+    'ali\u200bce',
+    'a\u2028b',
+    'a\u2029b',
+    'a\ufeffb',
+    'a\u2060b',
+  ]) {
     assert.equal(TokenSubmitter.safeParse(bad).success, false, JSON.stringify(bad));
   }
   assert.equal(TokenSubmitter.parse(' claude/ '), 'claude/');
@@ -77,4 +90,13 @@ test('an admin token cannot be bound', () => {
   assert.equal(r.success, false);
   assert.match(r.error!.issues[0]!.message, /^an admin token acts as anyone/);
   assert.equal(CreateToken.parse({ name: 'ops', kind: 'admin' }).submitter, undefined);
+});
+
+test('a submitter is refused with zero-width and line-separator characters, as with the other controls; other text is kept', () => {
+  for (const c of ['\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u2028', '\u2029']) {
+    const r = Submitter.safeParse(`ali${c}ce`);
+    assert.equal(r.success, false, JSON.stringify(c));
+    assert.match(r.error!.issues[0]!.message, /invisible characters \(U\+200B-U\+200D, U\+2060, U\+FEFF\) or line separators \(U\+2028, U\+2029\)/);
+  }
+  for (const ok of ['alice', 'José', '山田', 'claude/agent-7', 'a b']) assert.equal(Submitter.parse(ok), ok);
 });
