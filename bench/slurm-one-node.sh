@@ -10,10 +10,19 @@
 set -eu
 
 state=/var/lib/rc-bench-slurm
+# Each daemon is stopped by the pid it wrote at its start (SlurmdPidFile, SlurmctldPidFile
+# below; munged's own), never by name: only what this script started, and only if that pid
+# still runs that program (a stale file's pid may be someone else's now).
 stop() {
-  pkill -x slurmd 2>/dev/null || true
-  pkill -x slurmctld 2>/dev/null || true
-  pkill -x munged 2>/dev/null || true
+  for d in "slurmd:$state/slurmd.pid" "slurmctld:$state/slurmctld.pid" "munged:/run/munge/munged.pid"; do
+    name=${d%%:*}
+    file=${d#*:}
+    pid=$(cat "$file" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null || true)" = "$name" ]; then
+      kill "$pid" 2>/dev/null || true
+    fi
+    rm -f "$file"
+  done
   sleep 0.5
 }
 if [ "${1:-}" = stop ]; then

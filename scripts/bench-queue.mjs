@@ -11,8 +11,9 @@
 //   through the bus), and instead of the lost-job figure, how long after a
 //   device frees a job queued behind it starts (the database's timestamps).
 // Usage: npm run bench:queue [-- --two]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { request } from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { report, root, startFleet, until } from './bench-fleet.mjs';
 
@@ -93,11 +94,18 @@ try {
         void runJob(['sleep', '613.5'], resolve);
       });
       await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'running', 'the job to run');
+      // Its job's processes, found before the worker dies (they are left behind, orphaned, when it does).
+      const orphans = descendantsOf(worker.pid);
       const t = Date.now();
       worker.kill('SIGKILL');
       await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'lost', 'the job to be lost', 60_000);
       lost.push(Date.now() - t);
-      spawnSync('pkill', ['-f', '^sleep 613.5$']); // the orphan of the killed worker, and nothing else
+      // The orphans of the killed worker, by pid: nothing else.
+      for (const pid of orphans) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
+      }
       worker = startWorker();
       await until(async () => (await api('GET', '/api/devices')).devices.filter((d) => d.state === 'free').length === 2, 'the worker back');
     }
@@ -156,4 +164,26 @@ async function api(method, path, body, token = clientToken) {
     body: body ? JSON.stringify(body) : undefined,
   });
   return r.json();
+}
+
+/** The processes below `root` (children, their children …), by their parent ids in /proc. */
+function descendantsOf(root) {
+  const children = new Map();
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(pid)]);
+    } catch {}
+  }
+  const out = [];
+  const walk = (pid) => {
+    for (const c of children.get(pid) ?? []) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
 }

@@ -198,7 +198,6 @@ export class Controller {
       poke: () => {
         void this.scheduler.poke();
       },
-      freed: () => this.scheduler.pokeIfQueued(),
       heartbeatMs,
       metrics,
       outputLimitBytes: this.outputLimitBytes,
@@ -208,7 +207,6 @@ export class Controller {
         inventory.sampled(host, gpus, new Date());
         live.sampled();
       },
-      audited: () => live.changed({ what: 'audit' }),
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
     });
     const sql = this.sql;

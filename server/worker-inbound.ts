@@ -48,8 +48,6 @@ export interface InboundDeps {
   writer: OutputWriter;
   /** Called when devices may have appeared (a worker said hello or re-probed). */
   poke: () => void;
-  /** Called when a job ended and freed its devices. */
-  freed: () => void;
   log: (msg: string) => void;
   heartbeatMs: number;
   /** Heartbeats' lateness and handling time, output received (server/metrics.ts). */
@@ -60,8 +58,6 @@ export interface InboundDeps {
   changed: (hostName: string) => void;
   /** A heartbeat's GPU samples were stored (the fleet view; the dashboard's charts, told at most every few seconds). */
   sampled?: (hostName: string, gpus: GpuSample[]) => void;
-  /** A quarantine wrote an audit row (the dashboard's audit page). */
-  audited?: () => void;
 }
 
 /** What the controller knows of a worker's socket: who signed in (a host credential: its host), with which token (cut when revoked). */
