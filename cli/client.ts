@@ -84,7 +84,9 @@ export class Client {
       }
     }
     const where = list.length > 1 ? `any of the controllers (${list.join(', ')})` : `the controller at ${list[0]}`;
-    return fail('unreachable', `cannot reach ${where} (${last?.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable);
+    // Reached, then lost (a reset, a hang-up): the request may have been acted on.
+    const reached = last !== null && !NOT_REACHED.has(last.message);
+    return fail('unreachable', `cannot reach ${where} (${last?.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable, reached);
   }
 
   private sendTo(controller: string, name: RouteName, input: { query?: unknown; body?: unknown }, accept: string): Promise<Response> {
@@ -149,7 +151,9 @@ function parseJson(text: string): unknown {
 
 function failFromBody(status: number, body: unknown, config: CliConfig): never {
   const err = (body as ApiErrorBody | null)?.error;
-  if (err && typeof err.code === 'string') fail(err.code, err.message + hintFor(err.code, err.message, config), exitCodeForError(err.code));
+  // database_unavailable: nothing was done, or (the database stopped mid-request) it may have been: either way a request safe to repeat may be sent again.
+  if (err && typeof err.code === 'string')
+    fail(err.code, err.message + hintFor(err.code, err.message, config), exitCodeForError(err.code), err.code === 'database_unavailable');
   fail('error', `the controller answered HTTP ${status}`, EXIT.error);
 }
 

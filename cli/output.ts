@@ -9,14 +9,18 @@ export class CliExit extends Error {
   constructor(
     readonly exitCode: number,
     message: string | null,
+    /** The error code printed (`rc: <code>: ...`); null for a usage error or a plain exit. */
+    readonly code: string | null = null,
+    /** The request may have reached the controller and been lost on the way back: only a request safe to repeat (a submit with its idempotency key) is sent again. */
+    readonly mayResend = false,
   ) {
     super(message ?? '');
   }
 }
 
 /** Stops the command: prints `rc: code: message` and exits with `exitCode`. */
-export function fail(code: string, message: string, exitCode: number = EXIT.error): never {
-  throw new CliExit(exitCode, `rc: ${code}: ${message}`);
+export function fail(code: string, message: string, exitCode: number = EXIT.error, mayResend = false): never {
+  throw new CliExit(exitCode, `rc: ${code}: ${message}`, code, mayResend);
 }
 
 export function usage(message: string): never {

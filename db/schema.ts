@@ -184,6 +184,8 @@ export const jobs = pgTable(
     name: text('name'),
     /** rc run --comment: a note for people, shown by rc describe and the job's page. */
     comment: text('comment'),
+    /** The submit's idempotency key (POST /api/jobs `idempotencyKey`; rc makes one per invocation): a retried submit with the same key and token gets this job back instead of a second one. */
+    idempotencyKey: text('idempotency_key'),
     /** rc run --env: the variables set for its process. The values may be secrets: no view shows them, only the keys; they are wiped when the job ends (server/jobs/finish.ts endJob: the keys stay, with empty values). */
     env: jsonb('env').$type<Record<string, string>>(),
     cwd: text('cwd'),
@@ -256,6 +258,7 @@ export const jobs = pgTable(
     index('jobs_host_seq_idx').on(t.hostName, t.seq).where(sql`host_name is not null`),
     index('jobs_queue_order_idx').on(t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued'`),
     index('jobs_preemptible_running_idx').on(t.hostName).where(sql`state = 'running' and preemptible`),
+    uniqueIndex('jobs_token_idempotency_key').on(t.tokenId, t.idempotencyKey).where(sql`idempotency_key is not null`),
   ],
 );
 

@@ -131,6 +131,16 @@ export const SubmitJob = z
     retryOnPreempt: z.boolean().optional(),
     /** rc run with a piped standard input: the command's stdin is a pipe that POST /api/jobs/:id/stdin writes (else /dev/null). */
     stdin: z.boolean().optional(),
+    /**
+     * Makes a retried submit safe: a submit with a key this token already used gets that job back (200, the stream
+     * of that job) instead of a second job. rc makes one per invocation; any client may send one (a UUID, say).
+     */
+    idempotencyKey: z
+      .string()
+      .min(8, 'idempotencyKey must be 8 to 128 characters')
+      .max(128, 'idempotencyKey must be 8 to 128 characters')
+      .regex(/^[A-Za-z0-9._:-]+$/, 'idempotencyKey may hold only letters, digits and . _ : -')
+      .optional(),
     ...JOB_PLACEMENT,
     ...JOB_OPTIONS,
   })

@@ -1,5 +1,6 @@
 // rc hold / rc hold extend / rc release: a lease with a TTL and no command,
 // for when you need the device for several commands (ssh to the host and work).
+import { idempotencyKey, resending } from '../resend';
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
 import { FRAME_EVENT, FrameDecoder } from '../../core/frames';
@@ -52,7 +53,8 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
   if (parsed.rest.length) usage(`rc hold runs no command (got ${parsed.rest[0]}); use rc run for that, or hold and ssh to the host`);
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
-  const res = await client.stream('POST /api/jobs', { body: { kind: 'hold', ttlS, ...placementOf(parsed), submitter: client.submitter } });
+  const body = { kind: 'hold' as const, ttlS, ...placementOf(parsed), submitter: client.submitter, idempotencyKey: idempotencyKey() };
+  const res = await resending(() => client.stream('POST /api/jobs', { body }));
   return new Promise((resolve) => {
     let id: string | null = null;
     let interrupted = false;

@@ -1,5 +1,6 @@
 // rc run: claim a device, run the command on its host, stream the output,
 // exit with the command's exit code.
+import { idempotencyKey, resending } from '../resend';
 import { StdinPump, stdinIsData } from '../stdin-pump';
 import { EXIT } from '../../core/exit-codes';
 import { exitCodeFor } from '../../core/job-state';
@@ -128,6 +129,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
     gpuIdleTimeoutS: durationFlag(parsed, 'gpu-idle-timeout', 1) ?? null,
     submitter: client.submitter,
+    idempotencyKey: idempotencyKey(),
     ...(restarts ? { restarts } : {}),
     ...(preemptible ? { preemptible } : {}),
     ...(retryOnPreempt ? { retryOnPreempt } : {}),
@@ -139,14 +141,16 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (pipeStdin) body.stdin = true;
   if (parsed.flags.has('detach')) {
     // The plain answer: stored (queued, or started at once), nothing followed.
-    const { job, notices } = await client.call('POST /api/jobs', { body });
+    const { job, notices } = await resending(() => client.call('POST /api/jobs', { body }));
     for (const n of notices ?? []) err(`rc: ${n}\n`);
     out(`${job.id}\n`);
     return EXIT.ok;
   }
-  const res = await client.stream('POST /api/jobs', { body });
+  const submit = () => resending(() => client.stream('POST /api/jobs', { body }));
+  const res = await submit();
   let pump: StdinPump | null = null;
   const code = await follow(client, res, {
+    resubmit: submit,
     onStarted: pipeStdin
       ? (jobId) => {
           pump ??= new StdinPump(client, jobId);
@@ -195,7 +199,15 @@ const RECONNECT_MS = 120_000;
 export async function follow(
   client: Client,
   first: Body,
-  opts: { detachOnInterrupt?: boolean; knownJobId?: string; reconnect?: boolean; quiet?: boolean; onStarted?: (jobId: string) => void } = {},
+  opts: {
+    detachOnInterrupt?: boolean;
+    knownJobId?: string;
+    reconnect?: boolean;
+    quiet?: boolean;
+    onStarted?: (jobId: string) => void;
+    /** The submit again (with its idempotency key), for a stream lost before it named the job. */
+    resubmit?: () => Promise<Body>;
+  } = {},
 ): Promise<number> {
   const state: FollowState = {
     jobId: opts.knownJobId ?? null,
@@ -203,6 +215,7 @@ export async function follow(
     lastSeq: opts.quiet ? NO_OUTPUT : 0,
     result: null,
     quiet: opts.quiet ?? false,
+    mayResubmit: opts.resubmit !== undefined,
   };
   const killed = (): Promise<void> =>
     state.jobId
@@ -228,13 +241,17 @@ export async function follow(
     await readStream(first, state, kill, opts.onStarted);
     let deadline = Date.now() + RECONNECT_MS;
     let told = false;
-    while (state.result === null && state.jobId && opts.reconnect !== false && Date.now() < deadline) {
+    while (state.result === null && (state.jobId || opts.resubmit) && opts.reconnect !== false && Date.now() < deadline) {
       if (!told) {
-        err(`rc: lost the connection to the controller; reconnecting to job ${state.jobId}...\n`);
+        err(`rc: lost the connection to the controller; reconnecting to ${state.jobId ? `job ${state.jobId}` : 'the job it was submitting'}...\n`);
         told = true;
       }
       await new Promise((r) => setTimeout(r, 500));
-      const res = await client.stream('GET /api/jobs/:id/stream', { id: state.jobId, query: { follow: '1', after: state.lastSeq } }).catch(() => null);
+      const jobId = state.jobId;
+      // A resubmit that is refused (not merely unanswered) ends rc with that refusal.
+      const res = jobId
+        ? await client.stream('GET /api/jobs/:id/stream', { id: jobId, query: { follow: '1', after: state.lastSeq } }).catch(() => null)
+        : await opts.resubmit!();
       if (!res) continue;
       // Back on the stream: a later loss (a controller restart, or this client dropped for
       // falling too far behind) is told again and gets its own time to reconnect.
@@ -260,6 +277,8 @@ interface FollowState {
   result: number | null;
   /** rc wait: no output and no word on how it ended, only the exit code. */
   quiet: boolean;
+  /** The submit may be sent again (it has its idempotency key). */
+  mayResubmit: boolean;
 }
 
 /** A stream `after` this asks for no output at all (rc wait): only the events. */
@@ -299,6 +318,13 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
           if (!state.quiet) err(`rc: ${event.message}\n`);
           break;
         case 'error':
+          // The database stopped mid-stream: the job (named, or to be found again by the submit's key) is followed again (follow).
+          if (event.code === 'database_unavailable' && (state.jobId !== null || state.mayResubmit)) {
+            err(
+              `rc: the controller's database stopped answering; ${state.jobId ? `following job ${state.jobId} again` : 'sending the submit again: the same request, so it runs once'}\n`,
+            );
+            break;
+          }
           err(`rc: ${event.code}: ${event.message}\n`);
           state.result = event.code === 'busy' ? EXIT.busy : EXIT.error;
           break;

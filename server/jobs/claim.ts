@@ -80,7 +80,22 @@ function unusable(sql: Sql, ids: PendingQuery<Row[]>) {
 
 /** The one-active-lease index refused a lease: someone else holds the device. */
 function isLeaseConflict(err: unknown): boolean {
-  return (err as { code?: string }).code === '23505' || (err as { cause?: { code?: string } }).cause?.code === '23505';
+  const name = uniqueViolated(err);
+  return name !== null && name !== KEY_INDEX;
+}
+
+/** The submit's idempotency key was used before by the same token (jobs_token_idempotency_key). */
+export function isKeyConflict(err: unknown): boolean {
+  return uniqueViolated(err) === KEY_INDEX;
+}
+
+const KEY_INDEX = 'jobs_token_idempotency_key';
+
+/** The unique index a statement violated ('' when Postgres did not name it), or null for any other outcome. */
+function uniqueViolated(err: unknown): string | null {
+  for (const e of [err, (err as { cause?: unknown }).cause] as ({ code?: string; constraint_name?: string } | undefined)[])
+    if (e?.code === '23505') return e.constraint_name ?? '';
+  return null;
 }
 
 /** One job of a batch claim: the job and the devices the plan gave it, all on one host. */

@@ -38,6 +38,8 @@ export interface Started {
   position: number;
   /** With wait: false and nothing free: why it was cancelled instead of queued. */
   refused: string | null;
+  /** An earlier submit with the same idempotency key stored this job: nothing was started, the caller shows that job. */
+  replayed?: boolean;
 }
 
 /**
@@ -48,10 +50,11 @@ export interface Started {
  * wait: false, a job still queued after that pass is cancelled.
  */
 export async function startJob(deps: StartDeps, identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
-  const { job, position, targets, announced } = await submitJob(deps, identity, body, {
+  const { job, position, targets, announced, replayed } = await submitJob(deps, identity, body, {
     startAtOnce: !deps.scheduler.mayHaveQueued,
     announce: deps.announce,
   });
+  if (replayed) return { job, position, refused: null, replayed };
   if (targets) deps.metrics.granted('submit', job);
   attach(job, position);
   if (targets) await deps.scheduler.dispatch(job, targets, announced);

@@ -48,6 +48,7 @@ const FROM_BODY: { [K in keyof SubmitJob]-?: [Column, Value] | null } = {
   gpuIdleTimeoutS: ['gpuIdleTimeoutS', (sql, b) => sql`${b.gpuIdleTimeoutS ?? null}::int`],
   name: ['name', (sql, b) => sql`${b.name ?? null}`],
   comment: ['comment', (sql, b) => sql`${b.comment ?? null}`],
+  idempotencyKey: ['idempotencyKey', (sql, b) => sql`${b.idempotencyKey ?? null}`],
   // The values are wiped when the job ends (server/jobs/finish.ts); an empty map is none.
   env: ['env', (sql, b) => json(sql, b.env && Object.keys(b.env).length ? b.env : null)],
 };

@@ -12,7 +12,7 @@ import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import type { Inventory, SchedDevice } from '../inventory';
 import type { DeviceRow } from '../../protocol/wire';
-import { targetsOf, withLeases, type Target } from './claim';
+import { isKeyConflict, targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
 import { submitColumns } from './submit-columns';
@@ -27,6 +27,8 @@ export interface Submitted {
   targets: Target[] | null;
   /** The claim itself told the controller holding the worker to send it (opts.announce). */
   announced: boolean;
+  /** Its idempotency key was used before by this token: this is that submit's job, nothing new was stored. */
+  replayed?: boolean;
 }
 
 export function newJobId(): string {
@@ -57,8 +59,40 @@ export interface SubmitDeps {
 }
 
 export async function submitJob(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions = { startAtOnce: true }): Promise<Submitted> {
-  const { sql, inventory } = deps;
   actsAs(identity, body.submitter);
+  if (body.idempotencyKey === undefined) return store(deps, identity, body, opts);
+  try {
+    return await store(deps, identity, body, opts);
+  } catch (err) {
+    // The key's first submit stored its job (a moment ago, on another controller, or before the answer was lost):
+    // that job is the answer, also where a retry would be refused now (the fleet changed since).
+    if (!isKeyConflict(err) && !(err instanceof RcError)) throw err;
+    const prior = await priorSubmit(deps.sql, identity, body);
+    if (prior) return prior;
+    throw err;
+  }
+}
+
+/** The job an earlier submit with this token and idempotency key stored, if any; a key used for another command is refused. */
+async function priorSubmit(sql: Sql, identity: Identity, body: SubmitJob): Promise<Submitted | null> {
+  const [found] = await sql<[(JobRow & { position: number })?]>`
+    select j.*, case when j.state = 'queued' then (
+      select count(*)::int from jobs q where q.state = 'queued' and (q.priority > j.priority or (q.priority = j.priority and q.seq <= j.seq))
+    ) else 0 end as position
+    from jobs j where j.token_id = ${identity.tokenId} and j.idempotency_key = ${body.idempotencyKey!}`;
+  if (!found) return null;
+  const { position, ...job } = found;
+  if (job.kind !== body.kind || JSON.stringify(job.argv) !== JSON.stringify(body.argv))
+    throw new RcError(
+      'conflict',
+      `idempotencyKey ${body.idempotencyKey} was already used for job ${job.id}, which ${job.kind === 'hold' ? 'is a hold' : `runs ${JSON.stringify(job.argv)}`}: make a new key for each submit`,
+    );
+  return { job, position, targets: null, announced: false, replayed: true };
+}
+
+/** Validates the job against the fleet and stores it: started at once where it can, else queued. */
+async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions): Promise<Submitted> {
+  const { sql, inventory } = deps;
   const runtime = boundRuntime(body.kind, body.maxRuntimeS, deps.runtimeLimits ?? NO_LIMITS);
   if (!runtime.ok) throw new RcError('bad_request', runtime.message);
   body = { ...body, maxRuntimeS: runtime.maxRuntimeS };

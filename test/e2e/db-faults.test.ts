@@ -163,3 +163,68 @@ test('an exit report the controller failed to store is sent again, on the same c
     await db.close();
   }
 });
+
+test('a submit the database stalls in the middle of runs once, and rc run follows it to its exit code', { timeout: 120_000 }, async () => {
+  // The submit's INSERT waits on a lock this test holds; Postgres then stops while it waits: the controller answers
+  // "may or may not have taken effect" (503) and, once Postgres is back and the lock gone, the INSERT commits.
+  const marker = `stalled-submit-${process.pid}`;
+  const locker = connect(stack.dbUrl, 1);
+  const watcher = connect(stack.dbUrl, 1);
+  let unlock = () => {};
+  const locked = new Promise<void>((ready) => {
+    void locker.client
+      .begin(async (tx) => {
+        await tx.unsafe('lock table jobs in exclusive mode');
+        ready();
+        await new Promise<void>((r) => {
+          unlock = r;
+        });
+        throw new Error('roll back');
+      })
+      .catch(() => {});
+  });
+  await locked;
+  let stderr = '';
+  const done = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sh', '-c', `echo ${marker}; exit 7`], {
+    timeoutMs: 100_000,
+    onSpawn: (c) => c.stderr!.on('data', (b: Buffer) => (stderr += b.toString())),
+  });
+  let exited = false;
+  void done.then(() => (exited = true));
+  try {
+    await stack.waitFor(
+      async () => {
+        const [{ n }] = await watcher.client<[{ n: number }]>`
+          select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%insert into jobs%'`;
+        return n > 0;
+      },
+      'the submit to wait on the lock',
+      30_000,
+    );
+    signalPostgres('SIGSTOP');
+    await stack.waitFor(
+      () => /sending it again|sending the submit again|following job/.test(stderr) || exited,
+      'rc run to be told the database stopped',
+      30_000,
+    );
+  } finally {
+    signalPostgres('SIGCONT');
+    unlock();
+  }
+  const result = await done;
+  await locker.close();
+  await watcher.close();
+  assert.equal(result.code, 7, `rc run exits with the job's own code:\n${result.stderr}\nstdout: ${result.stdout}\n${stack.controllerLog.slice(-3000)}`);
+  assert.equal(result.stdout.split('\n').filter((l) => l === marker).length, 1, result.stdout);
+  const [row] = await stackRows(`select count(*)::int as n from jobs where argv::text like '%${marker}%'`);
+  assert.equal(row?.n, 1, 'one job, not two');
+});
+
+async function stackRows(query: string): Promise<{ n: number }[]> {
+  const db = connect(stack.dbUrl, 1);
+  try {
+    return (await db.client.unsafe(query)) as unknown as { n: number }[];
+  } finally {
+    await db.close();
+  }
+}

@@ -7,7 +7,7 @@ import { findJob } from '../../jobs/find';
 import { type JobRow, jobView } from '../../jobs/job-view';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
 import { listActive, listJobs, parseJobFilter, withAttempts } from '../../jobs/list';
-import { created, type Router } from '../router';
+import { created, Reply, type Router } from '../router';
 import { STREAM_CONTENT_TYPE } from '../../../core/frames';
 import { zodMessage } from '../../../protocol/zod-message';
 import type { ApiDeps } from '../route-deps';
@@ -27,8 +27,9 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
-    const { job, refused } = await c.engine.submit(identity, body, (job, position) => {
-      if (!streaming) return;
+    const { job, refused, replayed, position } = await c.engine.submit(identity, body, (job, position) => {
+      // The answer already went (a 503 when the database stalled mid-submit): the job still starts; a retry with its key finds it.
+      if (!streaming || res.headersSent) return;
       // The headers and the first event leave in one packet: one wake-up less for the client.
       res.cork();
       openStream(res);
@@ -37,6 +38,14 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
       for (const message of notices(job)) writeEvent(res, { type: 'notice', message });
       res.uncork();
     });
+    // A retry of a submit that was stored (its answer was lost): that job again, followed from its first line.
+    if (replayed) {
+      if (!streaming) return new Reply({ job: jobView(await findJob(sql, job.id)) }, 200, { 'idempotent-replayed': 'true' });
+      openStream(res);
+      writeEvent(res, { type: 'queued', jobId: job.id, position });
+      await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, true, 0);
+      return;
+    }
     // The stream (if any) ends with the cancellation's exit event.
     if (refused) {
       if (!streaming) throw new RcError('busy', refused);

@@ -1,0 +1,2 @@
+ALTER TABLE "jobs" ADD COLUMN "idempotency_key" text;--> statement-breakpoint
+CREATE UNIQUE INDEX "jobs_token_idempotency_key" ON "jobs" USING btree ("token_id","idempotency_key") WHERE idempotency_key is not null;
