@@ -3,7 +3,8 @@
 // a `docker exec` of the signal script (about 1 ms against 80-100 ms).
 // A process belongs to the job when it is in the container's pid namespace
 // and carries RC_JOB_ID=<job> in its environment (jobTag, which the GPU
-// monitor also uses to tell rc's processes from foreign ones).
+// monitor also uses to tell rc's processes from foreign ones). RC_FENCE tells
+// the attempt (attemptTag).
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** The container's pid namespace as /proc names it, or null when this worker cannot see (or read) its processes. */
@@ -26,6 +27,27 @@ export function jobTag(pid: number): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The attempt a process belongs to, `<RC_JOB_ID>:<RC_FENCE>` (`<RC_JOB_ID>:`
+ * for one started by a worker that did not set RC_FENCE), or null without an
+ * RC_JOB_ID. Another worker's attempt of the same job has another fence.
+ */
+export function attemptTag(pid: number): string | null {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    const job = /(?:^|\0)RC_JOB_ID=([^\0]*)/.exec(env);
+    if (!job) return null;
+    return attemptKey(job[1]!, /(?:^|\0)RC_FENCE=([^\0]*)/.exec(env)?.[1] ?? null);
+  } catch {
+    return null;
+  }
+}
+
+/** An attempt's key, as attemptTag reads it from a process. */
+export function attemptKey(jobId: string, fence: number | string | null): string {
+  return `${jobId}:${fence ?? ''}`;
 }
 
 function tagged(ns: string, jobId: string): number[] {
