@@ -34,6 +34,7 @@ export const RESERVED_ENV = [
   'RC_SHARED',
   'RC_SECRETS',
   'RC_PREEMPT_FILE',
+  'RC_FENCE',
 ] as const;
 
 export const ENV_MAX_VARS = 128;

@@ -10,7 +10,9 @@ import { dockerGpusValue, normalizeGpuSpec } from '../core/gpus';
 import { dockerCall } from './docker-cli';
 import { CONTAINER_SCRATCH, CONTAINER_SECRETS, CONTAINER_SHARED, type JobMounts } from './job-mounts';
 import { SIGNAL_SCRIPT } from './docker-signal';
-import { containerNamespace, signalJobOnHost } from './proc-signal';
+import { containerJobPids, containerNamespace, signalContainerJobs } from './proc-signal';
+import { sleep } from './job-cgroup';
+import { REAP_WAIT_MS } from './job-supervisor';
 
 export const CONTAINER_WORKSPACE = '/workspace';
 /** PID 1's child: does nothing, forever, in busybox and Ubuntu alike. */
@@ -210,15 +212,38 @@ export class DeviceContainers {
     return ns ? { pid: initPid, ns, spec } : null;
   }
 
-  /** Signals the processes tagged with the job id (any job when ''); resolves to how many it hit. */
-  async signalTagged(container: string, sig: 'TERM' | 'KILL', jobId: string): Promise<number> {
+  /**
+   * Signals every job process in the container: all of its processes but its
+   * init and keep-alive (docker-signal.ts says why); resolves to how many it hit.
+   */
+  async sweep(container: string, sig: 'TERM' | 'KILL'): Promise<number> {
     // From the host when it can see the container's processes; otherwise inside, through docker exec.
-    const ns = jobId ? this.hostView.get(container)?.ns : null;
+    const view = this.hostView.get(container);
     // A container removed behind our back has no processes left in its namespace: nothing to find, nothing to kill.
-    if (ns) return signalJobOnHost(ns, jobId, sig);
-    const r = await dockerCall(this.docker, ['exec', '-u', '0:0', container, 'sh', '-c', SIGNAL_SCRIPT, 'sh', sig, jobId]);
-    if (!r.ok) this.log(`cannot signal ${jobId ? `job ${jobId}` : 'leftover jobs'} in ${container}: ${r.error}`);
+    if (view) return signalContainerJobs(view.pid, view.ns, sig);
+    const r = await dockerCall(this.docker, ['exec', '-u', '0:0', container, 'sh', '-c', SIGNAL_SCRIPT, 'sh', sig]);
+    if (!r.ok) this.log(`cannot signal the job processes in ${container}: ${r.error}`);
     return Number(r.stdout.trim()) || 0;
+  }
+
+  /**
+   * After a job: kills what it left in the container and waits, at most
+   * REAP_WAIT_MS, until it is gone. Resolves to the host pids still there
+   * then (stuck in the kernel: the device is quarantined); always empty when
+   * this worker cannot see the container's processes.
+   */
+  async reap(container: string): Promise<number[]> {
+    await this.sweep(container, 'KILL');
+    const view = this.hostView.get(container);
+    if (!view) return [];
+    const deadline = Date.now() + REAP_WAIT_MS;
+    let left = containerJobPids(view.pid, view.ns);
+    for (let round = 0; left.length && Date.now() < deadline; round++) {
+      await sleep(Math.min(50, 2 * (round + 1)));
+      if (round % 10 === 9) signalContainerJobs(view.pid, view.ns, 'KILL');
+      left = containerJobPids(view.pid, view.ns);
+    }
+    return left;
   }
 
   /** One-off job containers a previous worker run left behind; resolves to how many. */

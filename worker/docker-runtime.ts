@@ -4,9 +4,10 @@
 // started in it with `docker exec` (docker-exec.ts). What a job installs
 // outside /workspace stays for the next job until the container is
 // recreated. Jobs on several GPUs get a one-off `docker run --rm` container
-// holding all of them. Killing goes through the RC_JOB_ID tag every job
-// process carries (docker-signal.ts). A job's --env values never go on the
-// docker client's command line (docker-env.ts).
+// holding all of them. A device container runs one job at a time, so a kill,
+// and the clean-up after a job's exit, take every process in it but its own
+// init and keep-alive (docker-signal.ts). A job's --env values never go on
+// the docker client's command line (docker-env.ts).
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
@@ -15,7 +16,7 @@ import { dockerCall } from './docker-cli';
 import { CONTAINER_WORKSPACE, containerName, DeviceContainers, EMPTY_SCRATCH, gpusFor, jobContainerName, mountArgs } from './docker-containers';
 import { JobProcess } from './docker-exec';
 import { DOCKER_FAILED, translateExecError, translateRunError } from './docker-exec-errors';
-import { oneOffTree, taggedTree } from './docker-signal';
+import { containerTree, oneOffTree } from './docker-signal';
 import { clientEnv, dockerEnv } from './docker-env';
 import { CONTAINER_SCRATCH, CONTAINER_SECRETS, CONTAINER_SHARED, type JobMounts, type JobPaths } from './job-mounts';
 import type { DeviceProblem, JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, RuntimeDevice, TtyCallbacks } from './runtime';
@@ -70,8 +71,9 @@ export class DockerRuntime implements Runtime {
   /**
    * Before hello: the one-off job containers of a previous worker run are
    * removed, and every job process left in this host's device containers is
-   * killed (any RC_JOB_ID: no job of this run has started yet). The
-   * containers themselves stay, to be adopted by prepare.
+   * killed (no job of this run has started yet). The containers themselves
+   * stay, to be adopted by prepare. Only this host's containers: another
+   * worker on the machine has its own.
    */
   async reclaim(_previous: PreviousJob[]): Promise<Reclaimed> {
     // Before the hello too, so that the first inventory has them: what the image says it is.
@@ -84,7 +86,7 @@ export class DockerRuntime implements Runtime {
     let killed = 0;
     let jobs = removed;
     for (const name of names) {
-      const n = await this.containers.signalTagged(name, 'KILL', '');
+      const n = await this.containers.sweep(name, 'KILL');
       if (n > 0) this.log(`killed ${n} process(es) left over from earlier jobs in ${name}`);
       killed += n;
       if (n > 0) jobs += 1;
@@ -209,7 +211,7 @@ export class DockerRuntime implements Runtime {
 
   /**
    * A terminal job: `docker exec -it` (or, on several GPUs, `docker run --rm -it`)
-   * under node-pty. Killing goes through the RC_JOB_ID tag, as for other jobs.
+   * under node-pty. Killing takes every job process in the container, as for other jobs.
    */
   runTty(order: StartJob, cb: TtyCallbacks, problem: (p: DeviceProblem) => void): RunningTty {
     const job = new PtyJob(cb);
@@ -236,7 +238,7 @@ export class DockerRuntime implements Runtime {
     const name = containerName(this.opts.host, order.devices[0]?.index ?? 0);
     const start = async () => {
       if (!(await this.readyFor(order, problem, (message) => job.failAtOnce(DOCKER_FAILED, message)))) return;
-      job.start({ ...base, args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv], tree: taggedTree(this.containers, name, order.jobId) });
+      job.start({ ...base, args: ['exec', '-it', '-u', '0:0', '-w', cwd, ...envArgs, name, ...argv], tree: containerTree(this.containers, name) });
     };
     void start();
     return job;
@@ -269,7 +271,7 @@ export class DockerRuntime implements Runtime {
         env: clientEnv(env),
         stdin: order.stdin === true,
         translate: (held, code) => translateExecError(held, code, cwd, order.argv[0] ?? '', name),
-        tree: taggedTree(this.containers, name, order.jobId),
+        tree: containerTree(this.containers, name),
       });
     };
     void start();

@@ -70,6 +70,8 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env, p
   env.CUDA_VISIBLE_DEVICES = order.devices.map((d) => d.uuid ?? String(d.index)).join(',');
   env.CUDA_DEVICE_ORDER = 'PCI_BUS_ID';
   env.RC_JOB_ID = order.jobId;
+  // Which attempt: clean-up after a worker's restart kills its own attempt, never another worker's attempt of the same job.
+  env.RC_FENCE = String(order.fence);
   env.RC_DEVICES = order.devices.map((d) => d.name).join(',');
   // --preemptible: where a preemption's notice (its deadline) appears, before the SIGTERM.
   if (order.preemptFile) env.RC_PREEMPT_FILE = order.preemptFile;
@@ -112,7 +114,7 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
     life.failAtOnce(unusable.code, `rc: ${command}: ${unusable.why}\n`);
     return life;
   }
-  const tree = supervisor.open(order.jobId);
+  const tree = supervisor.open(order.jobId, order.fence);
   const spawned = tree.spawnArgs(command, order.argv.slice(1));
   // The pipes get a moment to drain what was written before the exit.
   const cut = () => {
@@ -186,7 +188,7 @@ export function runTtyOnHost(order: StartJob, workspace: string, supervisor: Job
     job.failAtOnce(127, `rc: ${argv[0]}: command not found\n`);
     return job;
   }
-  const tree = supervisor.open(order.jobId);
+  const tree = supervisor.open(order.jobId, order.fence);
   const spawned = tree.spawnArgs(file, argv.slice(1));
   job.start({
     file: spawned.file,

@@ -107,7 +107,7 @@ export class JobRunner {
     this.jobs.set(order.jobId, job);
     // Known to the next run of the worker before it runs anything (a hold runs nothing).
     if (order.kind !== 'hold')
-      this.state.started({ jobId: order.jobId, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
+      this.state.started({ jobId: order.jobId, fence: order.fence, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
     job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason, cause) => {
       this.log(`job ${order.jobId}: ${reason}; killing it`);
       job.killedFor = reason;

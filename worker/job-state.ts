@@ -17,7 +17,12 @@ import { z } from 'zod';
 import { zodMessage } from '../protocol/zod-message';
 import type { PreviousJob, Unkillable } from './runtime';
 
-const Job = z.object({ jobId: z.string().max(64), devices: z.array(z.number().int()).max(64), cgroup: z.string().max(4096).nullable() });
+const Job = z.object({
+  jobId: z.string().max(64),
+  fence: z.number().int().nullish(),
+  devices: z.array(z.number().int()).max(64),
+  cgroup: z.string().max(4096).nullable(),
+});
 const Leftover = Job.extend({ pids: z.array(z.number().int()).max(10_000) });
 const File = z.object({ version: z.literal(1), jobs: z.array(Job), leftover: z.array(Leftover) });
 
@@ -77,7 +82,7 @@ export class JobState {
   reset(unkillable: Unkillable[]): void {
     this.jobs.clear();
     // Their cgroups, if any, are found again in the worker's folder.
-    this.leftover = unkillable.map((u) => ({ jobId: u.jobId, devices: u.devices, cgroup: null, pids: u.pids }));
+    this.leftover = unkillable.map((u) => ({ jobId: u.jobId, fence: u.fence ?? null, devices: u.devices, cgroup: null, pids: u.pids }));
     for (const u of unkillable) this.inherited.add(u.jobId);
     this.write();
   }

@@ -8,14 +8,16 @@
 //   nothing a job starts can leave it;
 // - the fallback (no cgroup v2, or RC_CGROUPS=0): the job's process group and
 //   session (the main process leads both), and every process whose environment
-//   carries RC_JOB_ID=<job>. A process that leaves the session and clears its
-//   environment escapes it.
+//   carries the attempt's RC_JOB_ID and RC_FENCE. A process that leaves the
+//   session and clears its environment escapes it.
 //
 // At start-up the worker hands it the jobs its previous run left (state file)
-// and it kills them (reclaim), with the job cgroups left in its folder.
+// and it kills them (reclaim), with the job cgroups left in its folder. It
+// matches processes by attempt (job id and fence), never by job id alone:
+// another worker on this machine may run a later attempt of the same job.
 import { readdirSync, readFileSync } from 'node:fs';
 import { CgroupFolder, ENTER_CGROUP, isJobId, type JobCgroup, recordedJobCgroup, sendSignal, sleep } from './job-cgroup';
-import { jobTag } from './proc-signal';
+import { attemptKey, attemptTag } from './proc-signal';
 import type { PreviousJob, ProcessTree, Reclaimed, Unkillable } from './runtime';
 
 /** How long a killed process may take to be gone before it counts as unkillable (it is stuck in the kernel). */
@@ -77,7 +79,8 @@ export class JobSupervisor {
     return this.folder && isJobId(jobId) ? this.folder.job(jobId).path : null;
   }
 
-  open(jobId: string): HostJobTree {
+  /** `fence`: the attempt's (its processes carry it in RC_FENCE). */
+  open(jobId: string, fence: number): HostJobTree {
     if (this.folder && isJobId(jobId)) {
       const cg = this.folder.job(jobId);
       try {
@@ -88,7 +91,7 @@ export class JobSupervisor {
         this.opts.log(`job ${jobId}: cannot make its cgroup ${cg.path} (${(err as Error).message}); following it by its RC_JOB_ID tag instead`);
       }
     }
-    return new TaggedTree(jobId, this.signal, this.reapWaitMs);
+    return new TaggedTree(attemptKey(jobId, fence), this.signal, this.reapWaitMs);
   }
 
   /**
@@ -98,11 +101,14 @@ export class JobSupervisor {
    * is reported as unkillable.
    */
   async reclaim(previous: PreviousJob[]): Promise<Reclaimed> {
-    const jobs = new Map<string, { devices: number[]; cgroups: JobCgroup[] }>();
+    // By job id: a job's cgroup, its devices. `attempts`: the tags of its processes
+    // (RC_JOB_ID and RC_FENCE), only as the state file recorded them.
+    const jobs = new Map<string, { devices: number[]; cgroups: JobCgroup[]; fence: number | null }>();
+    const attempts = new Map<string, string>();
     const entry = (jobId: string) => {
       let e = jobs.get(jobId);
       if (!e) {
-        e = { devices: [], cgroups: [] };
+        e = { devices: [], cgroups: [], fence: null };
         jobs.set(jobId, e);
       }
       return e;
@@ -112,6 +118,8 @@ export class JobSupervisor {
       for (const d of p.devices) if (!e.devices.includes(d)) e.devices.push(d);
       const cg = p.cgroup ? recordedJobCgroup(p.cgroup, p.jobId) : null;
       if (cg && !e.cgroups.some((c) => c.path === cg.path)) e.cgroups.push(cg);
+      e.fence ??= p.fence ?? null;
+      attempts.set(attemptKey(p.jobId, p.fence ?? null), p.jobId);
     }
     for (const id of this.folder?.jobIds() ?? []) {
       const cg = this.folder!.job(id);
@@ -121,7 +129,6 @@ export class JobSupervisor {
     if (jobs.size === 0) return { killed: 0, jobs: 0, unkillable: [] };
 
     const signalled = new Map<string, Set<number>>();
-    const ids = new Set(jobs.keys());
     // Tagged processes seen by the last scan of /proc (a scan reads every process's environment: a few ms).
     let tagged = new Map<number, string>();
     const kill = async () => {
@@ -133,7 +140,7 @@ export class JobSupervisor {
           await cg.kill(this.signal);
         }
       }
-      tagged = taggedWith(ids);
+      tagged = taggedWith(attempts);
       for (const [pid, jobId] of tagged) {
         signalled.get(jobId)!.add(pid);
         this.signal(pid, 'SIGKILL');
@@ -146,7 +153,7 @@ export class JobSupervisor {
         const pids = e.cgroups.filter((c) => c.populated()).flatMap((c) => c.pids().filter(isLive));
         if (pids.length) out.set(jobId, pids);
       }
-      if (rescan) tagged = taggedWith(ids);
+      if (rescan) tagged = taggedWith(attempts);
       for (const [pid, jobId] of tagged) {
         if (!rescan && !isLive(pid)) continue;
         const pids = out.get(jobId) ?? [];
@@ -169,7 +176,7 @@ export class JobSupervisor {
       still = left(false);
     }
     for (const [jobId, e] of jobs) if (!still.has(jobId)) for (const cg of e.cgroups) cg.remove();
-    const unkillable: Unkillable[] = [...still].map(([jobId, pids]) => ({ jobId, devices: jobs.get(jobId)!.devices, pids }));
+    const unkillable: Unkillable[] = [...still].map(([jobId, pids]) => ({ jobId, fence: jobs.get(jobId)!.fence, devices: jobs.get(jobId)!.devices, pids }));
     const stuck = new Set(unkillable.flatMap((u) => u.pids));
     const hit = [...signalled.values()].flatMap((s) => [...s]);
     return {
@@ -248,7 +255,8 @@ class TaggedTree implements HostJobTree {
   readonly cgroup = null;
 
   constructor(
-    private readonly jobId: string,
+    /** The attempt's tag (attemptKey). */
+    private readonly attempt: string,
     private readonly send: (pid: number, sig: NodeJS.Signals) => void,
     private readonly waitMs: number,
   ) {}
@@ -262,7 +270,7 @@ class TaggedTree implements HostJobTree {
   }
 
   private pids(): number[] {
-    return jobProcesses(this.jobId, this.pid);
+    return jobProcesses(this.attempt, this.pid);
   }
 
   async signal(sig: 'TERM' | 'KILL'): Promise<void> {
@@ -332,25 +340,27 @@ function procPids(): number[] {
 /**
  * The fallback's view of a job: the main process, its process group and its
  * session (the pid stays reserved as their id while any member lives, so no
- * stranger can have it), and every process tagged RC_JOB_ID=<job>.
+ * stranger can have it), and every process tagged with the attempt (`attempt`:
+ * attemptKey of its RC_JOB_ID and RC_FENCE).
  */
-export function jobProcesses(jobId: string, mainPid: number | null): number[] {
+export function jobProcesses(attempt: string, mainPid: number | null): number[] {
   const out: number[] = [];
   for (const p of procPids()) {
     const info = procInfo(p);
     if (!info || info.state === 'Z' || info.state === 'X') continue;
     if (mainPid !== null && (p === mainPid || info.pgrp === mainPid || info.session === mainPid)) out.push(p);
-    else if (jobTag(p) === jobId) out.push(p);
+    else if (attemptTag(p) === attempt) out.push(p);
   }
   return out;
 }
 
-/** Live processes tagged with one of these job ids, and whose they are. */
-function taggedWith(ids: Set<string>): Map<number, string> {
+/** Live processes tagged with one of these attempts (attemptKey → job id), and whose job they are. */
+function taggedWith(attempts: Map<string, string>): Map<number, string> {
   const out = new Map<number, string>();
   for (const p of procPids()) {
-    const tag = jobTag(p);
-    if (tag !== null && ids.has(tag) && isLive(p)) out.set(p, tag);
+    const tag = attemptTag(p);
+    const jobId = tag === null ? undefined : attempts.get(tag);
+    if (jobId !== undefined && isLive(p)) out.set(p, jobId);
   }
   return out;
 }

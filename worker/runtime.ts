@@ -27,6 +27,8 @@ export interface ProcessTree {
 /** A job of the worker's previous run, from its state file: its processes may still run. */
 export interface PreviousJob {
   jobId: string;
+  /** Its attempt's fence (RC_FENCE in its processes); null in a state file from before the worker recorded it. */
+  fence?: number | null;
   devices: number[];
   /** Its cgroup (host runtime with cgroups). */
   cgroup: string | null;
@@ -35,6 +37,7 @@ export interface PreviousJob {
 /** Processes of a job that were killed and are still there (stuck in the kernel): their devices must not be leased. */
 export interface Unkillable {
   jobId: string;
+  fence?: number | null;
   devices: number[];
   pids: number[];
 }

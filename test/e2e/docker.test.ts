@@ -144,6 +144,36 @@ test('rc kill ends the whole process tree inside the container, grandchildren in
   assert.doesNotMatch(inside(), /sleep 472[12]/, 'no process of the killed job survives in the container');
 });
 
+test("rc kill and a job's own exit leave nothing in its container, a setsid'ed double fork with a cleared environment included: the next job on the device sees none", async () => {
+  // Neither carries RC_JOB_ID, nor stays in the job's session or under its shell.
+  const escaper = 'sh -c "env -i setsid sleep 4741 &"; (env -i setsid sh -c "sleep 4742 & wait" &)';
+  const inside = () => docker('exec', `rc-${host}-gpu0`, 'ps').stdout;
+  const nextJobSees = async () => {
+    const r = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'ps', '-o', 'args']);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout;
+  };
+  let out = '';
+  const job = stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', `${escaper}; echo started; sleep 4743`], {
+    onSpawn: (c) =>
+      c.stdout!.on('data', (b: Buffer) => {
+        out += b.toString();
+      }),
+  });
+  await stack.waitFor(() => out.includes('started') && /sleep 4742/.test(inside()), 'the job and its grandchildren to start', 30_000);
+  const jobId = (await stack.devices()).find((d) => d.name === `${host}:gpu0`)!.holder!.jobId;
+  assert.equal((await stack.cli(['kill', jobId])).code, 0);
+  await job;
+  assert.equal((await stack.job(jobId)).state, 'killed');
+  assert.doesNotMatch(inside(), /sleep 474[123]/, 'no process of the killed job survives in the container');
+  assert.doesNotMatch(await nextJobSees(), /sleep 474/);
+
+  const exits = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', `${escaper}; echo started`]);
+  assert.deepEqual([exits.code, exits.stdout], [0, 'started\n'], exits.stderr);
+  assert.doesNotMatch(inside(), /sleep 474[12]/, 'no process of the finished job survives in the container');
+  assert.doesNotMatch(await nextJobSees(), /sleep 474/);
+});
+
 test('a dead container is recreated before the next job (and what was installed in it is gone)', async () => {
   docker('rm', '-f', `rc-${host}-gpu0`);
   const r = await stack.cli(['run', '-d', `${host}:gpu0`, '--', 'sh', '-c', '[ -x /opt/tools/mytool ] || echo no tool; cat /workspace/dep.txt']);

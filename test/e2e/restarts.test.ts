@@ -5,8 +5,10 @@
 // orphan is gone. And every new flag's bad input.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import postgres from 'postgres';
-import { Stack } from '../helpers/stack';
+import { alive, Stack } from '../helpers/stack';
 
 let stack: Stack;
 before(async () => {
@@ -76,6 +78,43 @@ test('a job whose worker is SIGKILLed runs again on another host with --restarts
   await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'both devices to be free again', 20_000);
   const again = await stack.cli(['run', '-d', `${lostHost}:gpu0`, '--', 'echo', 'ok']);
   assert.equal(again.code, 0, again.stderr);
+});
+
+test('a lost worker that comes back kills its own attempt only, not the new one running beside it on the same machine', { timeout: 180_000 }, async () => {
+  // Both workers run on this machine: the restarted one must not take the new attempt (same RC_JOB_ID) for its leftover.
+  const go = join(stack.dataDir, 'go-restarted-attempt');
+  const run = stack.runJob(
+    ['--restarts', '1'],
+    `echo "pid $$ on $RC_DEVICES"; n=0; while [ ! -e ${go} ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done; echo "done on $RC_DEVICES"; exit 7`,
+    { timeoutMs: 150_000 },
+  );
+  let out = '';
+  run.child().stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const id = await run.id;
+  await stack.waitFor(async () => (await stack.job(id)).devices !== null, 'the first attempt to start');
+  const lostHost = (await full(id)).job.host!;
+  const otherHost = lostHost === 'alpha' ? 'beta' : 'alpha';
+  await stack.waitFor(() => new RegExp(`pid \\d+ on ${lostHost}:gpu0`).test(out), 'the first attempt to print its pid', 30_000);
+  const firstPid = Number(new RegExp(`pid (\\d+) on ${lostHost}:gpu0`).exec(out)![1]);
+  await stack.stopWorker(lostHost, 'SIGKILL');
+  await stack.waitFor(() => new RegExp(`pid \\d+ on ${otherHost}:gpu0`).test(out), 'the second attempt to run on the other host', 60_000);
+  const secondPid = Number(new RegExp(`pid (\\d+) on ${otherHost}:gpu0`).exec(out)![1]);
+  assert.ok(alive(firstPid), 'the lost attempt still runs while its worker is away');
+  // The lost worker comes back: before its hello it kills what its previous run left, and only that.
+  await stack.startWorker(lostHost, 1);
+  await stack.waitFor(async () => !alive(firstPid), "the lost attempt's process to be killed by its own worker", 30_000);
+  assert.ok(alive(secondPid), `the new attempt (pid ${secondPid}) still runs; worker ${lostHost}'s log:\n${stack.workerLogs.get(lostHost)}`);
+  assert.equal(existsSync(go), false);
+  writeFileSync(go, '');
+  const done = await run.done;
+  assert.equal(done.code, 7, `the new attempt ends with its own exit code: ${done.stderr}`);
+  assert.match(done.stdout, new RegExp(`done on ${otherHost}:gpu0`));
+  const view = (await full(id)).job;
+  assert.deepEqual([view.state, view.attempt, view.host], ['failed', 2, otherHost]);
+  assert.equal((await stack.job(id)).exitCode, 7);
+  assert.match(readFileSync(join(stack.dataDir, `state-${lostHost}`, 'jobs.json'), 'utf8'), /"jobs":\[\]/);
 });
 
 test('without restarts left the job ends lost (exit 205), its attempts kept', { timeout: 120_000 }, async () => {

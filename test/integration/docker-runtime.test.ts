@@ -13,6 +13,7 @@ import { containerName } from '../../worker/docker-containers';
 import { DockerRuntime } from '../../worker/docker-runtime';
 import { JobMounts } from '../../worker/job-mounts';
 import { ensureTestImage } from '../helpers/docker';
+import { until } from '../helpers/until';
 
 let image = '';
 let workspace = '';
@@ -222,6 +223,49 @@ for (const fromHost of [true, false])
     assert.deepEqual(tagged(name, o.jobId), []);
     assert.doesNotMatch(ps(name), /sleep 100[12]/);
   });
+
+/**
+ * A job that leaves a process outside its tag, session and process group: a
+ * double-forked, setsid'ed grandchild with an empty environment (no RC_JOB_ID).
+ */
+const ESCAPER = 'sh -c "env -i setsid sleep 1061 &"; (env -i setsid sh -c "sleep 1062 & wait" &); echo started';
+
+/** What the next job on the device sees of other processes in its container: each line `pid args`, its own ps and shell left out. */
+async function seenByNextJob(rt: DockerRuntime): Promise<string> {
+  const r = await runToEnd(rt, order(['sh', '-c', 'ps -o pid,args | grep -v -e "ps -o" -e "grep -v" -e "sh -c ps"']));
+  assert.equal(r.code, 0, r.stderr);
+  return r.stdout;
+}
+
+for (const fromHost of [true, false]) {
+  const how = fromHost ? "from the host's /proc" : 'through docker exec';
+  test(`rc kill leaves nothing of the job in its container, not even a setsid'ed grandchild with a cleared environment (${how})`, async () => {
+    const { rt, name } = await prepared({ signalFromHost: fromHost });
+    const { job, ended } = await startedJob(rt, order(['sh', '-c', `${ESCAPER}; sleep 1063`]));
+    await until(() => {
+      const seen = ps(name);
+      return /sleep 1061/.test(seen) && /sleep 1062/.test(seen) ? true : undefined;
+    }, 'the grandchildren to run');
+    job.kill(5);
+    const r = await ended;
+    assert.equal(r.code, 143);
+    assert.doesNotMatch(ps(name), /sleep 106[123]/);
+    assert.doesNotMatch(await seenByNextJob(rt), /sleep/);
+  });
+
+  test(`a job that exits leaves nothing in its container, not even a setsid'ed grandchild with a cleared environment (${how})`, async () => {
+    const { rt, name } = await prepared({ signalFromHost: fromHost });
+    const r = await runToEnd(rt, order(['sh', '-c', ESCAPER]));
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'started\n');
+    assert.doesNotMatch(ps(name), /sleep 106[12]/);
+    const next = await seenByNextJob(rt);
+    assert.doesNotMatch(next, /sleep/);
+    // The container's own init and keep-alive are all that is left besides the job.
+    assert.match(next, /tail -f \/dev\/null/);
+    assert.equal((await runToEnd(rt, order(['true']))).code, 0, 'the container still runs jobs');
+  });
+}
 
 test('a job that ignores SIGTERM is killed after the grace period', async () => {
   const { rt, name } = await prepared();

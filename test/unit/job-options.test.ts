@@ -31,6 +31,8 @@ test('the rules: names, keys, counts and sizes', () => {
   assert.equal(jobNameProblem('j000000000'), null, 'one digit short of an id is a name');
   assert.equal(envProblem({ _A1: 'v', HF_TOKEN: '' }), null);
   assert.equal(envProblem({ CUDA_DEVICE_ORDER: 'x' })?.code, 'reserved_env');
+  // Which attempt a process belongs to: a worker's clean-up after its restart goes by it.
+  assert.equal(envProblem({ RC_FENCE: '7' })?.code, 'reserved_env');
   assert.equal(envProblem({ __proto__: 'x' } as unknown as Record<string, string>), null, 'an object literal __proto__ is no key');
   assert.equal(envProblem(JSON.parse('{"__proto__": "x"}') as Record<string, string>)?.code, 'bad_env');
   assert.equal(envProblem({ A: 'a\0b' })?.code, 'bad_env');

@@ -61,11 +61,12 @@ const until = async (cond: () => boolean, what: string) => {
   throw new Error(`timed out waiting for ${what}`);
 };
 
-/** A job through the supervisor: `sh -c script`, with RC_JOB_ID set as the runtime sets it. */
-function runJob(sup: JobSupervisor, jobId: string, script: string): { child: ChildProcess; tree: HostJobTree; exited: Promise<void> } {
-  const tree = sup.open(jobId);
+/** A job through the supervisor: `sh -c script`, with RC_JOB_ID and RC_FENCE set as the runtime sets them. */
+function runJob(sup: JobSupervisor, jobId: string, script: string, fence = 1): { child: ChildProcess; tree: HostJobTree; exited: Promise<void> } {
+  const tree = sup.open(jobId, fence);
   const a = tree.spawnArgs('sh', ['-c', script]);
-  const child = spawn(a.file, a.args, { detached: true, stdio: 'ignore', env: { PATH: process.env.PATH, RC_JOB_ID: jobId } as unknown as NodeJS.ProcessEnv });
+  const env = { PATH: process.env.PATH, RC_JOB_ID: jobId, RC_FENCE: String(fence) };
+  const child = spawn(a.file, a.args, { detached: true, stdio: 'ignore', env: env as unknown as NodeJS.ProcessEnv });
   spawned.push(child);
   tree.started(child.pid!);
   return { child, tree, exited: new Promise((r) => child.once('exit', () => r())) };
@@ -131,7 +132,7 @@ for (const { mode, skip } of MODES) {
     // The next run of the first worker: a new supervisor on its state folder. With cgroups it finds
     // the jobs in its folder even when the state file has none of them.
     const next = supervisor(mode);
-    const previous = mode === 'cgroup' ? [] : [a, b].map((jobId) => ({ jobId, devices: [0], cgroup: null }));
+    const previous = mode === 'cgroup' ? [] : [a, b].map((jobId) => ({ jobId, fence: 1, devices: [0], cgroup: null }));
     const r = await next.reclaim(previous);
     assert.deepEqual(r, { killed: 6, jobs: 2, unkillable: [] });
     assert.deepEqual([...sleeps(ma), ...sleeps(mb)], []);
@@ -140,6 +141,34 @@ for (const { mode, skip } of MODES) {
     await kept.exited;
     assert.deepEqual(await kept.tree.reap(), []);
     next.close();
+    other.close();
+  });
+
+  test(`${mode}: reclaim kills the recorded attempt only, never another worker's later attempt of the same job`, { skip }, async () => {
+    const first = supervisor(mode);
+    const other = supervisor(mode, { stateDir: otherStateDir });
+    const jobId = `jr${randomInt(1_000_000)}`;
+    const m = (s: string) => `${7000 + randomInt(1000)}.${s}${randomInt(1_000_000)}`;
+    const [lost, again] = [m('4'), m('5')];
+    // Attempt 1 (fence 11) on this worker, lost; attempt 2 (fence 12) on the other worker of this machine.
+    runJob(first, jobId, `setsid sleep ${lost} & sleep ${lost}`, 11);
+    const second = runJob(other, jobId, `setsid sleep ${again} & sleep ${again}`, 12);
+    await until(() => sleeps(lost).length === 2 && sleeps(again).length === 2, 'the sleeps');
+    const next = supervisor(mode);
+    const cgroup = mode === 'cgroup' ? next.cgroupOf(jobId) : null;
+    const r = await next.reclaim([{ jobId, fence: 11, devices: [0], cgroup }]);
+    assert.deepEqual(r, { killed: 3, jobs: 1, unkillable: [] });
+    assert.deepEqual(sleeps(lost), []);
+    assert.equal(sleeps(again).length, 2, "the other worker's attempt was touched");
+    // A record without a fence (a state file of an older worker) matches no process that has one.
+    const old = supervisor(mode);
+    await old.reclaim([{ jobId, devices: [0], cgroup: null }]);
+    assert.equal(sleeps(again).length, 2, 'a record without a fence killed a fenced attempt');
+    await second.tree.signal('KILL');
+    await second.exited;
+    assert.deepEqual(await second.tree.reap(), []);
+    next.close();
+    old.close();
     other.close();
   });
 }
