@@ -239,7 +239,7 @@ async function jobState(url: string, token: string, id: string): Promise<string>
   return ((await r.json()) as { job: { state: string } }).job.state;
 }
 
-test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach connected; rc run follows its job to the next start', {
+test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach connected, and a local job that ignores SIGTERM; rc run follows its job to the next start', {
   timeout: 300_000,
 }, async () => {
   const dataDir = tempDir('rc-stop-');
@@ -251,6 +251,9 @@ test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach conne
 
   const hold = cli(rc.url, clientToken, ['hold', '--ttl', '10m', '-d', 'far:gpu0']);
   const run = cli(rc.url, clientToken, ['run', '-d', 'far:gpu1', '--', 'sh', '-c', 'echo "$RC_JOB_ID"; while sleep 0.2; do :; done']);
+  // A job on the local worker that ignores SIGTERM: the worker's stop takes its whole grace (2 s) and SIGKILLs it.
+  const local = cli(rc.url, clientToken, ['run', '-d', 'stopbox:gpu0', '--', 'sh', '-c', 'trap "" TERM; echo "$RC_JOB_ID"; while sleep 0.2; do :; done']);
+  await eventually(() => /^j\w+\n/.test(local.out()), 'the local job to print its job id');
   await eventually(() => /^j\w+\n/.test(run.out()), 'the run to print its job id');
   const runId = run.out().split('\n')[0]!;
   await eventually(() => /hold j\w+ on far:gpu0/.test(hold.out()), 'the hold to start');
@@ -262,12 +265,16 @@ test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach conne
   process.kill(-rc.pid, 'SIGINT');
   const code = await exitOf(rc);
   const took = Date.now() - t0;
-  console.log(`# Ctrl-C with rc hold, rc run and rc attach connected: stopped in ${took} ms`);
+  console.log(`# Ctrl-C with rc hold, rc run and rc attach connected and a local job ignoring SIGTERM: stopped in ${took} ms`);
   assert.equal(code, 0, rc.log());
   assert.ok(took < 5000, `stopped in ${took} ms:\n${rc.log()}`);
   assert.doesNotMatch(rc.log(), /Failed query|update "hosts"|failed|could not|took over/, 'nothing failed at stop');
   await eventually(() => descendantsOf(rc.pid).length === 0 && !alive(postmasters.at(-1)!.pid), 'Postgres and the local worker to be gone', 10_000);
 
+  // The local job ended with its worker, and its client was told before the controller went.
+  const localRan = await local.done;
+  assert.equal(localRan.code, 137, localRan.stderr);
+  assert.doesNotMatch(localRan.stderr, /reconnecting/);
   // The hold's client says its controller is gone and that the hold goes on; rc attach and rc run are retrying.
   const held = await hold.done;
   assert.match(held.stderr, /lost the connection to the controller; the hold j\w+ goes on until its TTL/);
