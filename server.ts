@@ -35,8 +35,9 @@ async function main(): Promise<void> {
     log(`embedded Postgres on port ${config.RC_PG_PORT}, data in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'pgdata')) || '.'}`);
   }
   // A local worker left by a controller killed with -9 (and unable to notice): stopped before another is started.
+  // One whose controller runs is that controller's; only a second local worker beside it would be wrong.
   const leftWorker = findLeftoverWorker(config.RC_DATA_DIR, WORKER_ENTRY);
-  if (leftWorker.kind === 'in-use') {
+  if (leftWorker.kind === 'in-use' && config.RC_LOCAL_WORKER) {
     await embedded?.stop();
     throw new Error(
       `rc is already running from this checkout (pid ${leftWorker.parent}, its local worker pid ${leftWorker.pid}); stop that one first (Ctrl-C in its terminal, or kill ${leftWorker.parent}), or give this one its own RC_DATA_DIR`,
