@@ -239,7 +239,7 @@ async function jobState(url: string, token: string, id: string): Promise<string>
   return ((await r.json()) as { job: { state: string } }).job.state;
 }
 
-test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach connected, and a local job that ignores SIGTERM; rc run follows its job to the next start', {
+test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach connected, and a local job that ignores SIGTERM; rc hold, rc run and rc attach follow their jobs to the next start', {
   timeout: 300_000,
 }, async () => {
   const dataDir = tempDir('rc-stop-');
@@ -275,11 +275,13 @@ test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach conne
   const localRan = await local.done;
   assert.equal(localRan.code, 137, localRan.stderr);
   assert.doesNotMatch(localRan.stderr, /reconnecting/);
-  // The hold's client says its controller is gone and that the hold goes on; rc attach and rc run are retrying.
-  const held = await hold.done;
-  assert.match(held.stderr, /lost the connection to the controller; the hold j\w+ goes on until its TTL/);
-  await eventually(() => /reconnecting to job/.test(run.err()) && /reconnecting to job/.test(attach.err()), 'rc run and rc attach to retry', 15_000);
-  // The job ran on a host that stayed: started again on the same port, the controller has rc run and rc attach back.
+  // Told by the closed streams, rc hold, rc run and rc attach are retrying.
+  await eventually(
+    () => /reconnecting to hold/.test(hold.err()) && /reconnecting to job/.test(run.err()) && /reconnecting to job/.test(attach.err()),
+    'rc hold, rc run and rc attach to retry',
+    15_000,
+  );
+  // The jobs ran on a host that stayed: started again on the same port, the controller has the three clients back.
   const again = await startRc(dataDir, pgPort, { port, host: 'stopbox' });
   await eventually(async () => (await jobState(again.url, clientToken, runId)) === 'running', 'the job to be running on the far host');
   const killed = await fetch(`${again.url}/api/jobs/${runId}/kill`, {
@@ -292,6 +294,17 @@ test('Ctrl-C stops npm start within 5 s with rc hold, rc run and rc attach conne
   // It followed its job to its end on the next start: the job's status, not 207 (unreachable).
   assert.equal(ran.code, 143, ran.stderr);
   assert.match(ran.stderr, /reconnecting to job j\w+\.\.\.\nrc: job j\w+ was killed: killed by tester/);
+  const holdId = /hold (j\w+) on/.exec(hold.out())![1]!;
+  const released = await fetch(`${again.url}/api/holds/${holdId}/release`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${clientToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ submitter: 'tester' }),
+  });
+  assert.equal(released.status, 200);
+  const held = await hold.done;
+  assert.equal(held.code, 0, held.stderr);
+  assert.match(held.stderr, /reconnecting to hold j\w+\.\.\.\nrc: hold j\w+ ended: released by tester/);
+  assert.equal(held.stdout.match(/^hold /gm)?.length, 1, 'its first line once');
   const attached = await attach.done;
   assert.equal(attached.code, 143, attached.stderr);
   assert.match(attached.stderr, /reconnecting to job j\w+\.\.\.\nrc: job j\w+ was killed: killed by tester/);
