@@ -6,6 +6,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { EXIT_HOST_REMOVED } from '../protocol/worker';
+import { restartDelayMs } from '../core/restart-delay';
 import { isAlive, parentIsLiveRc, readProc } from './postmaster';
 
 /** Where the running local worker's pid and start time are kept. */
@@ -88,11 +90,12 @@ export interface LocalWorkerOptions {
   log: (msg: string) => void;
 }
 
-/** The worker for this host, supervised: restarted if it dies. */
+/** The worker for this host, supervised: restarted if it dies, with the embedded Postgres's back-off; not after its host was removed. */
 export class LocalWorker {
   private child: ChildProcess | null = null;
   private stopping = false;
   private restartTimer: NodeJS.Timeout | null = null;
+  private delayMs: number | null = null;
 
   constructor(private readonly o: LocalWorkerOptions) {}
 
@@ -101,6 +104,7 @@ export class LocalWorker {
   }
 
   start(): void {
+    const startedAt = Date.now();
     const child = spawn(process.execPath, [this.o.entry], {
       // The IPC channel is the worker's tie to this process: it closes when this process ends, however it ends.
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -120,8 +124,16 @@ export class LocalWorker {
     if (child.pid && ticks !== null) writeFileSync(join(this.o.dataDir, PID_FILE), JSON.stringify({ pid: child.pid, startTicks: ticks }), { mode: 0o600 });
     child.on('exit', (code, signal) => {
       if (this.stopping) return;
-      this.o.log(`local worker exited (${signal ?? code}); restarting in 1s`);
-      this.restartTimer = setTimeout(() => this.start(), 1000);
+      if (code === EXIT_HOST_REMOVED) {
+        this.o.log(
+          `the local worker stopped for good: its host ${this.o.host} was removed (rc admin host rm), so it is not started again; to run jobs here, start npm start with RC_HOST_NAME set to another name`,
+        );
+        return;
+      }
+      const delay = restartDelayMs(this.delayMs, Date.now() - startedAt);
+      this.delayMs = delay;
+      this.o.log(`local worker exited (${signal ?? code}); restarting in ${delay / 1000} s`);
+      this.restartTimer = setTimeout(() => this.start(), delay);
     });
   }
 

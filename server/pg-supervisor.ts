@@ -5,15 +5,10 @@
 // group) does not shut it down under the controller's orderly stop: the
 // controller stops it last, once nothing writes to it.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { restartDelayMs } from '../core/restart-delay';
 
 /** Postgres's line once it takes connections (its messages are English: LC_MESSAGES=C). */
 const READY = 'database system is ready to accept connections';
-
-/** The wait before the next start: 1 s, doubling to at most 30 s; back to 1 s after a run of a minute or more. */
-export function restartDelayMs(previousMs: number | null, ranMs: number): number {
-  if (previousMs === null || ranMs >= 60_000) return 1000;
-  return Math.min(previousMs * 2, 30_000);
-}
 
 export interface PostgresProcess {
   /** The postgres program and its arguments (-D, -p, flags). */

@@ -12,7 +12,7 @@
 // job may still run.
 import { mkdirSync } from 'node:fs';
 import { WorkerEvent } from '../protocol/events';
-import type { Quarantine } from '../protocol/worker';
+import { EXIT_HOST_REMOVED, type Quarantine } from '../protocol/worker';
 import { loadWorkerConfig, mountDirs, type WorkerConfig } from './config';
 import { ControllerLink } from './controller-link';
 import { DockerRuntime } from './docker-runtime';
@@ -32,8 +32,6 @@ import { readWorkerConfigFile } from './worker-config';
 import { quietOnClosedOutput } from '../server/quiet-output';
 
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
-/** The worker's exit status when its host was removed (EX_CONFIG): a service manager must not restart it (RestartPreventExitStatus=78). */
-export const EXIT_HOST_REMOVED = 78;
 
 class Worker {
   private readonly probeTimer: NodeJS.Timeout;

@@ -404,3 +404,19 @@ test('a SIGKILLed embedded Postgres is started again, with a back-off and a log 
   assert.equal(await exitOf(rc), 0);
   await eventually(() => !alive(newPm), 'Postgres to stop', 10_000);
 });
+
+test('a local worker whose host was removed is not started again, in a loop or at all; the controller says why', { timeout: 240_000 }, async () => {
+  const dataDir = tempDir('rc-removed-');
+  const rc = await startRc(dataDir, await freePort(), { host: 'gonebox' });
+  const [worker] = localWorkers(rc.pid);
+  const removed = await fetch(`${rc.url}/api/admin/hosts/gonebox`, { method: 'DELETE', headers: { authorization: `Bearer ${creds(dataDir).adminToken}` } });
+  assert.equal(removed.status, 200);
+  await eventually(() => !alive(worker!), 'the local worker to stop');
+  await eventually(() => /the local worker stopped for good: its host gonebox was removed/.test(rc.log()), 'the controller to say why');
+  // Long enough for two restarts at the first back-off.
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.deepEqual(localWorkers(rc.pid), [], 'no local worker was started again');
+  assert.doesNotMatch(rc.log(), /restarting in/);
+  process.kill(-rc.pid, 'SIGINT');
+  assert.equal(await exitOf(rc), 0);
+});

@@ -1,7 +1,8 @@
-// npm start's supervised children, the parts that decide: the embedded
-// Postgres's back-off (server/pg-supervisor.ts), and the local worker's pid
-// file, which must name that worker still before anything is signalled
-// (server/local-worker.ts). The whole path is in test/e2e/clean-stop.test.ts.
+// npm start's supervised children, the parts that decide: the back-off of the
+// embedded Postgres and the local worker (core/restart-delay.ts), and the
+// local worker's pid file, which must name that worker still before anything
+// is signalled (server/local-worker.ts). The whole path is in
+// test/e2e/clean-stop.test.ts.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { findLeftoverWorker, parseRecord, PID_FILE, startTicksOf, stopLeftoverWorker } from '../../server/local-worker';
-import { restartDelayMs } from '../../server/pg-supervisor';
+import { restartDelayMs } from '../../core/restart-delay';
 import { alive } from '../helpers/stack';
 
 const dirs: string[] = [];
