@@ -2,7 +2,6 @@
 // endpoints for workers and browsers, and the Next.js dashboard on one port.
 // With no DATABASE_URL it runs an embedded Postgres; by default it also
 // starts one local worker, so a fresh checkout can run a job at once.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -15,18 +14,39 @@ import { Dashboard } from './server/dashboard';
 import { connect, runMigrations } from './server/db';
 import { startEmbeddedPostgres, type EmbeddedDb } from './server/embedded-pg';
 import { ensureLocalCredentials, ensureLocalWorker } from './server/local-credentials';
+import { findLeftoverWorker, LocalWorker, stopLeftoverWorker } from './server/local-worker';
+import { quietOnClosedOutput } from './server/quiet-output';
 import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
+/** The local worker's program, beside this one in dist/. */
+const WORKER_ENTRY = join(dirname(fileURLToPath(import.meta.url)), 'worker.js');
+/** However long the parts take, the controller is gone this long after a stop signal. */
+const STOP_WITHIN_MS = 5000;
 
 async function main(): Promise<void> {
+  quietOnClosedOutput();
   const config = loadConfig();
   let embedded: EmbeddedDb | null = null;
   if (!config.DATABASE_URL) {
     embedded = await startEmbeddedPostgres(config.RC_DATA_DIR, config.RC_PG_PORT, { notice: log });
     log(`embedded Postgres on port ${config.RC_PG_PORT}, data in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'pgdata')) || '.'}`);
+  }
+  // A local worker left by a controller killed with -9 (and unable to notice): stopped before another is started.
+  // One whose controller runs is that controller's; only a second local worker beside it would be wrong.
+  const leftWorker = findLeftoverWorker(config.RC_DATA_DIR, WORKER_ENTRY);
+  if (leftWorker.kind === 'in-use' && config.RC_LOCAL_WORKER) {
+    await embedded?.stop();
+    throw new Error(
+      `rc is already running from this checkout (pid ${leftWorker.parent}, its local worker pid ${leftWorker.pid}); stop that one first (Ctrl-C in its terminal, or kill ${leftWorker.parent}), or give this one its own RC_DATA_DIR`,
+    );
+  }
+  if (leftWorker.kind === 'orphan') {
+    const t = Date.now();
+    await stopLeftoverWorker(config.RC_DATA_DIR, WORKER_ENTRY, leftWorker.pid);
+    log(`a local worker left by an earlier rc (pid ${leftWorker.pid}) was stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
   // Kept in the environment for what this process starts (the DbHealth probe's own connection).
   process.env.DATABASE_URL = config.DATABASE_URL ?? embedded!.url;
@@ -91,7 +111,7 @@ async function main(): Promise<void> {
   if (config.RC_LOCAL_WORKER) {
     const host = process.env.RC_HOST_NAME ?? hostname();
     const workerCreds = await ensureLocalWorker(database.db, config.RC_DATA_DIR, host);
-    worker = new LocalWorker(url, workerCreds.credential, host, join(config.RC_DATA_DIR, 'workspace'), join(config.RC_DATA_DIR, 'worker-state'));
+    worker = new LocalWorker({ entry: WORKER_ENTRY, dataDir: config.RC_DATA_DIR, controller: url, credential: workerCreds.credential, host, log });
     worker.start();
   }
   if (dashboard) void dashboard.start().then(() => log(`dashboard on ${url}/ (sign in with the adminToken or clientToken from local.json)`));
@@ -108,16 +128,32 @@ async function main(): Promise<void> {
   })();
 
   let stopping = false;
+  // In this order, so that nothing writes to a closed database: stop accepting; the local worker ends its jobs
+  // and reports them while timers and the scheduler stop; every socket and stream is closed (workers move to
+  // another controller, rc run and rc attach reconnect); then the database; the embedded Postgres last.
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log(`${signal}: stopping`);
-    await worker?.stop();
-    await controller.stop();
-    await health.stop();
-    await io.close();
+    const started = Date.now();
+    // The last resort if a part hangs (a stalled database): the orderly steps get what is left after Postgres's own stop.
+    const orderly = async () => {
+      http.close();
+      await Promise.all([worker?.stop(3000), controller.quiesce()]);
+      await controller.stop();
+      await health.stop();
+      // The HTTP server closes once its last connection has: the streams (rc run, rc attach, rc hold) are ended here.
+      const ioClosed = io.close();
+      http.closeAllConnections();
+      await ioClosed;
+      await database.close();
+    };
+    const hung = await within(
+      orderly().catch((err: unknown) => log(`stopping: ${err instanceof Error ? err.message : String(err)}`)),
+      STOP_WITHIN_MS - 1500,
+    );
+    if (hung) log(`the orderly stop took over ${((Date.now() - started) / 1000).toFixed(1)} s; stopping the rest now`);
     http.closeAllConnections();
-    await database.close();
     await embedded?.stop();
     process.exit(0);
   };
@@ -130,52 +166,15 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-/** The worker for this host, supervised: restarted if it dies. */
-class LocalWorker {
-  private child: ChildProcess | null = null;
-  private stopping = false;
-
-  constructor(
-    private readonly controller: string,
-    private readonly credential: string,
-    readonly host: string,
-    private readonly workspace: string,
-    private readonly stateDir: string,
-  ) {}
-
-  start(): void {
-    const entry = join(dirname(fileURLToPath(import.meta.url)), 'worker.js');
-    this.child = spawn(process.execPath, [entry], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-      env: {
-        ...process.env,
-        RC_CONTROLLER: this.controller,
-        RC_HOST_TOKEN: this.credential,
-        RC_HOST_NAME: this.host,
-        RC_WORKSPACE: process.env.RC_WORKSPACE ?? this.workspace,
-        RC_STATE_DIR: process.env.RC_STATE_DIR ?? this.stateDir,
-      },
-    });
-    this.child.on('exit', (code, signal) => {
-      if (this.stopping) return;
-      log(`local worker exited (${signal ?? code}); restarting in 1s`);
-      setTimeout(() => this.start(), 1000);
-    });
-  }
-
-  stop(): Promise<void> {
-    this.stopping = true;
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      child.once('exit', () => {
-        clearTimeout(t);
-        resolve();
-      });
-      child.kill('SIGTERM');
-    });
-  }
+/** Waits for `work` at most `ms`; true when it did not finish in time. */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((r) => {
+    timer = setTimeout(() => r(true), ms);
+  });
+  const hung = await Promise.race([work.then(() => false), late]);
+  clearTimeout(timer);
+  return hung;
 }
 
 main().catch((err: unknown) => {

@@ -22,6 +22,9 @@ export const ReportedLabel = z.object({
 export type ReportedLabel = z.infer<typeof ReportedLabel>;
 
 /** The most one socket.io message between a worker and the controller may carry (the server's maxHttpBufferSize): a bigger one cuts the connection. */
+/** The worker's exit status when its host was removed (EX_CONFIG): whoever supervises it (systemd's RestartPreventExitStatus=78, npm start) must not start it again. */
+export const EXIT_HOST_REMOVED = 78;
+
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 /** The most a worker's inventory may take, as JSON: what a hello carries besides it (its jobs) fits in the rest. */

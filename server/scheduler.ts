@@ -181,8 +181,17 @@ export class Scheduler {
     return this.poke();
   }
 
+  private stopped = false;
+
+  /** No pass after this (the controller is stopping); resolves when the one in progress is done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.current;
+  }
+
   /** Runs a pass now, or right after the one in progress. Resolves when it is done. */
   poke(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     this.maybeQueued = true;
     if (this.current) {
       this.again = true;
@@ -202,7 +211,7 @@ export class Scheduler {
       } catch (err) {
         this.onError(err);
       }
-    } while (this.again);
+    } while (this.again && !this.stopped);
   }
 
   /**

@@ -154,8 +154,13 @@ export class WorkerHub implements Dispatcher {
     return this.inbound.running.idleSeconds(jobId);
   }
 
-  close(): void {
+  /** Hosts being marked away after their worker left: the controller's stop waits for these writes before it closes the database. */
+  private readonly leaving = new Set<Promise<void>>();
+
+  /** Disconnects every worker (each moves to another controller or waits for this one) and resolves once their hosts are marked away. */
+  async close(): Promise<void> {
     this.ns?.disconnectSockets(true);
+    await Promise.all(this.leaving);
   }
 
   private onConnection(socket: WorkerSocket): void {
@@ -174,10 +179,12 @@ export class WorkerHub implements Dispatcher {
       this.sockets.delete(hostName);
       this.heard.delete(hostName);
       // Away, not offline: running jobs keep running until the host timeout.
-      markAway(this.deps.db, hostName).then(
+      const away = markAway(this.deps.db, hostName).then(
         () => this.deps.changed(hostName),
         (err: unknown) => this.deps.log(`disconnect of ${hostName}: ${String(err)}`),
       );
+      this.leaving.add(away);
+      void away.finally(() => this.leaving.delete(away));
     });
   }
 }

@@ -12,7 +12,7 @@
 // job may still run.
 import { mkdirSync } from 'node:fs';
 import { WorkerEvent } from '../protocol/events';
-import type { Quarantine } from '../protocol/worker';
+import { EXIT_HOST_REMOVED, type Quarantine } from '../protocol/worker';
 import { loadWorkerConfig, mountDirs, type WorkerConfig } from './config';
 import { ControllerLink } from './controller-link';
 import { DockerRuntime } from './docker-runtime';
@@ -29,10 +29,9 @@ import { JobSupervisor } from './job-supervisor';
 import { reclaim } from './reclaim';
 import type { Runtime } from './runtime';
 import { readWorkerConfigFile } from './worker-config';
+import { quietOnClosedOutput } from '../server/quiet-output';
 
 const log = (msg: string) => console.log(`[rc-worker] ${msg}`);
-/** The worker's exit status when its host was removed (EX_CONFIG): a service manager must not restart it (RestartPreventExitStatus=78). */
-export const EXIT_HOST_REMOVED = 78;
 
 class Worker {
   private readonly probeTimer: NodeJS.Timeout;
@@ -93,6 +92,8 @@ class Worker {
 }
 
 async function main(): Promise<void> {
+  quietOnClosedOutput();
+  watchTheControllerThatStartedThis();
   if (process.argv[2] === 'doctor') process.exit(await doctor(process.env, (line) => process.stdout.write(`${line}\n`)));
   if (process.argv[2] && process.argv[2] !== 'run') {
     console.error(`rc-worker: unknown command ${process.argv[2]}; usage: rc-worker [doctor]`);
@@ -171,6 +172,20 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  parentGone = stop;
+}
+
+/** What the end of npm start's controller does: before any job can run, exit; after, stop as at SIGTERM. */
+let parentGone: () => void = () => process.exit(0);
+
+/** npm start's local worker: its controller holds the other end of this channel, which closes when it ends, even by kill -9. */
+function watchTheControllerThatStartedThis(): void {
+  if (!process.channel) return;
+  process.channel.unref();
+  process.on('disconnect', () => {
+    log('the controller that started this worker is gone: stopping');
+    parentGone();
+  });
 }
 
 void main();

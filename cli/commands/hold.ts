@@ -6,9 +6,11 @@ import { EXIT } from '../../core/exit-codes';
 import { FRAME_EVENT, FrameDecoder } from '../../core/frames';
 import type { JobEvent } from '../../protocol/wire';
 import type { Client } from '../client';
+import type { Body } from '../http1';
 import { durationFlag, parseFlags, type FlagSpec } from '../flags';
 import { err, out, usage } from '../output';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
+import { RECONNECT_MS } from './run';
 
 export const HOLD_HELP = `usage: rc hold --ttl <dur> [--select <selector> | -d <host:gpuN>] [flags]
        rc hold extend <hold-id> --ttl <dur>
@@ -55,86 +57,111 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
   const body = { kind: 'hold' as const, ttlS, ...placementOf(parsed), submitter: client.submitter, idempotencyKey: idempotencyKey() };
   const res = await resending(() => client.stream('POST /api/jobs', { body }));
-  return new Promise((resolve) => {
-    let id: string | null = null;
-    let interrupted = false;
-    let result: number | null = null;
-    let notice: NodeJS.Timeout | null = null;
-    const release = () => {
-      if (id) client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } }).catch(() => {});
-    };
-    const onSigint = () => {
-      if (interrupted) {
-        process.exitCode = EXIT.interrupted;
-        process.exit();
-      }
-      interrupted = true;
-      err(`\nrc: releasing hold ${id ?? ''}\n`);
-      release();
-    };
-    process.on('SIGINT', onSigint);
-    const onEvent = (e: JobEvent) => {
-      switch (e.type) {
-        case 'queued':
-          id = e.jobId;
-          if (interrupted) release();
-          notice = setTimeout(() => err(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
-          break;
-        case 'started':
-          if (notice) clearTimeout(notice);
-          void client.call('GET /api/jobs/:id', { id: e.jobId }).then(
-            ({ job }) => {
-              const until = job.expiresAt ? new Date(job.expiresAt) : null;
-              out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
-              err(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
-            },
-            () => {},
-          );
-          break;
-        case 'exit':
-          if (e.state === 'cancelled' && e.cause === 'no_wait') {
-            err(`rc: busy: ${e.reason}\n`);
-            result = EXIT.busy;
-          } else if (e.state === 'cancelled') {
-            err(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
-            result = interrupted ? EXIT.interrupted : EXIT.wait_timeout;
-          } else if (e.cause === 'idle_hold') {
-            err(`rc: idle: hold ${e.jobId} was released: ${e.reason ?? 'its GPUs were idle'}\n`);
-            result = interrupted ? EXIT.interrupted : EXIT.idle_hold;
-          } else if (e.state === 'lost') {
-            err(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
-            result = EXIT.lost;
-          } else {
-            err(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
-            result = interrupted ? EXIT.interrupted : EXIT.ok;
-          }
-          break;
-        case 'notice':
-          // The controller's word on the hold, e.g. that it has been idle RC_IDLE_HOLD_WARN.
-          err(`rc: ${e.message}\n`);
-          break;
-        case 'error':
-          err(`rc: ${e.code}: ${e.message}\n`);
-          result = e.code === 'busy' ? EXIT.busy : EXIT.error;
-          break;
-        default:
-          break;
-      }
-    };
-    const decoder = new FrameDecoder((type, payload) => {
-      if (type === FRAME_EVENT) onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
-    });
-    const done = () => {
-      if (notice) clearTimeout(notice);
-      process.off('SIGINT', onSigint);
-      if (result === null)
-        err(
-          `rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`,
+  let id: string | null = null;
+  let interrupted = false;
+  let result: number | null = null;
+  let notice: NodeJS.Timeout | null = null;
+  /** Its first line is printed once: a stream followed again (after a lost controller) replays the start. */
+  let shown = false;
+  const release = () => {
+    if (id) client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } }).catch(() => {});
+  };
+  const onSigint = () => {
+    if (interrupted) {
+      process.exitCode = EXIT.interrupted;
+      process.exit();
+    }
+    interrupted = true;
+    err(`\nrc: releasing hold ${id ?? ''}\n`);
+    release();
+  };
+  process.on('SIGINT', onSigint);
+  const onEvent = (e: JobEvent) => {
+    switch (e.type) {
+      case 'queued':
+        id = e.jobId;
+        if (interrupted) release();
+        if (!shown && !notice) notice = setTimeout(() => err(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
+        break;
+      case 'started':
+        if (notice) clearTimeout(notice);
+        if (shown) break;
+        shown = true;
+        void client.call('GET /api/jobs/:id', { id: e.jobId }).then(
+          ({ job }) => {
+            const until = job.expiresAt ? new Date(job.expiresAt) : null;
+            out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
+            err(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
+          },
+          () => {},
         );
-      resolve(result ?? EXIT.unreachable);
-    };
-    res.consume({ data: (chunk) => decoder.push(chunk), end: done, error: done });
-  });
+        break;
+      case 'exit':
+        if (e.state === 'cancelled' && e.cause === 'no_wait') {
+          err(`rc: busy: ${e.reason}\n`);
+          result = EXIT.busy;
+        } else if (e.state === 'cancelled') {
+          err(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
+          result = interrupted ? EXIT.interrupted : EXIT.wait_timeout;
+        } else if (e.cause === 'idle_hold') {
+          err(`rc: idle: hold ${e.jobId} was released: ${e.reason ?? 'its GPUs were idle'}\n`);
+          result = interrupted ? EXIT.interrupted : EXIT.idle_hold;
+        } else if (e.state === 'lost') {
+          err(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
+          result = EXIT.lost;
+        } else {
+          err(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
+          result = interrupted ? EXIT.interrupted : EXIT.ok;
+        }
+        break;
+      case 'notice':
+        // The controller's word on the hold, e.g. that it has been idle RC_IDLE_HOLD_WARN.
+        err(`rc: ${e.message}\n`);
+        break;
+      case 'error':
+        err(`rc: ${e.code}: ${e.message}\n`);
+        result = e.code === 'busy' ? EXIT.busy : EXIT.error;
+        break;
+      default:
+        break;
+    }
+  };
+  /** Reads one stream of the hold's events until it ends (the hold's end, or a lost controller). */
+  const read = (body: Body) =>
+    new Promise<void>((resolve) => {
+      const decoder = new FrameDecoder((type, payload) => {
+        if (type === FRAME_EVENT) onEvent(JSON.parse(payload.toString('utf8')) as JobEvent);
+      });
+      body.consume({ data: (chunk) => decoder.push(chunk), end: resolve, error: () => resolve() });
+    });
+  try {
+    await read(res);
+    // A controller that stopped or restarted: the hold goes on, so follow it again, there or at another of RC_CONTROLLER.
+    let deadline = Date.now() + RECONNECT_MS;
+    let told = false;
+    while (result === null && id && Date.now() < deadline) {
+      if (!told) {
+        err(`rc: lost the connection to the controller; reconnecting to hold ${id}...\n`);
+        told = true;
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const again = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: '1' } }).catch(() => null);
+      if (!again) continue;
+      deadline = Date.now() + RECONNECT_MS;
+      told = false;
+      // A Ctrl-C while no controller answered: its release is asked again now that one does.
+      if (interrupted) release();
+      await read(again);
+    }
+  } finally {
+    if (notice) clearTimeout(notice);
+    process.off('SIGINT', onSigint);
+  }
+  if (result === null)
+    err(
+      `rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`,
+    );
+  return result ?? EXIT.unreachable;
 }
 
 async function extend(client: Client, args: readonly string[]): Promise<number> {

@@ -186,8 +186,8 @@ export function envOf(parsed: Parsed, from: Readonly<Record<string, string | und
   return env;
 }
 
-/** How long a lost stream may take to come back before rc gives up (exit 207). */
-const RECONNECT_MS = 120_000;
+/** How long a lost stream may take to come back before rc gives up (exit 207); rc hold waits as long. */
+export const RECONNECT_MS = 120_000;
 
 /**
  * Copies a job's frame stream to stdout/stderr until its exit event and
