@@ -8,6 +8,7 @@ import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
 import { PauseWatch } from './pause-watch';
+import { heartbeatAckMs, heartbeatMs as heartbeatEvery } from './heartbeat-timing';
 import { Scheduler } from './scheduler';
 import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
@@ -110,7 +111,7 @@ export class Controller {
     this.reserveAfterS = opts.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
     this.runtimeLimits = opts.runtimeLimits ?? { defaultS: null, maxS: null };
     this.sql = opts.database.client;
-    const heartbeatMs = Math.max(200, (opts.hostTimeoutS * 1000) / 3);
+    const heartbeatMs = heartbeatEvery(opts.hostTimeoutS);
     this.pauses = new PauseWatch(opts.pauseGapMs, (gap) =>
       log(
         `this controller did not run for ${(gap / 1000).toFixed(1)} s (stopped, or starved of CPU): every host gets ${opts.hostTimeoutS} s before any is timed out`,
@@ -209,7 +210,7 @@ export class Controller {
         void this.scheduler.poke();
       },
       heartbeatMs,
-      heartbeatAckMs: Math.max(100, (opts.hostTimeoutS * 1000) / 2),
+      heartbeatAckMs: heartbeatAckMs(opts.hostTimeoutS),
       metrics,
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),

@@ -15,11 +15,12 @@
 // away), or is itself cut off. Its worker notices a silent controller (a
 // heartbeat unacknowledged for half a timeout, worker/controller-link.ts) and
 // moves on: another controller gives it a second timeout to arrive before it
-// judges. The controller holding a host judges it at the plain timeout, so a
+// judges (server/heartbeat-timing.ts). The controller holding a host judges it at the plain timeout, so a
 // dead host behind a live controller is lost no later than before.
 import { and, inArray, sql } from 'drizzle-orm';
 import { hosts } from '../db/schema';
 import type { Db, Sql } from './db';
+import { switchGraceS } from './heartbeat-timing';
 import type { JobEngine } from './jobs/engine';
 
 export interface ReapDeps {
@@ -53,11 +54,6 @@ export function deadHosts(silent: readonly SilentHost[], timeoutS: number, heard
     .filter((h) => !heard.has(h.name))
     .filter((h) => heldHere(h.name) || h.status !== 'online' || h.silentS >= timeoutS + switchGraceS(timeoutS))
     .map((h) => h.name);
-}
-
-/** Seconds a worker gets to leave a silent controller for another, past the timeout: a heartbeat and its acknowledgement's timeout (5/6 of a timeout), and its reconnect. */
-export function switchGraceS(timeoutS: number): number {
-  return timeoutS;
 }
 
 /** Whether the controller may judge hosts by time now: the database and this process have both been up for a whole timeout. */
