@@ -62,6 +62,7 @@ async function main(): Promise<void> {
     health,
     publicUrl,
     hostTimeoutS: config.RC_HOST_TIMEOUT_S,
+    pauseGapMs: config.RC_PAUSE_GAP_MS,
     watchdogGraceS: config.RC_WATCHDOG_GRACE_S,
     outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES,
     reserveAfterS: config.RC_RESERVE_AFTER_S,

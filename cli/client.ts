@@ -6,17 +6,19 @@
 import type { IncomingMessage } from 'node:http';
 import { STREAM_CONTENT_TYPE } from '../core/frames';
 import type { BytesRoute, JsonRoute, ResponseOf, RouteArgs, RouteName, StreamRoute } from '../protocol/routes';
-import { Body, http1Request, type Response } from './http1';
+import { Body, CONNECT_TIMEOUT, type Deadlines, deadlineError, http1Request, NO_ANSWER, type Response } from './http1';
 
 import type { ApiErrorBody } from '../core/errors';
 import { EXIT, exitCodeForError } from '../core/exit-codes';
-import type { CliConfig } from './config';
+import { ANSWER_TIMEOUT_MS, type CliConfig, CONNECT_TIMEOUT_MS, MAX_ANSWER_MIB } from './config';
 import { fail } from './output';
 
 declare const RC_STANDALONE: boolean;
 
 /** Errors that mean the request never reached a controller: another one in RC_CONTROLLER's list may be tried. */
-const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const NOT_REACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', CONNECT_TIMEOUT]);
+/** Requests that change nothing: one a controller took and never answered may be asked of the next one. */
+const REPEATABLE = new Set(['GET', 'HEAD']);
 
 export class Client {
   /** The controller answering now: the first of the list, until one cannot be reached. */
@@ -47,7 +49,7 @@ export class Client {
   /** Calls a route that answers with JSON (protocol/routes.ts types both). */
   async call<N extends JsonRoute>(name: N, ...[input]: RouteArgs<N>): Promise<ResponseOf<N>> {
     const res = await this.send(name, input, 'application/json');
-    const parsed = parseJson((await readAll(res.body)).toString('utf8'));
+    const parsed = parseJson((await this.readAll(res.body)).toString('utf8'));
     if (res.statusCode >= 400) failFromBody(res.statusCode, parsed, this.config);
     return parsed as ResponseOf<N>;
   }
@@ -55,23 +57,30 @@ export class Client {
   /** Sends a request whose answer is a frame stream; a non-200 answer is turned into a CLI error. */
   async stream<N extends StreamRoute>(name: N, ...[input]: RouteArgs<N>): Promise<Body> {
     const res = await this.send(name, input, STREAM_CONTENT_TYPE);
-    if (res.statusCode !== 200) failFromBody(res.statusCode, parseJson((await readAll(res.body)).toString('utf8')), this.config);
+    if (res.statusCode !== 200) failFromBody(res.statusCode, parseJson((await this.readAll(res.body)).toString('utf8')), this.config);
     return res.body;
   }
 
-  /** Raw bytes down (rc cp); an error answer is turned into a CLI error. */
+  /** Raw bytes down (rc cp, at most 16 MiB: core/cp.ts); an error answer is turned into a CLI error. */
   async bytes<N extends BytesRoute>(name: N, ...[input]: RouteArgs<N>): Promise<Buffer> {
     const res = await this.send(name, input, 'application/octet-stream');
-    const data = await readAll(res.body);
+    const data = await this.readAll(res.body);
     if (res.statusCode >= 400) failFromBody(res.statusCode, parseJson(data.toString('utf8')), this.config);
     return data;
   }
 
-  /** Sends to the controller in use; one that cannot be reached is passed over for the next of the list (once round it). */
+  /**
+   * Sends to the controller in use. One that cannot be reached (refused, or not accepting within
+   * RC_CONNECT_TIMEOUT_MS) is passed over for the next of the list, once round it; so is one that took a
+   * request that changes nothing and did not answer within RC_ANSWER_TIMEOUT_MS (frozen, overloaded).
+   * A request that changes something is not sent twice: the one that did not answer may yet carry it out.
+   */
   private async send(name: RouteName, input: { query?: unknown; body?: unknown } = {}, accept: string): Promise<Response> {
-    const list = this.config.controllers.length ? this.config.controllers : [this.config.controller];
+    const list = this.controllers;
+    const method = name.slice(0, name.indexOf(' '));
     const start = Math.max(0, list.indexOf(this.current));
     let last: Error | null = null;
+    let lastAt = list[start]!;
     for (let i = 0; i < list.length; i++) {
       const controller = list[(start + i) % list.length]!;
       try {
@@ -80,13 +89,72 @@ export class Client {
         return res;
       } catch (err) {
         last = err as Error;
-        if (!NOT_REACHED.has(last.message)) break;
+        lastAt = controller;
+        if (NOT_REACHED.has(last.message)) continue;
+        if (last.message === NO_ANSWER && REPEATABLE.has(method)) continue;
+        break;
       }
     }
     const where = list.length > 1 ? `any of the controllers (${list.join(', ')})` : `the controller at ${list[0]}`;
+    if (last?.message === NO_ANSWER) {
+      const maybe = REPEATABLE.has(method) ? '' : '; the request may or may not have taken effect (rc ps shows your jobs)';
+      return fail(
+        'no_answer',
+        `${list.length > 1 && REPEATABLE.has(method) ? `none of the controllers (${list.join(', ')})` : `the controller at ${lastAt}`} took the request but did not answer within ${this.answerMs} ms (RC_ANSWER_TIMEOUT_MS)${maybe}; is it stopped or overloaded?`,
+        EXIT.unreachable,
+        // No answer: a submit carrying its idempotency key is sent again (cli/resend.ts).
+        true,
+      );
+    }
+    const why = last?.message === CONNECT_TIMEOUT ? `no connection within ${this.connectMs} ms, RC_CONNECT_TIMEOUT_MS` : last?.message;
     // Reached, then lost (a reset, a hang-up): the request may have been acted on.
-    const reached = last !== null && !NOT_REACHED.has(last.message);
-    return fail('unreachable', `cannot reach ${where} (${last?.message}); is it running? Check RC_CONTROLLER`, EXIT.unreachable, reached);
+    const reached = last !== null && !NOT_REACHED.has(last.message) && last.message !== CONNECT_TIMEOUT;
+    return fail('unreachable', `cannot reach ${where} (${why}); is it running? Check RC_CONTROLLER`, EXIT.unreachable, reached);
+  }
+
+  private get connectMs(): number {
+    return this.config.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  }
+
+  private get answerMs(): number {
+    return this.config.answerTimeoutMs ?? ANSWER_TIMEOUT_MS;
+  }
+
+  /** A whole answer, held: at most RC_MAX_ANSWER_MIB of it (a controller's answers are far smaller; a stream is never held). */
+  private readAll(body: Body): Promise<Buffer> {
+    const max = this.config.maxAnswerBytes ?? MAX_ANSWER_MIB * 1024 * 1024;
+    const at = this.current;
+    return new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      body.consume({
+        data: (c) => {
+          if (size > max) return;
+          size += c.length;
+          chunks.push(c);
+          if (size > max) {
+            chunks.length = 0;
+            body.end(TOO_LARGE);
+          }
+        },
+        end: () => resolve(Buffer.concat(chunks)),
+        error: reject,
+      });
+    }).catch((err: Error) => {
+      if (err === TOO_LARGE)
+        fail(
+          'answer_too_large',
+          `the answer from ${at} is over ${max / 1024 / 1024} MiB (RC_MAX_ANSWER_MIB), more than an rc controller sends; is RC_CONTROLLER right?`,
+          EXIT.error,
+        );
+      if (err.message === NO_ANSWER)
+        fail('no_answer', `the controller at ${at} stopped answering mid-answer (nothing for ${this.answerMs} ms, RC_ANSWER_TIMEOUT_MS)`, EXIT.unreachable, true);
+      return fail(
+        'unreachable',
+        `the connection to the controller at ${at} broke mid-answer (${(err as NodeJS.ErrnoException).code ?? err.message})`,
+        EXIT.unreachable,
+      );
+    });
   }
 
   private sendTo(controller: string, name: RouteName, input: { query?: unknown; body?: unknown }, accept: string): Promise<Response> {
@@ -105,29 +173,48 @@ export class Client {
         ? {}
         : { 'content-type': raw ? 'application/octet-stream' : 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
     };
+    const deadlines: Deadlines = { connectMs: this.connectMs, answerMs: this.answerMs, stream: accept === STREAM_CONTENT_TYPE };
     const sent: Promise<Response> =
       // The build's constant: esbuild keeps only one of these in each CLI.
       typeof RC_STANDALONE === 'boolean' && RC_STANDALONE
-        ? (require('./fetch-request') as typeof import('./fetch-request')).fetchRequest(url, method, headers, payload)
+        ? (require('./fetch-request') as typeof import('./fetch-request')).fetchRequest(url, method, headers, payload, deadlines)
         : url.protocol === 'https:'
-          ? // https (and TLS with it) is loaded only when used.
-            new Promise((resolve, reject) => {
-              const { request } = process.getBuiltinModule('node:https');
-              request(url, { method, headers }, (msg) => resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) }))
-                .on('error', reject)
-                .end(payload);
-            })
-          : http1Request(url, method, headers, payload);
+          ? httpsRequest(url, method, headers, payload, deadlines)
+          : http1Request(url, method, headers, payload, deadlines);
     return sent.catch((err: NodeJS.ErrnoException) => {
       throw new Error(err.code ?? err.message);
     });
   }
 }
 
-function readAll(body: Body): Promise<Buffer> {
+/** What readAll ends a body with when it is over the bound. */
+const TOO_LARGE = new Error('answer too large');
+
+/** An https request (https, and TLS with it, loaded only when used), with the same deadlines as http1.ts's. */
+function httpsRequest(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  payload: string | Buffer | undefined,
+  deadlines: Deadlines,
+): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    body.consume({ data: (c) => chunks.push(c), end: () => resolve(Buffer.concat(chunks)), error: reject });
+    const { request } = process.getBuiltinModule('node:https');
+    const req = request(url, { method, headers }, (msg) => {
+      if (deadlines.stream) req.setTimeout(0);
+      resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) });
+    });
+    const connecting = setTimeout(() => req.destroy(deadlineError(CONNECT_TIMEOUT)), deadlines.connectMs);
+    req.on('socket', (socket) => {
+      const connected = () => {
+        clearTimeout(connecting);
+        req.setTimeout(deadlines.answerMs, () => req.destroy(deadlineError(NO_ANSWER)));
+      };
+      if (socket.connecting) socket.once('connect', connected);
+      else connected();
+    });
+    req.on('close', () => clearTimeout(connecting));
+    req.on('error', reject).end(payload);
   });
 }
 
@@ -137,6 +224,7 @@ function bodyOf(msg: IncomingMessage): Body {
   msg.on('data', (c: Buffer) => body.push(c));
   msg.on('end', () => body.end());
   msg.on('error', (err) => body.end(err));
+  msg.socket.on('timeout', () => body.end(deadlineError(NO_ANSWER)));
   msg.on('close', () => body.end(new Error('ECONNRESET')));
   return body;
 }

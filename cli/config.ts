@@ -14,6 +14,25 @@ export interface CliConfig {
   submitter: string;
   /** The token is the client token `npm start` wrote in this checkout (no RC_TOKEN, no RC_ADMIN=1). */
   checkoutClient?: boolean;
+  /** RC_CONNECT_TIMEOUT_MS, RC_ANSWER_TIMEOUT_MS: how long a controller may take to accept, and to answer (cli/http1.ts). */
+  connectTimeoutMs?: number;
+  answerTimeoutMs?: number;
+  /** RC_MAX_ANSWER_MIB in bytes: the most of one JSON answer the CLI holds (a stream is not held, and is not bounded). */
+  maxAnswerBytes?: number;
+}
+
+/** The defaults of the knobs above. */
+export const CONNECT_TIMEOUT_MS = 5000;
+export const ANSWER_TIMEOUT_MS = 60_000;
+export const MAX_ANSWER_MIB = 64;
+
+/** A positive whole number from the environment, or its default; anything else is a usage error that names the variable. */
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > max) fail('bad_env', `${name} must be a whole number from 1 to ${max}, not ${JSON.stringify(raw)}`, EXIT.usage);
+  return n;
 }
 
 interface LocalFile {
@@ -54,7 +73,16 @@ export function loadCliConfig(env: NodeJS.ProcessEnv = process.env): CliConfig {
     );
   }
   const checkoutClient = !env.RC_TOKEN && env.RC_ADMIN !== '1';
-  return { controller, controllers, token, submitter: env.RC_SUBMITTER || defaultSubmitter(), ...(checkoutClient ? { checkoutClient } : {}) };
+  return {
+    controller,
+    controllers,
+    token,
+    submitter: env.RC_SUBMITTER || defaultSubmitter(),
+    ...(checkoutClient ? { checkoutClient } : {}),
+    connectTimeoutMs: positiveInt(env, 'RC_CONNECT_TIMEOUT_MS', CONNECT_TIMEOUT_MS, 3_600_000),
+    answerTimeoutMs: positiveInt(env, 'RC_ANSWER_TIMEOUT_MS', ANSWER_TIMEOUT_MS, 86_400_000),
+    maxAnswerBytes: positiveInt(env, 'RC_MAX_ANSWER_MIB', MAX_ANSWER_MIB, 4096) * 1024 * 1024,
+  };
 }
 
 /** user@host/s<session id>: distinct per terminal session, stable within one. */

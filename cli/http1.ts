@@ -58,7 +58,32 @@ export interface Http1Response {
   body: Body;
 }
 
-export function http1Request(url: URL, method: string, headers: Record<string, string>, payload?: string | Buffer): Promise<Http1Response> {
+/**
+ * How long a controller may take. `connectMs`: to accept the connection (past it, the request never reached it).
+ * `answerMs`: to begin its answer, and, unless `stream`, to send each next piece of it: a controller that accepts
+ * and says nothing (frozen) is not waited for forever. A stream's body may be silent for as long as its job is.
+ */
+export interface Deadlines {
+  connectMs: number;
+  answerMs: number;
+  stream: boolean;
+}
+
+/** The errors a deadline gives, by code: the first means the request never reached the controller. */
+export const CONNECT_TIMEOUT = 'CONNECT_TIMEOUT';
+export const NO_ANSWER = 'NO_ANSWER';
+
+export function deadlineError(code: typeof CONNECT_TIMEOUT | typeof NO_ANSWER): Error {
+  return Object.assign(new Error(code), { code });
+}
+
+export function http1Request(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  payload: string | Buffer | undefined,
+  deadlines: Deadlines,
+): Promise<Http1Response> {
   return new Promise((resolve, reject) => {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     let head: Buffer | null = Buffer.alloc(0);
@@ -71,8 +96,24 @@ export function http1Request(url: URL, method: string, headers: Record<string, s
     let open = true;
     const close = () => {
       open = false;
+      clearTimeout(connecting);
       socket.destroy();
     };
+    const fail = (err: Error) => {
+      if (!open) return;
+      if (res) res.body.end(err);
+      else {
+        close();
+        reject(err);
+      }
+    };
+    const connecting = setTimeout(() => fail(deadlineError(CONNECT_TIMEOUT)), deadlines.connectMs);
+    socket.on('connect', () => {
+      clearTimeout(connecting);
+      // Idle time, reset by every byte either way (a long upload is not cut while it moves).
+      socket.setTimeout(deadlines.answerMs);
+    });
+    socket.on('timeout', () => fail(deadlineError(NO_ANSWER)));
     socket.on('data', (data: Buffer) => {
       if (!open) return;
       if (head === null) return feed!(data);
@@ -89,6 +130,8 @@ export function http1Request(url: URL, method: string, headers: Record<string, s
       feed = res.headers['transfer-encoding']?.includes('chunked') ? chunkedFeed(body) : sizedFeed(body, res.headers['content-length']);
       const rest = head.subarray(end + 4);
       head = null;
+      // The answer has begun: a stream may be silent now for as long as its job prints nothing.
+      if (deadlines.stream) socket.setTimeout(0);
       resolve(res);
       if (rest.length) feed(rest);
     });
@@ -101,14 +144,7 @@ export function http1Request(url: URL, method: string, headers: Record<string, s
       }
       res.body.end(closeDelimited(res.headers) ? null : Object.assign(new Error('ECONNRESET'), { code: 'ECONNRESET' }));
     });
-    socket.on('error', (err) => {
-      if (!open) return;
-      if (res) res.body.end(err);
-      else {
-        close();
-        reject(err);
-      }
-    });
+    socket.on('error', fail);
     const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`, 'connection: close'];
     for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
     const top = `${lines.join('\r\n')}\r\n\r\n`;

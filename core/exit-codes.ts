@@ -78,7 +78,8 @@ export const EXIT_MEANING: Record<Exclude<ExitName, 'ok'>, string> = {
   watchdog: 'Killed by a watchdog: `--max-runtime`, `--idle-timeout` or `--gpu-idle-timeout` (cause `max_runtime`, `idle` or `gpu_idle`).',
   lost: '`lost`: the worker went away mid-job.',
   unauthorized: '`unauthorized` or `forbidden`, or the CLI is not configured.',
-  unreachable: 'The controller is unreachable, or the connection dropped mid-job and did not come back within 2 minutes.',
+  unreachable:
+    'The controller is unreachable or did not answer in time (`no_answer`: `RC_CONNECT_TIMEOUT_MS`, `RC_ANSWER_TIMEOUT_MS`), or the connection dropped mid-job and did not come back within 2 minutes.',
   not_found: '`not_found`.',
   not_job_owner: '`not_job_owner`.',
   error: 'Any other error from the controller.',

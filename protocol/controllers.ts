@@ -21,19 +21,36 @@ const ATTEMPTS_EACH = 2;
  * its place (the manager's `uri`, read at every attempt), so the socket, its
  * handlers and its buffered state stay the same.
  */
-export function rotateControllers(socket: Socket, urls: string[], namespace: string, onMove: (url: string) => void, first = 0): { current: () => string } {
+export function rotateControllers(
+  socket: Socket,
+  urls: string[],
+  namespace: string,
+  onMove: (url: string) => void,
+  first = 0,
+): { current: () => string; next: () => void } {
   let at = first;
   let failed = 0;
   const manager = socket.io as unknown as { uri: string; on(event: string, fn: () => void): void };
+  const move = () => {
+    at = (at + 1) % urls.length;
+    manager.uri = urls[at]! + namespace;
+    onMove(urls[at]!);
+  };
   socket.on('connect', () => {
     failed = 0;
   });
   manager.on('reconnect_attempt', () => {
     if (urls.length < 2 || ++failed <= ATTEMPTS_EACH) return;
     failed = 1;
-    at = (at + 1) % urls.length;
-    manager.uri = urls[at]! + namespace;
-    onMove(urls[at]!);
+    move();
   });
-  return { current: () => urls[at]! };
+  return {
+    current: () => urls[at]!,
+    /** The one in use stopped answering: the next connection goes to the next of the list (the same, when it is alone). */
+    next: () => {
+      if (urls.length < 2) return;
+      failed = 0;
+      move();
+    },
+  };
 }

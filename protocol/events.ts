@@ -77,6 +77,8 @@ export interface HelloReply {
   ok: boolean;
   code?: string;
   heartbeatMs?: number;
+  /** The worker leaves for another controller when a heartbeat is not acknowledged within this (ms); absent: a controller that acknowledges none. */
+  heartbeatAckMs?: number;
   /** Per job the worker still has: the last output sequence number stored; it resends what follows. */
   resume?: Record<string, number>;
 }
@@ -99,7 +101,7 @@ export type FileEvent = (typeof WorkerEvent)['fileRead' | 'fileBegin' | 'fileWri
 export interface WorkerToController {
   [WorkerEvent.hello]: (hello: Hello, ack: (reply: HelloReply) => void) => void;
   [WorkerEvent.inventory]: (inventory: Inventory) => void;
-  [WorkerEvent.heartbeat]: (beat: Heartbeat) => void;
+  [WorkerEvent.heartbeat]: (beat: Heartbeat, ack?: (reply: { ok: boolean }) => void) => void;
   [WorkerEvent.deviceUnhealthy]: (q: Quarantine, ack?: (reply: ReportReply) => void) => void;
   [WorkerEvent.jobOutput]: (chunk: JobOutput) => void;
   [WorkerEvent.jobExit]: (exit: JobExit, ack: (reply: ReportReply) => void) => void;

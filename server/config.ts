@@ -40,6 +40,8 @@ const Settings = z.object({
   RC_DASHBOARD: flag.default(true),
   /** Seconds a worker may be silent before its host is offline and its jobs lost. */
   RC_HOST_TIMEOUT_S: z.coerce.number().positive().max(3600).default(15),
+  /** Milliseconds the controller's event loop may stand still before it counts as paused (server/pause-watch.ts). */
+  RC_PAUSE_GAP_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
   /** Output kept per job (bytes); the rest is streamed live but not stored. */
   RC_OUTPUT_LIMIT_BYTES: z.coerce
     .number()
@@ -111,6 +113,11 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
     default: '`15`',
     meaning:
       'A worker that sends no heartbeat for this long puts its host offline, and its running jobs end `lost`. Workers heartbeat every third of it. A dropped connection makes the host `away`; its jobs keep running until the timeout. A lost job keeps its devices until its worker is back: the worker kills what its previous run left before it says hello, and the hello frees them. A host the controller hears from over its connection is never timed out, and nothing is timed out until the database has answered for a whole timeout (see "When the database is away").',
+  },
+  RC_PAUSE_GAP_MS: {
+    default: '`2000`',
+    meaning:
+      'A controller whose own event loop stood still this long (milliseconds, measured on the monotonic clock: SIGSTOP, a paused VM, a swap storm) heard nothing meanwhile: it then gives every host a whole `RC_HOST_TIMEOUT_S` before it times any out, and logs the pause (see "A frozen controller").',
   },
   RC_OUTPUT_LIMIT_BYTES: {
     default: '`16777216` (16 MiB)',

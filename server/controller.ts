@@ -7,6 +7,8 @@ import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
 import { markHostsAway, reapSilentHosts } from './reaper';
+import { PauseWatch } from './pause-watch';
+import { heartbeatAckMs, heartbeatMs as heartbeatEvery } from './heartbeat-timing';
 import { Scheduler } from './scheduler';
 import { enforceLimits } from './watchdogs';
 import { WorkerHub } from './worker-hub';
@@ -42,6 +44,8 @@ export interface ControllerOptions {
   /** The database's URL: the bus between controllers listens on a connection of its own. */
   databaseUrl: string;
   hostTimeoutS: number;
+  /** RC_PAUSE_GAP_MS: an event-loop gap this long is a pause of this process (server/pause-watch.ts). */
+  pauseGapMs?: number;
   /** Seconds past a time limit before the controller ends a job its worker did not kill. */
   watchdogGraceS?: number;
   outputLimitBytes?: number;
@@ -97,6 +101,8 @@ export class Controller {
   private readonly passes = new Set<Promise<unknown>>();
   private io: Server | null = null;
   private readonly beatsDb: Database;
+  /** This process's own pauses: hosts are not judged by clocks it could not read (server/pause-watch.ts). */
+  private readonly pauses: PauseWatch;
   private readonly log: (msg: string) => void;
 
   constructor(private readonly opts: ControllerOptions) {
@@ -107,7 +113,12 @@ export class Controller {
     this.reserveAfterS = opts.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
     this.runtimeLimits = opts.runtimeLimits ?? { defaultS: null, maxS: null };
     this.sql = opts.database.client;
-    const heartbeatMs = Math.max(200, (opts.hostTimeoutS * 1000) / 3);
+    const heartbeatMs = heartbeatEvery(opts.hostTimeoutS);
+    this.pauses = new PauseWatch(opts.pauseGapMs, (gap) =>
+      log(
+        `this controller did not run for ${(gap / 1000).toFixed(1)} s (stopped, or starved of CPU): every host gets ${opts.hostTimeoutS} s before any is timed out`,
+      ),
+    );
     this.metrics = new Metrics({
       sql: this.sql,
       heartbeatMs,
@@ -201,6 +212,7 @@ export class Controller {
         void this.scheduler.poke();
       },
       heartbeatMs,
+      heartbeatAckMs: heartbeatAckMs(opts.hostTimeoutS),
       metrics,
       outputLimitBytes: this.outputLimitBytes,
       elsewhere: (host, event, payload) => bus.publish({ t: 'order', host, event, payload }),
@@ -307,6 +319,7 @@ export class Controller {
   async start(io: Server): Promise<void> {
     this.io = io;
     await markHostsAway(this.db, this.opts.hostTimeoutS);
+    this.pauses.start();
     const log = this.log;
     await this.bus.start(
       (m) => this.onBus(m),
@@ -335,6 +348,8 @@ export class Controller {
         engine: this.engine,
         timeoutS: this.opts.hostTimeoutS,
         dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
+        awakeForMs: () => this.pauses.awakeForMs(),
+        heldHere: (host) => this.hub.holds(host),
         heardFrom: (ms) => this.hub.heardFrom(ms),
         changed: (host) => this.live.changed({ what: 'devices', host }),
       }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)),
@@ -397,6 +412,7 @@ export class Controller {
   async quiesce(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.pauses.stop();
     await Promise.all([this.scheduler.stop(), ...this.passes]);
   }
 

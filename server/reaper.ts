@@ -6,10 +6,21 @@
 // Silence is judged from timestamps in the database, which nobody could write
 // while the database itself was away (stopped, restarting). So the reaper
 // judges nothing until the database has answered for a whole timeout, and
-// never reaps a host whose worker this controller heard from within it.
+// never reaps a host whose worker this controller heard from within it. The
+// same holds for this controller's own pauses (server/pause-watch.ts): awake
+// again, it gives every host a whole timeout before it judges any.
+//
+// A host still `online` but connected to no controller here has a controller
+// that went silent holding it (frozen, or killed before it could mark the host
+// away), or is itself cut off. Its worker notices a silent controller (a
+// heartbeat unacknowledged for half a timeout, worker/controller-link.ts) and
+// moves on: another controller gives it a second timeout to arrive before it
+// judges (server/heartbeat-timing.ts). The controller holding a host judges it at the plain timeout, so a
+// dead host behind a live controller is lost no later than before.
 import { and, inArray, sql } from 'drizzle-orm';
 import { hosts } from '../db/schema';
 import type { Db, Sql } from './db';
+import { switchGraceS } from './heartbeat-timing';
 import type { JobEngine } from './jobs/engine';
 
 export interface ReapDeps {
@@ -20,21 +31,48 @@ export interface ReapDeps {
   timeoutS: number;
   /** Milliseconds the database has answered without a break (server/db-health.ts). */
   dbUpForMs: () => number;
+  /** Milliseconds since this controller last woke from a pause (server/pause-watch.ts). */
+  awakeForMs: () => number;
+  /** Whether the host's worker is connected to this controller. */
+  heldHere: (hostName: string) => boolean;
   /** Hosts whose workers this controller heard from within the timeout. */
   heardFrom: (withinMs: number) => string[];
   /** A host went offline (the dashboard's live view). */
   changed: (hostName: string) => void;
 }
 
+/** A host silent past the timeout in the database: its status, and seconds since it was last seen. */
+export interface SilentHost {
+  name: string;
+  status: string;
+  silentS: number;
+}
+
+/** Of the silent hosts, those to put offline: not heard from here, and past the timeout that applies to each (above). */
+export function deadHosts(silent: readonly SilentHost[], timeoutS: number, heard: ReadonlySet<string>, heldHere: (hostName: string) => boolean): string[] {
+  return silent
+    .filter((h) => !heard.has(h.name))
+    .filter((h) => heldHere(h.name) || h.status !== 'online' || h.silentS >= timeoutS + switchGraceS(timeoutS))
+    .map((h) => h.name);
+}
+
+/** Whether the controller may judge hosts by time now: the database and this process have both been up for a whole timeout. */
+function mayJudge(deps: ReapDeps): boolean {
+  const ms = deps.timeoutS * 1000;
+  return deps.dbUpForMs() >= ms && deps.awakeForMs() >= ms;
+}
+
 export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
   const { db, timeoutS } = deps;
-  if (deps.dbUpForMs() < timeoutS * 1000) return 0;
+  if (!mayJudge(deps)) return 0;
   // The silent ones first (usually none): a fleet of thousands is not named in a statement every second.
-  const silent = await deps.sql<{ name: string }[]>`
-    select name from hosts where status in ('online', 'away') and last_seen_at < now() - make_interval(secs => ${timeoutS})`;
+  const silent = await deps.sql<SilentHost[]>`
+    select name, status, extract(epoch from now() - last_seen_at)::float8 as "silentS" from hosts
+    where status in ('online', 'away') and last_seen_at < now() - make_interval(secs => ${timeoutS})`;
   if (!silent.length) return 0;
-  const alive = new Set(deps.heardFrom(timeoutS * 1000));
-  const names = silent.map((h) => h.name).filter((n) => !alive.has(n));
+  // Asked again: this process may have been stopped while the query was out.
+  if (!mayJudge(deps)) return 0;
+  const names = deadHosts(silent, timeoutS, new Set(deps.heardFrom(timeoutS * 1000)), deps.heldHere);
   if (!names.length) return 0;
   const gone = await db
     .update(hosts)

@@ -50,6 +50,8 @@ export interface InboundDeps {
   poke: () => void;
   log: (msg: string) => void;
   heartbeatMs: number;
+  /** How long a worker waits for a heartbeat's acknowledgement before it leaves this controller for another (worker/controller-link.ts). */
+  heartbeatAckMs: number;
   /** Heartbeats' lateness and handling time, output received (server/metrics.ts). */
   metrics: Pick<Metrics, 'heartbeat' | 'heartbeatStored' | 'output'>;
   /** Bytes of output kept per job; past it a marker is stored and the rest is only streamed live. */
@@ -98,7 +100,13 @@ export class WorkerInbound {
           async (kill) => {
             // Before the answer: a worker answered takes its devices as known (the next listing, or rc run -d, loads them).
             this.deps.changed(hostName);
-            if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
+            if (typeof ack === 'function')
+              ack({
+                ok: true,
+                heartbeatMs: this.deps.heartbeatMs,
+                heartbeatAckMs: this.deps.heartbeatAckMs,
+                resume: await this.resumePoints(hostName, hello.data),
+              });
             for (const order of kill) socket.emit(WorkerEvent.jobKill, order);
             // A quarantine says its own change.
             await this.quarantines.fromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
@@ -127,7 +135,9 @@ export class WorkerInbound {
 
     // When this connection's last heartbeat arrived (its lateness is measured from it).
     let lastBeat: number | null = null;
-    socket.on(WorkerEvent.heartbeat, (raw) => {
+    socket.on(WorkerEvent.heartbeat, (raw, ack) => {
+      // At once, not once stored: it says this controller runs (a slow database is judged apart, server/db-health.ts).
+      if (typeof ack === 'function') ack({ ok: true });
       const receivedAt = this.deps.metrics.heartbeat(lastBeat);
       lastBeat = receivedAt;
       void this.ackStored(socket, hostName);

@@ -4,10 +4,14 @@
 // inventory, device reports) and starts its heartbeat. It reconnects after
 // any disconnect, a controller shutting down included, until the worker stops;
 // with several controllers in RC_CONTROLLER, to the next one when the one it
-// lost does not come back (controllers.ts).
+// lost does not come back (controllers.ts). A controller that keeps the
+// connection open but stops answering (frozen: SIGSTOP, a paused VM) is left
+// too: a heartbeat it does not acknowledge in time sends the worker to the
+// next one at once, well within the host timeout, so the other controllers
+// never see the host fall silent (server/reaper.ts).
 import { io, type Socket } from 'socket.io-client';
 import { type ControllerToWorker, type HelloReply, WORKER_NAMESPACE, WorkerEvent, type WorkerToController } from '../protocol/events';
-import type { Inventory, Quarantine } from '../protocol/worker';
+import type { Heartbeat, Inventory, Quarantine } from '../protocol/worker';
 import type { WorkerConfig } from './config';
 import type { Prober } from './inventory';
 import type { Unkillable } from './runtime';
@@ -38,7 +42,11 @@ export class ControllerLink {
   private held: Quarantine[] = [];
   /** The inventory the controller last got from us. */
   private sent: Inventory | null = null;
-  private readonly controller: { current: () => string };
+  private readonly controller: { current: () => string; next: () => void };
+  /** How long a heartbeat may go unacknowledged (the hello's reply says; 0: this controller acknowledges none). */
+  private ackMs = 0;
+  /** Counts connections: an acknowledgement's timeout from an earlier one is not this one's fault. */
+  private connection = 0;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -53,8 +61,12 @@ export class ControllerLink {
       reconnectionDelay: 200,
       reconnectionDelayMax: 2000,
     });
-    this.socket.on('connect', () => void this.hello());
+    this.socket.on('connect', () => {
+      this.connection += 1;
+      void this.hello();
+    });
     this.socket.on('disconnect', (reason) => {
+      this.connection += 1;
       this.ready = false;
       this.hooks.lost();
       this.stopHeartbeat();
@@ -101,8 +113,35 @@ export class ControllerLink {
     this.held = [];
     for (const q of held) this.socket.emit(WorkerEvent.deviceUnhealthy, q);
     this.hooks.welcomed(reply);
+    this.ackMs = reply.heartbeatAckMs ?? 0;
     this.stopHeartbeat();
     this.heartbeat = setInterval(() => this.hooks.beat(), reply.heartbeatMs ?? 5000);
+  }
+
+  /** A heartbeat; one the controller does not acknowledge in time sends the worker to the next controller. */
+  sendHeartbeat(beat: Heartbeat): void {
+    const wait = this.ackMs;
+    if (!wait) {
+      this.socket.emit(WorkerEvent.heartbeat, beat);
+      return;
+    }
+    const connection = this.connection;
+    this.socket
+      .timeout(wait)
+      .emitWithAck(WorkerEvent.heartbeat, beat)
+      .catch(() => {
+        if (connection !== this.connection || !this.ready || this.stopping) return;
+        this.leave(`no answer to a heartbeat in ${wait} ms`);
+      });
+  }
+
+  /** The controller keeps the connection but does not answer: the next one is tried now, not after the ping timeout. */
+  private leave(why: string): void {
+    const from = this.controller.current();
+    this.controller.next();
+    this.log(`the controller at ${from} stopped answering (${why}); connecting to ${this.controller.current()}`);
+    this.socket.disconnect();
+    this.socket.connect();
   }
 
   /** A device must not be scheduled: told now, or once the controller has our hello. */

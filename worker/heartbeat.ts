@@ -1,7 +1,6 @@
 // The worker's heartbeat: it carries the last GPU sample; the next is taken
 // meanwhile, and with it the check for processes rc did not start on the
 // devices (gpu-monitor.ts), whose devices are quarantined.
-import { WorkerEvent } from '../protocol/events';
 import type { ControllerLink } from './controller-link';
 import type { GpuMonitor } from './gpu-monitor';
 import type { Prober } from './inventory';
@@ -9,7 +8,7 @@ import type { JobRunner } from './job-runner';
 
 /** The heartbeat carries the last GPU sample; the next is taken meanwhile, and with it the check for processes rc did not start. */
 export function beat(link: ControllerLink, gpus: GpuMonitor, prober: Prober, jobs: JobRunner, log: (msg: string) => void): void {
-  link.socket.emit(WorkerEvent.heartbeat, { gpus: gpus.latest });
+  link.sendHeartbeat({ gpus: gpus.latest });
   // People work on a held device directly (that is what a hold is for): their processes are not foreign.
   const held = jobs.heldDevices();
   const devices = (prober.latest?.devices ?? []).map((d) => ({ index: d.index, uuid: d.uuid ?? null }));

@@ -3,7 +3,10 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer } from 'node:net';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { Body, chunkedFeed, http1Request } from '../../cli/http1';
+import { Body, chunkedFeed, type Deadlines, http1Request } from '../../cli/http1';
+
+/** Generous: these tests are not about the deadlines, except where they say so. */
+const D: Deadlines = { connectMs: 30_000, answerMs: 30_000, stream: false };
 
 const chunked = (parts: Buffer[]) =>
   Buffer.concat([
@@ -104,17 +107,17 @@ async function withServer(fn: (port: number) => Promise<void>): Promise<void> {
 for (const host of ['127.0.0.1', '[::1]', 'localhost']) {
   test(`against a real node:http server at ${host}: status, headers, streamed chunks, sized bodies, a 16 MiB upload`, async () => {
     await withServer(async (port) => {
-      const s = await http1Request(new URL(`http://${host}:${port}/stream`), 'GET', {});
+      const s = await http1Request(new URL(`http://${host}:${port}/stream`), 'GET', {}, undefined, D);
       assert.equal(s.statusCode, 200);
       assert.equal(s.headers['content-type'], 'application/x-test');
       assert.equal((await collect(s.body)).toString(), 'first second');
-      const j = await http1Request(new URL(`http://${host}:${port}/x?y=1`), 'POST', { authorization: 'Bearer t', 'content-length': '5' }, 'hello');
+      const j = await http1Request(new URL(`http://${host}:${port}/x?y=1`), 'POST', { authorization: 'Bearer t', 'content-length': '5' }, 'hello', D);
       assert.equal(j.statusCode, 418);
       assert.deepEqual(JSON.parse((await collect(j.body)).toString()), { bytes: 5, head: 'hello', auth: 'Bearer t' });
       const big = Buffer.alloc(16 * 1024 * 1024, 7);
-      const up = await http1Request(new URL(`http://${host}:${port}/up`), 'PUT', { 'content-length': String(big.length) }, big);
+      const up = await http1Request(new URL(`http://${host}:${port}/up`), 'PUT', { 'content-length': String(big.length) }, big, D);
       assert.deepEqual(JSON.parse((await collect(up.body)).toString()).bytes, big.length);
-      await assert.rejects(http1Request(new URL(`http://${host}:1/`), 'GET', {}), /ECONNREFUSED/);
+      await assert.rejects(http1Request(new URL(`http://${host}:1/`), 'GET', {}, undefined, D), /ECONNREFUSED/);
     });
   });
 }
@@ -128,10 +131,52 @@ test('a connection cut in the middle of a body is an error, not a short success'
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
-    const res = await http1Request(new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/`), 'GET', {});
+    const res = await http1Request(new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/`), 'GET', {}, undefined, D);
     // The server closed (FIN) 91 bytes short of its content-length.
     await assert.rejects(collect(res.body), /ECONNRESET/);
   } finally {
     server.close();
   }
+});
+
+/** A server that accepts connections and never answers (a frozen controller): its sockets, to close at the end. */
+async function silentServer(fn: (port: number) => Promise<void>, first?: (socket: import('node:net').Socket) => void): Promise<void> {
+  const sockets: import('node:net').Socket[] = [];
+  const server = createTcpServer((socket) => {
+    sockets.push(socket);
+    first?.(socket);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    await fn((server.address() as { port: number }).port);
+  } finally {
+    for (const s of sockets) s.destroy();
+    server.close();
+  }
+}
+
+test('a server that accepts and never answers fails the request with NO_ANSWER once answerMs passes, not never', async () => {
+  await silentServer(async (port) => {
+    const t0 = Date.now();
+    await assert.rejects(http1Request(new URL(`http://127.0.0.1:${port}/`), 'GET', {}, undefined, { ...D, answerMs: 300 }), /NO_ANSWER/);
+    const took = Date.now() - t0;
+    assert.ok(took >= 290 && took < 5000, `took ${took} ms`);
+  });
+});
+
+test('an answer that stops midway: a whole answer fails with NO_ANSWER; a stream may stay silent', async () => {
+  const head = (socket: import('node:net').Socket) =>
+    socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nfirst\r\n'));
+  await silentServer(async (port) => {
+    const whole = await http1Request(new URL(`http://127.0.0.1:${port}/`), 'GET', {}, undefined, { ...D, answerMs: 300 });
+    await assert.rejects(collect(whole.body), /NO_ANSWER/);
+    const stream = await http1Request(new URL(`http://127.0.0.1:${port}/`), 'GET', {}, undefined, { ...D, answerMs: 300, stream: true });
+    const got: Buffer[] = [];
+    let outcome = 'open';
+    stream.body.consume({ data: (c) => got.push(c), end: () => (outcome = 'end'), error: (e) => (outcome = e.message) });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(outcome, 'open', 'a silent stream is not cut');
+    assert.equal(Buffer.concat(got).toString(), 'first');
+    stream.body.end();
+  }, head);
 });
