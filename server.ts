@@ -15,6 +15,7 @@ import { Dashboard } from './server/dashboard';
 import { connect, runMigrations } from './server/db';
 import { startEmbeddedPostgres, type EmbeddedDb } from './server/embedded-pg';
 import { ensureLocalCredentials, ensureLocalWorker } from './server/local-credentials';
+import { prepareLocalJobs } from './server/local-job-user';
 import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
@@ -91,7 +92,18 @@ async function main(): Promise<void> {
   if (config.RC_LOCAL_WORKER) {
     const host = process.env.RC_HOST_NAME ?? hostname();
     const workerCreds = await ensureLocalWorker(database.db, config.RC_DATA_DIR, host);
-    worker = new LocalWorker(url, workerCreds.credential, host, join(config.RC_DATA_DIR, 'workspace'), join(config.RC_DATA_DIR, 'worker-state'));
+    // Its jobs must not read the keys beside them: as root they run as a user of their own.
+    const jobs = prepareLocalJobs(config.RC_DATA_DIR, process.env);
+    if ('warning' in jobs) log(`WARNING: ${jobs.warning}`);
+    else log(`the local worker's jobs run as ${jobs.user.name} (uid ${jobs.user.uid}): they cannot read the data folder's keys`);
+    worker = new LocalWorker(
+      url,
+      workerCreds.credential,
+      host,
+      join(config.RC_DATA_DIR, 'workspace'),
+      join(config.RC_DATA_DIR, 'worker-state'),
+      'env' in jobs ? jobs.env : {},
+    );
     worker.start();
   }
   if (dashboard) void dashboard.start().then(() => log(`dashboard on ${url}/ (sign in with the adminToken or clientToken from local.json)`));
@@ -141,14 +153,19 @@ class LocalWorker {
     readonly host: string,
     private readonly workspace: string,
     private readonly stateDir: string,
+    /** RC_JOB_USER and RC_SCRATCH_DIR when its jobs run as a user of their own. */
+    private readonly jobEnv: Record<string, string>,
   ) {}
 
   start(): void {
     const entry = join(dirname(fileURLToPath(import.meta.url)), 'worker.js');
+    // The worker has no use for the database's address and password.
+    const { DATABASE_URL: _, ...env } = process.env;
     this.child = spawn(process.execPath, [entry], {
       stdio: ['ignore', 'inherit', 'inherit'],
       env: {
-        ...process.env,
+        ...env,
+        ...this.jobEnv,
         RC_CONTROLLER: this.controller,
         RC_HOST_TOKEN: this.credential,
         RC_HOST_NAME: this.host,
