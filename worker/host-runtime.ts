@@ -227,6 +227,7 @@ export function runTtyOnHost(
     rows: order.tty?.rows ?? 24,
     tree,
     onSpawn: (pid) => tree.started(pid),
+    owner: user ?? undefined,
   });
   return job;
 }
