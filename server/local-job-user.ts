@@ -24,11 +24,7 @@ export type LocalJobs =
  * workspace its own and the scratch folder one it can enter. The data folder
  * stays 0711: it can pass through to the workspace, not list or open the rest.
  */
-export function prepareLocalJobs(
-  dataDir: string,
-  env: Record<string, string | undefined>,
-  uid = process.getuid?.(),
-): LocalJobs {
+export function prepareLocalJobs(dataDir: string, env: Record<string, string | undefined>, uid = process.getuid?.()): LocalJobs {
   if (uid !== 0)
     return {
       warning: `the local worker's jobs run as ${userInfo().username}, the user this controller runs as: any job can read ${join(dataDir, 'local.json')} (the admin token), the database password and the worker's key. Let only people you would give the admin token run jobs here, or start rc as root: its jobs then run as the unprivileged user ${DEFAULT_JOB_USER} (docs/operators.md, "Who a job runs as")`,
