@@ -29,17 +29,17 @@ async function main(): Promise<void> {
     embedded = await startEmbeddedPostgres(config.RC_DATA_DIR, config.RC_PG_PORT, { notice: log });
     log(`embedded Postgres on port ${config.RC_PG_PORT}, data in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'pgdata')) || '.'}`);
   }
-  // Kept in the environment for what this process starts (the DbHealth probe's own connection).
-  process.env.DATABASE_URL = config.DATABASE_URL ?? embedded!.url;
-  const database = connect(process.env.DATABASE_URL);
+  // Not put in process.env: nothing this process starts (the local worker, next build) needs the password.
+  const databaseUrl = config.DATABASE_URL ?? embedded!.url;
+  const database = connect(databaseUrl);
   await runMigrations(database);
-  const health = new DbHealth({ url: process.env.DATABASE_URL, log });
+  const health = new DbHealth({ url: databaseUrl, log });
   health.start();
   const publicUrl = config.RC_PUBLIC_URL ?? null;
 
   const controller = new Controller({
     database,
-    databaseUrl: process.env.DATABASE_URL,
+    databaseUrl,
     health,
     publicUrl,
     hostTimeoutS: config.RC_HOST_TIMEOUT_S,

@@ -227,6 +227,19 @@ test('a job on the local worker (host runtime) cannot reach any credential', { t
     );
   }
   assert.ok(readlinkSync(`/proc/${s.controller}/cwd`));
+  // Seen as root: no process of the stack is handed the tokens or the database password in its environment or arguments
+  // (the worker's own key is in the worker's: no job can read it).
+  for (const pid of s.all)
+    for (const file of ['environ', 'cmdline']) {
+      let text = '';
+      try {
+        text = readFileSync(`/proc/${pid}/${file}`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const name of ['clientToken', 'adminToken', 'pgPassword'] as const)
+        assert.ok(!text.includes(k[name]), `/proc/${pid}/${file} (${cmdline(pid).split('\0')[1] ?? cmdline(pid)}) holds the ${name}`);
+    }
   for (const pid of [s.controller, s.worker]) assert.ok(readFileSync(`/proc/${pid}/environ`).length > 0, `the test reads /proc/${pid}/environ`);
   // The database: with the password, from here, both ways in work.
   const postgres = (await import(join(ROOT, 'node_modules', 'postgres', 'src', 'index.js'))).default as (o: object) => {
