@@ -6,7 +6,7 @@
 // because the attempt was aimed wrong.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -33,8 +33,12 @@ class NpmStart {
   log = '';
   pgPort = 0;
 
-  async start(env: Record<string, string>): Promise<this> {
+  /** `as`: another user than the test's (root), who then owns the data folder. */
+  async start(env: Record<string, string>, as?: { uid: number; gid: number }): Promise<this> {
+    // Stopped after the tests whether or not it got ready.
+    stacks.push(this);
     this.pgPort = await freePort();
+    if (as) chownSync(this.dataDir, as.uid, as.gid);
     const all: Record<string, string | undefined> = {
       ...process.env,
       PORT: '0',
@@ -44,18 +48,24 @@ class NpmStart {
       ...env,
     };
     delete all.DATABASE_URL;
-    this.child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], { cwd: ROOT, env: all as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [join(ROOT, 'dist', 'server.js')], {
+      cwd: ROOT,
+      env: all as NodeJS.ProcessEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...as,
+    });
     this.child.stdout!.on('data', (c: Buffer) => {
       this.log += c.toString();
     });
     this.child.stderr!.on('data', (c: Buffer) => {
       this.log += c.toString();
     });
-    await until(
+    const ready = await until(
       () => (/\[rc\] ready: the local worker is connected/.test(this.log) ? true : this.child.exitCode !== null ? false : undefined),
       'the ready line',
       120_000,
-    ).then((ready) => assert.ok(ready, `npm start stopped:\n${this.log}`));
+    ).catch(() => false);
+    assert.ok(ready, `npm start is not ready:\n${this.log}`);
     return this;
   }
 
@@ -152,10 +162,7 @@ interface Attempt {
 /** The host-runtime stack, shared by the tests that use it. */
 let hostStack: Promise<NpmStart> | null = null;
 function hostRuntime(): Promise<NpmStart> {
-  hostStack ??= new NpmStart().start({ RC_HOST_NAME: 'keybox' }).then((s) => {
-    stacks.push(s);
-    return s;
-  });
+  hostStack ??= new NpmStart().start({ RC_HOST_NAME: 'keybox' });
   return hostStack;
 }
 
@@ -290,10 +297,23 @@ test('as its own user a job still has its workspace, HOME and scratch, files cop
   assert.doesNotMatch(screen, /^0\r?$/m, 'the terminal job does not run as root');
 });
 
+test('npm start not as root says at its start that its jobs can read the keys, and it is true', { timeout: 300_000 }, async () => {
+  // nobody: a user with no other user to switch its jobs to, as a newcomer on a laptop.
+  // Its PATH without root's own folders, which it could not search.
+  const npm = await new NpmStart().start({ RC_HOST_NAME: 'keylaptop', HOME: '/tmp', PATH: '/usr/local/bin:/usr/bin:/bin' }, { uid: 65534, gid: 65534 });
+  assert.match(
+    npm.log,
+    /\[rc\] WARNING: the local worker's jobs run as nobody, the user this controller runs as: any job can read \S+\/local\.json \(the admin token\), the database password and the worker's key\. .*start rc as root/,
+  );
+  assert.doesNotMatch(npm.log, /jobs run as rc-job/);
+  const run = await npm.rc(['run', '--', 'cat', '../local.json']);
+  assert.equal(run.code, 0, run.stderr);
+  assert.ok(run.stdout.includes(npm.keys().adminToken), 'what the warning says: here a job reads the admin token');
+});
+
 test('a job on the local worker in a container (Docker runtime) cannot reach any credential, nor capture the loopback', { timeout: 300_000 }, async () => {
   const image = await ensureTestImage();
   const npm = await new NpmStart().start({ RC_HOST_NAME: dockerHost, RC_RUNTIME: 'docker', RC_DOCKER_IMAGE: image });
-  stacks.push(npm);
   const { dataDir, pgPort } = npm;
   const secrets = Object.entries(npm.keys()) as [keyof Keys, string][];
   const s = npm.processes();
