@@ -16,6 +16,7 @@ import { startEmbeddedPostgres, type EmbeddedDb } from './server/embedded-pg';
 import { ensureLocalCredentials, ensureLocalWorker } from './server/local-credentials';
 import { findLeftoverWorker, LocalWorker, stopLeftoverWorker } from './server/local-worker';
 import { quietOnClosedOutput } from './server/quiet-output';
+import { prepareLocalJobs } from './server/local-job-user';
 import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
@@ -48,17 +49,17 @@ async function main(): Promise<void> {
     await stopLeftoverWorker(config.RC_DATA_DIR, WORKER_ENTRY, leftWorker.pid);
     log(`a local worker left by an earlier rc (pid ${leftWorker.pid}) was stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
-  // Kept in the environment for what this process starts (the DbHealth probe's own connection).
-  process.env.DATABASE_URL = config.DATABASE_URL ?? embedded!.url;
-  const database = connect(process.env.DATABASE_URL);
+  // Not put in process.env: nothing this process starts (the local worker, next build) needs the password.
+  const databaseUrl = config.DATABASE_URL ?? embedded!.url;
+  const database = connect(databaseUrl);
   await runMigrations(database);
-  const health = new DbHealth({ url: process.env.DATABASE_URL, log });
+  const health = new DbHealth({ url: databaseUrl, log });
   health.start();
   const publicUrl = config.RC_PUBLIC_URL ?? null;
 
   const controller = new Controller({
     database,
-    databaseUrl: process.env.DATABASE_URL,
+    databaseUrl,
     health,
     publicUrl,
     hostTimeoutS: config.RC_HOST_TIMEOUT_S,
@@ -112,7 +113,19 @@ async function main(): Promise<void> {
   if (config.RC_LOCAL_WORKER) {
     const host = process.env.RC_HOST_NAME ?? hostname();
     const workerCreds = await ensureLocalWorker(database.db, config.RC_DATA_DIR, host);
-    worker = new LocalWorker({ entry: WORKER_ENTRY, dataDir: config.RC_DATA_DIR, controller: url, credential: workerCreds.credential, host, log });
+    // Its jobs must not read the keys beside them: as root they run as a user of their own.
+    const jobs = prepareLocalJobs(config.RC_DATA_DIR, process.env);
+    if ('warning' in jobs) log(`WARNING: ${jobs.warning}`);
+    else log(`the local worker's jobs run as ${jobs.user.name} (uid ${jobs.user.uid}): they cannot read the data folder's keys`);
+    worker = new LocalWorker({
+      entry: WORKER_ENTRY,
+      dataDir: config.RC_DATA_DIR,
+      controller: url,
+      credential: workerCreds.credential,
+      host,
+      log,
+      jobEnv: 'env' in jobs ? jobs.env : {},
+    });
     worker.start();
   }
   if (dashboard) void dashboard.start().then(() => log(`dashboard on ${url}/ (sign in with the adminToken or clientToken from local.json)`));

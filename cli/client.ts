@@ -148,7 +148,12 @@ export class Client {
           EXIT.error,
         );
       if (err.message === NO_ANSWER)
-        fail('no_answer', `the controller at ${at} stopped answering mid-answer (nothing for ${this.answerMs} ms, RC_ANSWER_TIMEOUT_MS)`, EXIT.unreachable, true);
+        fail(
+          'no_answer',
+          `the controller at ${at} stopped answering mid-answer (nothing for ${this.answerMs} ms, RC_ANSWER_TIMEOUT_MS)`,
+          EXIT.unreachable,
+          true,
+        );
       return fail(
         'unreachable',
         `the connection to the controller at ${at} broke mid-answer (${(err as NodeJS.ErrnoException).code ?? err.message})`,

@@ -105,7 +105,11 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
       'The dashboard\'s address as browsers reach it, when a TLS proxy stands in front (`https://rc.example.org`): the session cookie is then `Secure`, and that origin passes the cross-site check (see "Security notes").',
   },
   DATABASE_URL: { default: 'unset', meaning: 'Use this Postgres instead of the embedded one. Migrations are applied at start-up.' },
-  RC_DATA_DIR: { default: '`<checkout>/.rc`', meaning: '`local.json`, `worker.json`, and with the embedded Postgres `pgdata/` and `pg.json`.' },
+  RC_DATA_DIR: {
+    default: '`<checkout>/.rc`',
+    meaning:
+      "`local.json`, `worker.json`, the local worker's `workspace/` (its jobs') and `scratch/`, and with the embedded Postgres `pgdata/` and `pg.json`. As root it is 0711: the local worker's jobs, which run as another user, pass through it to their workspace and open nothing else there.",
+  },
   RC_PG_PORT: { default: '`54329`', meaning: 'Port of the embedded Postgres.' },
   RC_LOCAL_WORKER: { default: '`1`', meaning: '`0` starts no local worker.' },
   RC_DASHBOARD: { default: '`1`', meaning: '`0` serves no dashboard (non-API paths answer 404).' },

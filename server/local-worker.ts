@@ -88,6 +88,8 @@ export interface LocalWorkerOptions {
   credential: string;
   host: string;
   log: (msg: string) => void;
+  /** RC_JOB_USER and RC_SCRATCH_DIR when its jobs run as a user of their own (server/local-job-user.ts). */
+  jobEnv?: Record<string, string>;
 }
 
 /** The worker for this host, supervised: restarted if it dies, with the embedded Postgres's back-off; not after its host was removed. */
@@ -109,7 +111,9 @@ export class LocalWorker {
       // The IPC channel is the worker's tie to this process: it closes when this process ends, however it ends.
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: {
-        ...process.env,
+        // The worker has no use for the database's address and password.
+        ...withoutDatabaseUrl(process.env),
+        ...this.o.jobEnv,
         RC_CONTROLLER: this.o.controller,
         RC_HOST_TOKEN: this.o.credential,
         RC_HOST_NAME: this.o.host,
@@ -165,4 +169,9 @@ function readOr<T>(read: () => T, fallback: T): T {
   } catch {
     return fallback;
   }
+}
+
+function withoutDatabaseUrl(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _, ...rest } = env;
+  return rest;
 }

@@ -74,6 +74,8 @@ const Env = z.object({
   RC_SHARED_DIR: optionalDir('RC_SHARED_DIR'),
   /** Files the operator registers for jobs, /secrets (read-only) in every job; unset: no /secrets. */
   RC_SECRETS_DIR: optionalDir('RC_SECRETS_DIR'),
+  /** The unprivileged user host-runtime jobs run as when the worker is root (worker/job-user.ts); unset: as the worker's user. */
+  RC_JOB_USER: z.string().min(1).max(64).optional(),
 });
 /**
  * Every variable of Env, in the docs' order, with its default as the table shows it and what it does: npm run docs
@@ -139,6 +141,11 @@ export const WORKER_SETTINGS: Record<keyof typeof Env.shape, { default: string; 
     default: 'unset: no `/secrets`',
     meaning:
       'Absolute. Files you register for jobs, `/secrets` (read-only) in every job (`RC_SECRETS` on the host runtime). Must exist and be readable, and hold only files and folders (at most 1000 files, 64 MiB).',
+  },
+  RC_JOB_USER: {
+    default: "unset: jobs run as the worker's user (`npm start` as root: `rc-job`)",
+    meaning:
+      'A user name or uid: host-runtime jobs run as this unprivileged user, so they cannot read the worker\'s key, its `/proc` entries or any file only root may read. Needs a worker running as root and `setpriv` (util-linux). The user must be able to enter `RC_SCRATCH_DIR` and use `RC_WORKSPACE`. See "Who a job runs as".',
   },
 };
 

@@ -33,9 +33,17 @@ export function jobContainerName(host: string, jobId: string): string {
   return `rc-${nameSafe(host)}-job-${nameSafe(jobId)}`;
 }
 
-/** Short hash of what the container is made from: a container with another one is recreated. */
+/**
+ * Capabilities a job's container does not get. It shares the host's network
+ * (--network host), where the controller's clients, the worker and the
+ * database talk over the loopback: with NET_RAW, root in the container could
+ * capture that traffic, tokens and the database's login included.
+ */
+export const CAP_DROP = ['--cap-drop', 'NET_RAW'];
+
+/** Short hash of what the container is made from: a container with another one is recreated (one made with NET_RAW too). */
 export function specHash(image: string, gpusArg: string | null, volumes: string[]): string {
-  const text = JSON.stringify({ image, gpus: gpusArg, volumes });
+  const text = JSON.stringify({ image, gpus: gpusArg, volumes, capDrop: CAP_DROP });
   return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
 
@@ -153,6 +161,7 @@ export class DeviceContainers {
         'host',
         '--ipc',
         'host',
+        ...CAP_DROP,
         '--name',
         name,
         '--label',

@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import type { StartJob } from '../protocol/worker';
 import { dockerGpusValue } from '../core/gpus';
 import { dockerCall } from './docker-cli';
-import { CONTAINER_WORKSPACE, containerName, DeviceContainers, EMPTY_SCRATCH, gpusFor, jobContainerName, mountArgs } from './docker-containers';
+import { CAP_DROP, CONTAINER_WORKSPACE, containerName, DeviceContainers, EMPTY_SCRATCH, gpusFor, jobContainerName, mountArgs } from './docker-containers';
 import { JobProcess } from './docker-exec';
 import { DOCKER_FAILED, translateExecError, translateRunError } from './docker-exec-errors';
 import { containerTree, oneOffTree } from './docker-signal';
@@ -297,6 +297,7 @@ export class DockerRuntime implements Runtime {
       'host',
       '--ipc',
       'host',
+      ...CAP_DROP,
       '--name',
       jobContainerName(this.opts.host, order.jobId),
       '--label',

@@ -16,6 +16,7 @@ import {
   closeSync,
   constants,
   existsSync,
+  fchownSync,
   fstatSync,
   fsyncSync,
   lstatSync,
@@ -239,6 +240,9 @@ export function commitWrite(workspace: string, path: string, temp: string, size:
   inFolder(workspace, t, 'parent', (dir, name) => {
     withTemp(dir, temp, t, O_RDONLY, (fd, st) => {
       if (st.size !== size) throw new FileError('bad_request', 'the copy arrived incomplete; nothing was written');
+      // A root worker gives the file to its folder's owner: in a workspace of RC_JOB_USER, the jobs can change what was copied in.
+      const folder = fstatSync(dir);
+      if (process.getuid?.() === 0 && (st.uid !== folder.uid || st.gid !== folder.gid)) fchownSync(fd, folder.uid, folder.gid);
       fsyncSync(fd);
     });
     checkDestination(dir, name, t);

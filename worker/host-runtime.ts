@@ -13,6 +13,7 @@ import { RESERVED_ENV } from '../core/job-options';
 import { LOGIN_SHELL } from '../protocol/tty';
 import type { JobMounts, JobPaths } from './job-mounts';
 import type { JobSupervisor } from './job-supervisor';
+import { asJobUser, type JobUser } from './job-user';
 import type { DeviceProblem, JobCallbacks, PreviousJob, Reclaimed, RunningJob, RunningTty, Runtime, TtyCallbacks } from './runtime';
 import { JobLife } from './supervise';
 import { findOnPath, PtyJob } from './tty';
@@ -26,6 +27,8 @@ export class HostRuntime implements Runtime {
     private readonly supervisor: JobSupervisor,
     private readonly mounts: JobMounts,
     private readonly log: (msg: string) => void = () => {},
+    /** RC_JOB_USER: who jobs run as (null: the worker's own user). */
+    private readonly user: JobUser | null = null,
   ) {}
   /** The previous run's processes are killed first; then nothing of its jobs' scratch (or secrets copies) may stay. */
   async reclaim(previous: PreviousJob[]): Promise<Reclaimed> {
@@ -48,10 +51,10 @@ export class HostRuntime implements Runtime {
     this.supervisor.close();
   }
   run(order: StartJob, cb: JobCallbacks): RunningJob {
-    return runOnHost(order, this.workspace, this.supervisor, cb, this.mounts);
+    return runOnHost(order, this.workspace, this.supervisor, cb, this.mounts, this.user);
   }
   runTty(order: StartJob, cb: TtyCallbacks): RunningTty {
-    return runTtyOnHost(order, this.workspace, this.supervisor, cb, this.mounts);
+    return runTtyOnHost(order, this.workspace, this.supervisor, cb, this.mounts, this.user);
   }
 }
 
@@ -84,29 +87,47 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env, p
   return env;
 }
 
-/** The job's folders (scratch made, secrets copied), or why they cannot be made (rc's line for the job's stderr). */
-function hostPaths(order: StartJob, workspace: string, mounts: JobMounts): JobPaths | string {
+/** jobEnv, and the job user's HOME, USER and LOGNAME when jobs run as one. */
+function hostJobEnv(order: StartJob, paths: JobPaths, user: JobUser | null): Record<string, string> {
+  const env = jobEnv(order, process.env, paths);
+  if (user) {
+    env.HOME = user.home;
+    env.USER = user.name;
+    env.LOGNAME = user.name;
+  }
+  return env;
+}
+
+/** The job's folders (scratch made, secrets copied, both the job user's), or why they cannot be made (rc's line for the job's stderr). */
+function hostPaths(order: StartJob, workspace: string, mounts: JobMounts, user: JobUser | null): JobPaths | string {
   try {
-    return mounts.forHostJob(order.jobId, resolve(workspace));
+    return mounts.forHostJob(order.jobId, resolve(workspace), user);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     return `rc: cannot make the job's scratch folder or its copy of the secrets on this host: ${e.code ?? e.message}${e.path ? ` (${e.path})` : ''}\n`;
   }
 }
 
-export function runOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: JobCallbacks, mounts: JobMounts): RunningJob {
+export function runOnHost(
+  order: StartJob,
+  workspace: string,
+  supervisor: JobSupervisor,
+  cb: JobCallbacks,
+  mounts: JobMounts,
+  user: JobUser | null = null,
+): RunningJob {
   const life = new JobLife({ say: (message) => cb.output(2, Buffer.from(message)), end: cb.exit });
   const cwd = order.cwd ?? workspace;
   if (!existsSync(cwd) || !statSync(cwd).isDirectory()) {
     life.failAtOnce(126, `rc: the working directory ${cwd} does not exist on this host\n`);
     return life;
   }
-  const paths = hostPaths(order, workspace, mounts);
+  const paths = hostPaths(order, workspace, mounts, user);
   if (typeof paths === 'string') {
     life.failAtOnce(126, paths);
     return life;
   }
-  const env = jobEnv(order, process.env, paths);
+  const env = hostJobEnv(order, paths, user);
   const command = order.argv[0]!;
   // Checked here, since the cgroup's shell would otherwise say it in its own words.
   const unusable = commandProblem(command, env.PATH, cwd);
@@ -115,7 +136,8 @@ export function runOnHost(order: StartJob, workspace: string, supervisor: JobSup
     return life;
   }
   const tree = supervisor.open(order.jobId, order.fence);
-  const spawned = tree.spawnArgs(command, order.argv.slice(1));
+  const asUser = user ? asJobUser(user, command, order.argv.slice(1)) : { file: command, args: order.argv.slice(1) };
+  const spawned = tree.spawnArgs(asUser.file, asUser.args);
   // The pipes get a moment to drain what was written before the exit.
   const cut = () => {
     child.stdout.destroy();
@@ -169,7 +191,14 @@ function commandProblem(command: string, path: string | undefined, cwd: string):
 }
 
 /** A job under a pseudo-terminal on the host: same cwd and environment as runOnHost, TERM=xterm-256color. */
-export function runTtyOnHost(order: StartJob, workspace: string, supervisor: JobSupervisor, cb: TtyCallbacks, mounts: JobMounts): RunningTty {
+export function runTtyOnHost(
+  order: StartJob,
+  workspace: string,
+  supervisor: JobSupervisor,
+  cb: TtyCallbacks,
+  mounts: JobMounts,
+  user: JobUser | null = null,
+): RunningTty {
   const job = new PtyJob(cb);
   const cwd = order.cwd ?? workspace;
   const argv = order.argv.length ? order.argv : LOGIN_SHELL;
@@ -177,19 +206,20 @@ export function runTtyOnHost(order: StartJob, workspace: string, supervisor: Job
     job.failAtOnce(126, `rc: the working directory ${cwd} does not exist on this host\n`);
     return job;
   }
-  const paths = hostPaths(order, workspace, mounts);
+  const paths = hostPaths(order, workspace, mounts, user);
   if (typeof paths === 'string') {
     job.failAtOnce(126, paths);
     return job;
   }
-  const env = jobEnv(order, process.env, paths);
+  const env = hostJobEnv(order, paths, user);
   const file = findOnPath(argv[0]!, env.PATH, isExecutableFile);
   if (!file) {
     job.failAtOnce(127, `rc: ${argv[0]}: command not found\n`);
     return job;
   }
   const tree = supervisor.open(order.jobId, order.fence);
-  const spawned = tree.spawnArgs(file, argv.slice(1));
+  const command = user ? asJobUser(user, file, argv.slice(1)) : { file, args: argv.slice(1) };
+  const spawned = tree.spawnArgs(command.file, command.args);
   job.start({
     file: spawned.file,
     args: spawned.args,
@@ -199,6 +229,7 @@ export function runTtyOnHost(order: StartJob, workspace: string, supervisor: Job
     rows: order.tty?.rows ?? 24,
     tree,
     onSpawn: (pid) => tree.started(pid),
+    owner: user ?? undefined,
   });
   return job;
 }

@@ -13,6 +13,7 @@
 import { accessSync, chmodSync, constants, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { chmod, lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
+import { giveTo, type JobUser } from './job-user';
 
 export const CONTAINER_SCRATCH = '/scratch';
 export const CONTAINER_SHARED = '/shared';
@@ -175,14 +176,19 @@ export class JobMounts {
    * secrets the job cannot write without changing modes first (files 0444,
    * folders 0555): a job running as the worker's user could chmod its copy
    * back, and root ignores modes, but either way only its own copy changes.
+   * With a job user (RC_JOB_USER) the scratch is that user's, and the folders
+   * above it 0711: it can enter them to reach its own, not list them.
    */
-  forHostJob(jobId: string, workspace: string): JobPaths {
+  forHostJob(jobId: string, workspace: string, user: JobUser | null = null): JobPaths {
     const scratch = this.jobScratch(jobId);
+    if (user) enterable(join(this.dirs.scratch, 'jobs'));
     this.make(scratch);
+    if (user) giveTo(user, scratch);
     let secrets: string | null = null;
     if (this.dirs.secrets) {
       secrets = join(this.dirs.scratch, 'secrets', safe(jobId));
-      this.make(join(this.dirs.scratch, 'secrets'));
+      if (user) enterable(join(this.dirs.scratch, 'secrets'));
+      else this.make(join(this.dirs.scratch, 'secrets'));
       cpSync(this.dirs.secrets, secrets, { recursive: true, dereference: true });
       readOnly(secrets);
     }
@@ -231,6 +237,12 @@ export class JobMounts {
     }
     return out;
   }
+}
+
+/** A folder others may enter but not list (0711): the way to a job user's own folder below it. */
+function enterable(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o711 });
+  chmodSync(dir, 0o711);
 }
 
 /** Files 0444, folders 0555, from the bottom up. */

@@ -11,6 +11,8 @@
 // left running (reclaim.ts), so that no device is leased again while its last
 // job may still run.
 import { mkdirSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
 import { WorkerEvent } from '../protocol/events';
 import { EXIT_HOST_REMOVED, type Quarantine } from '../protocol/worker';
 import { loadWorkerConfig, mountDirs, type WorkerConfig } from './config';
@@ -26,6 +28,7 @@ import { checkMountDirs, JobMounts } from './job-mounts';
 import { JobRunner } from './job-runner';
 import { JobState } from './job-state';
 import { JobSupervisor } from './job-supervisor';
+import { type JobUser, jobUserFor, unreachableBy } from './job-user';
 import { reclaim } from './reclaim';
 import type { Runtime } from './runtime';
 import { readWorkerConfigFile } from './worker-config';
@@ -100,6 +103,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   let config: WorkerConfig;
+  let jobUser: JobUser | null;
   try {
     config = loadWorkerConfig();
     // A config file that cannot be used stops the worker here, with a plain message.
@@ -107,6 +111,15 @@ async function main(): Promise<void> {
     mkdirSync(config.RC_WORKSPACE, { recursive: true });
     const problems = checkMountDirs(mountDirs(config), config.RC_WORKSPACE);
     if (problems.length) throw new Error(problems.join('; '));
+    // Containers are the Docker runtime's boundary; RC_JOB_USER is the host runtime's.
+    jobUser = config.RC_RUNTIME === 'host' ? jobUserFor(config.RC_JOB_USER, process.getuid?.()) : null;
+    for (const [dir, what] of [
+      [join(config.RC_SCRATCH_DIR, 'jobs'), "where jobs' scratch folders are made; set RC_SCRATCH_DIR to a folder it can enter"],
+      [config.RC_WORKSPACE, 'on the way to the workspace; set RC_WORKSPACE to a folder it can use'],
+    ] as const) {
+      const closed = jobUser && unreachableBy(jobUser, dir);
+      if (jobUser && closed) throw new Error(`RC_JOB_USER=${jobUser.name} cannot enter ${closed}, ${what}`);
+    }
   } catch (err) {
     // Environment and config file problems, or a workspace that cannot be made: one line, no stack.
     console.error(`rc-worker: ${err instanceof Error ? err.message : String(err)}`);
@@ -134,7 +147,12 @@ async function main(): Promise<void> {
   } else {
     const supervisor = JobSupervisor.start({ host: config.RC_HOST_NAME, stateDir: config.RC_STATE_DIR, cgroups: config.RC_CGROUPS, log });
     log(supervisor.describe());
-    runtime = new HostRuntime(config.RC_WORKSPACE, supervisor, mounts, log);
+    log(
+      jobUser
+        ? `jobs run as ${jobUser.name} (uid ${jobUser.uid}), not as this worker's user: they cannot read its key or its files`
+        : `jobs run as ${userInfo().username}, this worker's own user: a job can read this worker's key and every file it can (RC_JOB_USER, as root, runs them as another user)`,
+    );
+    runtime = new HostRuntime(config.RC_WORKSPACE, supervisor, mounts, log, jobUser);
   }
   // Before the hello: what the previous run's jobs left must be gone before the controller leases their devices again.
   await reclaim(runtime, state, previous, log);

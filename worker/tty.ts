@@ -3,6 +3,7 @@
 // process tree (how to signal all of it); this file does the terminal:
 // output, input, resizes, flow control (pause stops reading, so the program
 // blocks); its start, kill with grace and end are the job's life (supervise.ts).
+import { chownSync } from 'node:fs';
 import { constants } from 'node:os';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
 import { guardPtyEnd } from './pty-end';
@@ -20,6 +21,8 @@ export interface PtySpec {
   tree: ProcessTree;
   /** The program's pid, once spawned. */
   onSpawn?(pid: number): void;
+  /** RC_JOB_USER: the terminal is given to it, so its programs can open it by its name (/dev/pts/N: tmux, screen). */
+  owner?: { uid: number; gid: number };
 }
 
 const SIGNAL_NAMES = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
@@ -63,6 +66,8 @@ export class PtyJob implements RunningTty {
       return;
     }
     this.pty = pty;
+    // Before the program can get to it: the spawned shell first enters the cgroup and execs setpriv.
+    if (spec.owner) giveTerminal(pty, spec.owner);
     spec.onSpawn?.(pty.pid);
     guardPtyEnd(pty, () => {
       this.gone = true;
@@ -119,4 +124,14 @@ export function findOnPath(command: string, path: string | undefined, isExecutab
     if (isExecutable(full)) return full;
   }
   return null;
+}
+
+/** The terminal's device (/dev/pts/N) to the job user; without it the device stays root's (0620), and the job cannot open it by its name. */
+function giveTerminal(pty: IPty, owner: { uid: number; gid: number }): void {
+  const path = (pty as IPty & { ptsName?: string }).ptsName;
+  try {
+    if (path) chownSync(path, owner.uid, owner.gid);
+  } catch {
+    /* the job still has its terminal as stdin, stdout and stderr */
+  }
 }
