@@ -25,3 +25,17 @@ export function databaseUrlProblem(url: string): string | null {
   }
   return null;
 }
+
+/**
+ * What to give postgres.js beside `url` so that target_session_attrs=read-write
+ * finds the primary. postgres.js decides read-write by default_transaction_read_only
+ * alone, which a hot standby of Postgres 14 or later reports `off` (it tells
+ * in_hot_standby apart): it would take the standby, and every write there fails.
+ * `primary` checks in_hot_standby; a primary that is read-only by setting is
+ * still refused by the health check (server/db-health.ts).
+ */
+export function sessionAttrs(url: string): { target_session_attrs?: 'primary' } {
+  const query = url.indexOf('?');
+  if (query < 0) return {};
+  return new URLSearchParams(url.slice(query + 1)).get('target_session_attrs') === 'read-write' ? { target_session_attrs: 'primary' } : {};
+}
