@@ -109,7 +109,11 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
     meaning:
       'The dashboard\'s address as browsers reach it, when a TLS proxy stands in front (`https://rc.example.org`): the session cookie is then `Secure`, and that origin passes the cross-site check (see "Security notes").',
   },
-  DATABASE_URL: { default: 'unset', meaning: 'Use this Postgres instead of the embedded one. Migrations are applied at start-up.' },
+  DATABASE_URL: {
+    default: 'unset',
+    meaning:
+      'Use this Postgres instead of the embedded one. Migrations are applied at start-up. Several servers, `db1:5432,db2:5432`, with `?target_session_attrs=read-write`: the primary among them (see "A Postgres whose primary moves").',
+  },
   RC_DATA_DIR: { default: '`<checkout>/.rc`', meaning: '`local.json`, `worker.json`, and with the embedded Postgres `pgdata/` and `pg.json`.' },
   RC_PG_PORT: { default: '`54329`', meaning: 'Port of the embedded Postgres.' },
   RC_LOCAL_WORKER: { default: '`1`', meaning: '`0` starts no local worker.' },
