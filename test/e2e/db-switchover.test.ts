@@ -7,7 +7,7 @@
 // says it is not ready while it cannot write, and carries on on the new primary
 // without a restart.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -23,6 +23,12 @@ const dirs: string[] = [];
 const started: { pg: Replicated | null; stack: Stack | null }[] = [];
 const DEVICES = 4;
 const LINES = 300;
+/** CPU time a process has used (user and system), in ms, from /proc. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line-${i + 1}\n`).join('');
 
 after(async () => {
@@ -133,12 +139,14 @@ for (const [params, what] of [
     await new Promise((r) => setTimeout(r, 1500));
 
     const stoppedAt = Date.now();
+    const cpuBefore = cpuMs(stack.controllerPid!);
     await pg.stopPrimary();
     // No primary for a while: the controller must say so (a SELECT 1 on the standby would pass).
     await stack.waitFor(async () => probes.some((p) => p.at > stoppedAt && p.status === 503), 'the controller to answer 503 with no primary', 20_000);
     // Longer than the health check's deadline (3 s): not ready all along, whichever way the check learns it.
     await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + 6000 - Date.now())));
     const promotedAt = Date.now();
+    const cpuWithoutPrimary = cpuMs(stack.controllerPid!) - cpuBefore;
     const answeredMeanwhile = probes.filter((p) => p.at > stoppedAt + 4500 && p.status !== 503);
     assert.deepEqual(answeredMeanwhile, [], 'not ready while no server takes writes');
     await pg.promote();
@@ -196,7 +204,7 @@ for (const [params, what] of [
     console.log(
       `switchover ${what}: ${ids.length} jobs running across it and 1 after, jobs lost 0, lines lost ${linesLost}; ` +
         `primary stopped → first 503 ${down.length ? down[0]!.at - stoppedAt : '-'} ms, stopped → promoted ${promotedAt - stoppedAt} ms, ` +
-        `promoted → ready ${readyAt - promotedAt} ms; not ready (503s, first to last) ${down.length ? down[down.length - 1]!.at - down[0]!.at : 0} ms`,
+        `promoted → ready ${readyAt - promotedAt} ms; controller CPU with no primary ${cpuWithoutPrimary} ms in ${promotedAt - stoppedAt} ms; not ready (503s, first to last) ${down.length ? down[down.length - 1]!.at - down[0]!.at : 0} ms`,
     );
     assert.equal(linesLost, 0);
     assert.ok(
