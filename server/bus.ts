@@ -131,8 +131,9 @@ export class Bus {
     this.listenSql`listen ${this.listenSql.unsafe(`"${BUS_CHANNEL}"`)}`.then(
       () => {
         if (this.listen !== 'trying') return;
-        if (this.failing) this.opts.log('bus: listening again; catching up on what was missed');
+        if (this.failing || this.cut) this.opts.log('bus: listening again; catching up on what was missed');
         this.failing = false;
+        this.cut = false;
         this.listen = 'listening';
         this.handlers?.onListening();
       },
@@ -150,11 +151,14 @@ export class Bus {
   private startWaits: () => void = () => {};
   /** Said once per spell of failures. */
   private failing = false;
+  /** The listen connection was lost since it last listened. */
+  private cut = false;
 
   /** The listen connection closed (the database restarted, or moved): listen again. */
   private listenLost(): void {
     if (this.listen !== 'listening') return;
     this.listen = 'idle';
+    this.cut = true;
     this.tryListen(RETRY_FIRST_MS);
   }
 
