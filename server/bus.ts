@@ -7,6 +7,7 @@
 // are the backstop. NOTIFY payloads are capped at 8000 bytes by Postgres.
 import { randomUUID } from 'node:crypto';
 import postgres from 'postgres';
+import { sessionAttrs } from './database-url';
 import type { JobEvent } from '../core/frames';
 import type { LiveChange } from '../protocol/events';
 import type { JobKind } from '../protocol/wire';
@@ -14,6 +15,9 @@ import type { JobKind } from '../protocol/wire';
 export const BUS_CHANNEL = 'rc';
 /** Postgres refuses a payload of 8000 bytes or more. */
 export const MAX_PAYLOAD_BYTES = 7900;
+/** Waits between tries to listen while the database refuses (doubling up to the second). */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2000;
 
 export type BusMessage =
   /** A job's lifecycle event (queued, started, exit), for whoever follows it on any controller. */
@@ -67,21 +71,95 @@ export class Bus {
   /** This controller, as the others see it in messages. */
   readonly id = randomUUID();
   private readonly sql: postgres.Sql;
-  private listening: { unlisten(): Promise<void> } | null = null;
+  /**
+   * The LISTEN connection, kept here rather than by postgres.js's listen(): that one
+   * listens again after a cut only once, and gives up for good when that fails (the
+   * database still down, or the server reached a standby that refuses LISTEN).
+   */
+  private readonly listenSql: postgres.Sql;
+  private listen: 'idle' | 'trying' | 'listening' | 'stopped' = 'idle';
+  private handlers: { onMessage: (m: BusMessage) => void; onListening: () => void } | null = null;
+  private retry: NodeJS.Timeout | null = null;
 
   constructor(private readonly opts: BusOptions) {
     // Its own connection, so NOTIFYs do not wait behind a busy main pool, and one, so they leave in the
-    // order they were published (postgres.js gives LISTEN a connection of its own besides).
-    this.sql = postgres(opts.url, { max: 1, onnotice: () => {}, connection: { application_name: 'rc-bus' } });
+    // order they were published.
+    this.sql = postgres(opts.url, { ...sessionAttrs(opts.url), max: 1, onnotice: () => {}, connection: { application_name: 'rc-bus' } });
+    const listenOptions: postgres.Options<Record<string, never>> & { onnotify: (channel: string, payload: string) => void } = {
+      ...sessionAttrs(opts.url),
+      max: 1,
+      // Never closed for age: a LISTEN lasts as long as its connection.
+      max_lifetime: null,
+      fetch_types: false,
+      onnotice: () => {},
+      connection: { application_name: 'rc-bus' },
+      onnotify: (channel, payload) => {
+        if (channel === BUS_CHANNEL && this.handlers) this.receive(payload, this.handlers.onMessage);
+      },
+      onclose: () => this.listenLost(),
+    };
+    this.listenSql = postgres(opts.url, listenOptions);
   }
 
   /**
-   * Listens until stop(). `onMessage` gets every other controller's messages;
-   * `onListening` runs each time the listen connection is (re)made: messages
-   * sent while it was down are lost, so that is the moment to catch up.
+   * Listens until stop(), from the first time the database lets it (resolves then).
+   * `onMessage` gets every other controller's messages; `onListening` runs each time
+   * the listen connection is (re)made: messages sent while it was down are lost, so
+   * that is the moment to catch up.
    */
   async start(onMessage: (m: BusMessage) => void, onListening: () => void): Promise<void> {
-    this.listening = await this.sql.listen(BUS_CHANNEL, (payload) => this.receive(payload, onMessage), onListening);
+    let first: () => void = () => {};
+    const listening = new Promise<void>((resolve) => {
+      first = resolve;
+      this.startWaits = resolve;
+    });
+    this.handlers = {
+      onMessage,
+      onListening: () => {
+        first();
+        onListening();
+      },
+    };
+    this.tryListen(RETRY_FIRST_MS);
+    await listening;
+  }
+
+  /** LISTEN, again and again (backing off) until it holds: the connection is made anew as needed. */
+  private tryListen(wait: number): void {
+    if (this.listen !== 'idle' || !this.handlers) return;
+    this.listen = 'trying';
+    this.listenSql`listen ${this.listenSql.unsafe(`"${BUS_CHANNEL}"`)}`.then(
+      () => {
+        if (this.listen !== 'trying') return;
+        if (this.failing || this.cut) this.opts.log('bus: listening again; catching up on what was missed');
+        this.failing = false;
+        this.cut = false;
+        this.listen = 'listening';
+        this.handlers?.onListening();
+      },
+      (err: unknown) => {
+        if (this.listen !== 'trying') return;
+        if (!this.failing) this.opts.log(`bus: cannot listen (${err instanceof Error ? err.message : String(err)}); trying again until it can`);
+        this.failing = true;
+        this.listen = 'idle';
+        this.retry = setTimeout(() => this.tryListen(Math.min(wait * 2, RETRY_MAX_MS)), wait);
+      },
+    );
+  }
+
+  /** Ends start()'s wait when stop() comes first. */
+  private startWaits: () => void = () => {};
+  /** Said once per spell of failures. */
+  private failing = false;
+  /** The listen connection was lost since it last listened. */
+  private cut = false;
+
+  /** The listen connection closed (the database restarted, or moved): listen again. */
+  private listenLost(): void {
+    if (this.listen !== 'listening') return;
+    this.listen = 'idle';
+    this.cut = true;
+    this.tryListen(RETRY_FIRST_MS);
   }
 
   /**
@@ -133,9 +211,12 @@ export class Bus {
   /** Sends what was published (the last changes other controllers must hear), then closes. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.listen = 'stopped';
+    if (this.retry) clearTimeout(this.retry);
+    this.startWaits();
     this.send();
     await Promise.all(this.sending);
-    await this.listening?.unlisten().catch(() => {});
+    await this.listenSql.end({ timeout: 1 }).catch(() => {});
     await this.sql.end({ timeout: 1 }).catch(() => {});
   }
 

@@ -6,6 +6,7 @@ import { parseDuration } from '../core/duration';
 import { parseIdleSetting } from '../core/idle';
 import { zodMessage } from '../protocol/zod-message';
 import { SAMPLE_RETENTION } from './sample-retention';
+import { databaseUrlProblem } from './database-url';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -27,7 +28,13 @@ const Settings = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Address to listen on; 0.0.0.0 to accept workers from other hosts. */
   RC_BIND: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z.string().url().optional(),
+  DATABASE_URL: z
+    .string()
+    .superRefine((url, ctx) => {
+      const problem = databaseUrlProblem(url);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
   /** The dashboard's address as browsers reach it, when a proxy (TLS) stands in front: https://rc.example.org. */
   RC_PUBLIC_URL: z
     .string()
@@ -104,7 +111,11 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
     meaning:
       'The dashboard\'s address as browsers reach it, when a TLS proxy stands in front (`https://rc.example.org`): the session cookie is then `Secure`, and that origin passes the cross-site check (see "Security notes").',
   },
-  DATABASE_URL: { default: 'unset', meaning: 'Use this Postgres instead of the embedded one. Migrations are applied at start-up.' },
+  DATABASE_URL: {
+    default: 'unset',
+    meaning:
+      'Use this Postgres instead of the embedded one. Migrations are applied at start-up. Several servers, `db1:5432,db2:5432`, with `?target_session_attrs=read-write`: the primary among them (see "A Postgres whose primary moves").',
+  },
   RC_DATA_DIR: {
     default: '`<checkout>/.rc`',
     meaning:

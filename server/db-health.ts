@@ -1,11 +1,15 @@
-// Whether the database answers, judged by a trivial query on a connection of
-// its own (a busy pool must not look like a dead database). A stopped
-// Postgres (SIGSTOP, a stalled disk) accepts connections and answers nothing,
-// so only a deadline tells it apart: past it the database counts as away.
-// While it is away, requests get 503 at once instead of hanging, and
+// Whether the database answers and takes writes, judged by a trivial query on
+// a connection of its own (a busy pool must not look like a dead database).
+// A standby answers reads: in a switchover (Patroni, CloudNativePG) the server
+// reached may be one until it is promoted, and a SELECT 1 passes there while
+// every write fails, so the check asks whether it is in recovery or read-only.
+// A stopped Postgres (SIGSTOP, a stalled disk) accepts connections and answers
+// nothing, so only a deadline tells it apart: past it the database counts as
+// away. While it is away, requests get 503 at once instead of hanging, and
 // anything that judges time by timestamps written to it (host liveness)
 // waits until it has answered for long enough again.
 import postgres from 'postgres';
+import { sessionAttrs } from './database-url';
 
 export interface DbHealthOptions {
   url: string;
@@ -27,7 +31,14 @@ export class DbHealth {
   private readonly waiters = new Set<() => void>();
 
   constructor(private readonly opts: DbHealthOptions) {
-    this.sql = postgres(opts.url, { max: 1, onnotice: () => {}, connect_timeout: 5, connection: { application_name: 'rc-health' } });
+    this.sql = postgres(opts.url, {
+      ...sessionAttrs(opts.url),
+      max: 1,
+      onnotice: () => {},
+      connect_timeout: 5,
+      connection: { application_name: 'rc-health' },
+      transform: { column: { from: postgres.toCamel } },
+    });
     this.everyMs = opts.everyMs ?? 1000;
     this.deadlineMs = opts.deadlineMs ?? 3000;
   }
@@ -68,19 +79,21 @@ export class DbHealth {
   private check(): void {
     const now = Date.now();
     if (this.asking) {
-      if (now - this.asking.since > this.deadlineMs) this.markDown(`no answer for ${Math.round((now - this.asking.since) / 1000)}s`);
+      if (now - this.asking.since > this.deadlineMs) this.markDown(`it has not answered for ${Math.round((now - this.asking.since) / 1000)}s`);
       return;
     }
     const asking = { since: now };
     this.asking = asking;
-    this.sql`select 1`.then(
-      () => {
+    this.sql<{ recovery: boolean; readOnly: string }[]>`select pg_is_in_recovery() as recovery, current_setting('transaction_read_only') as read_only`.then(
+      ([row]) => {
         if (this.asking === asking) this.asking = null;
-        this.markUp();
+        if (row?.recovery) this.markDown('it is a standby, in recovery: it takes no writes');
+        else if (row?.readOnly !== 'off') this.markDown('it is read-only (transaction_read_only is on)');
+        else this.markUp();
       },
       (err: unknown) => {
         if (this.asking === asking) this.asking = null;
-        this.markDown((err as Error).message ?? String(err));
+        this.markDown(`it did not answer: ${(err as Error).message ?? String(err)}`);
       },
     );
   }
@@ -88,7 +101,7 @@ export class DbHealth {
   private markDown(why: string): void {
     if (this.upSince === null) return;
     this.upSince = null;
-    this.opts.log(`the database is not answering (${why}); requests get 503 database_unavailable until it is back`);
+    this.opts.log(`the database cannot be used (${why}); requests get 503 database_unavailable until it is back`);
     const waiting = [...this.waiters];
     this.waiters.clear();
     for (const w of waiting) w();
@@ -97,6 +110,6 @@ export class DbHealth {
   private markUp(): void {
     if (this.upSince !== null) return;
     this.upSince = Date.now();
-    this.opts.log('the database answers again');
+    this.opts.log('the database answers again and takes writes');
   }
 }

@@ -3,6 +3,7 @@ import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import * as schema from '../db/schema';
+import { sessionAttrs } from './database-url';
 import { MIGRATIONS_DIR } from './paths';
 
 export type Db = PostgresJsDatabase<typeof schema>;
@@ -49,6 +50,7 @@ const camelColumns = { column: { from: postgres.toCamel, to: postgres.fromCamel 
 /** `settings`: run-time parameters of its connections (e.g. a pool whose commits need not wait for the disk). */
 export function connect(url: string, max = 10, settings: Record<string, string> = { application_name: 'rc' }): Database {
   const client = postgres(url, {
+    ...sessionAttrs(url),
     max,
     onnotice: () => {},
     connection: settings,
@@ -70,7 +72,7 @@ export function connect(url: string, max = 10, settings: Record<string, string> 
  */
 export async function runMigrations(database: Database): Promise<void> {
   const lock = await database.client.reserve();
-  const plain = postgres(database.url, { max: 1, onnotice: () => {}, connection: { application_name: 'rc-migrate' } });
+  const plain = postgres(database.url, { ...sessionAttrs(database.url), max: 1, onnotice: () => {}, connection: { application_name: 'rc-migrate' } });
   try {
     await lock`select pg_advisory_lock(7431001)`;
     await migrate(drizzle(plain), { migrationsFolder: MIGRATIONS_DIR });
@@ -81,7 +83,7 @@ export async function runMigrations(database: Database): Promise<void> {
   }
 }
 
-/** Errors that mean the database is away (refused, closed, restarting), not that the request was wrong. */
+/** Errors that mean the database is away (refused, closed, restarting) or takes no writes just now (a standby), not that the request was wrong. */
 const DOWN_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -98,8 +100,9 @@ const DOWN_CODES = new Set([
 export function databaseDown(err: unknown): boolean {
   const code = errorCode(err);
   if (code === null) return false;
-  // 57P0x: shutting down or starting up; 08xxx: connection exceptions; 53300: too many connections.
-  return DOWN_CODES.has(code) || /^(57P0[1-3]|08[0-9A-Z]{3}|53300)$/.test(code);
+  // 57P0x: shutting down or starting up; 08xxx: connection exceptions; 53300: too many connections;
+  // 25006: a read-only server (a standby not yet promoted, in a switchover): the write waits for the primary.
+  return DOWN_CODES.has(code) || /^(57P0[1-3]|08[0-9A-Z]{3}|53300|25006)$/.test(code);
 }
 
 /** The error's code (SQLSTATE or a connection code), looking through drizzle's wrapper (its `cause`). */

@@ -132,6 +132,17 @@ test('a Postgres restart loses no output line the worker was told is stored', { 
   const logs = await stack.cli(['logs', id]);
   assert.equal(logs.code, 0, logs.stderr);
   assert.equal(logs.stdout, `${id}\n${lines(120)}`, 'the stored output is whole, each line once');
+  // What other controllers tell it comes through LISTEN: listening again on the restarted Postgres, not once and then never.
+  const db = connect(stack.dbUrl, 1);
+  try {
+    await stack.waitFor(
+      async () => (await db.client`select 1 from pg_stat_activity where application_name = 'rc-bus' and query ilike 'listen%'`).length > 0,
+      "the controller's bus to listen again after the restart",
+      30_000,
+    );
+  } finally {
+    await db.close();
+  }
 });
 
 test('an exit report the controller failed to store is sent again, on the same connection: the job ends', { timeout: 120_000 }, async () => {
