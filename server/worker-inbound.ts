@@ -75,6 +75,8 @@ export class WorkerInbound {
   private readonly reports: WorkerReports;
   private readonly quarantines: WorkerQuarantines;
   private readonly refusals: Refusals;
+  /** When each host's worker was last cut off because output waited too long for the database (overflow). */
+  private readonly cutAt = new Map<string, number>();
 
   constructor(private readonly deps: InboundDeps) {
     this.beats = new HeartbeatWriter(deps.beatSql ?? deps.sql);
@@ -165,10 +167,10 @@ export class WorkerInbound {
       const out = JobOutput.safeParse(raw);
       if (!out.success) return;
       if (!this.running.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refusals.refused(hostName, WorkerEvent.jobOutput, out.data.jobId);
-      const { jobId, seq, stream, data } = out.data;
+      const { jobId, seq, stream, data, lostFrom } = out.data;
       this.deps.metrics.output(data.length);
       this.running.printed(jobId);
-      this.store(socket, jobId, hostName, seq, stream, data);
+      this.store(socket, jobId, hostName, seq, stream, data, lostFrom);
       this.deps.events.output(jobId, seq, stream, data);
     });
 
@@ -197,11 +199,16 @@ export class WorkerInbound {
     });
   }
 
-  /** Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so). */
-  private store(socket: WorkerSocket, jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer): void {
+  /**
+   * Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so).
+   * `lostFrom`: the worker let go of the chunks before this one from there (its buffer was full): the job is flagged too.
+   */
+  private store(socket: WorkerSocket, jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer, lostFrom?: number): void {
     const running = this.running;
-    if (seq <= running.handledUpTo(jobId)) return;
+    const handled = running.handledUpTo(jobId);
+    if (seq <= handled) return;
     if (this.deps.writer.full) return this.overflow(socket, host);
+    if (lostFrom !== undefined && Math.max(lostFrom, handled + 1) < seq) this.lost(jobId, host, Math.max(lostFrom, handled + 1), seq - 1);
     running.handled(jobId, seq, host);
     const before = running.stored(jobId) ?? 0;
     if (before === Infinity) return;
@@ -214,7 +221,21 @@ export class WorkerInbound {
     running.setStored(jobId, Infinity);
     // Keep what fits; replays then say that the rest was not stored.
     if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
-    this.deps.engine.outputTruncated(jobId).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+    this.deps.engine.outputTruncated(jobId, 'output_limit').catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+  }
+
+  /**
+   * Chunks from..to of the job's output are gone (its worker let go of them, never stored): the job says so, and why:
+   * disk_full when the database was out of space while the worker was cut off for it.
+   */
+  private lost(jobId: string, host: string, from: number, to: number): void {
+    const cut = this.cutAt.get(host);
+    const reason = cut !== undefined && this.deps.writer.fullSince(cut) ? 'disk_full' : 'store_behind';
+    const why = reason === 'disk_full' ? 'the database was out of disk space' : 'they could not be taken';
+    this.deps.log(
+      `job ${jobId}: output chunks ${from}..${to} were lost: ${why} for longer than the controller and the worker could hold them; its output is marked truncated (${reason})`,
+    );
+    this.deps.engine.outputTruncated(jobId, reason).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
   }
 
   /**
@@ -224,6 +245,7 @@ export class WorkerInbound {
    * waits until the database caught up) tells it what to resend.
    */
   private overflow(socket: WorkerSocket, host: string): void {
+    this.cutAt.set(host, Date.now());
     this.deps.log(`the database is behind on storing output; disconnecting ${host}'s worker, which resends once it has caught up`);
     socket.disconnect(true);
   }
