@@ -5,6 +5,8 @@
 // is back, or the job's output marked truncated with the reason; never lost
 // silently. Postgres's WAL stays on the ordinary disk: a full pg_wal makes
 // Postgres restart, a database-away fault the writer already waits out.
+// The dashboard is checked in a real Chromium: its notice while the disk is
+// full, and a truncated job's page saying why.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connect, type Database, runMigrations } from '../../server/db';
 import { type EmbeddedDb, startEmbeddedPostgres } from '../../server/embedded-pg';
+import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
 import { type CliResult, Stack } from '../helpers/stack';
 
 const dir = mkdtempSync(join(tmpdir(), 'rc-disk-full-'));
@@ -24,6 +27,7 @@ let mounted = false;
 let pg: EmbeddedDb;
 let db: Database;
 let stack: Stack;
+let browser: Awaited<ReturnType<typeof launchChromium>> | null = null;
 const filler = join(space, 'filler');
 
 function freePort(): Promise<number> {
@@ -57,17 +61,21 @@ before(
     stack = await Stack.start({
       databaseUrl: url,
       workers: [],
+      dashboard: !noChromium,
       // Small bounds, so that the second test's output overflows both the controller's and the worker's.
       controllerEnv: { RC_OUTPUT_WAITING_BYTES: String(256 * 1024) },
     });
     await stack.startWorker('alpha', 1);
     await stack.startWorker('beta', 1, { RC_OUTPUT_BUFFER_BYTES: String(256 * 1024) });
+    if (!noChromium) browser = await launchChromium();
   },
-  { timeout: 180_000 },
+  // The first start after a change to the pages builds them (minutes).
+  { timeout: 780_000 },
 );
 
 after(async () => {
   rmSync(filler, { force: true });
+  await browser?.close();
   await stack?.stop();
   await db?.close();
   await pg?.stop();
@@ -153,6 +161,8 @@ test('output the database could not store for lack of space is resent once space
   // What the client saw came through the controller: once nothing waits there, the first half is stored.
   await stack.waitFor(async () => (await metric('rc_job_output_waiting_bytes')) === 0, 'the first half stored', 60_000);
   const id = await jobIdOf('alpha');
+  const page = await browser?.context.newPage();
+  if (page) await signIn(page, stack.controllerUrl, stack.clientToken);
   const logStart = stack.controllerLog.length;
   fillDisk();
   writeFileSync(go, '');
@@ -168,6 +178,13 @@ test('output the database could not store for lack of space is resent once space
     ['disk_full'],
   );
   assert.match(notices.notices[0]!.message, /out of disk space/);
+  if (page) {
+    // Above every page, told by the live view without a reload.
+    const banner = page.locator('[data-notice=disk_full]');
+    await banner.waitFor({ timeout: 30_000 });
+    assert.match((await banner.textContent()) ?? '', /out of disk space/);
+    await screenshot(page, 'disk-full-notice');
+  }
   const stored = await db.client<{ n: number }[]>`select count(*)::int as n from job_output where job_id = ${id}`;
   rmSync(filler);
   const r = await job.done;
@@ -176,6 +193,10 @@ test('output the database could not store for lack of space is resent once space
   assert.ok(isCountUp(r.stdout, lines), 'rc run printed every line once, in order');
   assert.equal(await metric('rc_output_store_out_of_space'), 0);
   assert.deepEqual(((await stack.api('GET', '/api/notices')).body as { notices: unknown[] }).notices, []);
+  if (page) {
+    await page.locator('[data-notice=disk_full]').waitFor({ state: 'detached', timeout: 30_000 });
+    await page.close();
+  }
   // Said once for the spell, not once per chunk; and said when it ended.
   assert.equal(stack.controllerLog.slice(logStart).match(/out of disk space/g)?.length, 1, stack.controllerLog.slice(logStart));
   assert.match(stack.controllerLog.slice(logStart), /space is back/);
@@ -230,5 +251,15 @@ test('output past what the controller and the worker can hold while the disk is 
   assert.equal(stored.at(-2), String(lines), 'the last line was stored');
   const describe = await stack.cli(['describe', id]);
   assert.match(describe.stdout, /^output: +truncated \(disk_full\)$/m);
+  if (browser) {
+    const page = await browser.context.newPage();
+    await signIn(page, stack.controllerUrl, stack.clientToken);
+    await page.goto(`${stack.controllerUrl}/jobs/${id}`);
+    const said = page.locator('[data-truncated=disk_full]');
+    await said.waitFor({ timeout: 30_000 });
+    assert.match((await said.textContent()) ?? '', /Disk full: part of this output was lost/);
+    await screenshot(page, 'disk-full-truncated-job');
+    await page.close();
+  }
   assert.match(stack.controllerLog, new RegExp(`job ${id}: output chunks \\d+\\.\\.\\d+ were lost: the database was out of disk space`));
 });
