@@ -425,7 +425,7 @@ export class Controller {
     this.live.stop();
     this.hub.close();
     // What is not stored within a few seconds stays with the workers, which resend it to the next controller.
-    await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 5000))]);
+    await Promise.race([this.writer.drain().catch(() => {}), new Promise((r) => setTimeout(r, 5000))]);
     this.writer.stop();
     await this.bus.stop();
     await this.beatsDb.close().catch(() => {});

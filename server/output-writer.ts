@@ -50,6 +50,13 @@ export interface StoredSpan {
   to: number;
 }
 
+/** Output given up on, not stored: the controller is stopping (the workers still have it). */
+export class NotStored extends Error {
+  constructor() {
+    super('the controller is stopping: output received was not stored (its workers resend it to the next controller)');
+  }
+}
+
 /** What the writer tells its owner: a failing spell began (once per spell), rows stored, the disk full or not. */
 export interface WriterHooks {
   error: (err: unknown) => void;
@@ -72,6 +79,8 @@ export class OutputWriter {
   private failing = false;
   /** Since when the database has been out of disk space (null: it is not). */
   private noSpaceSince: Date | null = null;
+  /** Rows given up on when the writer stopped: drain() rejects from then on. */
+  private abandoned = false;
   /** When an INSERT last failed for lack of disk space (0: never). */
   private lastFullAt = 0;
 
@@ -114,17 +123,22 @@ export class OutputWriter {
     return this.lastFullAt >= since;
   }
 
-  /** Resolves once everything added so far is stored (through any retries). */
+  /**
+   * Resolves once everything added so far is stored (through any retries).
+   * Rejects (NotStored) once the writer stopped with rows it gave up on: nothing
+   * waiting for it may count them as stored (an acknowledgement, an exit).
+   */
   async drain(): Promise<void> {
     const target = this.added;
     while (this.done < target) {
       this.write();
-      if (!this.writing) return; // stopped mid-retry: what is left stays with the workers
+      if (!this.writing) break;
       await this.writing;
     }
+    if (this.abandoned) throw new NotStored();
   }
 
-  /** Stops retrying (the controller is stopping): drain() resolves, what is not stored stays with the workers. */
+  /** Stops retrying (the controller is stopping): what is not stored stays with the workers, which resend it to the next controller. */
   stop(): void {
     this.stopped = true;
   }
@@ -134,15 +148,17 @@ export class OutputWriter {
     const rows = this.queue;
     const upTo = this.added;
     this.queue = [];
-    this.writing = this.store(rows).finally(() => {
+    this.writing = this.store(rows).then((stored) => {
+      if (!stored) this.abandoned = true;
       this.done = upTo;
       this.writing = null;
       this.write();
     });
   }
 
-  private async store(rows: Row[]): Promise<void> {
-    if (!rows.length) return;
+  /** False: given up, not stored (the writer stopped while the database was away or full). */
+  private async store(rows: Row[]): Promise<boolean> {
+    if (!rows.length) return true;
     for (let wait = RETRY_FIRST_MS; ; wait = Math.min(wait * 2, RETRY_MAX_MS)) {
       try {
         // One statement of arrays, whatever the row count (one prepared statement; a query builder's cost per row
@@ -168,7 +184,7 @@ export class OutputWriter {
         this.failing = true;
         if (full) this.lastFullAt = Date.now();
         this.space(full);
-        if (this.stopped) return;
+        if (this.stopped) return false;
         await new Promise((r) => setTimeout(r, wait));
       }
     }
@@ -183,6 +199,7 @@ export class OutputWriter {
       }
     }
     this.hooks.stored?.([...spans.values()]);
+    return true;
   }
 
   private space(full: boolean): void {

@@ -77,6 +77,8 @@ export class WorkerInbound {
   private readonly refusals: Refusals;
   /** When each host's worker was last cut off because output waited too long for the database (overflow). */
   private readonly cutAt = new Map<string, number>();
+  /** Jobs whose end waits for their output while the database is out of disk space (said once each). */
+  private readonly endWaits = new Set<string>();
 
   constructor(private readonly deps: InboundDeps) {
     this.beats = new HeartbeatWriter(deps.beatSql ?? deps.sql);
@@ -96,11 +98,12 @@ export class WorkerInbound {
         .unkillable(hostName, hello.data)
         .then(() => storeHello(db, hostName, hello.data))
         .then(() => this.reports.hello(hostName, hello.data))
+        .then(async (kill) => ({ kill, resume: await this.resumePoints(hostName, hello.data) }))
         .then(
-          async (kill) => {
+          async ({ kill, resume }) => {
             // Before the answer: a worker answered takes its devices as known (the next listing, or rc run -d, loads them).
             this.deps.changed(hostName);
-            if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume: await this.resumePoints(hostName, hello.data) });
+            if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, resume });
             for (const order of kill) socket.emit(WorkerEvent.jobKill, order);
             // A quarantine says its own change.
             await this.quarantines.fromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
@@ -262,7 +265,14 @@ export class WorkerInbound {
     // What was handled before the drain is stored after it; later chunks wait for the next heartbeat.
     const handled = this.running.handledOn(hostName);
     if (!handled.length) return;
-    await this.deps.writer.drain();
+    // Not stored (the controller is stopping): not acknowledged; the worker resends it to the next controller.
+    if (
+      !(await this.deps.writer.drain().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
     for (const a of handled) socket.emit(WorkerEvent.jobAck, a);
   }
 
@@ -274,7 +284,14 @@ export class WorkerInbound {
 
   /** A job's exit: every chunk before it is stored first, so `rc logs` is whole, and a terminal's last output is told before its end. */
   private async onExit(hostName: string, exit: JobExit): Promise<boolean> {
+    // Said once per job, so that a job that shows running meanwhile is explained.
+    if (this.deps.writer.outOfSpaceSince && this.running.fenceOk(hostName, exit.jobId, exit.fence) && !this.endWaits.has(exit.jobId)) {
+      this.endWaits.add(exit.jobId);
+      this.deps.log(`job ${exit.jobId} ended; its end is stored once its output is (the database is out of disk space)`);
+    }
+    // A drain that gives up (the controller stopping) throws: the end is not stored before its output, and the worker reports it again.
     await Promise.all([this.deps.writer.drain(), this.tty?.flushed(exit.jobId)]);
+    this.endWaits.delete(exit.jobId);
     return this.reports.exit(hostName, exit);
   }
 }

@@ -263,3 +263,40 @@ test('output past what the controller and the worker can hold while the disk is 
   }
   assert.match(stack.controllerLog, new RegExp(`job ${id}: output chunks \\d+\\.\\.\\d+ were lost: the database was out of disk space`));
 });
+
+test('a controller stopped while the disk is full stores nothing as done that was not: the next one gets the output and the end', {
+  timeout: 600_000,
+}, async () => {
+  // Less than the controller holds (RC_OUTPUT_WAITING_BYTES) after the disk is full: its end reaches the controller, and waits there.
+  const lines = 21_000;
+  const first = 1000;
+  const go = join(dir, 'go-3');
+  const job = printingJob('alpha', first, lines, go);
+  await job.firstHalf;
+  await stack.waitFor(async () => (await metric('rc_job_output_waiting_bytes')) === 0, 'the first part stored', 60_000);
+  const id = await jobIdOf('alpha');
+  fillDisk();
+  writeFileSync(go, '');
+  await stack.waitFor(() => existsSync(`${go}.done`), 'the job to print its last line', 300_000);
+  await stack.waitFor(
+    async () => (await metric('rc_job_output_waiting_bytes')) > 0 && (await metric('rc_output_store_out_of_space')) === 1,
+    'output held',
+    60_000,
+  );
+  // Its exit is on its way (the worker reports it once its processes are gone).
+  // Its end reached the controller, and waits for its output.
+  await stack.waitFor(() => stack.controllerLog.includes(`job ${id} ended; its end is stored once its output is`), 'the end to wait for the output', 60_000);
+  await stack.stopController('SIGTERM');
+  await stack.startController();
+  rmSync(filler);
+  await stack.waitFor(async () => (await stack.job(id)).state !== 'running', 'the job to end', 120_000);
+  const logs = await stack.cli(['logs', id], { timeoutMs: 120_000 });
+  const view = (await stack.api('GET', `/api/jobs/${id}`)).body as { job: { state: string; outputTruncated: boolean } };
+  const storedLines = logs.stdout.split('\n').length - 1;
+  console.log(
+    `controller stopped while the disk was full: ${lines} lines printed, ${storedLines} stored; ${view.job.state}, truncated: ${view.job.outputTruncated}`,
+  );
+  assert.equal(view.job.state, 'succeeded');
+  assert.ok(isCountUp(logs.stdout, lines), `rc logs has every line 1..${lines} (it has ${storedLines})`);
+  await job.done;
+});
