@@ -75,8 +75,8 @@ export class WorkerInbound {
   private readonly reports: WorkerReports;
   private readonly quarantines: WorkerQuarantines;
   private readonly refusals: Refusals;
-  /** When each host's worker was last cut off because output waited too long for the database (overflow). */
-  private readonly cutAt = new Map<string, number>();
+  /** When each host's worker was last cut off because output waited too long for the database (overflow), and whether its disk was full then. */
+  private readonly cutAt = new Map<string, { at: number; full: boolean }>();
   /** Jobs whose end waits for their output while the database is out of disk space (said once each). */
   private readonly endWaits = new Set<string>();
 
@@ -233,7 +233,7 @@ export class WorkerInbound {
    */
   private lost(jobId: string, host: string, from: number, to: number): void {
     const cut = this.cutAt.get(host);
-    const reason = cut !== undefined && this.deps.writer.fullSince(cut) ? 'disk_full' : 'store_behind';
+    const reason = cut && (cut.full || this.deps.writer.fullSince(cut.at)) ? 'disk_full' : 'store_behind';
     const why = reason === 'disk_full' ? 'the database was out of disk space' : 'they could not be taken';
     this.deps.log(
       `job ${jobId}: output chunks ${from}..${to} were lost: ${why} for longer than the controller and the worker could hold them; its output is marked truncated (${reason})`,
@@ -248,7 +248,7 @@ export class WorkerInbound {
    * waits until the database caught up) tells it what to resend.
    */
   private overflow(socket: WorkerSocket, host: string): void {
-    this.cutAt.set(host, Date.now());
+    this.cutAt.set(host, { at: Date.now(), full: this.deps.writer.outOfSpaceSince !== null });
     this.deps.log(`the database is behind on storing output; disconnecting ${host}'s worker, which resends once it has caught up`);
     socket.disconnect(true);
   }

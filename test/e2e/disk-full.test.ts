@@ -58,6 +58,8 @@ before(
     execFileSync('chown', [`${owner.uid}:${owner.gid}`, join(space, 'pg')]);
     await db.client.unsafe(`create tablespace rc_output location '${join(space, 'pg')}'`);
     await db.client.unsafe('alter table job_output set tablespace rc_output');
+    // And an empty table a request writes to: its first row needs space the full disk does not have.
+    await db.client.unsafe('alter table sheets set tablespace rc_output');
     stack = await Stack.start({
       databaseUrl: url,
       workers: [],
@@ -143,9 +145,12 @@ function isCountUp(text: string, n: number): boolean {
   return lines.length === n && lines.every((l, i) => l === String(i + 1));
 }
 
-/** Checks that the controller keeps answering while the disk is full. */
+/** Checks that the controller keeps answering while the disk is full, and that a change it cannot store is refused saying why. */
 async function servesMeanwhile(jobId: string): Promise<void> {
   const t = Date.now();
+  const sheet = await stack.api('PUT', '/api/hosts/alpha/sheet', { body: 'ask before using', ifUpdatedAt: null }, stack.adminToken);
+  assert.equal(sheet.status, 507, JSON.stringify(sheet.body));
+  assert.equal((sheet.body as { error: { code: string } }).error.code, 'database_full');
   assert.equal((await stack.api('GET', `/api/jobs/${jobId}`)).status, 200);
   assert.equal((await stack.api('GET', '/api/devices')).status, 200);
   const ps = await stack.cli(['ps']);
@@ -153,7 +158,9 @@ async function servesMeanwhile(jobId: string): Promise<void> {
   assert.ok(Date.now() - t < 20_000, `requests took ${Date.now() - t} ms while the disk was full`);
 }
 
-test('output the database could not store for lack of space is resent once space is back: every line stored', { timeout: 600_000 }, async () => {
+test('output the database could not store for lack of space is resent once space is back: every line stored', { timeout: 600_000 }, async (t) => {
+  // A failed check leaves no full disk behind for the next test.
+  t.after(() => rmSync(filler, { force: true }));
   const lines = 200_000;
   const go = join(dir, 'go-1');
   const job = printingJob('alpha', lines / 2, lines, go);
@@ -162,7 +169,11 @@ test('output the database could not store for lack of space is resent once space
   await stack.waitFor(async () => (await metric('rc_job_output_waiting_bytes')) === 0, 'the first half stored', 60_000);
   const id = await jobIdOf('alpha');
   const page = await browser?.context.newPage();
-  if (page) await signIn(page, stack.controllerUrl, stack.clientToken);
+  if (page) {
+    await signIn(page, stack.controllerUrl, stack.clientToken);
+    // A change told before the live view connects is not heard (the page's first fetch may come before it).
+    await page.getByRole('status', { name: 'live updates connected' }).waitFor();
+  }
   const logStart = stack.controllerLog.length;
   fillDisk();
   writeFileSync(go, '');
@@ -216,7 +227,8 @@ test('output the database could not store for lack of space is resent once space
 
 test('output past what the controller and the worker can hold while the disk is full: the job is marked truncated, saying why', {
   timeout: 600_000,
-}, async () => {
+}, async (t) => {
+  t.after(() => rmSync(filler, { force: true }));
   // Little before the disk is full (the small bounds hold it), much after.
   const lines = 400_000;
   const first = 1000;
@@ -266,7 +278,8 @@ test('output past what the controller and the worker can hold while the disk is 
 
 test('a controller stopped while the disk is full stores nothing as done that was not: the next one gets the output and the end', {
   timeout: 600_000,
-}, async () => {
+}, async (t) => {
+  t.after(() => rmSync(filler, { force: true }));
   // Less than the controller holds (RC_OUTPUT_WAITING_BYTES) after the disk is full: its end reaches the controller, and waits there.
   const lines = 21_000;
   const first = 1000;
