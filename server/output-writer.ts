@@ -148,6 +148,7 @@ export class OutputWriter {
     const rows = this.queue;
     const upTo = this.added;
     this.queue = [];
+    // store() does not throw (its hooks are told through tell()): its answer says whether the rows are stored.
     this.writing = this.store(rows).then((stored) => {
       if (!stored) this.abandoned = true;
       this.done = upTo;
@@ -178,7 +179,7 @@ export class OutputWriter {
       } catch (err) {
         const full = outOfSpace(err);
         // Said once per failing spell, not at every retry; a full disk says so itself.
-        if (!this.failing && !full) this.hooks.error(err);
+        if (!this.failing && !full) this.tell(() => this.hooks.error(err));
         // Only a database that is away or out of space is waited for: a refusal of the rows themselves would never pass.
         if (!databaseDown(err) && !full) break;
         this.failing = true;
@@ -198,13 +199,22 @@ export class OutputWriter {
         s.to = Math.max(s.to, r.seq);
       }
     }
-    this.hooks.stored?.([...spans.values()]);
+    this.tell(() => this.hooks.stored?.([...spans.values()]));
     return true;
   }
 
   private space(full: boolean): void {
     if (full === (this.noSpaceSince !== null)) return;
     this.noSpaceSince = full ? new Date() : null;
-    this.hooks.space?.(full);
+    this.tell(() => this.hooks.space?.(full));
+  }
+
+  /** A hook that throws (a bug) must not stall the writer, nor make rows count as stored that are not. */
+  private tell(hook: () => void): void {
+    try {
+      hook();
+    } catch {
+      /* the writer goes on */
+    }
   }
 }
