@@ -66,6 +66,7 @@ async function main(): Promise<void> {
     pauseGapMs: config.RC_PAUSE_GAP_MS,
     watchdogGraceS: config.RC_WATCHDOG_GRACE_S,
     outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES,
+    outputWaitingBytes: config.RC_OUTPUT_WAITING_BYTES,
     reserveAfterS: config.RC_RESERVE_AFTER_S,
     preemptNoticeS: config.RC_PREEMPT_NOTICE_S,
     runtimeLimits: { defaultS: config.RC_MAX_RUNTIME_DEFAULT_S || null, maxS: config.RC_MAX_RUNTIME_LIMIT_S || null },

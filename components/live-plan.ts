@@ -56,6 +56,9 @@ export function planRefetch(changes: readonly LiveChange[]): RefetchPlan {
       case 'audit':
         add('audit');
         break;
+      case 'notices':
+        add('notices');
+        break;
     }
   }
   if (hosts.size > MAX_HOST_FETCHES) fleet = true;

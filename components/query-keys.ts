@@ -2,6 +2,7 @@
 // first element (components/live-plan.ts), so every query starts with one of these.
 export const keys = {
   whoami: ['whoami'] as const,
+  notices: ['notices'] as const,
   fleet: ['fleet'] as const,
   host: (name: string) => ['host', name] as const,
   device: (name: string) => ['device', name] as const,

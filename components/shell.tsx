@@ -1,12 +1,15 @@
 'use client';
 // The frame around every signed-in page: the navigation, who is signed in,
-// whether the live view is connected, and Sign out.
+// whether the live view is connected, Sign out, and the controller's notices
+// (its database out of disk space) above every page while they last.
+import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { call } from './api-client';
 import { useLive } from './live';
 import { useMe } from './providers';
+import { keys } from './query-keys';
 
 const NAV = [
   { href: '/', label: 'Fleet' },
@@ -65,7 +68,24 @@ export function Shell({ children }: { children: ReactNode }) {
           </div>
         </div>
       </header>
+      <Notices />
       <main className="mx-auto max-w-7xl px-4 py-4">{children}</main>
+    </div>
+  );
+}
+
+/** What the controller wants everyone to know now (GET /api/notices); the live view says when it changes. */
+function Notices() {
+  const q = useQuery({ queryKey: keys.notices, queryFn: () => call('GET /api/notices') });
+  const notices = q.data?.notices ?? [];
+  if (!notices.length) return null;
+  return (
+    <div className="border-b border-red-200 bg-red-50">
+      {notices.map((n) => (
+        <p key={n.code} role="alert" data-notice={n.code} className="mx-auto max-w-7xl px-4 py-2 text-sm text-red-900">
+          {n.message}
+        </p>
+      ))}
     </div>
   );
 }

@@ -32,6 +32,8 @@ export const ERROR_STATUS = {
   unavailable: 503,
   /** The controller cannot reach its Postgres now; nothing was changed. Retry shortly. */
   database_unavailable: 503,
+  /** Postgres refused the change for lack of disk space; nothing was changed. An operator must free space. */
+  database_full: 507,
   internal: 500,
 } as const;
 
@@ -68,6 +70,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   unavailable: "The device's worker is not connected or did not answer (`rc cp`).",
   database_unavailable:
     'The controller cannot reach its Postgres now (`Retry-After: 5`). A request refused at once changed nothing; one in flight when the database stopped answering says it may or may not have taken effect.',
+  database_full:
+    'The controller\'s Postgres refused the change for lack of disk space; nothing was changed. Reads and job output keep working (output is held until it can be stored: "When the database is out of disk space" in docs/operators.md); an operator must free space where Postgres keeps its data.',
   internal: "A bug. The controller's log has the details.",
 };
 

@@ -223,6 +223,8 @@ export const jobs = pgTable(
     expiresAt: ts('expires_at'),
     /** Set once its stored output reached the bound; later output was streamed, not kept. */
     outputTruncated: boolean('output_truncated').notNull().default(false),
+    /** Why: 'output_limit' (the bound), 'disk_full' or 'store_behind' (output lost while it could not be stored: core/output-truncated.ts). */
+    outputTruncatedReason: text('output_truncated_reason'),
     /** When the controller holding its worker sent a job claimed on another controller (null until then: that one may still put it back). */
     dispatchedAt: ts('dispatched_at'),
     /** A terminal's client was attached this recently, on some controller (each refreshes its own): the unattended grace counts from it. */

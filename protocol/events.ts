@@ -148,10 +148,11 @@ export const LiveEvent = {
 /**
  * What changed: devices (a lease, a host's state, labels, a quarantine), jobs
  * (queued, started, ended), a host's usage sheet or a device's note, new GPU
- * samples (told at most every few seconds, fleet-wide), or the audit log.
+ * samples (told at most every few seconds, fleet-wide), the audit log, or
+ * this controller's notices (GET /api/notices: its database out of disk space).
  */
 export interface LiveChange {
-  what: 'devices' | 'jobs' | 'sheet' | 'samples' | 'audit';
+  what: 'devices' | 'jobs' | 'sheet' | 'samples' | 'audit' | 'notices';
   host?: string;
   jobId?: string;
 }

@@ -25,6 +25,7 @@ import type {
   ExplainBody,
   ExtendHoldBody,
   Fleet,
+  Notice,
   HostDescription,
   HostRow,
   JobsQuery,
@@ -55,6 +56,7 @@ export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 /** Who may call each route. */
 export const ROUTES = {
   'GET /api/whoami': 'client',
+  'GET /api/notices': 'client',
   'GET /api/devices': 'client',
   'GET /api/hosts': 'client',
   'GET /api/fleet': 'client',
@@ -115,6 +117,8 @@ export const GETS_WITH_EFFECTS: ReadonlySet<RouteName> = new Set<RouteName>(['GE
  */
 export interface RouteTypes {
   'GET /api/whoami': { response: Whoami };
+  /** What this controller wants people to know now (its database out of disk space); empty when all is well. */
+  'GET /api/notices': { response: { notices: Notice[] } };
   /** Each device with its merged labels; with details=1 each is a DeviceRow (every label's source and age too). */
   'GET /api/devices': { query: { select?: string; details?: '1'; all?: '1' }; response: { devices: DeviceSummary[] } };
   /** all=1: removed hosts too. */

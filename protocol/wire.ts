@@ -10,6 +10,7 @@
 import type { z } from 'zod';
 import type { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SignIn, SubmitJob, TurnHostOff, WriteSheet } from './api';
 import type { EndCause, JobState } from '../core/job-state';
+import type { OutputTruncatedReason } from '../core/output-truncated';
 import type { TtyOpen } from './tty';
 
 // ---- jobs -----------------------------------------------------------------
@@ -63,6 +64,8 @@ export interface JobView {
   idleWarned: boolean;
   waitTimeoutS: number | null;
   outputTruncated: boolean;
+  /** Why its stored output is not all of it (core/output-truncated.ts): output_limit, disk_full, store_behind; null when it is all there. */
+  outputTruncatedReason: OutputTruncatedReason | null;
   /** Which run of the job this is (1: the first); `GET /api/jobs/:id`'s attempts say how the earlier ones ended. */
   attempt: number;
   /** rc run --restarts: how many times it is queued again after its host is lost. */
@@ -415,6 +418,14 @@ export interface RegisteredHost {
   /** The one command to run on the new host (as root): it installs and starts the worker with this credential. */
   command: string;
   note: string;
+}
+
+/** Something a controller wants people to know now (GET /api/notices): disk_full, its database out of disk space. */
+export interface Notice {
+  code: 'disk_full';
+  message: string;
+  /** When it began. */
+  since: string;
 }
 
 export interface Whoami {

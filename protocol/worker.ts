@@ -72,6 +72,11 @@ export const JobOutput = z.object({
   seq: z.number().int().min(1),
   stream: z.union([z.literal(1), z.literal(2)]),
   data: z.instanceof(Buffer),
+  /**
+   * Chunks lostFrom..seq-1 are gone: the worker let go of them, unacknowledged, when
+   * its buffer (RC_OUTPUT_BUFFER_BYTES) was full. Set on the first chunk it resends after them.
+   */
+  lostFrom: z.number().int().min(1).optional(),
 });
 export type JobOutput = z.infer<typeof JobOutput>;
 

@@ -56,6 +56,13 @@ const Settings = z.object({
     .min(1024)
     .max(1024 ** 3)
     .default(16 * 1024 * 1024),
+  /** Output received and waiting for the database (bytes) past which workers are cut off and keep it themselves. */
+  RC_OUTPUT_WAITING_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(1024 ** 3)
+    .default(64 * 1024 * 1024),
   /** Seconds a multi-GPU job waits before devices are held back for it (no starvation by one-GPU jobs). */
   RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
   /** Seconds of notice a preempted --preemptible job gets: SIGTERM (and its RC_PREEMPT_FILE) at the start, SIGKILL at the end. */
@@ -137,6 +144,11 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
   RC_OUTPUT_LIMIT_BYTES: {
     default: '`16777216` (16 MiB)',
     meaning: "Output stored per job, from 1024 to 1073741824. Past it, output is streamed live but not stored, and the job's `outputTruncated` is true.",
+  },
+  RC_OUTPUT_WAITING_BYTES: {
+    default: '`67108864` (64 MiB)',
+    meaning:
+      "Output received and not yet stored that the controller holds (65536–1073741824), while its database is out of disk space or away. Past it, workers are cut off and keep their output themselves (their `RC_OUTPUT_BUFFER_BYTES`); it is resent once the database stores again. Output that outgrew both is lost, and its job's `outputTruncated` is true with the reason (`disk_full`).",
   },
   RC_PREEMPT_NOTICE_S: {
     default: '`60`',

@@ -6,6 +6,7 @@ import { connect, type Database, type Db, type Sql } from './db';
 import type { DbHealth } from './db-health';
 import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
+import { formatSize } from '../core/size';
 import { markHostsAway, reapSilentHosts } from './reaper';
 import { PauseWatch } from './pause-watch';
 import { heartbeatAckMs, heartbeatMs as heartbeatEvery } from './heartbeat-timing';
@@ -23,7 +24,7 @@ import { removedHostOf, removedMessage } from './host-admin';
 import { hashSecret } from './tokens';
 import { boundBacklog } from './socket-backlog';
 import { LIVE_NAMESPACE, TTY_NAMESPACE, WORKER_NAMESPACE } from '../protocol/events';
-import type { JobEvent, JobKind } from '../protocol/wire';
+import type { JobEvent, JobKind, Notice } from '../protocol/wire';
 import type { Target } from './jobs/claim';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
@@ -49,6 +50,8 @@ export interface ControllerOptions {
   /** Seconds past a time limit before the controller ends a job its worker did not kill. */
   watchdogGraceS?: number;
   outputLimitBytes?: number;
+  /** Output waiting for the database past which workers are cut off (RC_OUTPUT_WAITING_BYTES). */
+  outputWaitingBytes?: number;
   /** Seconds a multi-GPU job waits before devices are held back for it. */
   reserveAfterS?: number;
   /** Seconds of notice a preempted job gets between SIGTERM and SIGKILL (RC_PREEMPT_NOTICE_S). */
@@ -123,6 +126,7 @@ export class Controller {
       sql: this.sql,
       heartbeatMs,
       devicesByState: () => this.inventory.byState(),
+      outputStore: () => ({ outOfSpace: this.writer.outOfSpaceSince !== null, waitingBytes: this.writer.waitingBytes }),
     });
     const metrics = this.metrics;
     this.bus = new Bus({ url: opts.databaseUrl, log });
@@ -155,11 +159,23 @@ export class Controller {
     );
     this.writer = new OutputWriter(
       this.sql,
-      (err) => log(`storing output failed: ${String(err)}`),
-      // One message per INSERT, whatever the number of jobs in it (in pieces that fit a NOTIFY).
-      (spans) => {
-        for (let i = 0; i < spans.length; i += OUT_SPANS_PER_MESSAGE) bus.publish({ t: 'out', spans: spans.slice(i, i + OUT_SPANS_PER_MESSAGE) });
+      {
+        error: (err) => log(`storing output failed: ${String(err)}`),
+        // One message per INSERT, whatever the number of jobs in it (in pieces that fit a NOTIFY).
+        stored: (spans) => {
+          for (let i = 0; i < spans.length; i += OUT_SPANS_PER_MESSAGE) bus.publish({ t: 'out', spans: spans.slice(i, i + OUT_SPANS_PER_MESSAGE) });
+        },
+        // Once when it starts and once when it ends, never per chunk; the pages show it while it lasts (GET /api/notices).
+        space: (full) => {
+          log(
+            full
+              ? `the database is out of disk space: job output is held (here, then by the workers) and acknowledged only once stored; free space where Postgres keeps its data (${formatSize(this.writer.waitingBytes)} waiting now)`
+              : 'disk space is back: the database stores job output again, and the workers resend what was held',
+          );
+          live.here({ what: 'notices' });
+        },
       },
+      opts.outputWaitingBytes,
     );
     this.calls = new RemoteCalls({
       sql: this.sql,
@@ -303,6 +319,19 @@ export class Controller {
 
   /** A revoked token: out of the auth cache, and its live sockets (a worker, terminals, the live view) cut now. */
   /** A token was revoked: its connections are cut here and, told on the bus, on every other controller. */
+  /** What the pages show on every page while it lasts (GET /api/notices): this controller's database out of disk space. */
+  notices(): Notice[] {
+    const since = this.writer.outOfSpaceSince;
+    if (!since) return [];
+    return [
+      {
+        code: 'disk_full',
+        message: `The database is out of disk space: job output (${formatSize(this.writer.waitingBytes)} waiting here) is held until it can be stored; output held longer than the controller and the workers can keep is lost, and its jobs say so. Free space where Postgres keeps its data.`,
+        since: since.toISOString(),
+      },
+    ];
+  }
+
   cutToken(tokenId: number): void {
     this.cutHere(tokenId);
     this.bus.publish({ t: 'cut', tokenId });
@@ -423,7 +452,7 @@ export class Controller {
     this.live.stop();
     await this.hub.close();
     // What is not stored within a second stays with the workers, which resend it to the next controller.
-    await Promise.race([this.writer.drain(), new Promise((r) => setTimeout(r, 1000))]);
+    await Promise.race([this.writer.drain().catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     this.writer.stop();
     await this.bus.stop();
     await this.beatsDb.close().catch(() => {});

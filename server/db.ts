@@ -105,6 +105,11 @@ export function databaseDown(err: unknown): boolean {
   return DOWN_CODES.has(code) || /^(57P0[1-3]|08[0-9A-Z]{3}|53300|25006)$/.test(code);
 }
 
+/** Postgres could not write for lack of disk space (53100 disk_full: a table or index could not grow). */
+export function outOfSpace(err: unknown): boolean {
+  return errorCode(err) === '53100';
+}
+
 /** The error's code (SQLSTATE or a connection code), looking through drizzle's wrapper (its `cause`). */
 export function errorCode(err: unknown): string | null {
   for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {

@@ -25,6 +25,8 @@ export interface MetricsOptions {
   devicesByState: DevicesByState;
   /** The heartbeat interval the controller asks workers for: lateness is measured against it. */
   heartbeatMs: number;
+  /** The output writer now: its database out of disk space, the bytes waiting for it (read at scrape time). */
+  outputStore?: () => { outOfSpace: boolean; waitingBytes: number };
 }
 
 /** The device states that always have a series, 0 or not (alerts on `unhealthy` need one). */
@@ -116,6 +118,23 @@ export class Metrics {
       name: 'rc_job_output_chunks_total',
       help: "Chunks of jobs' output received from workers (resent chunks included).",
       registers,
+    });
+    const store = opts.outputStore ?? (() => ({ outOfSpace: false, waitingBytes: 0 }));
+    new Gauge({
+      name: 'rc_output_store_out_of_space',
+      help: "1 while this controller's database refuses job output for lack of disk space (output is held, and acknowledged to workers only once stored), else 0.",
+      registers,
+      collect() {
+        this.set(store().outOfSpace ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'rc_job_output_waiting_bytes',
+      help: 'Bytes of job output this controller received and has not stored yet (past RC_OUTPUT_WAITING_BYTES, workers are cut off and keep it).',
+      registers,
+      collect() {
+        this.set(store().waitingBytes);
+      },
     });
     this.poolWait = new Histogram({
       name: 'rc_db_pool_wait_seconds',

@@ -77,6 +77,10 @@ export class WorkerInbound {
   private readonly reports: WorkerReports;
   private readonly quarantines: WorkerQuarantines;
   private readonly refusals: Refusals;
+  /** When each host's worker was last cut off because output waited too long for the database (overflow), and whether its disk was full then. */
+  private readonly cutAt = new Map<string, { at: number; full: boolean }>();
+  /** Jobs whose end waits for their output while the database is out of disk space (said once each). */
+  private readonly endWaits = new Set<string>();
 
   constructor(private readonly deps: InboundDeps) {
     this.beats = new HeartbeatWriter(deps.beatSql ?? deps.sql);
@@ -96,17 +100,12 @@ export class WorkerInbound {
         .unkillable(hostName, hello.data)
         .then(() => storeHello(db, hostName, hello.data))
         .then(() => this.reports.hello(hostName, hello.data))
+        .then(async (kill) => ({ kill, resume: await this.resumePoints(hostName, hello.data) }))
         .then(
-          async (kill) => {
+          async ({ kill, resume }) => {
             // Before the answer: a worker answered takes its devices as known (the next listing, or rc run -d, loads them).
             this.deps.changed(hostName);
-            if (typeof ack === 'function')
-              ack({
-                ok: true,
-                heartbeatMs: this.deps.heartbeatMs,
-                heartbeatAckMs: this.deps.heartbeatAckMs,
-                resume: await this.resumePoints(hostName, hello.data),
-              });
+            if (typeof ack === 'function') ack({ ok: true, heartbeatMs: this.deps.heartbeatMs, heartbeatAckMs: this.deps.heartbeatAckMs, resume });
             for (const order of kill) socket.emit(WorkerEvent.jobKill, order);
             // A quarantine says its own change.
             await this.quarantines.fromProbes(hostName).catch((err: unknown) => log(`health labels of ${hostName}: ${String(err)}`));
@@ -175,10 +174,10 @@ export class WorkerInbound {
       const out = JobOutput.safeParse(raw);
       if (!out.success) return;
       if (!this.running.fenceOk(hostName, out.data.jobId, out.data.fence)) return this.refusals.refused(hostName, WorkerEvent.jobOutput, out.data.jobId);
-      const { jobId, seq, stream, data } = out.data;
+      const { jobId, seq, stream, data, lostFrom } = out.data;
       this.deps.metrics.output(data.length);
       this.running.printed(jobId);
-      this.store(socket, jobId, hostName, seq, stream, data);
+      this.store(socket, jobId, hostName, seq, stream, data, lostFrom);
       this.deps.events.output(jobId, seq, stream, data);
     });
 
@@ -207,11 +206,16 @@ export class WorkerInbound {
     });
   }
 
-  /** Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so). */
-  private store(socket: WorkerSocket, jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer): void {
+  /**
+   * Stores a chunk unless the job's output is past the bound; past it, keeps what fits and flags the job (replays then say so).
+   * `lostFrom`: the worker let go of the chunks before this one from there (its buffer was full): the job is flagged too.
+   */
+  private store(socket: WorkerSocket, jobId: string, host: string, seq: number, stream: 1 | 2, data: Buffer, lostFrom?: number): void {
     const running = this.running;
-    if (seq <= running.handledUpTo(jobId)) return;
+    const handled = running.handledUpTo(jobId);
+    if (seq <= handled) return;
     if (this.deps.writer.full) return this.overflow(socket, host);
+    if (lostFrom !== undefined && Math.max(lostFrom, handled + 1) < seq) this.lost(jobId, host, Math.max(lostFrom, handled + 1), seq - 1);
     running.handled(jobId, seq, host);
     const before = running.stored(jobId) ?? 0;
     if (before === Infinity) return;
@@ -224,7 +228,21 @@ export class WorkerInbound {
     running.setStored(jobId, Infinity);
     // Keep what fits; replays then say that the rest was not stored.
     if (limit > before) this.deps.writer.add({ jobId, seq, stream, data: data.subarray(0, limit - before) });
-    this.deps.engine.outputTruncated(jobId).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+    this.deps.engine.outputTruncated(jobId, 'output_limit').catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
+  }
+
+  /**
+   * Chunks from..to of the job's output are gone (its worker let go of them, never stored): the job says so, and why:
+   * disk_full when the database was out of space while the worker was cut off for it.
+   */
+  private lost(jobId: string, host: string, from: number, to: number): void {
+    const cut = this.cutAt.get(host);
+    const reason = cut && (cut.full || this.deps.writer.fullSince(cut.at)) ? 'disk_full' : 'store_behind';
+    const why = reason === 'disk_full' ? 'the database was out of disk space' : 'they could not be taken';
+    this.deps.log(
+      `job ${jobId}: output chunks ${from}..${to} were lost: ${why} for longer than the controller and the worker could hold them; its output is marked truncated (${reason})`,
+    );
+    this.deps.engine.outputTruncated(jobId, reason).catch((err: unknown) => this.deps.log(`marking ${jobId} truncated: ${String(err)}`));
   }
 
   /**
@@ -234,6 +252,7 @@ export class WorkerInbound {
    * waits until the database caught up) tells it what to resend.
    */
   private overflow(socket: WorkerSocket, host: string): void {
+    this.cutAt.set(host, { at: Date.now(), full: this.deps.writer.outOfSpaceSince !== null });
     this.deps.log(`the database is behind on storing output; disconnecting ${host}'s worker, which resends once it has caught up`);
     socket.disconnect(true);
   }
@@ -250,7 +269,14 @@ export class WorkerInbound {
     // What was handled before the drain is stored after it; later chunks wait for the next heartbeat.
     const handled = this.running.handledOn(hostName);
     if (!handled.length) return;
-    await this.deps.writer.drain();
+    // Not stored (the controller is stopping): not acknowledged; the worker resends it to the next controller.
+    if (
+      !(await this.deps.writer.drain().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
     for (const a of handled) socket.emit(WorkerEvent.jobAck, a);
   }
 
@@ -262,7 +288,14 @@ export class WorkerInbound {
 
   /** A job's exit: every chunk before it is stored first, so `rc logs` is whole, and a terminal's last output is told before its end. */
   private async onExit(hostName: string, exit: JobExit): Promise<boolean> {
+    // Said once per job, so that a job that shows running meanwhile is explained.
+    if (this.deps.writer.outOfSpaceSince && this.running.fenceOk(hostName, exit.jobId, exit.fence) && !this.endWaits.has(exit.jobId)) {
+      this.endWaits.add(exit.jobId);
+      this.deps.log(`job ${exit.jobId} ended; its end is stored once its output is (the database is out of disk space)`);
+    }
+    // A drain that gives up (the controller stopping) throws: the end is not stored before its output, and the worker reports it again.
     await Promise.all([this.deps.writer.drain(), this.tty?.flushed(exit.jobId)]);
+    this.endWaits.delete(exit.jobId);
     return this.reports.exit(hostName, exit);
   }
 }

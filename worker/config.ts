@@ -64,6 +64,13 @@ const Env = z.object({
   RC_GPU_MEM_THRESHOLD_MIB: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   /** Seconds a GPU may take to let go of a finished job's memory before that counts. */
   RC_GPU_SETTLE_S: z.coerce.number().min(0).max(300).default(5),
+  /** Unacknowledged output kept per job (bytes) while the controller cannot store it; past it the oldest goes, and the job's output is marked truncated. */
+  RC_OUTPUT_BUFFER_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .max(1024 ** 3)
+    .default(64 * 1024 * 1024),
   /** The worker's own state (the jobs it runs, for the next run after a crash); default per host name, see stateDirFor. */
   RC_STATE_DIR: optionalPath,
   /** A cgroup per host-runtime job where the host offers cgroup v2; 0: the RC_JOB_ID tag, process group and session only. */
@@ -127,6 +134,11 @@ export const WORKER_SETTINGS: Record<keyof typeof Env.shape, { default: string; 
   RC_DOCKER: { default: '`docker`', meaning: 'The docker CLI the worker calls.' },
   RC_GPU_MEM_THRESHOLD_MIB: { default: '`1024`', meaning: 'GPU memory still in use after a job above which the GPU is quarantined.' },
   RC_GPU_SETTLE_S: { default: '`5`', meaning: "How long a GPU may take to let go of a finished job's memory before that counts." },
+  RC_OUTPUT_BUFFER_BYTES: {
+    default: '`67108864` (64 MiB)',
+    meaning:
+      "Output kept per job until the controller says it is stored (65536–1073741824). While the controller's database cannot store it (out of disk space, or away), the oldest goes past this, and the job's `outputTruncated` becomes true with the reason.",
+  },
   RC_SCRATCH_DIR: {
     default: '`<RC_STATE_DIR>/scratch`',
     meaning:

@@ -41,7 +41,7 @@ export class JobRunner {
   private readonly unreported = new Map<string, JobExit>();
   /** Exit reports to send again (the controller failed to store them, or did not answer). */
   private readonly resendTimers = new Map<string, NodeJS.Timeout>();
-  private readonly outbox = new OutputOutbox();
+  private readonly outbox: OutputOutbox;
   /** Device index → the job that just ended there, until its GPU memory had time to settle. */
   private readonly ending = new Map<number, { jobId: string; until: number }>();
   readonly terminals: Terminals;
@@ -57,6 +57,7 @@ export class JobRunner {
     private readonly log: (msg: string) => void,
   ) {
     this.terminals = new Terminals(link, this.jobs);
+    this.outbox = new OutputOutbox(config.RC_OUTPUT_BUFFER_BYTES);
     const socket = link.socket;
     socket.on(WorkerEvent.jobStart, (order) => this.start(order));
     socket.on(WorkerEvent.jobAck, (a) => this.outbox.ack(a.jobId, a.seq));
@@ -82,7 +83,7 @@ export class JobRunner {
   /** After the hello: output the controller does not have yet, then the exits that follow it. */
   resend(resume: Record<string, number> | undefined): void {
     for (const jobId of this.outbox.jobIds()) {
-      for (const chunk of this.outbox.after(jobId, resume?.[jobId] ?? 0)) this.link.socket.emit(WorkerEvent.jobOutput, chunk);
+      for (const chunk of this.outbox.after(jobId, resume?.[jobId] ?? null)) this.link.socket.emit(WorkerEvent.jobOutput, chunk);
     }
     for (const exit of this.unreported.values()) this.sendExit(exit);
   }

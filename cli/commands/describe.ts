@@ -123,6 +123,8 @@ export function renderJob(j: JobView, now = Date.now()): string {
         .join(' ') || 'any device',
     ],
     ['devices', (j.devices ?? []).join(', ') || '-'],
+    // Why rc logs is not all of it (core/output-truncated.ts).
+    ...(j.outputTruncated ? [['output', `truncated (${j.outputTruncatedReason ?? 'output_limit'})`] as [string, string]] : []),
     [
       'attempt',
       `${j.attempt}${j.restarts ? ` (restarts ${j.restarts}: up to ${j.restarts + 1} attempts)` : ''}` +

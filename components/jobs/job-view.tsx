@@ -4,6 +4,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import dynamic from 'next/dynamic';
 import Link from 'next/link';
+import type { OutputTruncatedReason } from '../../core/output-truncated';
 import { mayStop, stopAs } from '../../core/web-submitter';
 import type { JobView as Job } from '../../protocol/wire';
 import { call } from '../api-client';
@@ -104,8 +105,8 @@ export function JobPage({ id }: { id: string }) {
       {j.kind === 'run' ? (
         <Card title="Output">
           {j.outputTruncated ? (
-            <p className="mb-2 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900">
-              Stored output reached its bound: later output was streamed live but not kept.
+            <p className="mb-2 rounded bg-amber-50 px-2 py-1 text-xs text-amber-900" data-truncated={j.outputTruncatedReason ?? 'output_limit'}>
+              {TRUNCATED[j.outputTruncatedReason ?? 'output_limit']}
             </p>
           ) : null}
           <JobOutput jobId={j.id} />
@@ -116,6 +117,15 @@ export function JobPage({ id }: { id: string }) {
     </div>
   );
 }
+
+/** Why the output below is not all of it (core/output-truncated.ts's reasons). */
+const TRUNCATED: Record<OutputTruncatedReason, string> = {
+  output_limit: 'Stored output reached its bound: later output was streamed live but not kept.',
+  disk_full:
+    "Disk full: part of this output was lost. The controller's database was out of disk space for longer than the controller and the worker could hold the output meanwhile; what is below was stored.",
+  store_behind:
+    'Part of this output was lost: the controller could not take it (its database away or behind, or the worker cut off from it) for longer than the worker could hold it; what is below was stored.',
+};
 
 /** A job run more than once: where each earlier attempt ran and why it ended; the current one last. */
 function Attempts({ job: j }: { job: Job }) {

@@ -9,7 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import { encodeEvent, encodeOutput, STREAM_CONTENT_TYPE } from '../../core/frames';
 import type { JobEvent } from '../../protocol/wire';
-import { formatSize } from '../../core/size';
+import { isOutputTruncatedReason, outputTruncatedText } from '../../core/output-truncated';
 import type { Sql } from '../db';
 import type { JobRow } from '../jobs/job-view';
 import type { JobEvents, JobItem } from '../job-events';
@@ -125,7 +125,7 @@ export interface ReplayDeps {
   outputLimitBytes: number;
 }
 
-type JobState = Pick<JobRow, 'state' | 'exitCode' | 'reason' | 'endCause' | 'outputTruncated'>;
+type JobState = Pick<JobRow, 'state' | 'exitCode' | 'reason' | 'endCause' | 'outputTruncated' | 'outputTruncatedReason'>;
 
 /**
  * Replays a job's stored output after `after`, then (with `follow`) its live
@@ -160,7 +160,7 @@ export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResp
   // Output stored after this, on whichever controller, follows from here.
   deps.events.caughtUp(jobId, upTo);
   const job = await jobState(deps.sql, jobId);
-  if (job?.outputTruncated) sink.event(truncatedNotice(deps, jobId));
+  if (job?.outputTruncated) sink.event(truncatedNotice(deps, jobId, job));
   live = true;
   for (const item of held.splice(0)) pass(item);
   if (sink.gone || !job) return;
@@ -179,7 +179,7 @@ async function snapshot(deps: ReplayDeps, jobId: string, sink: Sink): Promise<vo
   // Read again: the output may have reached the bound during the replay.
   const job = await jobState(deps.sql, jobId);
   if (!before || !job) return sink.drop();
-  if (job.outputTruncated) sink.event(truncatedNotice(deps, jobId));
+  if (job.outputTruncated) sink.event(truncatedNotice(deps, jobId, job));
   sink.end(FINAL_STATES.has(before.state) ? exitEvent(jobId, job) : { type: 'end', jobId, state: before.state });
 }
 
@@ -203,7 +203,7 @@ async function lastStoredSeq(sql: Sql, jobId: string): Promise<number> {
 }
 
 async function jobState(sql: Sql, jobId: string): Promise<JobState | undefined> {
-  const [job] = await sql<JobState[]>`select state, exit_code, reason, end_cause, output_truncated from jobs where id = ${jobId}`;
+  const [job] = await sql<JobState[]>`select state, exit_code, reason, end_cause, output_truncated, output_truncated_reason from jobs where id = ${jobId}`;
   return job;
 }
 
@@ -211,9 +211,8 @@ function exitEvent(jobId: string, job: JobState): JobEvent {
   return { type: 'exit', jobId, state: job.state, exitCode: job.exitCode, reason: job.reason, cause: job.endCause };
 }
 
-function truncatedNotice(deps: ReplayDeps, jobId: string): JobEvent {
-  return {
-    type: 'notice',
-    message: `output truncated: only the first ${formatSize(deps.outputLimitBytes)} of job ${jobId}'s output was kept; the rest was streamed live but not stored`,
-  };
+/** Why the replay is not all of the output (core/output-truncated.ts): the bound, or output lost while the database could not store it. */
+function truncatedNotice(deps: ReplayDeps, jobId: string, job: JobState): JobEvent {
+  const reason = isOutputTruncatedReason(job.outputTruncatedReason) ? job.outputTruncatedReason : 'output_limit';
+  return { type: 'notice', message: outputTruncatedText(reason, jobId, deps.outputLimitBytes) };
 }

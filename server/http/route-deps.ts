@@ -14,6 +14,7 @@ import type { Router } from './router';
 import { reachedOverHttps } from './session';
 import type { LiveFeed } from '../live';
 import type { Metrics } from '../metrics';
+import type { Notice } from '../../protocol/wire';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -40,6 +41,8 @@ export interface ApiDeps {
   metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
   /** The fleet's default and maximum --max-runtime (core/runtime-limit.ts). */
   runtimeLimits: RuntimeLimits;
+  /** What this controller wants people to know now (GET /api/notices). */
+  notices(): Notice[];
 }
 
 /** A Host header fit to put in a command line: a name or address and a port, nothing else. */

@@ -20,7 +20,7 @@ import {
   splitRoute,
 } from '../../protocol/routes';
 import { bearer, identify, requireKind, type Identity } from '../auth';
-import { databaseDown, errorCode, type Db } from '../db';
+import { databaseDown, errorCode, outOfSpace, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
@@ -276,8 +276,8 @@ export class Router {
 
 /**
  * Errors the user can act on: rc's own, Postgres refusing a value the request
- * carried (SQLSTATE class 22, a backstop behind the validation), and the
- * database being away.
+ * carried (SQLSTATE class 22, a backstop behind the validation), the
+ * database being away, and its disk full.
  */
 function asRcError(err: unknown): RcError | null {
   if (err instanceof RcError) return err;
@@ -285,6 +285,11 @@ function asRcError(err: unknown): RcError | null {
   if (code !== null && /^22[0-9A-Z]{3}$/.test(code)) return new RcError('bad_request', 'a value in the request is not valid here');
   if (databaseDown(err))
     return new RcError('database_unavailable', 'the controller cannot reach its database just now; nothing was changed: try again in a few seconds');
+  if (outOfSpace(err))
+    return new RcError(
+      'database_full',
+      "the controller's database is out of disk space; nothing was changed: an operator must free space where Postgres keeps its data, then try again",
+    );
   return null;
 }
 

@@ -24,6 +24,7 @@ import { forceStopReason } from './sql/force-stop-reason';
 import { holdForPreemption } from './sql/hold-for-preemption';
 import { markDispatched } from './sql/mark-dispatched';
 import { markIdleWarned } from './sql/mark-idle-warned';
+import type { OutputTruncatedReason } from '../../core/output-truncated';
 import { markOutputTruncated } from './sql/mark-output-truncated';
 import { markTtySeen } from './sql/mark-tty-seen';
 import { releaseIdleHold } from './sql/release-idle-hold';
@@ -195,8 +196,8 @@ export class JobEngine {
     return markTtySeen(this.deps.sql, jobIds);
   }
 
-  /** The job's output passed the bound kept per job. */
-  outputTruncated(jobId: string): Promise<void> {
-    return markOutputTruncated(this.deps.sql, jobId);
+  /** Part of the job's output is not stored: past the bound kept per job, or lost while the database could not store it. */
+  outputTruncated(jobId: string, reason: OutputTruncatedReason): Promise<void> {
+    return markOutputTruncated(this.deps.sql, jobId, reason);
   }
 }

@@ -2,6 +2,7 @@
 import type { jobAttempts, jobs } from '../../db/schema';
 import type { AttemptView, JobView } from '../../protocol/wire';
 import { formatGpuChoices } from '../../core/gpu-choices';
+import { isOutputTruncatedReason } from '../../core/output-truncated';
 
 export type { JobView };
 export type JobRow = typeof jobs.$inferSelect;
@@ -52,6 +53,7 @@ export function jobView(j: JobRow): JobView {
     idleWarned: false,
     waitTimeoutS: j.waitTimeoutS,
     outputTruncated: j.outputTruncated,
+    outputTruncatedReason: j.outputTruncated ? (isOutputTruncatedReason(j.outputTruncatedReason) ? j.outputTruncatedReason : 'output_limit') : null,
     attempt: j.attempt,
     restarts: j.restarts,
     preemptible: j.preemptible,

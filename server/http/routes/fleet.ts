@@ -23,6 +23,8 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
     submitter: identity.submitter,
   }));
 
+  router.on('GET /api/notices', async () => ({ notices: c.notices() }));
+
   router.on('GET /api/devices', async ({ query }) => {
     const parsed = parseSelector(query.get('select') ?? '');
     if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
