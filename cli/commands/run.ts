@@ -129,13 +129,14 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),
     gpuIdleTimeoutS: durationFlag(parsed, 'gpu-idle-timeout', 1) ?? null,
     submitter: client.submitter,
-    idempotencyKey: idempotencyKey(),
     ...(restarts ? { restarts } : {}),
     ...(preemptible ? { preemptible } : {}),
     ...(retryOnPreempt ? { retryOnPreempt } : {}),
   };
   if (tty && parsed.flags.has('detach')) usage('--detach is for jobs with stored output: a terminal (--tty) needs you attached');
   if (tty) return runTtyJob(client, body);
+  // A terminal opens on its socket once and is not sent again; a submit may be (resending), so it carries a key.
+  body.idempotencyKey = idempotencyKey();
   // A pipe or a file on rc's stdin goes to the job (as srun and ssh do); a terminal's keys stay rc's (Ctrl-C).
   const pipeStdin = !tty && !parsed.flags.has('detach') && !parsed.flags.has('no-stdin') && stdinIsData();
   if (pipeStdin) body.stdin = true;
