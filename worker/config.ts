@@ -75,12 +75,16 @@ const Env = z.object({
   RC_STATE_DIR: optionalPath,
   /** A cgroup per host-runtime job where the host offers cgroup v2; 0: the RC_JOB_ID tag, process group and session only. */
   RC_CGROUPS: flag.default(true),
+  /** Shells kept ready for host-runtime jobs, each already in a cgroup of its own (worker/ready-shells.ts); 0: none. */
+  RC_READY_SHELLS: z.coerce.number().int().min(0).max(64).default(2),
   /** Where jobs' scratch folders are made (worker/job-mounts.ts); default <RC_STATE_DIR>/scratch. */
   RC_SCRATCH_DIR: optionalDir('RC_SCRATCH_DIR'),
   /** The host's persistent shared storage, /shared in every job; unset: no /shared. */
   RC_SHARED_DIR: optionalDir('RC_SHARED_DIR'),
   /** Files the operator registers for jobs, /secrets (read-only) in every job; unset: no /secrets. */
   RC_SECRETS_DIR: optionalDir('RC_SECRETS_DIR'),
+  /** Benchmarks: a file each job's phases on the worker are appended to (worker/job-phases.ts); unset: none kept. */
+  RC_JOB_PHASES: optionalPath,
   /** The unprivileged user host-runtime jobs run as when the worker is root (worker/job-user.ts); unset: as the worker's user. */
   RC_JOB_USER: z.string().min(1).max(64).optional(),
 });
@@ -139,6 +143,11 @@ export const WORKER_SETTINGS: Record<keyof typeof Env.shape, { default: string; 
     meaning:
       "Output kept per job until the controller says it is stored (65536–1073741824). While the controller's database cannot store it (out of disk space, or away), the oldest goes past this, and the job's `outputTruncated` becomes true with the reason.",
   },
+  RC_READY_SHELLS: {
+    default: '`2`',
+    meaning:
+      "Host runtime with job cgroups: how many shells are kept ready, each already in a cgroup of its own and already `RC_JOB_USER`, so a job's command starts without waiting for the kernel to move it into its cgroup (6-22 ms without the cgroup2 mount option `favordynmods`). `0`: each job enters its cgroup as it starts.",
+  },
   RC_SCRATCH_DIR: {
     default: '`<RC_STATE_DIR>/scratch`',
     meaning:
@@ -153,6 +162,11 @@ export const WORKER_SETTINGS: Record<keyof typeof Env.shape, { default: string; 
     default: 'unset: no `/secrets`',
     meaning:
       'Absolute. Files you register for jobs, `/secrets` (read-only) in every job (`RC_SECRETS` on the host runtime). Must exist and be readable, and hold only files and folders (at most 1000 files, 64 MiB).',
+  },
+  RC_JOB_PHASES: {
+    default: 'unset: not kept',
+    meaning:
+      "For benchmarks (`npm run bench:phases`): a file to which each job's moments on the worker (order seen, recorded, spawned, first byte, exited, ended, cleaned up, reported) are appended, one JSON line per job.",
   },
   RC_JOB_USER: {
     default: "unset: jobs run as the worker's user (`npm start` as root: `rc-job`)",

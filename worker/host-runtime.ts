@@ -41,17 +41,27 @@ export class HostRuntime implements Runtime {
     for (const n of await this.mounts.wipeJob(order.jobId)) this.log(`job ${order.jobId}: cannot wipe ${n.dir}: ${n.reason}`);
     return [];
   }
+  /** Shells made ready ahead of jobs (ready-shells.ts), after reclaim. */
+  warm(size: number): void {
+    this.supervisor.warm(this.user, size);
+  }
   prepare(): Promise<[]> {
     return Promise.resolve([]);
   }
-  jobCgroup(jobId: string): string | null {
-    return this.supervisor.cgroupOf(jobId);
+  /** Chosen before the job runs anything: a ready shell's cgroup for a command (a terminal's pty spawns its own process), else the job's own. */
+  jobCgroup(order: StartJob): string | null {
+    return this.supervisor.reserve(order.jobId, order.kind === 'run' && order.argv.length ? order.argv : null, order.env ?? {});
   }
-  close(): void {
-    this.supervisor.close();
+  close(): Promise<void> {
+    return this.supervisor.close();
   }
   run(order: StartJob, cb: JobCallbacks): RunningJob {
-    return runOnHost(order, this.workspace, this.supervisor, cb, this.mounts, this.user);
+    try {
+      return runOnHost(order, this.workspace, this.supervisor, cb, this.mounts, this.user);
+    } finally {
+      // A job that failed before its command leaves its ready shell unused.
+      this.supervisor.release(order.jobId);
+    }
   }
   runTty(order: StartJob, cb: TtyCallbacks): RunningTty {
     return runTtyOnHost(order, this.workspace, this.supervisor, cb, this.mounts, this.user);
@@ -135,25 +145,42 @@ export function runOnHost(
     life.failAtOnce(unusable.code, `rc: ${command}: ${unusable.why}\n`);
     return life;
   }
+  // A shell made ready ahead (already in its cgroup, already the job user) is the quickest start; else the job's cgroup is made now.
   const tree = supervisor.open(order.jobId, order.fence);
-  const asUser = user ? asJobUser(user, command, order.argv.slice(1)) : { file: command, args: order.argv.slice(1) };
-  const spawned = tree.spawnArgs(asUser.file, asUser.args);
   // The pipes get a moment to drain what was written before the exit.
   const cut = () => {
     child.stdout.destroy();
     child.stderr.destroy();
   };
   life.start({ tree, drain: { ms: 2000, cut } });
-  const child = spawn(spawned.file, spawned.args, {
-    cwd,
-    env: env as NodeJS.ProcessEnv,
-    detached: true,
-    // Without a piped stdin (rc run from a terminal, or --no-stdin) the command reads /dev/null: an end at once.
-    stdio: [order.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-  }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+  let child: ChildProcessByStdio<Writable | null, Readable, Readable>;
+  let stdin: Writable | null;
+  if (tree.shell) {
+    child = tree.shell.child;
+    tree.shell.exec(cwd, env, order.argv);
+    stdin = child.stdin;
+    // Without a piped stdin the command reads an end at once, as from /dev/null.
+    if (!order.stdin) {
+      stdin?.on('error', () => {});
+      stdin?.end();
+      stdin = null;
+    }
+  } else {
+    const asUser = user ? asJobUser(user, command, order.argv.slice(1)) : { file: command, args: order.argv.slice(1) };
+    const spawned = tree.spawnArgs(asUser.file, asUser.args);
+    child = spawn(spawned.file, spawned.args, {
+      cwd,
+      env: env as NodeJS.ProcessEnv,
+      detached: true,
+      // Without a piped stdin (rc run from a terminal, or --no-stdin) the command reads /dev/null: an end at once.
+      stdio: [order.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+    stdin = child.stdin;
+  }
   if (child.pid !== undefined) tree.started(child.pid);
   followChild(child, life, cb, command);
-  return Object.assign(life, { stdin: quietPipe(child.stdin) });
+  if (cb.exited) child.once('exit', cb.exited);
+  return Object.assign(life, { stdin: quietPipe(stdin) });
 }
 
 /** A child's stdin whose errors (EPIPE: the command closed it, or ended) are the writer's to see as its end, not the worker's to crash on. */

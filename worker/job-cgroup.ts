@@ -154,10 +154,12 @@ export class CgroupFolder {
 
 /**
  * A job cgroup named in a state file: used only if it looks like one of ours
- * (<mount>/…/rc-…/<jobId>), so a damaged file cannot aim cgroup.kill elsewhere.
+ * (<mount>/…/rc-…/<jobId>, or a ready shell's <mount>/…/rc-…/.ready-<n>-<n>),
+ * so a damaged file cannot aim cgroup.kill elsewhere.
  */
 export function recordedJobCgroup(path: string, jobId: string): JobCgroup | null {
-  if (!JOB_ID.test(jobId) || basename(path) !== jobId || !basename(dirname(path)).startsWith('rc-')) return null;
+  const name = basename(path);
+  if (!JOB_ID.test(jobId) || (name !== jobId && !/^\.ready-\d+-\d+$/.test(name)) || !basename(dirname(path)).startsWith('rc-')) return null;
   const mount = cgroup2MountPoint();
   if (!mount || !resolve(path).startsWith(`${mount}/`)) return null;
   return new JobCgroup(resolve(path));

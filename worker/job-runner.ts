@@ -13,6 +13,7 @@ import type { WorkerConfig } from './config';
 import type { ControllerLink } from './controller-link';
 import type { GpuMonitor } from './gpu-monitor';
 import { holdLease } from './hold';
+import type { JobPhases } from './job-phases';
 import type { JobState } from './job-state';
 import { OutputOutbox } from './outbox';
 import type { DeviceProblem, JobCallbacks, RunningJob, Runtime } from './runtime';
@@ -55,6 +56,8 @@ export class JobRunner {
     /** A device the runtime cannot use (reported to the controller). */
     private readonly unusable: (problem: DeviceProblem) => void,
     private readonly log: (msg: string) => void,
+    /** RC_JOB_PHASES: where each job's time goes, for benchmarks. */
+    private readonly phases?: JobPhases,
   ) {
     this.terminals = new Terminals(link, this.jobs);
     this.outbox = new OutputOutbox(config.RC_OUTPUT_BUFFER_BYTES);
@@ -102,13 +105,15 @@ export class JobRunner {
 
   private start(sent: StartJob): void {
     if (this.jobs.has(sent.jobId)) return;
+    this.phases?.mark(sent.jobId, 'order');
     const order = sent.preemptible ? { ...sent, preemptFile: this.preemptFile(sent.jobId).job } : sent;
     if (sent.preemptible) rmSync(this.preemptFile(sent.jobId).host, { force: true });
     const job: Job = { order, seq: order.seqFrom ?? 0, run: { kill() {} }, watchdog: null, killedFor: null, killCause: null };
     this.jobs.set(order.jobId, job);
     // Known to the next run of the worker before it runs anything (a hold runs nothing).
     if (order.kind !== 'hold')
-      this.state.started({ jobId: order.jobId, fence: order.fence, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order.jobId) });
+      this.state.started({ jobId: order.jobId, fence: order.fence, devices: order.devices.map((d) => d.index), cgroup: this.runtime.jobCgroup(order) });
+    this.phases?.mark(order.jobId, 'recorded');
     job.watchdog = new Watchdog({ maxRuntimeS: order.maxRuntimeS ?? null, idleTimeoutS: order.idleTimeoutS ?? null }, (reason, cause) => {
       this.log(`job ${order.jobId}: ${reason}; killing it`);
       job.killedFor = reason;
@@ -117,13 +122,16 @@ export class JobRunner {
     });
     const callbacks: JobCallbacks = {
       output: (stream, data) => {
+        if (job.seq === (order.seqFrom ?? 0)) this.phases?.mark(order.jobId, 'firstByte');
         job.watchdog?.activity();
         job.seq += 1;
         const chunk = { jobId: order.jobId, fence: order.fence, seq: job.seq, stream, data };
         this.outbox.add(chunk);
         if (this.link.ready) this.link.socket.emit(WorkerEvent.jobOutput, chunk);
       },
+      exited: () => this.phases?.mark(order.jobId, 'exited'),
       exit: (exitCode, signal, survivors = []) => {
+        this.phases?.mark(order.jobId, 'ended');
         job.watchdog?.stop();
         if (order.preemptible) rmSync(this.preemptFile(order.jobId).host, { force: true });
         this.state.ended(order.jobId, survivors);
@@ -147,6 +155,7 @@ export class JobRunner {
             killCause: job.killCause,
             quarantine,
           };
+          this.phases?.mark(order.jobId, 'cleaned');
           for (const q of quarantine) this.log(`job ${order.jobId}: quarantining gpu${q.index}: ${q.reason}`);
           this.unreported.set(order.jobId, exit);
           if (this.link.ready) this.sendExit(exit);
@@ -159,6 +168,7 @@ export class JobRunner {
         : order.kind === 'tty'
           ? this.terminals.start(job, this.runtime, callbacks.exit, this.unusable)
           : this.runtime.run(order, callbacks, this.unusable);
+    this.phases?.mark(order.jobId, 'spawned');
   }
 
   /** Processes of an ended job still there after the kill: its devices are quarantined in its end report. */
@@ -183,6 +193,7 @@ export class JobRunner {
         (reply) => {
           // Acknowledged, or refused as stale: either way there is nothing left to report.
           if (reply.ok || reply.code === 'stale_lease') {
+            this.phases?.mark(exit.jobId, 'reported');
             this.unreported.delete(exit.jobId);
             this.outbox.forget(exit.jobId);
           } else if (reply.code === 'internal') this.sendExitLater(exit, tries);

@@ -17,7 +17,9 @@
 // another worker on this machine may run a later attempt of the same job.
 import { readdirSync, readFileSync } from 'node:fs';
 import { CgroupFolder, ENTER_CGROUP, isJobId, type JobCgroup, recordedJobCgroup, sendSignal, sleep } from './job-cgroup';
+import type { JobUser } from './job-user';
 import { attemptKey, attemptTag } from './proc-signal';
+import { type ReadyShell, ReadyShells } from './ready-shells';
 import type { PreviousJob, ProcessTree, Reclaimed, Unkillable } from './runtime';
 
 /** How long a killed process may take to be gone before it counts as unkillable (it is stuck in the kernel). */
@@ -42,11 +44,16 @@ export interface HostJobTree extends ProcessTree {
   spawnArgs(file: string, args: string[]): { file: string; args: string[] };
   /** The job's main process, once spawned. */
   started(pid: number): void;
+  /** A shell already in the job's cgroup, waiting for its command (reserve()): run the job in it, spawn nothing. */
+  readonly shell?: ReadyShell;
 }
 
 export class JobSupervisor {
   private readonly signal: (pid: number, sig: NodeJS.Signals) => void;
   private readonly reapWaitMs: number;
+  private ready: ReadyShells | null = null;
+  /** Job id → the ready shell reserve() chose for it, until open() takes it. */
+  private readonly reserved = new Map<string, ReadyShell>();
 
   private constructor(
     private readonly opts: SupervisorOptions,
@@ -79,8 +86,49 @@ export class JobSupervisor {
     return this.folder && isJobId(jobId) ? this.folder.job(jobId).path : null;
   }
 
+  /**
+   * Keeps `size` shells ready for jobs (ready-shells.ts), as `user`: a job
+   * then starts without waiting to enter its cgroup. Only with job cgroups;
+   * after reclaim, which would kill them.
+   */
+  warm(user: JobUser | null, size: number): void {
+    if (!this.folder || size <= 0) return;
+    ReadyShells.clearLeftovers(this.folder.path);
+    this.ready = new ReadyShells(this.folder.path, user, size, this.opts.log);
+    this.ready.fill();
+  }
+
+  /** Shells ready for a job now (0 without them). */
+  get readyShells(): number {
+    return this.ready?.readyNow ?? 0;
+  }
+
+  /**
+   * The cgroup a job will run in, chosen before it runs anything (the state
+   * file records it): a ready shell's, when one is ready and the job can take
+   * it (`argv` and `env`: what it will exec), else its own, made by open().
+   */
+  reserve(jobId: string, argv: string[] | null, env: Record<string, string>): string | null {
+    if (!this.folder || !isJobId(jobId)) return null;
+    const shell = argv && this.ready?.take(env, argv);
+    if (!shell) return this.folder.job(jobId).path;
+    this.reserved.set(jobId, shell);
+    return shell.cgroup.path;
+  }
+
+  /** A reserved shell its job did not open (it failed before its command): discarded. */
+  release(jobId: string): void {
+    this.reserved.get(jobId)?.discard();
+    this.reserved.delete(jobId);
+  }
+
   /** `fence`: the attempt's (its processes carry it in RC_FENCE). */
   open(jobId: string, fence: number): HostJobTree {
+    const shell = this.reserved.get(jobId);
+    if (shell) {
+      this.reserved.delete(jobId);
+      return new CgroupTree(shell.cgroup, jobId, this.signal, this.reapWaitMs, shell);
+    }
     if (this.folder && isJobId(jobId)) {
       const cg = this.folder.job(jobId);
       try {
@@ -187,7 +235,9 @@ export class JobSupervisor {
   }
 
   /** A worker that stops: the empty job cgroups and the folder go. */
-  close(): void {
+  async close(): Promise<void> {
+    for (const id of [...this.reserved.keys()]) this.release(id);
+    await this.ready?.close();
     this.folder?.removeEmpty();
   }
 }
@@ -202,6 +252,7 @@ class CgroupTree implements HostJobTree {
     private readonly jobId: string,
     private readonly send: (pid: number, sig: NodeJS.Signals) => void,
     private readonly waitMs: number,
+    readonly shell?: ReadyShell,
   ) {
     this.cgroup = cg.path;
   }

@@ -26,6 +26,7 @@ import { HostRuntime } from './host-runtime';
 import { Prober } from './inventory';
 import { checkMountDirs, JobMounts } from './job-mounts';
 import { JobRunner } from './job-runner';
+import { JobPhases } from './job-phases';
 import { JobState } from './job-state';
 import { JobSupervisor } from './job-supervisor';
 import { type JobUser, jobUserFor, unreachableBy } from './job-user';
@@ -68,7 +69,7 @@ class Worker {
       },
       log,
     );
-    this.jobs = new JobRunner(config, runtime, gpus, state, this.link, (problem) => this.unusable(problem), log);
+    this.jobs = new JobRunner(config, runtime, gpus, state, this.link, (problem) => this.unusable(problem), log, new JobPhases(config.RC_JOB_PHASES ?? null));
     prober.onInventory = (inventory) => {
       if (this.link.ready) this.link.sendInventory(inventory);
     };
@@ -89,7 +90,7 @@ class Worker {
     await this.jobs.stopAll(2, 4000);
     clearInterval(this.probeTimer);
     this.link.close();
-    this.runtime.close();
+    await this.runtime.close();
     this.state.release();
   }
 }
@@ -156,6 +157,7 @@ async function main(): Promise<void> {
   }
   // Before the hello: what the previous run's jobs left must be gone before the controller leases their devices again.
   await reclaim(runtime, state, previous, log);
+  if (runtime instanceof HostRuntime) runtime.warm(config.RC_READY_SHELLS);
   const prober = new Prober({
     runtimeLabels: runtime.labels,
     workspace: config.RC_WORKSPACE,

@@ -14,6 +14,8 @@ export interface JobCallbacks {
    * (stuck in the kernel); the worker quarantines the job's devices then.
    */
   exit(exitCode: number | null, signal: NodeJS.Signals | null, survivors?: number[]): void;
+  /** The main process exited (its tree's reap and its output's drain come before exit()): for RC_JOB_PHASES. */
+  exited?(): void;
 }
 
 /** Every process of one job, as a runtime signals it (the host's supervisor, a container's RC_JOB_ID sweep). */
@@ -103,7 +105,7 @@ export interface Runtime {
    */
   prepare(devices: RuntimeDevice[]): Promise<DeviceProblem[]>;
   /** The cgroup a job will run in, recorded in the state file before it starts; null where there is none. */
-  jobCgroup(jobId: string): string | null;
+  jobCgroup(order: StartJob): string | null;
   /**
    * After a job's processes are gone, before its end is reported: its scratch
    * is wiped (worker/job-mounts.ts). Never rejects; resolves to the devices
@@ -112,7 +114,7 @@ export interface Runtime {
    */
   cleanUp(order: StartJob): Promise<DeviceProblem[]>;
   /** The worker stops: what the runtime made for itself and no longer needs goes. */
-  close(): void;
+  close(): void | Promise<void>;
   /** Starts a job. A device problem found on the way (a container that cannot be recreated) is reported through `problem`. */
   run(order: StartJob, cb: JobCallbacks, problem: (p: DeviceProblem) => void): RunningJob;
   /** Starts a job under a pseudo-terminal (node-pty) of `order.tty`'s size; an empty argv runs a login shell. */

@@ -26,7 +26,7 @@ after(() => {
 
 const host = `unit${randomInt(1_000_000)}`;
 const probe = JobSupervisor.start({ host, stateDir, cgroups: true, log: () => {} });
-probe.close();
+await probe.close();
 const MODES = [
   { mode: 'cgroup' as const, skip: probe.mode !== 'cgroup' && `no writable cgroup v2 here: ${probe.why}` },
   { mode: 'tag' as const, skip: false as const },
@@ -85,7 +85,7 @@ for (const { mode, skip } of MODES) {
     assert.deepEqual(await tree.reap(), []);
     assert.deepEqual([...sleeps(m), ...sleeps(`${m}1`)], []);
     if (mode === 'cgroup') assert.equal(existsSync(tree.cgroup!), false, 'the job cgroup is removed');
-    sup.close();
+    await sup.close();
   });
 
   // With cgroups, cgroup.kill reaches a process whatever the signal function does: e2e (job-processes) freezes one with the v1 freezer.
@@ -114,7 +114,7 @@ for (const { mode, skip } of MODES) {
     assert.deepEqual(await tree.reap(), [stuck]);
     assert.ok(Date.now() - t0 >= 280, 'it waited');
     process.kill(stuck, 'SIGKILL');
-    sup.close();
+    await sup.close();
   });
 
   test(`${mode}: reclaim kills the previous run's jobs, setsid grandchildren and double forks included, and nothing of another worker's job`, {
@@ -140,8 +140,8 @@ for (const { mode, skip } of MODES) {
     await kept.tree.signal('KILL');
     await kept.exited;
     assert.deepEqual(await kept.tree.reap(), []);
-    next.close();
-    other.close();
+    await next.close();
+    await other.close();
   });
 
   test(`${mode}: reclaim kills the recorded attempt only, never another worker's later attempt of the same job`, { skip }, async () => {
@@ -167,8 +167,8 @@ for (const { mode, skip } of MODES) {
     await second.tree.signal('KILL');
     await second.exited;
     assert.deepEqual(await second.tree.reap(), []);
-    next.close();
-    old.close();
-    other.close();
+    await next.close();
+    await old.close();
+    await other.close();
   });
 }
