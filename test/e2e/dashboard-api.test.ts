@@ -413,7 +413,7 @@ test('GET /api/audit: newest first, filtered and paged; each entry says where it
   const viaCookie = await call(
     'PUT',
     '/api/hosts/alpha/sheet',
-    { cookie: `rc_session=${encodeURIComponent(stack.adminToken)}`, origin: own, 'content-type': 'application/json' },
+    { cookie: await stack.signIn(stack.adminToken), origin: own, 'content-type': 'application/json' },
     { body: 'from the dashboard' },
   );
   assert.equal(viaCookie.status, 200, JSON.stringify(viaCookie.body));
