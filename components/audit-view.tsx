@@ -6,12 +6,14 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { useDeferredValue, useState } from 'react';
 import type { AuditEntry, AuditQuery } from '../protocol/wire';
 import { call } from './api-client';
+import { useIsAdmin } from './providers';
 import { keys } from './query-keys';
 import { Ago, Button, ErrorBox, Loading, PageTitle } from './ui';
 
 const PAGE = 100;
 
 export function AuditView() {
+  const admin = useIsAdmin();
   const [f, setF] = useState({ actor: '', action: '', target: '' });
   const filters = useDeferredValue(f);
   const q = useInfiniteQuery({
@@ -28,7 +30,15 @@ export function AuditView() {
   const entries = q.data?.pages.flat() ?? [];
   return (
     <div>
-      <PageTitle sub="Every change made through rc: kills, releases, sheets, quarantines, tokens, copies.">Audit log</PageTitle>
+      <PageTitle
+        sub={
+          admin
+            ? 'Every change made through rc: kills, releases, sheets, quarantines, tokens, copies.'
+            : "What this token did (kills, releases, extends, copies) and the controller's own acts on its jobs; an admin token reads the whole log."
+        }
+      >
+        Audit log
+      </PageTitle>
       <form className="mb-3 flex flex-wrap gap-2" onSubmit={(e) => e.preventDefault()} aria-label="Filter the audit log">
         {(
           [

@@ -28,11 +28,24 @@ export function Providers({ children }: { children: ReactNode }) {
   );
 }
 
+let leaving = false;
+
+/**
+ * Goes to the sign-in page, once: signing out ends the session, which also
+ * cuts the live socket, and whoami's 401 that follows must not start a second
+ * navigation that aborts the first.
+ */
+export function goToSignIn(): void {
+  if (leaving) return;
+  leaving = true;
+  window.location.assign('/login');
+}
+
 /** Who is signed in; a page without a session goes to the sign-in page. */
 export function useMe(): Whoami | undefined {
   const q = useQuery({ queryKey: keys.whoami, queryFn: () => call('GET /api/whoami') });
   useEffect(() => {
-    if (q.error instanceof ApiError && q.error.status === 401) window.location.assign('/login');
+    if (q.error instanceof ApiError && q.error.status === 401) goToSignIn();
   }, [q.error]);
   return q.data;
 }

@@ -8,7 +8,7 @@ import { usePathname } from 'next/navigation';
 import type { ReactNode } from 'react';
 import { call } from './api-client';
 import { useLive } from './live';
-import { useMe } from './providers';
+import { goToSignIn, useMe } from './providers';
 import { keys } from './query-keys';
 
 const NAV = [
@@ -27,7 +27,7 @@ export function Shell({ children }: { children: ReactNode }) {
   const current = (href: string) => (href === '/' ? path === '/' || path.startsWith('/hosts') || path.startsWith('/devices') : path.startsWith(href));
   const signOut = async () => {
     await call('DELETE /api/session').catch(() => {});
-    window.location.assign('/login');
+    goToSignIn();
   };
   return (
     <div className="min-h-screen bg-zinc-50 text-zinc-900">

@@ -42,6 +42,27 @@ export const tokens = pgTable(
   (t) => [uniqueIndex('tokens_hash_key').on(t.hash)],
 );
 
+/**
+ * The dashboard's sign-ins (server/sessions.ts): the cookie carries a session's id and
+ * secret, never the token. Only the SHA-256 of the secret is stored. A session stands
+ * for its token while neither is revoked and it has not expired (idle, or at its cap).
+ */
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    tokenId: bigint('token_id', { mode: 'number' })
+      .notNull()
+      .references(() => tokens.id, { onDelete: 'cascade' }),
+    secretHash: text('secret_hash').notNull(),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    lastSeenAt: ts('last_seen_at').notNull().defaultNow(),
+    expiresAt: ts('expires_at').notNull(),
+    revokedAt: ts('revoked_at'),
+  },
+  (t) => [index('sessions_token_idx').on(t.tokenId), index('sessions_expires_idx').on(t.expiresAt)],
+);
+
 export const hosts = pgTable('hosts', {
   name: text('name').primaryKey(),
   /** online: a worker is connected; away: its connection dropped, jobs keep running

@@ -2,6 +2,11 @@
 // filtered, paged back by id. `actor` and `target` match anywhere in the text
 // (case-insensitive); `action` matches exactly, or every action under a prefix
 // when it ends with `*` (`token.*`: token.create, token.revoke).
+//
+// An admin token reads every row. A client token reads only the rows it
+// caused (those written with its token id) and the controller's own acts on
+// the jobs it submitted (an idle hold's release): never another token's
+// name, binding or origin. The filters narrow that view; none widens it.
 import { parseDuration } from '../core/duration';
 import { RcError } from '../core/errors';
 import type { AuditEntry } from '../protocol/wire';
@@ -24,7 +29,13 @@ const MAX_SINCE_S = 366 * 86400;
 
 const ACTION = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*(\.?\*)?$/;
 
+const KEYS = ['actor', 'action', 'target', 'before', 'since', 'limit'];
+
 export function parseAuditQuery(query: URLSearchParams): AuditFilter {
+  // A key it does not take (`token=`, `submitter=`) is refused rather than ignored: a caller must not think it filtered.
+  for (const key of query.keys())
+    if (!KEYS.includes(key))
+      throw new RcError('bad_request', `${key.slice(0, 50)}: not a filter of the audit log; it takes ${KEYS.slice(0, -1).join(', ')} and ${KEYS.at(-1)}`);
   const text = (key: string) => {
     const v = query.get(key);
     if (v === null || v === '') return null;
@@ -73,9 +84,15 @@ type AuditRow = {
   tokenId: string | null;
 };
 
+/** Whose rows a caller reads: every row (an admin token), or a client token's own. */
+export type AuditReader = { kind: 'admin' } | { kind: 'client'; tokenId: number };
+
 /** Newest first, walked back along the primary key. */
-export async function listAudit(sql: Sql, f: AuditFilter): Promise<AuditEntry[]> {
+export async function listAudit(sql: Sql, f: AuditFilter, reader: AuditReader): Promise<AuditEntry[]> {
   const conditions = [
+    reader.kind === 'admin'
+      ? null
+      : sql`(token_id = ${reader.tokenId} or (token_id is null and exists (select 1 from jobs j where j.id = audit.target and j.token_id = ${reader.tokenId})))`,
     f.actor === null ? null : sql`actor ilike ${anywhere(f.actor)}`,
     f.target === null ? null : sql`target ilike ${anywhere(f.target)}`,
     f.action === null ? null : f.actionPrefix ? sql`starts_with(action, ${f.action})` : sql`action = ${f.action}`,

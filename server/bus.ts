@@ -48,7 +48,9 @@ export type BusMessage =
   /** Something may have become schedulable (a job queued, a device freed, a worker arrived). */
   | { t: 'poke' }
   /** Token `tokenId` was revoked: every controller cuts its connections (the auth cache would otherwise let it work a moment longer, and an open socket until it closes). */
-  | { t: 'cut'; tokenId: number };
+  | { t: 'cut'; tokenId: number }
+  /** Dashboard session `sessionId` was signed out: every controller cuts the sockets it opened. */
+  | { t: 'cut-session'; sessionId: number };
 
 interface Envelope {
   /** The controller that sent it: it does not act on its own messages. */

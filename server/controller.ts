@@ -307,6 +307,7 @@ export class Controller {
     else if (m.t === 'reply') this.calls.replied(m.id);
     else if (m.t === 'poke') void this.scheduler.poke();
     else if (m.t === 'cut') this.cutHere(m.tokenId);
+    else if (m.t === 'cut-session') this.cutSessionHere(m.sessionId);
   }
 
   /** Messages missed while the bus was away (or lost): the periodic backstop. */
@@ -343,6 +344,17 @@ export class Controller {
     for (const ns of [this.io.of(LIVE_NAMESPACE), this.io.of(TTY_NAMESPACE), this.io.of(WORKER_NAMESPACE)]) {
       for (const socket of ns.sockets.values()) if (socket.data.tokenId === tokenId) socket.disconnect(true);
     }
+  }
+
+  cutSession(sessionId: number): void {
+    this.cutSessionHere(sessionId);
+    this.bus.publish({ t: 'cut-session', sessionId });
+  }
+
+  private cutSessionHere(sessionId: number): void {
+    if (!this.io) return;
+    for (const ns of [this.io.of(LIVE_NAMESPACE), this.io.of(TTY_NAMESPACE)])
+      for (const socket of ns.sockets.values()) if (socket.data.sessionId === sessionId) socket.disconnect(true);
   }
 
   async start(io: Server): Promise<void> {

@@ -7,13 +7,15 @@
 import type { Socket } from 'socket.io';
 import { type Identity, identify } from './auth';
 import type { DbOrTx } from './db';
-import { crossSiteRefusal, ownOrigins, sessionCookie } from './http/session';
+import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './http/session';
+import { resolveSession } from './sessions';
 
-/** What every authenticated socket carries: who, with which token (cut when revoked), and whether by the browser's cookie. */
+/** What every authenticated socket carries: who, with which token (cut when revoked), and whether by the browser's cookie (and its session, cut at sign-out). */
 export interface SocketIdentity {
   identity: Identity;
   tokenId: number;
   web: boolean;
+  sessionId: number | null;
 }
 
 /** Who may open a namespace's sockets: a worker (its host credential, never a cookie), or a person or agent. */
@@ -33,6 +35,17 @@ export function socketAuth(
   return (socket: Socket, next: (err?: Error) => void): void => {
     const cred = audience === 'worker' ? bearerOnly(socket.handshake) : socketCredential(socket.handshake, publicUrl);
     if (!cred.ok) return next(new Error(cred.message));
+    // The cookie resolves as the API's does (server/sessions.ts): its session, while it and its token stand.
+    if (cred.web && cred.secret !== null)
+      return void resolveSession(db, cred.secret).then(
+        (session) => {
+          if (!session) return next(new Error(`unauthorized: ${SESSION_ENDED}`));
+          const id = session.identity;
+          socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: true, sessionId: session.sessionId } satisfies SocketIdentity;
+          next();
+        },
+        () => next(new Error('unavailable')),
+      );
     identify(db, cred.secret).then(
       (id) => {
         const fits = audience === 'worker' ? id?.kind === 'host' && id.hostName !== null : id !== null && id.kind !== 'host';
@@ -42,7 +55,7 @@ export function socketAuth(
             () => next(new Error(refusal(audience))),
           );
         if (!id || !fits) return next(new Error(refusal(audience)));
-        socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: cred.web } satisfies SocketIdentity;
+        socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: cred.web, sessionId: null } satisfies SocketIdentity;
         next();
       },
       () => next(new Error('unavailable')),

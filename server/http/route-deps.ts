@@ -35,6 +35,8 @@ export interface ApiDeps {
   live: Pick<LiveFeed, 'changed'>;
   /** A revoked token: out of the auth cache, its live sockets cut. */
   cutToken(tokenId: number): void;
+  /** A dashboard session signed out: its sockets cut, here and on every other controller. */
+  cutSession(sessionId: number): void;
   /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */
   reserveAfterS: number;
   /** What GET /metrics serves; its grant latency is observed by startJob too. */

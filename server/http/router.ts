@@ -22,9 +22,10 @@ import {
 import { bearer, identify, requireKind, type Identity } from '../auth';
 import { databaseDown, errorCode, outOfSpace, type Db } from '../db';
 import type { DbHealth } from '../db-health';
-import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
+import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
 import { inRequest, originOf, type RequestScope } from '../request-scope';
+import { resolveSession } from '../sessions';
 
 export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
@@ -199,7 +200,7 @@ export class Router {
       return route.handler({ ...base, body } as HandlerContext<RouteName>);
     }
     const { secret, via } = this.credential(req, route.name);
-    const identity = requireKind(await identify(this.db, secret), route.access);
+    const identity = requireKind(via === 'dashboard' ? await this.sessionIdentity(secret) : await identify(this.db, secret), route.access);
     const body = route.schema ? await readBody(req, route.schema) : undefined;
     // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
     const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), tokenId: identity.tokenId, audited: false };
@@ -234,6 +235,13 @@ export class Router {
       throw new RcError('unsupported_media_type', 'a change made with the session cookie must send its body as application/json');
     }
     return { secret: cookie, via: 'dashboard' };
+  }
+
+  /** Who the session cookie signs in as; a session that has ended is told as such, not as a missing token. */
+  private async sessionIdentity(cookie: string | null): Promise<Identity> {
+    const session = await resolveSession(this.db, cookie);
+    if (!session) throw new RcError('unauthorized', SESSION_ENDED);
+    return session.identity;
   }
 
   private match(method: string, path: string): { route: Route; params: Record<string, string> } {

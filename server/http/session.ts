@@ -1,14 +1,18 @@
-// The browser's session: a token kept in an HttpOnly cookie. A browser sends
+// The browser's session: an HttpOnly cookie that carries a session's id and
+// secret (server/sessions.ts), never the token it signed in with. A browser sends
 // that cookie with requests other pages start too (another port of the same
 // host is the same site, so SameSite=Strict does not stop it), so anything
 // the cookie authenticates that changes state must prove it comes from the
 // dashboard's own pages: its Origin (and Sec-Fetch-Site, where sent).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { SESSION_MAX_S } from '../sessions';
 
 export const SESSION_COOKIE = 'rc_session';
-const MAX_AGE_S = 30 * 86400;
 
-/** The session token from a Cookie header; null when absent or not decodable (a malformed cookie is no cookie). */
+/** What a request with a session cookie that no longer stands (or never did) is told. */
+export const SESSION_ENDED = 'the dashboard session has ended (signed out, expired, or its token revoked): sign in again';
+
+/** The session cookie's value from a Cookie header; null when absent or not decodable (a malformed cookie is no cookie). */
 export function sessionCookie(header: string | undefined): string | null {
   if (!header) return null;
   for (const part of header.split(';')) {
@@ -58,8 +62,8 @@ export function reachedOverHttps(req: IncomingMessage, publicUrl: string | null)
   return typeof proto === 'string' && proto.split(',')[0]!.trim().toLowerCase() === 'https';
 }
 
-/** Set-Cookie for a sign-in (token) or a sign-out (null). Secure over HTTPS, so the token never travels in clear. */
-export function sessionSetCookie(token: string | null, secure: boolean): string {
-  const value = token === null ? '' : encodeURIComponent(token);
-  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${token === null ? 0 : MAX_AGE_S}${secure ? '; Secure' : ''}`;
+/** Set-Cookie for a sign-in (the session's value) or a sign-out (null). Secure over HTTPS, so the session never travels in clear. */
+export function sessionSetCookie(session: string | null, secure: boolean): string {
+  const value = session === null ? '' : encodeURIComponent(session);
+  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${session === null ? 0 : SESSION_MAX_S}${secure ? '; Secure' : ''}`;
 }

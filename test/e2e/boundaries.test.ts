@@ -9,8 +9,11 @@ import { io } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
 
 let stack: Stack;
+/** The operator's dashboard session (POST /api/session), as its browser sends it. */
+let adminCookie = '';
 before(async () => {
   stack = await Stack.start({ workers: [{ name: 'alpha', devices: 1 }] });
+  adminCookie = await stack.signIn(stack.adminToken);
 });
 after(async () => stack.stop());
 
@@ -121,7 +124,7 @@ test('NUL bytes in JSON bodies are refused with bad_request, never a 500', { tim
 
 // ---- cross-site requests -------------------------------------------------
 
-const cookie = () => ({ cookie: `rc_session=${encodeURIComponent(stack.adminToken)}` });
+const cookie = () => ({ cookie: adminCookie });
 const own = () => new URL(stack.controllerUrl).origin;
 const evil = () => `http://127.0.0.1:${Number(new URL(stack.controllerUrl).port) + 1}`;
 

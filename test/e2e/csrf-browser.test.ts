@@ -47,7 +47,8 @@ fetch(${JSON.stringify(ctl)} + '/api/admin/tokens', { method: 'POST', credential
     browser = await launchChromium();
     context = browser.context;
     // Signed in as an operator, as the dashboard's sign-in leaves it.
-    await context.addCookies([{ name: 'rc_session', value: encodeURIComponent(stack.adminToken), url: ctl, httpOnly: true, sameSite: 'Strict' }]);
+    const session = (await stack.signIn(stack.adminToken)).slice('rc_session='.length);
+    await context.addCookies([{ name: 'rc_session', value: session, url: ctl, httpOnly: true, sameSite: 'Strict' }]);
   },
   { timeout: 120_000 },
 );

@@ -413,7 +413,7 @@ test('GET /api/audit: newest first, filtered and paged; each entry says where it
   const viaCookie = await call(
     'PUT',
     '/api/hosts/alpha/sheet',
-    { cookie: `rc_session=${encodeURIComponent(stack.adminToken)}`, origin: own, 'content-type': 'application/json' },
+    { cookie: await stack.signIn(stack.adminToken), origin: own, 'content-type': 'application/json' },
     { body: 'from the dashboard' },
   );
   assert.equal(viaCookie.status, 200, JSON.stringify(viaCookie.body));
@@ -423,8 +423,9 @@ test('GET /api/audit: newest first, filtered and paged; each entry says where it
   const created = await stack.api('POST', '/api/admin/tokens', { name: 'audited-one', kind: 'client' }, stack.adminToken);
   assert.equal(created.status, 201, JSON.stringify(created.body));
 
+  // The admin reads the whole log (a client token only its own rows: the next test).
   const list = async (q: string) => {
-    const r = await stack.api('GET', `/api/audit?${q}`);
+    const r = await stack.api('GET', `/api/audit?${q}`, undefined, stack.adminToken);
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return (r.body as { entries: AuditEntry[] }).entries;
   };
@@ -455,6 +456,72 @@ test('GET /api/audit: newest first, filtered and paged; each entry says where it
   await checkBad('/api/audit?before=-1', /before: an entry's id/);
   await checkBad('/api/audit?action=DROP%20TABLE', /is not an action; give one like job.kill, or a prefix like token.\*/);
   await checkCredentials('/api/audit');
+  // The client token wrote none of the sheets, tokens or registrations: it reads none of them.
+  const mine = ((await stack.api('GET', '/api/audit?limit=500')).body as { entries: AuditEntry[] }).entries;
+  assert.ok(mine.length > 0 && mine.every((e) => e.action === 'job.kill' && e.actor.startsWith('tester (')), JSON.stringify(mine));
+});
+
+test('a client token reads only the audit rows it caused (and the controller acts on its jobs); an admin reads them all; no filter widens a client view', async () => {
+  const token = async (name: string) => {
+    const r = await stack.api('POST', '/api/admin/tokens', { name, kind: 'client' }, stack.adminToken);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    return r.body as { id: number; token: string };
+  };
+  const [a, b] = [await token('audit-a'), await token('audit-b')];
+  // Each submits a job and kills it: a job.kill row each.
+  const submitAndKill = async (t: { token: string }, submitter: string) => {
+    const r = await stack.api('POST', '/api/jobs', { argv: ['sleep', '60'], submitter }, t.token);
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    const id = (r.body as { job: JobView }).job.id;
+    const k = await stack.api('POST', `/api/jobs/${id}/kill`, { submitter }, t.token);
+    assert.equal(k.status, 200, JSON.stringify(k.body));
+    return id;
+  };
+  const jobA = await submitAndKill(a, 'alice');
+  const jobB = await submitAndKill(b, 'bob');
+  // The controller's own act on a job (as an idle hold's release writes it): its submitting token reads it.
+  await db`insert into audit (actor, action, target, detail) values ('controller', 'hold.idle_release', ${jobA}, '{"owner":"alice"}'::jsonb)`;
+  await db`insert into audit (actor, action, target, detail) values ('controller', 'hold.idle_release', ${jobB}, '{"owner":"bob"}'::jsonb)`;
+
+  const read = async (t: string, q = '') => {
+    const r = await stack.api('GET', `/api/audit?limit=500${q}`, undefined, t);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return (r.body as { entries: AuditEntry[] }).entries;
+  };
+  const ofA = await read(a.token);
+  assert.deepEqual(
+    ofA.map((e) => [e.action, e.target]),
+    [
+      ['hold.idle_release', jobA],
+      ['job.kill', jobA],
+    ],
+  );
+  // No other token's name, binding or origin in what A reads: only its own token, or none (the controller's).
+  for (const e of ofA) {
+    assert.ok(e.tokenId === a.id || (e.tokenId === null && e.origin === null), JSON.stringify(e));
+    assert.ok(!JSON.stringify(e).includes('audit-b') && !JSON.stringify(e).includes('admin'), JSON.stringify(e));
+  }
+  const ofB = await read(b.token);
+  assert.deepEqual(
+    ofB.map((e) => [e.action, e.target]),
+    [
+      ['hold.idle_release', jobB],
+      ['job.kill', jobB],
+    ],
+  );
+  // The admin reads both, and the token.create rows the admin wrote.
+  const all = await read(stack.adminToken);
+  for (const id of [jobA, jobB]) assert.ok(all.some((e) => e.action === 'job.kill' && e.target === id));
+  assert.ok(all.some((e) => e.action === 'token.create' && e.target === 'audit-b'));
+
+  // A's filters narrow A's own rows; naming B finds nothing.
+  assert.deepEqual(await read(a.token, '&actor=bob'), []);
+  assert.deepEqual(await read(a.token, `&target=${jobB}`), []);
+  assert.deepEqual(await read(a.token, '&action=token.*'), []);
+  assert.deepEqual(await read(a.token, `&actor=${encodeURIComponent(`token ${b.id}`)}`), []);
+  // A query key the log does not take is refused, not ignored.
+  await checkBad(`/api/audit?token=${b.id}`, /token: not a filter of the audit log; it takes actor, action, target, before, since and limit/);
+  await checkBad('/api/audit?submitter=bob', /submitter: not a filter/);
 });
 
 test('the live view hears of new GPU samples', { timeout: 30_000 }, async (t) => {

@@ -181,7 +181,7 @@ test('bad input and the wrong credential: every new route and flag is refused wi
   // The admin's session cookie: from another origin, or without saying it is JSON, nothing changes.
   const own = new URL(stack.controllerUrl).origin;
   const evil = `http://127.0.0.1:${Number(new URL(stack.controllerUrl).port) + 1}`;
-  const cookie = `rc_session=${encodeURIComponent(stack.adminToken)}`;
+  const cookie = await stack.signIn(stack.adminToken);
   for (const [method, path, headers, status] of [
     ['POST', '/api/admin/hosts/edgebox/off', { origin: evil, 'content-type': 'application/json' }, 403],
     ['POST', '/api/admin/hosts/edgebox/on', { origin: evil, 'content-type': 'application/json' }, 403],

@@ -168,6 +168,17 @@ export class Stack {
     return { status: res.status, body: parsed };
   }
 
+  /** Signs in as the dashboard does (POST /api/session): the session cookie, as a Cookie header's `rc_session=…`. */
+  async signIn(token: string): Promise<string> {
+    const res = await fetch(`${this.controllerUrl}/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token }),
+    });
+    if (res.status !== 200) throw new Error(`signing in: ${res.status} ${await res.text()}`);
+    return res.headers.get('set-cookie')!.split(';')[0]!;
+  }
+
   /**
    * Registers a host and connects to /worker as it, speaking the worker
    * protocol from the test itself (a forged or unusual worker): the socket

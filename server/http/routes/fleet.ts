@@ -57,7 +57,9 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS, () => c.inventory.rows()) }));
 
-  router.on('GET /api/audit', async ({ query }) => ({ entries: await listAudit(sql, parseAuditQuery(query)) }));
+  router.on('GET /api/audit', async ({ query, identity }) => ({
+    entries: await listAudit(sql, parseAuditQuery(query), identity.kind === 'admin' ? { kind: 'admin' } : { kind: 'client', tokenId: identity.tokenId }),
+  }));
   router.on('GET /api/usage', async ({ query }) => usage(sql, parseUsageQuery(query)));
 
   router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name));
