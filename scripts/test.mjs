@@ -2,7 +2,7 @@
 // migrated template database, then run every test with Node's test runner.
 // Tests clone the template (CREATE DATABASE ... TEMPLATE), so each starts clean.
 import { spawnSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -85,6 +85,9 @@ const watch = setInterval(() => {
   console.error(
     `npm test: nothing reported for ${QUIET_LIMIT_MS / 60_000} minutes: a test file is hanging (a socket, timer or process left open?); stopping the run`,
   );
+  // Which file, and what it still runs: each test file is a process of its own under the runner.
+  console.error('npm test: what was still running (pid, command line):');
+  for (const { pid, depth, cmd } of descendants(child.pid)) console.error(`  ${'  '.repeat(depth)}${pid} ${cmd.slice(0, 200)}`);
   try {
     process.kill(-child.pid, 'SIGKILL');
   } catch {}
@@ -94,6 +97,29 @@ clearInterval(watch);
 await pg.stop();
 rmSync(dir, { recursive: true, force: true });
 process.exit(code);
+
+/** The processes below `top`, depth first, from /proc (children by their parent's pid). */
+function descendants(top) {
+  const children = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+      children.set(ppid, [...(children.get(ppid) ?? []), { pid: Number(name), cmd }]);
+    } catch {}
+  }
+  const out = [];
+  const walk = (pid, depth) => {
+    for (const c of children.get(pid) ?? []) {
+      out.push({ ...c, depth });
+      walk(c.pid, depth + 1);
+    }
+  };
+  walk(top, 0);
+  return out;
+}
 
 function testFiles(path) {
   if (!statSync(path).isDirectory()) return [path];
