@@ -437,8 +437,14 @@ export interface RevokedToken {
 export interface RegisteredHost {
   host: string;
   credential: string;
-  /** The one command to run on the new host (as root): it installs and starts the worker with this credential. */
+  /**
+   * The one command to run on the new host (as root): it installs and starts
+   * the worker with this credential. It runs the install script only if its
+   * SHA-256 is the one pinned in it, and pins the worker package (RC_SHA256).
+   */
   command: string;
+  /** Set when the controller's URL is plain HTTP to another machine: what that risks, and what to do (HTTPS). */
+  warning: string | null;
   note: string;
 }
 
