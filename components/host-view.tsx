@@ -11,7 +11,8 @@ import { OpenTerminalButton } from './open-terminal';
 import { keys } from './query-keys';
 import { HostServicePanel } from './host-service-panel';
 import { SheetPanel } from './sheet-panel';
-import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle } from './ui';
+import { reservedText } from '../core/reserved';
+import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle, ReservedForLink } from './ui';
 
 export function HostView({ name }: { name: string }) {
   const q = useQuery({ queryKey: keys.host(name), queryFn: () => call('GET /api/hosts/:name', { name }) });
@@ -71,13 +72,15 @@ export function HostView({ name }: { name: string }) {
                   </Link>
                 </td>
                 <td className="pr-3">
-                  <DeviceBadge state={shownState(d)} hostOff={d.hostOff} />
+                  <DeviceBadge state={shownState(d)} hostOff={d.hostOff} title={d.reservedFor ? reservedText(d.reservedFor) : undefined} />
                 </td>
                 <td className="pr-3 text-xs">
                   {d.holder ? (
                     <Link href={`/jobs/${encodeURIComponent(d.holder.jobId)}`} className="hover:underline">
                       {d.holder.submitter} · {d.holder.jobId}
                     </Link>
+                  ) : d.reservedFor ? (
+                    <ReservedForLink r={d.reservedFor} />
                   ) : (
                     (d.unhealthy?.reason ?? '–')
                   )}
@@ -86,7 +89,7 @@ export function HostView({ name }: { name: string }) {
                 <td className="hidden pr-3 text-xs sm:table-cell">{vramText(d.labels.vram)}</td>
                 <td className="hidden pr-3 text-xs tabular-nums md:table-cell">{d.gpu ? `${d.gpu.utilPct ?? '–'}% · ${mibText(d.gpu.memUsedMiB)}` : '–'}</td>
                 <td className="py-1 text-right">
-                  <OpenTerminalButton device={d.name} disabled={d.hostOff || (d.state !== 'free' && d.state !== 'busy')} />
+                  <OpenTerminalButton device={d.name} disabled={d.hostOff || (d.state !== 'free' && d.state !== 'busy' && d.state !== 'reserved')} />
                 </td>
               </tr>
             ))}

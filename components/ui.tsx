@@ -2,28 +2,41 @@
 // Small shared pieces: state badges, times with their exact value on hover,
 // error boxes, buttons. Colour always comes with a word.
 import type { ReactNode } from 'react';
-import type { DeviceState, JobState } from '../protocol/wire';
+import Link from 'next/link';
+import { reservedText } from '../core/reserved';
+import type { DeviceState, JobState, ReservedFor } from '../protocol/wire';
 import { ApiError } from './api-client';
 import { agoText, exactTime } from './format';
 import { useNow } from './providers';
 
 const DEVICE_COLOURS: Record<DeviceState | 'held', string> = {
-  free: 'bg-emerald-100 text-emerald-900 ring-emerald-300',
-  busy: 'bg-sky-100 text-sky-900 ring-sky-300',
-  held: 'bg-violet-100 text-violet-900 ring-violet-300',
-  off: 'bg-amber-100 text-amber-900 ring-amber-300',
-  unhealthy: 'bg-red-100 text-red-900 ring-red-300',
-  offline: 'bg-zinc-200 text-zinc-700 ring-zinc-300',
-  removed: 'bg-zinc-100 text-zinc-500 ring-zinc-200 line-through',
+  free: 'ring-1 bg-emerald-100 text-emerald-900 ring-emerald-300',
+  busy: 'ring-1 bg-sky-100 text-sky-900 ring-sky-300',
+  // About to be busy: busy's colour, paler, in a dashed outline.
+  reserved: 'bg-sky-50 text-sky-900 outline-1 outline-dashed -outline-offset-1 outline-sky-600',
+  held: 'ring-1 bg-violet-100 text-violet-900 ring-violet-300',
+  off: 'ring-1 bg-amber-100 text-amber-900 ring-amber-300',
+  unhealthy: 'ring-1 bg-red-100 text-red-900 ring-red-300',
+  offline: 'ring-1 bg-zinc-200 text-zinc-700 ring-zinc-300',
+  removed: 'ring-1 bg-zinc-100 text-zinc-500 ring-zinc-200 line-through',
 };
 
 /** A device's state; `hostOff`: its host is turned off, so a busy (or held) one reads "off (busy)": its job finishes, no new one starts. */
-export function DeviceBadge({ state, hostOff = false }: { state: DeviceState | 'held'; hostOff?: boolean }) {
+export function DeviceBadge({ state, hostOff = false, title }: { state: DeviceState | 'held'; hostOff?: boolean; title?: string }) {
   const draining = hostOff && (state === 'busy' || state === 'held');
   return (
-    <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ring-1 ${DEVICE_COLOURS[draining ? 'off' : state]}`}>
+    <span className={`inline-block rounded px-1.5 py-0.5 text-xs font-medium ${DEVICE_COLOURS[draining ? 'off' : state]}`} title={title}>
       {draining ? `off (${state})` : state}
     </span>
+  );
+}
+
+/** Who a reserved device is held back for: the job (a link) and its submitter, why on hover. */
+export function ReservedForLink({ r }: { r: ReservedFor }) {
+  return (
+    <Link href={`/jobs/${encodeURIComponent(r.jobId)}`} className="hover:underline" title={reservedText(r)} data-reserved-for={r.jobId}>
+      for {r.submitter} · <span className="font-mono">{r.jobId}</span>
+    </Link>
   );
 }
 

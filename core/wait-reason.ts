@@ -2,12 +2,14 @@
 // fleet, counted by state, and the same in one sentence. It walks the queue as
 // a scheduling pass does (core/schedule.ts decide): a free device an earlier
 // job would take, or one a multi-GPU job waiting past RC_RESERVE_AFTER_S holds
-// back, is not this job's. Pure: the caller loads the queue and the fleet.
-import type { DeviceState as WireDeviceState, WaitReason } from '../protocol/wire';
+// back, is not this job's. The same walk tells which devices are held back,
+// and for which job (heldBack: GET /api/devices shows them as reserved).
+// Pure: the caller loads the queue and the fleet.
+import type { RecordedDeviceState, WaitReason } from '../protocol/wire';
 import { byHostThenIndex, deviceMatches, type DeviceView, mayReserve, pickOnOneHost, type QueuedJob, queueOrder, variantsOf } from './schedule';
 
-/** A listed device's state (a removed host's devices are in no queue's count). */
-export type DeviceState = Exclude<WireDeviceState, 'removed'>;
+/** A listed device's state as the fleet records it (a removed host's devices are in no queue's count). */
+export type DeviceState = Exclude<RecordedDeviceState, 'removed'>;
 
 /** A device of the whole fleet (every controller's), as the fleet view lists it. */
 export interface FleetDevice extends Omit<DeviceView, 'free'> {
@@ -17,12 +19,33 @@ export interface FleetDevice extends Omit<DeviceView, 'free'> {
 /** How many reserved devices a sentence names before it says "and N more". */
 const NAMED = 4;
 
+/** A device held back for a multi-GPU job: the job, and how many devices on one host it waits for. */
+export interface HeldBack {
+  jobId: string;
+  gpus: number;
+}
+
 /** Each job's reason, by job id. */
 export function waitReasons(queued: readonly QueuedJob[], devices: readonly FleetDevice[], reserveAfterS: number): Map<string, WaitReason> {
+  return walk(queued, devices, reserveAfterS, true).reasons;
+}
+
+/** The devices (free or busy) multi-GPU jobs waiting past `reserveAfterS` hold back, by device id: the same walk, without the sentences. */
+export function heldBack(queued: readonly QueuedJob[], devices: readonly FleetDevice[], reserveAfterS: number): Map<number, HeldBack> {
+  return walk(queued, devices, reserveAfterS, false).held;
+}
+
+function walk(
+  queued: readonly QueuedJob[],
+  devices: readonly FleetDevice[],
+  reserveAfterS: number,
+  explain: boolean,
+): { reasons: Map<string, WaitReason>; held: Map<number, HeldBack> } {
   const views = [...devices].sort(byHostThenIndex);
   // Free devices a job ahead would start on in this pass, and devices a job ahead holds back: by the job's id.
   const taken = new Map<number, string>();
   const heldFor = new Map<number, string>();
+  const held = new Map<number, HeldBack>();
   // Jobs of one selector share its parsed terms (the caller caches them): the fleet is matched once per selector and -d.
   const sets = new Map<readonly unknown[], Map<string, MatchSet>>();
   const out = new Map<string, WaitReason>();
@@ -51,11 +74,17 @@ export function waitReasons(queued: readonly QueuedJob[], devices: readonly Flee
       // reservationFor's rule, over the devices already matched: every matching device of the host with the most (its first choice that has enough).
       const first = variants.find(({ v, set }) => set.bestHost.length >= v.gpus);
       if (first) {
-        for (const d of first.set.bestHost) heldFor.set(d.id, job.id);
+        for (const d of first.set.bestHost) {
+          heldFor.set(d.id, job.id);
+          // Two jobs may hold back one host's devices: the one ahead in the queue takes them first; and a job
+          // ahead that starts on one in this pass is not held back by it.
+          if (!held.has(d.id) && !taken.has(d.id)) held.set(d.id, { jobId: job.id, gpus: first.v.gpus });
+        }
         reserved = first.set.bestHost.map((d) => d.name);
         reservedBy = first.v;
       }
     }
+    if (!explain) continue;
     const reasons = variants.map(({ v, set }) => {
       const heldFree = set.free.filter((d) => heldFor.has(d.id) && heldFor.get(d.id) !== job.id);
       const blockers: Blockers = {
@@ -80,7 +109,7 @@ export function waitReasons(queued: readonly QueuedJob[], devices: readonly Flee
         : reasons.map((r, i) => `--gpu ${job.choices![i]!.label}: ${r.text}`).join('. ');
     out.set(job.id, { ...counts, reserved, text });
   }
-  return out;
+  return { reasons: out, held };
 }
 
 function addCounts(a: Counts, b: Counts): Counts {

@@ -147,8 +147,14 @@ export interface JobExitEvent {
 
 // ---- the fleet ------------------------------------------------------------
 
-/** off: its host was turned off (rc admin host off), takes no new jobs; a device still held there is busy (shown "off (busy)"). removed: its host was removed (listed only with ?all=1). */
-export type DeviceState = 'free' | 'busy' | 'off' | 'offline' | 'unhealthy' | 'removed';
+/**
+ * off: its host was turned off (rc admin host off), takes no new jobs; a device still held there is busy (shown "off (busy)").
+ * removed: its host was removed (listed only with ?all=1). reserved: free, but held back for a queued job (`reservedFor`):
+ * no other job starts on it, the job it is held for takes it when enough of its devices are free.
+ */
+export type DeviceState = 'free' | 'busy' | 'reserved' | 'off' | 'offline' | 'unhealthy' | 'removed';
+/** A device's state as the fleet's records give it: `reserved` is worked out from the queue on top of `free` (server/reservations.ts). */
+export type RecordedDeviceState = Exclude<DeviceState, 'reserved'>;
 /** online: its worker is connected; away: disconnected, within the host timeout; offline: past it. */
 export type HostStatus = 'online' | 'away' | 'offline';
 
@@ -178,6 +184,20 @@ export interface Holder {
   idleS?: number | null;
 }
 
+/**
+ * The queued job a free device is held back for: a multi-GPU job that waited
+ * past RC_RESERVE_AFTER_S for enough devices on one host (core/schedule.ts
+ * reservationFor), or one that preemption is freeing devices for.
+ */
+export interface ReservedFor {
+  jobId: string;
+  submitter: string;
+  /** How many devices on one host it waits for. */
+  gpus: number;
+  /** multi_gpu: a multi-GPU job waiting for enough devices on this host; preemption: its devices are being freed for it. */
+  why: 'multi_gpu' | 'preemption';
+}
+
 /** The last GPU sample from its worker's heartbeat. */
 export interface GpuView {
   name: string;
@@ -202,6 +222,8 @@ export interface DeviceSummary {
   /** Its host is turned off (rc admin host off): no new jobs; busy here means "off (busy)", its job finishing. */
   hostOff: boolean;
   holder: Holder | null;
+  /** Set while state is `reserved`: the queued job it is held back for. */
+  reservedFor: ReservedFor | null;
   /** The merged view selectors match against. */
   labels: Record<string, string>;
   /** Set while quarantined (state unhealthy): why, since when, and what showed it. */
@@ -342,7 +364,7 @@ export interface DeviceDescription {
 export interface Explanation {
   selector: string;
   device: string | null;
-  matching: { name: string; state: DeviceState; holder: Holder | null }[];
+  matching: { name: string; state: DeviceState; holder: Holder | null; reservedFor: ReservedFor | null }[];
   free: number;
   /** Queued jobs that could take one of the matching devices: how long the line is. */
   queued: number;
@@ -357,7 +379,7 @@ export interface ChoiceExplanation {
   choice: string;
   /** GPUs it needs on one host. */
   count: number;
-  matching: { name: string; state: DeviceState; holder: Holder | null }[];
+  matching: { name: string; state: DeviceState; holder: Holder | null; reservedFor: ReservedFor | null }[];
   free: number;
   /** The most free matching devices on one host: the choice can start now when this is at least `count`. */
   freeOnOneHost: number;
@@ -415,8 +437,14 @@ export interface RevokedToken {
 export interface RegisteredHost {
   host: string;
   credential: string;
-  /** The one command to run on the new host (as root): it installs and starts the worker with this credential. */
+  /**
+   * The one command to run on the new host (as root): it installs and starts
+   * the worker with this credential. It runs the install script only if its
+   * SHA-256 is the one pinned in it, and pins the worker package (RC_SHA256).
+   */
   command: string;
+  /** Set when the controller's URL is plain HTTP to another machine: what that risks, and what to do (HTTPS). */
+  warning: string | null;
   note: string;
 }
 

@@ -95,6 +95,7 @@ NODE_FILES=__NODE__
 
 say() { printf 'rc-install: %s\\n' "$*"; }
 die() { printf 'rc-install: %s\\n' "$*" >&2; exit 1; }
+warn() { printf 'rc-install: warning: %s\\n' "$*" >&2; }
 
 case "\${1:-}" in
   -h | --help) say "usage: curl -fsSL $CONTROLLER/install/rc.sh | sh [-s -- <folder>]   (default ~/.local/bin; RC_CLI=node: the Node CLI)"; exit 0 ;;
@@ -108,6 +109,11 @@ else
 fi
 case "$DIR" in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
 DIR="\${DIR%/}"
+# The SHA-256s below came over the same connection as the files they check.
+case "$CONTROLLER" in
+  http://localhost | http://localhost[:/]* | http://127.* | http://\\[::1\\]*) ;;
+  http://*) warn "$CONTROLLER is plain HTTP: the files are checked against SHA-256s that came with this script over the same connection, so the install is only as trustworthy as the network. Install over HTTPS, or check this script's SHA-256 before running it (the HTTPS section of docs/operators.md)" ;;
+esac
 
 # fetch URL FILE: the body into FILE; fails on an HTTP error.
 fetch() {

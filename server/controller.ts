@@ -30,6 +30,7 @@ import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
 import { LiveFeed } from './live';
 import { Inventory } from './inventory';
+import { Reservations } from './reservations';
 import { RemoteCalls } from './remote-calls';
 import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
@@ -39,6 +40,9 @@ import { pruneGpuSamples, type SampleRetention } from './sample-retention';
 
 /** Spans of stored output per bus message: a job id and two numbers each, well within a NOTIFY's 8000 bytes. */
 const OUT_SPANS_PER_MESSAGE = 80;
+
+/** How often the pages followed here are told of devices newly held back for a queued job, or no longer. */
+const RESERVATIONS_WATCH_MS = 2000;
 
 export interface ControllerOptions {
   database: Database;
@@ -90,6 +94,8 @@ export class Controller {
   readonly live: LiveFeed;
   /** The fleet kept in memory (server/inventory.ts): submits, passes and listings read it. */
   readonly inventory: Inventory;
+  /** The free devices held back for a queued job (server/reservations.ts): the listings show them as reserved. */
+  readonly reservations: Reservations;
   /** Tells the pages what a job's event changed (jobLive). */
   /** What a job's event (here or elsewhere) changes: the fleet in memory and the pages. */
   private readonly jobChanged: (event: JobEvent & { jobId: string }) => void;
@@ -136,6 +142,7 @@ export class Controller {
     const liveOfJob = jobLive(live);
     const inventory = new Inventory(this.sql, (err) => log(`loading the fleet: ${String(err)}`));
     this.inventory = inventory;
+    this.reservations = new Reservations(this.sql, this.reserveAfterS, () => inventory.rows());
     this.jobChanged = (event) => {
       inventoryOfJob(inventory, event);
       liveOfJob(event);
@@ -143,8 +150,10 @@ export class Controller {
       if (event.type === 'requeued') void this.scheduler.poke();
     };
     // Every change but a lease's (those come with job events, applied as they are): the host is loaded again.
-    live.onChange((c, ofJob) => {
-      if (c.what === 'devices' && !ofJob) inventory.changed(c.host);
+    live.onChange((c, known) => {
+      if (c.what === 'devices' && !known) inventory.changed(c.host);
+      // A job queued, started or ended, or a host's devices changed (here or elsewhere): reservations are worked out again.
+      if (c.what === 'jobs' || c.what === 'devices') this.reservations.changed();
     });
     this.events = new JobEvents(
       storedOutput(this.sql),
@@ -423,6 +432,15 @@ export class Controller {
         void this.scheduler.poke();
       }, 5000),
     );
+    // A device becomes reserved when its job has waited long enough, which no event tells: the pages followed here hear it from this.
+    this.every(RESERVATIONS_WATCH_MS, async () => {
+      if (!this.live.watched) return;
+      try {
+        for (const host of await this.reservations.changedHosts()) this.live.derived({ what: 'devices', host });
+      } catch (err) {
+        log(`working out reserved devices: ${String(err)}`);
+      }
+    });
     const health = this.opts.health;
     // The pool's wait, against the same query on the health check's own connection (none without it).
     if (health) this.every(2000, () => this.metrics.samplePoolWait(() => health.ping()).catch(() => {}));

@@ -11,6 +11,7 @@ import type { Sql } from './db';
 import { type DeviceSummary, loadDevices, loadHosts } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
 import { auditOrigin, auditTokenId } from './request-scope';
+import { type Reserved, shown } from './reservations';
 
 type SheetRow = typeof sheets.$inferSelect;
 
@@ -19,17 +20,19 @@ function sheetView(s: Pick<SheetRow, 'body' | 'updatedBy' | 'updatedAt'>): Sheet
   return { body: s.body, updatedBy: s.updatedBy, updatedAt: s.updatedAt.toISOString() };
 }
 
-export async function describeDevice(sql: Sql, name: string): Promise<DeviceDescription> {
+/** One device in full; `reserved`: the free devices held back for a queued job (server/reservations.ts). */
+export async function describeDevice(sql: Sql, name: string, reserved: Reserved = new Map()): Promise<DeviceDescription> {
   const parsed = parseDeviceName(name);
-  const device = parsed ? (await loadDevices(sql, { host: parsed.hostName })).find((d) => d.name === name) : undefined;
+  const found = parsed ? (await loadDevices(sql, { host: parsed.hostName })).find((d) => d.name === name) : undefined;
+  const device = found && shown(found, reserved);
   if (!device) throw new RcError('not_found', `no device is named ${name}; rc devices lists them`);
-  const [found, recent, hostRows] = await Promise.all([
+  const [sheets, recent, hostRows] = await Promise.all([
     sql<SheetRow[]>`select * from sheets where host_name = ${device.hostName} and device_index in (-1, ${device.index})`,
     sql<JobRow[]>`select * from jobs where devices @> ${JSON.stringify([name])}::text::jsonb order by created_at desc limit 10`,
     loadHosts(sql, device.hostName),
   ]);
   const view = (i: number): SheetView | null => {
-    const s = found.find((r) => r.deviceIndex === i);
+    const s = sheets.find((r) => r.deviceIndex === i);
     return s ? sheetView(s) : null;
   };
   return { device, host: hostRows[0]!, sheet: view(-1), note: view(device.index), recentJobs: recent.map(jobView) };
@@ -38,8 +41,8 @@ export async function describeDevice(sql: Sql, name: string): Promise<DeviceDesc
 /** How many of a host's recent jobs its page shows. */
 export const HOST_RECENT_JOBS = 20;
 
-/** One host in full (the host page): its row, its devices with their labels' details, its sheet, its recent jobs. */
-export async function describeHost(sql: Sql, name: string): Promise<HostDescription> {
+/** One host in full (the host page): its row, its devices with their labels' details, its sheet, its recent jobs; `reserved` as in describeDevice. */
+export async function describeHost(sql: Sql, name: string, reserved: Reserved = new Map()): Promise<HostDescription> {
   const [hostRows, devices, sheet, recent] = await Promise.all([
     loadHosts(sql, name, { all: true }),
     loadDevices(sql, { host: name }),
@@ -49,8 +52,8 @@ export async function describeHost(sql: Sql, name: string): Promise<HostDescript
   const host = hostRows[0];
   if (!host) throw new RcError('not_found', `no host is named ${name}; rc admin hosts lists them (GET /api/hosts)`);
   // A removed host's page still shows its devices, as removed.
-  const shown = host.removed ? await loadDevices(sql, { host: name, removed: true }) : devices;
-  return { host, devices: shown, sheet: sheet[0] ? sheetView(sheet[0]) : null, recentJobs: recent.map(jobView) };
+  const listed = host.removed ? await loadDevices(sql, { host: name, removed: true }) : devices.map((d) => shown(d, reserved));
+  return { host, devices: listed, sheet: sheet[0] ? sheetView(sheet[0]) : null, recentJobs: recent.map(jobView) };
 }
 
 /**
@@ -151,7 +154,7 @@ export async function explain(
           .map((v) => v.reason),
       ],
     }));
-  const shown = (list: readonly DeviceSummary[]) => list.map((d) => ({ name: d.name, state: d.state, holder: d.holder }));
+  const listed = (list: readonly DeviceSummary[]) => list.map((d) => ({ name: d.name, state: d.state, holder: d.holder, reservedFor: d.reservedFor }));
   const choices = gpuChoices?.ok
     ? gpuChoices.choices.map((c) => {
         const terms = choiceTerms(parsed.terms, c);
@@ -159,7 +162,7 @@ export async function explain(
         return {
           choice: formatGpuChoice(c),
           count: c.count,
-          matching: shown(mine),
+          matching: listed(mine),
           free: mine.filter((d) => d.state === 'free').length,
           freeOnOneHost: mostOnOneHost(mine.filter((d) => d.state === 'free')),
           onOneHost: mostOnOneHost(mine.filter((d) => d.state !== 'unhealthy')),
@@ -170,7 +173,7 @@ export async function explain(
   return {
     selector: formatSelector(parsed.terms),
     device,
-    matching: shown(matching),
+    matching: listed(matching),
     free: matching.filter((d) => d.state === 'free').length,
     queued: queuedFor(matching),
     notMatching,

@@ -1,7 +1,7 @@
 // The fleet as people and the scheduler see it: devices, their labels and holders.
 import { deviceName } from '../core/schedule';
 import type { devices, hosts, labels } from '../db/schema';
-import type { DeviceRow, DeviceSummary, HostRow, JobKind, LabelView } from '../protocol/wire';
+import type { DeviceRow, DeviceSummary, HostRow, JobKind, LabelView, RecordedDeviceState } from '../protocol/wire';
 import type { Sql } from './db';
 
 export type { DeviceRow, DeviceSummary, HostRow, LabelView };
@@ -108,6 +108,8 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
       holder: d.jobId
         ? { jobId: d.jobId, kind: d.jobKind ?? 'run', submitter: d.submitter ?? '', since: d.acquiredAt!.toISOString(), idleS: d.leaseIdleS }
         : null,
+      // Worked out from the queue on top of this (server/reservations.ts).
+      reservedFor: null,
       labels: labelDetails
         ? Object.fromEntries(labelDetails.filter((l) => l.effective).map((l) => [l.key, l.value]))
         : mergeLevels(levels.get(`${d.hostName}\0-1`), levels.get(`${d.hostName}\0${d.index}`)),
@@ -124,7 +126,7 @@ export async function loadDevices(sql: Sql, opts: LoadOptions = {}): Promise<Dev
  * lost job still holds them (freed when the worker comes back without it).
  * A turned-off host's devices are off once their jobs are done (busy until then).
  */
-export function deviceState(unhealthy: boolean, hostStatus: DeviceSummary['hostStatus'], held: boolean, hostOff: boolean): DeviceSummary['state'] {
+export function deviceState(unhealthy: boolean, hostStatus: DeviceSummary['hostStatus'], held: boolean, hostOff: boolean): RecordedDeviceState {
   if (unhealthy) return 'unhealthy';
   if (hostStatus === 'offline') return 'offline';
   if (held) return 'busy';

@@ -5,10 +5,52 @@
 // and runs rc-worker as a systemd unit (restarted when it stops, started at
 // boot) or, without systemd, in the background, saying how to run it instead;
 // then `rc-worker doctor`. Run again, it updates; `sh -s uninstall` removes it.
+//
+// The script and the package come from the controller, and over plain HTTP a
+// man in the middle could swap both, with the SHA-256 the controller states.
+// So the command rc admin host add prints pins both: it runs the script only
+// if its SHA-256 is the one this controller serves, and RC_SHA256 makes the
+// script install only the package with that SHA-256 (server/worker-package.ts
+// makes the same bytes on every start). The pins hold as far as the command
+// reached the host intact: docs/operators.md, "HTTPS".
+import { createHash } from 'node:crypto';
 
-/** The command that joins a host: what rc admin host add prints (and gives with --json). */
-export function joinCommand(controllerUrl: string, credential: string): string {
-  return `curl -fsSL ${controllerUrl}/install.sh | sudo RC_HOST_TOKEN=${credential} sh`;
+/** Where the printed command saves the script before it checks it: the folder it is run in, where the user may write. */
+const SAVED_AS = 'rc-install.sh';
+
+/**
+ * The command that joins a host: what rc admin host add prints (and gives
+ * with --json). It checks the script against its SHA-256 before running it,
+ * and with `packageSha256` (null: this controller has no package to pin)
+ * pins the package too.
+ */
+export function joinCommand(controllerUrl: string, credential: string, packageSha256: string | null): string {
+  const script = createHash('sha256').update(installScript(controllerUrl)).digest('hex');
+  const pin = packageSha256 ? ` RC_SHA256=${packageSha256}` : '';
+  return (
+    `curl -fsSL ${controllerUrl}/install.sh -o ${SAVED_AS} && echo '${script}  ${SAVED_AS}' | sha256sum -c - && ` +
+    `sudo RC_HOST_TOKEN=${credential}${pin} sh ${SAVED_AS}`
+  );
+}
+
+/**
+ * A warning for commands that install from `controllerUrl` when it is plain
+ * HTTP to another machine: what they send and fetch crosses the network in
+ * clear. Null for HTTPS and for this machine (localhost, 127.0.0.0/8, ::1).
+ */
+export function plainHttpWarning(controllerUrl: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(controllerUrl);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' || /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(url.hostname)) return null;
+  return (
+    `${url.origin} is plain HTTP: the host's key crosses the network in clear, and the install is only as trustworthy as the network ` +
+    'and the way this command reaches the host (its pins refuse a script or package swapped on the way). Serve the controller over HTTPS ' +
+    '(a TLS proxy, RC_PUBLIC_URL=https://…): docs/operators.md, "HTTPS"'
+  );
 }
 
 /** The script, for a controller reached at `controllerUrl` (no trailing slash). */
@@ -22,6 +64,8 @@ const SCRIPT = `#!/bin/sh
 # rc worker installer, served by the rc controller.
 #   curl -fsSL <controller>/install.sh | sudo RC_HOST_TOKEN=rc_h_... sh    install, or update
 #   curl -fsSL <controller>/install.sh | sudo sh -s uninstall              remove it
+# RC_SHA256=<sha256> installs only a worker package with that SHA-256 (rc admin
+# host add prints a command that pins it, and this script's own SHA-256).
 # RC_INSTALL_ROOT=<dir> installs under another root (no systemd there: the
 # worker is started in the background). RC_INSTALL_NO_START=1 only installs.
 set -eu
@@ -35,6 +79,7 @@ UNIT="$ROOT/etc/systemd/system/rc-worker.service"
 
 say() { printf 'rc-install: %s\\n' "$*"; }
 die() { printf 'rc-install: %s\\n' "$*" >&2; exit 1; }
+warn() { printf 'rc-install: warning: %s\\n' "$*" >&2; }
 has_systemd() { [ -z "$ROOT" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
 
 # fetch URL FILE [KEY]: the body into FILE; fails on an HTTP error.
@@ -72,6 +117,17 @@ if [ "\${1:-}" = uninstall ]; then
   say "rc-worker is removed from this host (its files, its key, its state). The host stays registered on the controller: rc admin host rm <name> removes it there."
   exit 0
 fi
+
+# The pinned package: 64 hex digits, checked before anything is fetched.
+PIN=$(printf '%s' "\${RC_SHA256:-}" | tr 'A-F' 'a-f')
+if [ -n "$PIN" ]; then
+  case "$PIN" in *[!0-9a-f]*) PIN=bad ;; esac
+  [ \${#PIN} -eq 64 ] || die "RC_SHA256 is not a SHA-256 (64 hex digits): give the worker package's, as rc admin host add prints it, or leave it out"
+fi
+case "$CONTROLLER" in
+  http://localhost | http://localhost[:/]* | http://127.* | http://\\[::1\\]*) ;;
+  http://*) warn "$CONTROLLER is plain HTTP: this host's key crosses the network in clear, and what is installed is only as trustworthy as the network; serve the controller over HTTPS (the HTTPS section of docs/operators.md)" ;;
+esac
 
 # ---- what the host needs ----
 missing=""
@@ -116,8 +172,14 @@ fetch "$CONTROLLER/api/worker/package" "$TMP/rc-worker.tar.gz" "$KEY" || die "co
 fetch "$CONTROLLER/api/worker/package/sha256" "$TMP/sha256" "$KEY" || die "could not download the worker package's SHA-256 from $CONTROLLER"
 want=$(cut -c1-64 "$TMP/sha256")
 got=$(sha256sum "$TMP/rc-worker.tar.gz" | cut -c1-64)
-[ "$want" = "$got" ] || die "the worker package's SHA-256 is $got, not $want as the controller says: the download is damaged or was altered; nothing was installed"
-say "package $(cut -c67- "$TMP/sha256") verified (sha256 $got)"
+if [ -n "$PIN" ]; then
+  [ "$got" = "$PIN" ] ||
+    die "the worker package's SHA-256 is $got, not $PIN as RC_SHA256 pins it: it was altered on the way, or the controller was upgraded since the command was printed (rc admin host add prints one with the new pins); nothing was installed"
+  say "package $(cut -c67- "$TMP/sha256") verified (sha256 $got, as RC_SHA256 pins it)"
+else
+  [ "$want" = "$got" ] || die "the worker package's SHA-256 is $got, not $want as the controller says: the download is damaged or was altered; nothing was installed"
+  say "package $(cut -c67- "$TMP/sha256") verified (sha256 $got); not pinned: that SHA-256 came from the controller with the package (RC_SHA256 pins it: rc admin host add prints a command that does)"
+fi
 mkdir -p "$TMP/new"
 tar -xzf "$TMP/rc-worker.tar.gz" -C "$TMP/new"
 if ! (cd "$TMP/new/rc-worker" && node -e 'require("node-pty")') 2>/dev/null; then

@@ -19,9 +19,10 @@ import { gpuIdle } from '../core/idle';
 import { matchTerms, type SelectorTerm } from '../core/selector';
 import type { DeviceView } from '../core/schedule';
 import type { GpuSample } from '../protocol/worker';
-import type { DeviceRow, DeviceState, DeviceSummary, Fleet, Holder, HostRow } from '../protocol/wire';
+import type { DeviceRow, DeviceState, DeviceSummary, Fleet, Holder, HostRow, RecordedDeviceState } from '../protocol/wire';
 import type { Sql } from './db';
 import { deviceState, loadDevices, loadHosts } from './fleet';
+import { type Reserved, shown } from './reservations';
 
 /** The backstop: a full load, in the background, at least this often. */
 export const MAX_AGE_MS = 60_000;
@@ -187,25 +188,27 @@ export class Inventory {
   /**
    * GET /api/devices as JSON text, without the labels' details: each
    * device's JSON is kept until it changes, so a listing of thousands costs
-   * a join, not a serialization of every one.
+   * a join, not a serialization of every one. `reserved`: the free devices
+   * held back for a queued job, listed as such (server/reservations.ts).
    */
-  async listing(terms: readonly SelectorTerm[] = []): Promise<string> {
+  async listing(terms: readonly SelectorTerm[] = [], reserved: Reserved = new Map()): Promise<string> {
     await this.fresh();
     const parts = this.match(terms, null).map((e) => {
+      if (reserved.has(e.row.name)) return JSON.stringify(shown(summary(e.row), reserved));
       e.json ??= JSON.stringify(summary(e.row));
       return e.json;
     });
     return `{"devices":[${parts.join(',')}]}`;
   }
 
-  /** The fleet page's data: every host and device, or one host's, and the queue's length. */
-  async fleet(host?: string): Promise<Fleet> {
+  /** The fleet page's data: every host and device, or one host's, and the queue's length; `reserved` as in listing(). */
+  async fleet(host?: string, reserved: Reserved = new Map()): Promise<Fleet> {
     await this.fresh();
     const [queued] = await this.sql<{ n: number }[]>`select count(*)::int as n from jobs where state = 'queued'`;
     const names = host === undefined ? [...this.hosts.keys()].sort() : this.hosts.has(host) ? [host] : [];
     return {
       hosts: names.map((n) => this.hosts.get(n)!),
-      devices: names.flatMap((n) => (this.parts.get(n) ?? []).map((e) => summary(e.row))),
+      devices: names.flatMap((n) => (this.parts.get(n) ?? []).map((e) => shown(summary(e.row), reserved))),
       queued: queued!.n,
     };
   }
@@ -261,12 +264,12 @@ export class Inventory {
     return out;
   }
 
-  /** Devices by state (the metrics). */
-  byState(): Record<Exclude<DeviceState, 'removed'>, number> {
-    // A removed host's devices are not here.
-    const n: Record<DeviceState, number> = { free: 0, busy: 0, off: 0, unhealthy: 0, offline: 0, removed: 0 };
+  /** Devices by state as recorded (the metrics). */
+  byState(): Record<Exclude<RecordedDeviceState, 'removed'>, number> {
+    // A removed host's devices are not here, and none is `reserved` here (server/reservations.ts works that out).
+    const n: Record<DeviceState, number> = { free: 0, busy: 0, reserved: 0, off: 0, unhealthy: 0, offline: 0, removed: 0 };
     for (const e of this.byId.values()) n[e.row.state] += 1;
-    const { removed: _, ...listed } = n;
+    const { removed: _, reserved: __, ...listed } = n;
     return listed;
   }
 

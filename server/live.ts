@@ -16,7 +16,7 @@ export class LiveFeed {
   private timer: NodeJS.Timeout | null = null;
   private samplesAt = 0;
   private samplesTimer: NodeJS.Timeout | null = null;
-  private readonly listeners: ((c: LiveChange, ofJob: boolean) => void)[] = [];
+  private readonly listeners: ((c: LiveChange, known: boolean) => void)[] = [];
 
   /** `publish`: to the other controllers (the bus). */
   constructor(private readonly publish: (c: LiveChange) => void) {}
@@ -25,8 +25,8 @@ export class LiveFeed {
     this.ns = ns;
   }
 
-  /** Hears every change as it is made or heard, before any browser does; `ofJob`: one a job's event made (ofJob()). */
-  onChange(listener: (c: LiveChange, ofJob: boolean) => void): void {
+  /** Hears every change as it is made or heard, before any browser does; `known`: one the fleet in memory has already (ofJob(), derived()). */
+  onChange(listener: (c: LiveChange, known: boolean) => void): void {
     this.listeners.push(listener);
   }
 
@@ -74,8 +74,22 @@ export class LiveFeed {
     this.pending.clear();
   }
 
-  private queue(c: LiveChange, spread: boolean, ofJob = false): void {
-    for (const l of this.listeners) l(c, ofJob);
+  /**
+   * What every controller works out for itself from what it has (a device
+   * held back for a queued job, or no longer: server/reservations.ts), told
+   * here only; nothing is loaded again.
+   */
+  derived(c: LiveChange): void {
+    this.queue(c, false, true);
+  }
+
+  /** Whether any browser follows the live view here: what only they would hear of need not be worked out otherwise. */
+  get watched(): boolean {
+    return (this.ns?.sockets.size ?? 0) > 0;
+  }
+
+  private queue(c: LiveChange, spread: boolean, known = false): void {
+    for (const l of this.listeners) l(c, known);
     const key = `${spread ? '+' : '-'}${c.what}:${c.host ?? ''}:${c.jobId ?? ''}`;
     this.pending.set(key, c);
     if (this.timer) return;

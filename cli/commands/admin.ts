@@ -4,12 +4,13 @@ import { readFileSync } from 'node:fs';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, cut, json, out, table, usage } from '../output';
+import { age, cut, errLine, json, out, table, usage } from '../output';
 
 export const ADMIN_HELP = `usage: rc admin <command>
 
   rc admin host add <name> [--json]      register a host; prints the one command that installs its
-                                         worker, with the host's key (shown only now)
+                                         worker, with the host's key (shown only now), pinning the
+                                         SHA-256 of the install script and of the worker package
   rc admin host off <name> [--reason <text>]
                                          no new jobs on it; the running ones finish (off (busy))
   rc admin host on <name>                it takes jobs again
@@ -76,12 +77,16 @@ export async function admin(client: Client, args: readonly string[]): Promise<nu
     if (parsed.rest.length !== 1) usage('rc admin host add <name> [--json]');
     const r = await client.call('POST /api/admin/hosts', { body: { name: parsed.rest[0]! } });
     if (parsed.flags.has('json')) {
-      json({ host: r.host, credential: r.credential, command: r.command });
+      json({ host: r.host, credential: r.credential, command: r.command, warning: r.warning });
       return EXIT.ok;
     }
     out(
-      `host ${r.host} registered. On that host, as root, run (the key in it is shown only now; rc keeps only its hash):\n\n  ${r.command}\n\nIt installs rc-worker (a systemd unit) and starts it; its devices show in rc devices once it connects. Run the same command again to update the worker; … | sudo sh -s uninstall removes it.\n`,
+      `host ${r.host} registered. On that host, as root, run (the key in it is shown only now; rc keeps only its hash):\n\n  ${r.command}\n\n` +
+        'It saves the install script as rc-install.sh and runs it only if its SHA-256 is the one above; the script installs the worker package only if its SHA-256 is RC_SHA256. ' +
+        'It installs rc-worker (a systemd unit) and starts it; its devices show in rc devices once it connects. ' +
+        'Run the same command again to update the worker while the controller runs this version (after an upgrade, the pins no longer match: rc admin host add prints new ones); sudo sh rc-install.sh uninstall removes it.\n',
     );
+    if (r.warning) errLine(`rc: warning: ${r.warning}`);
     return EXIT.ok;
   }
   if (group === 'host' && (verb === 'off' || verb === 'on' || verb === 'rm')) {

@@ -2,6 +2,7 @@
 // the host's usage sheet, and the device's recent jobs. rc describe <job>: one
 // job in full (its environment's keys, never their values).
 import { idleText } from '../../core/idle';
+import { reservedWhy } from '../../core/reserved';
 import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
 import type { DeviceDescription, JobView } from '../../protocol/wire';
@@ -13,8 +14,8 @@ import { stateText } from './devices';
 
 export const DESCRIBE_HELP = `usage: rc describe <host:gpuN|job-id|name> [--json]
 
-Prints the device's state and holder, every label with where it came from and
-how old it is, the host's usage sheet, and its recent jobs. Read the sheet
+Prints the device's state and holder (or, when it is reserved, the queued job
+it is held back for), every label with where it came from and how old it is, the host's usage sheet, and its recent jobs. Read the sheet
 before you use the host: it is the operator talking to you.
 Given a job id or a job name (rc run --name) instead, prints that job: its
 state, name, submitter, command, devices, limits, and the names of the
@@ -60,6 +61,7 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
   const off = d.host?.off;
   if (off)
     text += `host:   ${dev.hostName} is turned off (by ${off.by}, ${age(off.since, now)} ago${off.reason ? `: ${off.reason}` : ''}): no new jobs start here${dev.state === 'busy' ? '; the running one finishes' : ''}\n`;
+  if (dev.reservedFor) text += `reserved: for job ${dev.reservedFor.jobId} (${dev.reservedFor.submitter}): ${reservedWhy(dev.reservedFor)}\n`;
   text += `holder: ${dev.holder ? `${dev.holder.submitter}, job ${dev.holder.jobId}, for ${age(dev.holder.since, now)}${dev.holder.idleS !== undefined ? `, ${idleText(dev.holder.idleS, formatDuration)}` : ''}` : '-'}\n`;
   if (dev.uuid) text += `uuid:   ${dev.uuid}\n`;
   if (dev.gpu) {

@@ -10,8 +10,11 @@ import { cut, json, out, table, usage } from '../output';
 export const DEVICES_HELP = `usage: rc devices [--select <selector>] [--all] [--json]
 
 Lists every device with its state and holder. States: free; busy (leased);
-off (its host was turned off: no new jobs) and off (busy) (its job finishes
-first); offline; unhealthy (quarantined); removed (only with --all).
+reserved (free, but held back for a queued job, named in the HOLDER column as
+"for <submitter> (<job>)": a multi-GPU job waiting for enough devices on one
+host; the jobs behind it in the queue may not take it); off (its host was turned off: no new jobs)
+and off (busy) (its job finishes first); offline; unhealthy (quarantined);
+removed (only with --all).
   -s, --select <selector>   only devices whose labels match
       --all                 removed hosts' devices too
       --json                the API's JSON: { "devices": [ ... ] } (docs/api.md)
@@ -43,7 +46,13 @@ export async function devices(client: Client, args: readonly string[]): Promise<
   const rows = body.devices.map((d) => [
     d.name,
     stateText(d),
-    d.holder ? `${d.holder.submitter} (${d.holder.jobId})` : d.unhealthy ? `(${cut(d.unhealthy.reason, 50)})` : '-',
+    d.holder
+      ? `${d.holder.submitter} (${d.holder.jobId})`
+      : d.reservedFor
+        ? `for ${d.reservedFor.submitter} (${d.reservedFor.jobId})`
+        : d.unhealthy
+          ? `(${cut(d.unhealthy.reason, 50)})`
+          : '-',
     d.gpu ? `${d.gpu.utilPct ?? '?'}% ${Math.round(d.gpu.memUsedMiB / 1024)}/${Math.round(d.gpu.memTotalMiB / 1024)}G` : '-',
     summary(d.labels),
   ]);

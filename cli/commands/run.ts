@@ -5,7 +5,7 @@ import { StdinPump, stdinIsData } from '../stdin-pump';
 import { EXIT } from '../../core/exit-codes';
 import { exitCodeFor } from '../../core/job-state';
 import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput } from '../../core/frames';
-import type { JobEvent, SubmitJobBody } from '../../protocol/wire';
+import type { Explanation, JobEvent, SubmitJobBody } from '../../protocol/wire';
 import type { Client } from '../client';
 import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
@@ -71,9 +71,10 @@ matching device is busy.
       --no-stdin            the job reads nothing (/dev/null) even when rc's stdin is a
                             pipe or a file; without it, a piped stdin reaches the job
                             and its end is the job's end of file (as with srun, ssh)
-      --explain             print which devices match, how many are free and how
-                            deep their queue is, and why the others do not match;
-                            then exit without submitting
+      --explain             print which devices match, how many are free (a device
+                            reserved for a queued job is not) and how deep their
+                            queue is, and why the others do not match; then exit
+                            without submitting
 `;
 
 export const RUN_SPECS: FlagSpec[] = [
@@ -396,6 +397,13 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
   return code;
 }
 
+/** A matching device's state in --explain: who holds it, or who it is held back for. */
+function matchText(m: Explanation['matching'][number]): string {
+  if (m.holder) return `${m.state} (held by ${m.holder.submitter}, job ${m.holder.jobId})`;
+  if (m.reservedFor) return `${m.state} (held back for ${m.reservedFor.submitter}'s job ${m.reservedFor.jobId}: not free for this job)`;
+  return m.state;
+}
+
 /** --explain: what the selector would match, and why the rest does not; with --gpu, each choice. Submits nothing. */
 async function explain(client: Client, selector: string, device: string | null, gpu: string | null): Promise<number> {
   const e = await client.call('POST /api/explain', { body: { selector, device, ...(gpu !== null ? { gpu } : {}) } });
@@ -410,7 +418,7 @@ async function explain(client: Client, selector: string, device: string | null, 
             ? 'can start now'
             : `waits: ${c.count === 1 ? 'none is free' : `no host has ${c.count} free`}`;
       text += `choice ${i + 1}, ${c.choice}: ${c.matching.length} device(s) match, ${c.free} free now, ${c.queued} job(s) queued for them; ${verdict}\n`;
-      for (const m of c.matching) text += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
+      for (const m of c.matching) text += `  match  ${m.name}  ${matchText(m)}\n`;
     }
     const first = e.choices.find((c) => c.freeOnOneHost >= c.count);
     if (e.choices.some((c) => c.onOneHost < c.count)) text += `rc run would be refused with no_matching_device: drop the choices that can never start.\n`;
@@ -418,7 +426,7 @@ async function explain(client: Client, selector: string, device: string | null, 
     out(text);
     return EXIT.ok;
   }
-  for (const m of e.matching) text += `  match  ${m.name}  ${m.state}${m.holder ? ` (held by ${m.holder.submitter}, job ${m.holder.jobId})` : ''}\n`;
+  for (const m of e.matching) text += `  match  ${m.name}  ${matchText(m)}\n`;
   for (const n of e.notMatching) text += `  no     ${n.name}  ${n.reasons.join('; ')}\n`;
   if (e.matching.length === 0) text += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;
   out(text);

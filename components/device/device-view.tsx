@@ -10,7 +10,8 @@ import { JobsTable } from '../jobs/jobs-table';
 import { OpenTerminalButton } from '../open-terminal';
 import { keys } from '../query-keys';
 import { SheetPanel } from '../sheet-panel';
-import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle } from '../ui';
+import { reservedText, reservedWhy } from '../../core/reserved';
+import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle, ReservedForLink } from '../ui';
 import { GpuHistory } from './gpu-history';
 import { LabelsTable } from './labels-table';
 import { QuarantinePanel } from './quarantine-panel';
@@ -30,9 +31,13 @@ export function DeviceView({ name }: { name: string }) {
       </p>
       <div className="flex flex-wrap items-start justify-between gap-2">
         <PageTitle sub={device.labels.gpu_model ? `${device.labels.gpu_model}${device.uuid ? ` · ${device.uuid}` : ''}` : undefined}>
-          <span className="font-mono">{device.name}</span> <DeviceBadge state={state} hostOff={device.hostOff} />
+          <span className="font-mono">{device.name}</span>{' '}
+          <DeviceBadge state={state} hostOff={device.hostOff} title={device.reservedFor ? reservedText(device.reservedFor) : undefined} />
         </PageTitle>
-        <OpenTerminalButton device={device.name} disabled={device.hostOff || (state !== 'free' && state !== 'busy' && state !== 'held')} />
+        <OpenTerminalButton
+          device={device.name}
+          disabled={device.hostOff || (state !== 'free' && state !== 'busy' && state !== 'reserved' && state !== 'held')}
+        />
       </div>
       <QuarantinePanel device={device} />
       <div className="grid gap-4 lg:grid-cols-2">
@@ -50,6 +55,14 @@ export function DeviceView({ name }: { name: string }) {
                 'nobody'
               )}
             </Field>
+            {device.reservedFor ? (
+              <Field term="Reserved">
+                <span data-testid="device-reserved" className="text-sky-800">
+                  <ReservedForLink r={device.reservedFor} />
+                  <span className="block text-xs text-zinc-600">{reservedWhy(device.reservedFor)}</span>
+                </span>
+              </Field>
+            ) : null}
             <Field term="GPU now">
               {device.gpu ? (
                 <span title={`sampled ${device.gpu.at}`}>

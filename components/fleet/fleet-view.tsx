@@ -18,12 +18,14 @@ import { OpenTerminalButton } from '../open-terminal';
 import { patchFleet } from '../live-plan';
 import { keys } from '../query-keys';
 import { Sparkline } from '../sparkline';
-import { Ago, DeviceBadge, ErrorBox, Loading } from '../ui';
+import { reservedText } from '../../core/reserved';
+import { Ago, DeviceBadge, ErrorBox, Loading, ReservedForLink } from '../ui';
 import { byHost, fleetTotals, type HostGroup, perModel, type ShownState, shownState } from './totals';
 
 const TOTALS: { key: ShownState; label: string; colour: string }[] = [
   { key: 'free', label: 'free', colour: 'text-emerald-700' },
   { key: 'busy', label: 'busy', colour: 'text-sky-700' },
+  { key: 'reserved', label: 'reserved', colour: 'text-sky-900' },
   { key: 'held', label: 'held', colour: 'text-violet-700' },
   { key: 'off', label: 'off', colour: 'text-amber-700' },
   { key: 'unhealthy', label: 'unhealthy', colour: 'text-red-700' },
@@ -50,7 +52,7 @@ export function FleetView() {
 
   return (
     <div>
-      <section aria-label="Totals" className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-3 lg:grid-cols-7">
+      <section aria-label="Totals" className="mb-4 grid grid-cols-2 gap-2 sm:grid-cols-4 lg:grid-cols-8">
         {TOTALS.map((t) => (
           <div key={t.key} className="rounded-lg border border-zinc-200 bg-white px-3 py-2 shadow-sm">
             <div className={`text-2xl font-semibold tabular-nums ${t.colour}`} data-total={t.key}>
@@ -74,10 +76,12 @@ export function FleetView() {
               <div className="font-medium">{m.model}</div>
               <div className="mt-1 flex h-1.5 overflow-hidden rounded bg-zinc-200" aria-hidden>
                 <div className="bg-sky-500" style={{ width: `${(100 * m.used) / m.total}%` }} />
+                <div className="bg-sky-200" style={{ width: `${(100 * m.reserved) / m.total}%` }} />
                 <div className="bg-emerald-400" style={{ width: `${(100 * m.free) / m.total}%` }} />
               </div>
               <div className="mt-0.5 text-xs text-zinc-600">
-                {m.used} used · {m.free} free{m.unavailable ? ` · ${m.unavailable} unavailable` : ''} · {m.total} in all
+                {m.used} used{m.reserved ? ` · ${m.reserved} reserved` : ''} · {m.free} free{m.unavailable ? ` · ${m.unavailable} unavailable` : ''} · {m.total}{' '}
+                in all
               </div>
             </div>
           ))}
@@ -264,7 +268,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         </Link>
       </td>
       <td className="px-2">
-        <DeviceBadge state={state} hostOff={d.hostOff} />
+        <DeviceBadge state={state} hostOff={d.hostOff} title={d.reservedFor ? reservedText(d.reservedFor) : undefined} />
       </td>
       <td className="truncate px-2 text-xs">
         {d.holder ? (
@@ -277,6 +281,8 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
               </span>
             ) : null}
           </Link>
+        ) : d.reservedFor ? (
+          <ReservedForLink r={d.reservedFor} />
         ) : d.unhealthy ? (
           <span className="text-red-700" title={d.unhealthy.reason}>
             {d.unhealthy.reason}
@@ -293,7 +299,7 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {d.gpu || samples?.at.length ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
       </td>
       <td className="px-2 py-0.5 text-right">
-        <OpenTerminalButton device={d.name} disabled={d.hostOff || (state !== 'free' && state !== 'busy' && state !== 'held')} />
+        <OpenTerminalButton device={d.name} disabled={d.hostOff || (state !== 'free' && state !== 'busy' && state !== 'reserved' && state !== 'held')} />
       </td>
     </tr>
   );

@@ -1,7 +1,7 @@
 // The fleet page's counts: pure, over the devices the filter kept.
 import type { DeviceSummary } from '../../protocol/wire';
 
-export type ShownState = 'free' | 'busy' | 'held' | 'off' | 'unhealthy' | 'offline' | 'removed';
+export type ShownState = 'free' | 'busy' | 'reserved' | 'held' | 'off' | 'unhealthy' | 'offline' | 'removed';
 
 /** A device's state as the fleet page shows it: a busy device whose lease is a hold is `held`. */
 export function shownState(d: Pick<DeviceSummary, 'state' | 'holder'>): ShownState {
@@ -11,7 +11,7 @@ export function shownState(d: Pick<DeviceSummary, 'state' | 'holder'>): ShownSta
 export type Totals = Record<ShownState, number> & { all: number };
 
 export function fleetTotals(devices: readonly DeviceSummary[]): Totals {
-  const t: Totals = { all: 0, free: 0, busy: 0, held: 0, off: 0, unhealthy: 0, offline: 0, removed: 0 };
+  const t: Totals = { all: 0, free: 0, busy: 0, reserved: 0, held: 0, off: 0, unhealthy: 0, offline: 0, removed: 0 };
   for (const d of devices) {
     t.all++;
     t[shownState(d)]++;
@@ -23,6 +23,8 @@ export interface ModelUse {
   model: string;
   total: number;
   free: number;
+  /** Free, but held back for a queued job (server/reservations.ts): free to nobody else. */
+  reserved: number;
   /** Busy or held. */
   used: number;
   /** Off, unhealthy or offline. */
@@ -35,10 +37,11 @@ export function perModel(devices: readonly DeviceSummary[]): ModelUse[] {
   for (const d of devices) {
     // A CPU slot's worker reports gpu_model=none.
     const model = d.labels.gpu_model === 'none' ? 'no GPU' : (d.labels.gpu_model ?? 'unknown');
-    const m = by.get(model) ?? { model, total: 0, free: 0, used: 0, unavailable: 0 };
+    const m = by.get(model) ?? { model, total: 0, free: 0, reserved: 0, used: 0, unavailable: 0 };
     m.total++;
     const s = shownState(d);
     if (s === 'free') m.free++;
+    else if (s === 'reserved') m.reserved++;
     else if (s === 'busy' || s === 'held') m.used++;
     else m.unavailable++;
     by.set(model, m);

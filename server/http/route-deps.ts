@@ -4,6 +4,7 @@ import type { RuntimeLimits } from '../../core/runtime-limit';
 import { RcError } from '../../core/errors';
 import type { IncomingMessage } from 'node:http';
 import type { Inventory } from '../inventory';
+import type { Reservations } from '../reservations';
 import type { Db, Sql } from '../db';
 import type { JobEvents } from '../job-events';
 import type { OutputWriter } from '../output-writer';
@@ -31,6 +32,8 @@ export interface ApiDeps {
   holds(hostName: string): boolean;
   /** The fleet kept in memory (server/inventory.ts). */
   inventory: Inventory;
+  /** The free devices held back for a queued job (server/reservations.ts): listed as reserved. */
+  reservations: Pick<Reservations, 'now'>;
   /** The dashboard's live view. */
   live: Pick<LiveFeed, 'changed'>;
   /** A revoked token: out of the auth cache, its live sockets cut. */

@@ -3,8 +3,11 @@
 // (run as `curl … | sh` would, into a temporary root: no systemd here, so its
 // no-systemd path starts the worker) verifies the package, keeps the key
 // root-only, starts the worker, which connects with its key and takes a job;
-// run again it updates; `sh -s uninstall` removes it. And what it refuses: a
-// bad key, a host without Node, a damaged package, the wrong credential. And
+// run again it updates; `sh -s uninstall` removes it. The printed command pins
+// the script and the package (RC_SHA256): a middleman swapping either, with its
+// stated SHA-256, installs nothing; plain HTTP to another machine is warned of.
+// And what it refuses: a bad key, a host without Node, a damaged package, the
+// wrong credential. And
 // the hello itself: once answered, its devices are listed; many labels fit.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -37,10 +40,30 @@ after(async () => {
 
 const PATH = `${dirname(process.execPath)}:/usr/bin:/bin`;
 
+const sha256 = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');
+
+/** The worker package's SHA-256 as the controller states it to a host. */
+async function packageSha256(credential: string): Promise<string> {
+  const text = await (await fetch(`${stack.controllerUrl}/api/worker/package/sha256`, { headers: { authorization: `Bearer ${credential}` } })).text();
+  return text.slice(0, 64);
+}
+
+/** Runs a printed command in `cwd` as root would, sudo's part by env (the test is no root). */
+function runCommand(command: string, env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  assert.equal(command.split(' sudo ').length, 2, command);
+  return runScript(command.replace(' sudo ', ' env '), env, [], cwd);
+}
+
 /** Pipes `script` into sh, as `curl … | sh [-s args]` does. */
-function runScript(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runScript(
+  script: string,
+  env: Record<string, string>,
+  args: string[] = [],
+  cwd?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn('sh', ['-s', ...args], {
+      cwd,
       env: { PATH, HOME: process.env.HOME ?? '/root', ...env } as unknown as NodeJS.ProcessEnv,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -76,17 +99,28 @@ test('rc admin host add prints one command; the script installs the worker, whic
   const t0 = performance.now();
   const added = await admin(['host', 'add', 'joinbox', '--json']);
   assert.equal(added.code, 0, added.stderr);
-  const { command, credential } = JSON.parse(added.stdout) as { command: string; credential: string };
-  assert.equal(command, `curl -fsSL ${stack.controllerUrl}/install.sh | sudo RC_HOST_TOKEN=${credential} sh`);
+  const { command, credential, warning } = JSON.parse(added.stdout) as { command: string; credential: string; warning: string | null };
   const script = await (await fetch(`${stack.controllerUrl}/install.sh`)).text();
   assert.match(script, /^#!\/bin\/sh\n/);
   assert.ok(script.includes(`CONTROLLER='${stack.controllerUrl}'`));
+  // The command pins the script it runs and the package that script installs.
+  const packageSha = await packageSha256(credential);
+  assert.equal(
+    command,
+    `curl -fsSL ${stack.controllerUrl}/install.sh -o rc-install.sh && echo '${sha256(script)}  rc-install.sh' | sha256sum -c - && ` +
+      `sudo RC_HOST_TOKEN=${credential} RC_SHA256=${packageSha} sh rc-install.sh`,
+  );
+  // This controller is on this machine: nothing crosses a network.
+  assert.equal(warning, null);
 
+  // The printed command itself, as root would run it (sudo's part by env: the test is no root), in a folder of its own.
   const root = newRoot();
-  const r = await runScript(script, { RC_INSTALL_ROOT: root, RC_HOST_TOKEN: credential });
+  const r = await runCommand(command, { RC_INSTALL_ROOT: root }, newRoot());
   assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^rc-install\.sh: OK\n/);
   assert.match(r.stdout, new RegExp(`joining ${stack.controllerUrl.replace(/[.:/]/g, '\\$&')} as host joinbox`));
-  assert.match(r.stdout, /package rc-worker-[\d.]+\.tar\.gz verified \(sha256 [0-9a-f]{64}\)/);
+  assert.match(r.stdout, new RegExp(`package rc-worker-[\\d.]+\\.tar\\.gz verified \\(sha256 ${packageSha}, as RC_SHA256 pins it\\)`));
+  assert.doesNotMatch(r.stderr, /warning/);
   assert.match(r.stdout, /GPUs: none found \(no nvidia-smi\): this host offers CPU slots/);
   assert.match(r.stdout, /no systemd here: rc-worker was started in the background \(pid \d+, log .*worker\.log\)/);
   assert.match(r.stdout, /run .*\/opt\/rc-worker\/rc-worker under your own supervisor/);
@@ -111,6 +145,8 @@ test('rc admin host add prints one command; the script installs the worker, whic
   const firstPid = Number(readFileSync(pidFile, 'utf8'));
   const again = await runScript(script, { RC_INSTALL_ROOT: root });
   assert.equal(again.code, 0, again.stdout + again.stderr);
+  // Without RC_SHA256 it says the package is checked only against what came with it.
+  assert.match(again.stdout, /verified \(sha256 [0-9a-f]{64}\); not pinned: that SHA-256 came from the controller with the package/);
   const secondPid = Number(readFileSync(pidFile, 'utf8'));
   assert.ok(secondPid > 0, `${again.stdout}${readFileSync(pidFile, 'utf8')}`);
   assert.notEqual(secondPid, firstPid);
@@ -179,6 +215,143 @@ test('the script refuses plainly: no key, a bad key, a host without Node, a pack
     assert.equal(existsSync(join(root, 'etc/rc-worker')), false);
   } finally {
     proxy.close();
+  }
+});
+
+/**
+ * A man in the middle between a host and the controller: forwards every request (as `host`, when given, in the
+ * Host header), and swaps the answers `swap` names by path for what it returns.
+ */
+async function middleman(swap: Record<string, (body: Buffer) => Buffer | Promise<Buffer>>, host?: string): Promise<{ url: string; close(): void }> {
+  const upstream = new URL(stack.controllerUrl);
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const out = request(
+        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: { ...req.headers, ...(host ? { host } : {}) } },
+        (up) => {
+          const parts: Buffer[] = [];
+          up.on('data', (c: Buffer) => parts.push(c));
+          up.on('end', async () => {
+            const change = swap[req.url ?? ''];
+            const body = change ? await change(Buffer.concat(parts)) : Buffer.concat(parts);
+            // The body's own length; no hash of what it was before.
+            const {
+              'x-rc-sha256': _,
+              'transfer-encoding': __,
+              ...headers
+            } = { ...up.headers, 'content-length': String(body.length) } as Record<string, string | string[] | undefined>;
+            res.writeHead(up.statusCode ?? 502, headers);
+            res.end(body);
+          });
+        },
+      );
+      out.end(Buffer.concat(chunks));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, close: () => server.close() };
+}
+
+test('a pinned install: RC_SHA256 installs only that package, refuses another and installs nothing; the printed command runs no swapped script', async () => {
+  const added = JSON.parse((await admin(['host', 'add', 'pinbox', '--json'])).stdout) as { command: string; credential: string };
+  const script = await (await fetch(`${stack.controllerUrl}/install.sh`)).text();
+  const pinned = await packageSha256(added.credential);
+
+  // A wrong pin: refused before anything is installed, saying why.
+  const wrongRoot = newRoot();
+  const wrong = await runScript(script, { RC_INSTALL_ROOT: wrongRoot, RC_HOST_TOKEN: added.credential, RC_SHA256: '0'.repeat(64) });
+  assert.equal(wrong.code, 1, wrong.stdout + wrong.stderr);
+  assert.match(
+    wrong.stderr,
+    new RegExp(
+      `the worker package's SHA-256 is ${pinned}, not 0{64} as RC_SHA256 pins it: it was altered on the way, or the controller was upgraded since the command was printed .*; nothing was installed`,
+    ),
+  );
+  for (const dir of ['opt/rc-worker', 'etc/rc-worker']) assert.equal(existsSync(join(wrongRoot, dir)), false, `${dir} not installed`);
+  // Not a SHA-256 at all: refused before anything is fetched.
+  const junk = await runScript(script, { RC_INSTALL_ROOT: newRoot(), RC_HOST_TOKEN: added.credential, RC_SHA256: 'abc' });
+  assert.equal(junk.code, 1);
+  assert.match(junk.stderr, /RC_SHA256 is not a SHA-256 \(64 hex digits\)/);
+
+  // A middleman swaps the package, and the SHA-256 the controller states with it (a valid package: the same tar,
+  // compressed again). Unpinned, the script cannot tell; pinned, it refuses and installs nothing.
+  const { gunzipSync, gzipSync } = await import('node:zlib');
+  let swapped = '';
+  const mitm = await middleman({
+    '/api/worker/package': (b) => gzipSync(gunzipSync(b), { level: 1 }),
+    '/api/worker/package/sha256': async (b) => {
+      const res = await fetch(`${stack.controllerUrl}/api/worker/package`, { headers: { authorization: `Bearer ${added.credential}` } });
+      swapped = sha256(gzipSync(gunzipSync(Buffer.from(await res.arrayBuffer())), { level: 1 }));
+      return Buffer.from(swapped + b.toString().slice(64));
+    },
+  });
+  try {
+    const viaMitm = script.replace(`CONTROLLER='${stack.controllerUrl}'`, `CONTROLLER='${mitm.url}'`);
+    const unpinnedRoot = newRoot();
+    const unpinned = await runScript(viaMitm, { RC_INSTALL_ROOT: unpinnedRoot, RC_HOST_TOKEN: added.credential, RC_INSTALL_NO_START: '1' });
+    assert.equal(unpinned.code, 0, unpinned.stdout + unpinned.stderr);
+    assert.match(unpinned.stdout, new RegExp(`verified \\(sha256 ${swapped}\\); not pinned`), 'unpinned, the swapped package is taken');
+    const pinnedRoot = newRoot();
+    const refused = await runScript(viaMitm, { RC_INSTALL_ROOT: pinnedRoot, RC_HOST_TOKEN: added.credential, RC_SHA256: pinned, RC_INSTALL_NO_START: '1' });
+    assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, new RegExp(`SHA-256 is ${swapped}, not ${pinned} as RC_SHA256 pins it`));
+    for (const dir of ['opt/rc-worker', 'etc/rc-worker']) assert.equal(existsSync(join(pinnedRoot, dir)), false, `${dir} not installed`);
+  } finally {
+    mitm.close();
+  }
+
+  // A middleman swaps the script itself: the printed command does not run it.
+  const marker = join(newRoot(), 'ran');
+  const scriptSwap = await middleman({ '/install.sh': () => Buffer.from(`#!/bin/sh\ntouch ${marker}\n`) });
+  try {
+    const cwd = newRoot();
+    const r = await runCommand(added.command.replace(`${stack.controllerUrl}/install.sh`, `${scriptSwap.url}/install.sh`), { RC_INSTALL_ROOT: newRoot() }, cwd);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stdout, /rc-install\.sh: FAILED/);
+    assert.equal(existsSync(marker), false, 'the swapped script did not run');
+  } finally {
+    scriptSwap.close();
+  }
+
+  // The package is made again at each start, to the same bytes: a printed command still holds after a restart.
+  await stack.stopController();
+  await stack.startController();
+  assert.equal(await packageSha256(added.credential), pinned);
+});
+
+test('to a controller on plain HTTP at another address, host add warns, and so do both install scripts on the host', async () => {
+  // The controller as hosts would reach it by name over plain HTTP: a proxy that passes that name as the Host header.
+  const named = await middleman({}, 'rc.internal:8080');
+  try {
+    const r = await stack.cli(['admin', 'host', 'add', 'farbox'], { env: { RC_TOKEN: stack.adminToken, RC_CONTROLLER: named.url } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /curl -fsSL http:\/\/rc\.internal:8080\/install\.sh -o rc-install\.sh && echo '[0-9a-f]{64} {2}rc-install\.sh' \| sha256sum -c - && sudo RC_HOST_TOKEN=rc_h_\S+ RC_SHA256=[0-9a-f]{64} sh rc-install\.sh/,
+    );
+    assert.equal(
+      r.stderr,
+      "rc: warning: http://rc.internal:8080 is plain HTTP: the host's key crosses the network in clear, and the install is only as trustworthy as the network " +
+        'and the way this command reaches the host (its pins refuse a script or package swapped on the way). Serve the controller over HTTPS ' +
+        '(a TLS proxy, RC_PUBLIC_URL=https://…): docs/operators.md, "HTTPS"\n',
+    );
+    const json = JSON.parse(
+      (await stack.cli(['admin', 'host', 'add', 'farbox2', '--json'], { env: { RC_TOKEN: stack.adminToken, RC_CONTROLLER: named.url } })).stdout,
+    ) as {
+      warning: string | null;
+    };
+    assert.match(json.warning ?? '', /^http:\/\/rc\.internal:8080 is plain HTTP/);
+    // On the host: each script says so before it fetches anything (rc.internal does not resolve here: they stop there).
+    for (const path of ['/install.sh', '/install/rc.sh']) {
+      const text = await (await fetch(named.url + path)).text();
+      const ran = await runScript(text, { RC_INSTALL_ROOT: newRoot(), RC_HOST_TOKEN: 'rc_h_x', HOME: newRoot() });
+      assert.equal(ran.code, 1, path);
+      assert.match(ran.stderr, /^rc-install: warning: http:\/\/rc\.internal:8080 is plain HTTP: .*only as trustworthy as the network/m, path);
+    }
+  } finally {
+    named.close();
   }
 });
 

@@ -49,6 +49,7 @@ const dev = (host: string, index: number, over: Partial<DeviceSummary> = {}): De
   state: 'free',
   hostOff: false,
   holder: null,
+  reservedFor: null,
   labels: { gpu_model: 'H100' },
   unhealthy: null,
   gpu: null,
@@ -117,20 +118,22 @@ test('totals, per model, by host; a busy device whose lease is a hold is held', 
     dev('a', 1, { state: 'busy', holder: holder('run') }),
     dev('b', 0, { state: 'unhealthy', labels: { gpu_model: 'RTX4090' } }),
     dev('b', 1, { labels: { gpu_model: 'RTX4090' } }),
+    dev('b', 2, { state: 'reserved', reservedFor: { jobId: 'j2', submitter: 's', gpus: 2, why: 'multi_gpu' }, labels: { gpu_model: 'RTX4090' } }),
     dev('c', 0, { state: 'offline', labels: { gpu_model: 'none' } }),
   ];
   assert.equal(shownState(ds[0]!), 'held');
-  assert.deepEqual(fleetTotals(ds), { all: 5, free: 1, busy: 1, held: 1, off: 0, unhealthy: 1, offline: 1, removed: 0 });
+  assert.equal(shownState(ds[4]!), 'reserved');
+  assert.deepEqual(fleetTotals(ds), { all: 6, free: 1, busy: 1, reserved: 1, held: 1, off: 0, unhealthy: 1, offline: 1, removed: 0 });
   assert.deepEqual(perModel(ds), [
-    { model: 'H100', total: 2, free: 0, used: 2, unavailable: 0 },
-    { model: 'RTX4090', total: 2, free: 1, used: 0, unavailable: 1 },
-    { model: 'no GPU', total: 1, free: 0, used: 0, unavailable: 1 },
+    { model: 'RTX4090', total: 3, free: 1, reserved: 1, used: 0, unavailable: 1 },
+    { model: 'H100', total: 2, free: 0, reserved: 0, used: 2, unavailable: 0 },
+    { model: 'no GPU', total: 1, free: 0, reserved: 0, used: 0, unavailable: 1 },
   ]);
   assert.deepEqual(
     byHost(ds).map((g) => [g.name, g.devices.length]),
     [
       ['a', 2],
-      ['b', 2],
+      ['b', 3],
       ['c', 1],
     ],
   );

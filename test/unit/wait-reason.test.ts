@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { job, terms } from '../helpers/schedule';
-import { type DeviceState, type FleetDevice, waitReasons } from '../../core/wait-reason';
+import { type DeviceState, type FleetDevice, heldBack, waitReasons } from '../../core/wait-reason';
 
 const dev = (hostName: string, index: number, state: DeviceState, labels: Record<string, string> = { kind: 'gpu' }): FleetDevice => ({
   id: hostName.charCodeAt(0) * 100 + index,
@@ -71,6 +71,23 @@ test('a multi-GPU job waiting past the reserve time holds devices back, and says
   assert.equal(small.text, 'the free matching device is held back for job j1, which waits for more');
   // Before the reserve time nothing is held back.
   assert.equal(waitReasons([job('j1', { gpus: 2, waitedS: 5 })], fleet, 30).get('j1')!.reserved, null);
+});
+
+test('heldBack: the devices a waiting multi-GPU job holds back, for the job ahead first; none a job ahead starts on', () => {
+  const fleet = [dev('a', 0, 'free'), dev('a', 1, 'busy'), dev('b', 0, 'free')];
+  const id = (d: FleetDevice) => d.id;
+  const held = heldBack([job('j1', { gpus: 2, waitedS: 60 }), job('j2', { gpus: 2, waitedS: 60 })], fleet, 30);
+  assert.deepEqual(
+    [...held].map(([d, h]) => [d, h.jobId, h.gpus]),
+    [
+      [id(fleet[0]!), 'j1', 2],
+      [id(fleet[1]!), 'j1', 2],
+    ],
+  );
+  // A one-GPU job ahead starts on a:gpu0 in this pass: only the busy a:gpu1 is held back.
+  const ahead = heldBack([job('j0', { deviceName: 'a:gpu0' }), job('j1', { gpus: 2, waitedS: 60 })], fleet, 30);
+  assert.deepEqual([...ahead.keys()], [id(fleet[1]!)]);
+  assert.equal(heldBack([job('j1', { gpus: 2, waitedS: 5 })], fleet, 30).size, 0);
 });
 
 test('a thousand queued jobs over eight thousand devices are explained quickly', () => {

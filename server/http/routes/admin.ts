@@ -3,7 +3,8 @@
 import { RcError } from '../../../core/errors';
 import { issueToken, listTokens, revokeToken } from '../../auth';
 import { registerHost, removeHost, turnHostOff, turnHostOn } from '../../host-admin';
-import { joinCommand } from '../../install-script';
+import { joinCommand, plainHttpWarning } from '../../install-script';
+import { workerPackage } from '../../worker-package';
 import { clearQuarantine } from '../../quarantine';
 import { created, type Router } from '../router';
 import { type ApiDeps, controllerUrl } from '../route-deps';
@@ -12,9 +13,18 @@ export function registerAdminRoutes(router: Router, c: ApiDeps): void {
   const { db, sql } = c;
   router.on('POST /api/admin/hosts', async ({ body, identity, req }) => {
     const { name } = body;
+    // The package the command pins; a controller with none to serve (no build) still registers hosts, unpinned.
+    const pkg = await workerPackage().catch(() => null);
     const credential = await registerHost(db, name, `admin:${identity.name}`);
     c.live.changed({ what: 'devices', host: name });
-    return created({ host: name, credential, command: joinCommand(controllerUrl(router, req), credential), note: 'shown once; only its hash is kept' });
+    const url = controllerUrl(router, req);
+    return created({
+      host: name,
+      credential,
+      command: joinCommand(url, credential, pkg?.sha256 ?? null),
+      warning: plainHttpWarning(url),
+      note: 'shown once; only its hash is kept',
+    });
   });
 
   router.on('POST /api/admin/hosts/:name/off', async ({ params, body, identity }) => {

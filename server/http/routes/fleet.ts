@@ -7,6 +7,7 @@ import { describeDevice, describeHost, explain, readSheet, writeSheet } from '..
 import { HOST_NAME, parseDeviceName } from '../../../core/schedule';
 import { loadDevices, loadHosts } from '../../fleet';
 import { listQueue } from '../../queue';
+import { shown } from '../../reservations';
 import { loadSamples, parseSamplesQuery } from '../../samples';
 import { listAudit, parseAuditQuery } from '../../audit-log';
 import { JsonText, type Router } from '../router';
@@ -30,14 +31,16 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
     if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
     const details = flag(query, 'details', "details=1 adds each label's source and age");
     const all = flag(query, 'all', 'all=1 adds the devices of removed hosts');
+    // Free devices held back for a queued job are listed as reserved.
+    const reserved = await c.reservations.now();
     if (all) {
       // Rare (rc devices --all): the removed hosts' devices come from the database, after the fleet in memory.
       const [here, removed] = await Promise.all([c.inventory.rows(parsed.terms), loadDevices(sql, { details, removed: true })]);
       const listed = details ? here : here.map(({ labelDetails: _, ...d }) => d);
-      return { devices: [...listed, ...removed.filter((d) => matchTerms(parsed.terms, d.labels))] };
+      return { devices: [...listed.map((d) => shown(d, reserved)), ...removed.filter((d) => matchTerms(parsed.terms, d.labels))] };
     }
-    if (details) return { devices: await c.inventory.rows(parsed.terms) };
-    return new JsonText<{ devices: DeviceSummary[] }>(await c.inventory.listing(parsed.terms));
+    if (details) return { devices: (await c.inventory.rows(parsed.terms)).map((d) => shown(d, reserved)) };
+    return new JsonText<{ devices: DeviceSummary[] }>(await c.inventory.listing(parsed.terms, reserved));
   });
 
   router.on('GET /api/hosts', async ({ query }) => ({ hosts: await loadHosts(sql, undefined, { all: flag(query, 'all', 'all=1 adds removed hosts') }) }));
@@ -48,10 +51,10 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
       throw new RcError('bad_request', `host: ${JSON.stringify(host.slice(0, 100))} is not a host name; leave it out for the whole fleet`);
     if (host !== null && !(await c.inventory.hasHost(host)))
       throw new RcError('not_found', `no host is named ${host}; rc admin hosts lists them (GET /api/hosts)`);
-    return c.inventory.fleet(host ?? undefined);
+    return c.inventory.fleet(host ?? undefined, await c.reservations.now());
   });
 
-  router.on('GET /api/hosts/:name', async ({ params }) => describeHost(sql, params.name));
+  router.on('GET /api/hosts/:name', async ({ params }) => describeHost(sql, params.name, await c.reservations.now()));
 
   router.on('GET /api/samples', async ({ query }) => ({ samples: await loadSamples(sql, parseSamplesQuery(query)) }));
 
@@ -62,7 +65,7 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
   }));
   router.on('GET /api/usage', async ({ query }) => usage(sql, parseUsageQuery(query)));
 
-  router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name));
+  router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name, await c.reservations.now()));
 
   router.on('PUT /api/devices/:name/note', async ({ body, params, identity }) => {
     const name = parseDeviceName(params.name);
@@ -80,7 +83,14 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
     return { sheet };
   });
 
-  router.on('POST /api/explain', async ({ body }) => explain(sql, () => c.inventory.rows(), body.selector, body.device ?? null, body.gpu ?? null));
+  // A reserved device is not free for the job being explained: no other job starts on it.
+  router.on('POST /api/explain', async ({ body }) => {
+    const fleet = async () => {
+      const [rows, reserved] = await Promise.all([c.inventory.rows(), c.reservations.now()]);
+      return rows.map((d) => shown(d, reserved));
+    };
+    return explain(sql, fleet, body.selector, body.device ?? null, body.gpu ?? null);
+  });
 
   router.on('POST /api/admin/hosts/:name/probe', async ({ params }) => {
     const status = await hostStatus(sql, params.name);
