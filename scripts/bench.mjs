@@ -10,7 +10,10 @@
 //     (what the server side costs, without Node's start-up);
 //   - how long after a device frees a job queued behind it starts
 //     (from the database's own timestamps: the holder's ended_at to the next job's started_at).
-// Usage: npm run bench [-- runs [other.cjs]]   (default 30 runs each)
+//   - throughput: 300 × `true` through the local worker's two devices, 24 at a time;
+//   - then the guard (scripts/bench-guard.mjs): these figures against the last
+//     recorded run on this machine; one more than 30 % behind fails the run.
+// Usage: npm run bench [-- runs [other.cjs]] [--record]   (default 30 runs each)
 //   other.cjs: a copy of another build's dist/rc.cjs (say, from before a change);
 //   its --version and run -- true are timed in turns with this build's, both as
 //   `node <file>`, so a noisy moment on the machine weighs on both alike.
@@ -18,10 +21,15 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { request } from 'node:http';
 import { report, root, startFleet } from './bench-fleet.mjs';
+import { guard } from './bench-guard.mjs';
 
-const runs = Number(process.argv[2] ?? 30);
-const other = process.argv[3];
+const record = process.argv.includes('--record');
+const positional = process.argv.slice(2).filter((a) => a !== '--record');
+const runs = Number(positional[0] ?? 30);
+const other = positional[1];
+let exitCode = 0;
 const fleet = await startFleet({ localWorker: true });
 const { controller, clientToken } = fleet;
 const env = { ...process.env, RC_CONTROLLER: controller, RC_TOKEN: clientToken, RC_SUBMITTER: 'bench' };
@@ -98,9 +106,38 @@ try {
     gaps.push(Date.parse(b.startedAt) - Date.parse(a.endedAt));
   }
   report('queued job starts after the device frees', gaps);
+  // 300 × true through the two devices, 24 submitters at a time (a warm-up of 30 first).
+  const rates = [];
+  for (const n of [30, 300]) {
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 24 }, async () => {
+        while (next < n) {
+          next++;
+          await streamedJob(['true']);
+        }
+      }),
+    );
+    rates.push(n / ((performance.now() - t0) / 1000));
+  }
+  console.log(`${'throughput, 300 × true through 2 devices'.padEnd(46)} ${rates[1].toFixed(1)} jobs/s`);
+  const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  exitCode = guard(
+    root,
+    {
+      'rc --version, Node CLI (p50)': { value: median('Node rc --version'), better: 'lower', unit: 'ms' },
+      'rc run -- true, Node CLI (p50)': { value: median('Node rc run -- true'), better: 'lower', unit: 'ms' },
+      'controller + worker round trip (p50)': { value: p50(trips), better: 'lower', unit: 'ms' },
+      'queued job starts after its device frees (p50)': { value: p50(gaps), better: 'lower', unit: 'ms' },
+      '300 × true through 2 devices': { value: rates[1], better: 'higher', unit: 'jobs/s' },
+    },
+    { record },
+  );
 } finally {
   await fleet.stop();
 }
+process.exit(exitCode);
 
 /** Times each of `fns` `runs` times, in turns, after one warm-up round. */
 function timeRuns(fns) {
@@ -150,6 +187,22 @@ function serverRoundTrip() {
     });
     socket.on('error', reject);
     socket.write(request);
+  });
+}
+
+/** A job submitted as rc run does (one streamed request), resolved when its stream ends. */
+function streamedJob(argv) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${controller}/api/jobs`,
+      { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', resolve);
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify({ argv, submitter: 'bench' }));
   });
 }
 
