@@ -16,17 +16,18 @@ export const root = new URL('..', import.meta.url).pathname;
  * `pgFlags`: flags for postgres (e.g. pg_stat_statements loaded); `pgLog`: gets its log's lines.
  */
 export async function startFleet({ localWorker, second = false, dashboard = false, env = {}, nodeArgs = [], pgFlags = [], pgLog = null }) {
+  const ports = await benchPorts();
   spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
   const { startEmbeddedPostgres } = await import('../dist/test-support.js');
   const dir = mkdtempSync(join(tmpdir(), 'rc-bench-'));
   chmodSync(dir, 0o711); // Postgres runs as its own user and must pass through
-  const pg = await startEmbeddedPostgres(join(dir, 'pg'), await freePort(), { flags: pgFlags, log: pgLog ?? undefined });
+  const pg = await startEmbeddedPostgres(join(dir, 'pg'), ports.postgres, { flags: pgFlags, log: pgLog ?? undefined });
   const server = spawn(process.execPath, [...nodeArgs, join(root, 'dist/server.js')], {
     env: {
       ...process.env,
       DATABASE_URL: pg.url,
       RC_DATA_DIR: join(dir, 'data'),
-      PORT: '0',
+      PORT: String(ports.controller),
       RC_DASHBOARD: dashboard ? '1' : '0',
       RC_HOST_NAME: 'bench',
       RC_LOCAL_WORKER: localWorker ? '1' : '0',
@@ -50,7 +51,15 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
   let controller2 = null;
   if (second) {
     server2 = spawn(process.execPath, [...nodeArgs, join(root, 'dist/server.js')], {
-      env: { ...process.env, DATABASE_URL: pg.url, RC_DATA_DIR: join(dir, 'data2'), PORT: '0', RC_DASHBOARD: '0', RC_LOCAL_WORKER: '0', ...env },
+      env: {
+        ...process.env,
+        DATABASE_URL: pg.url,
+        RC_DATA_DIR: join(dir, 'data2'),
+        PORT: String(ports.controller2),
+        RC_DASHBOARD: '0',
+        RC_LOCAL_WORKER: '0',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let log2 = '';
@@ -103,12 +112,30 @@ export async function until(check, what, ms = 20_000) {
   throw new Error(typeof what === 'function' ? what() : `timed out waiting for ${what}`);
 }
 
-function freePort() {
+/**
+ * The benchmarks' ports: RC_BENCH_PORT (default 7400) for Postgres, the next
+ * for the controller and the one after for a second: fixed, so two runs never
+ * take each other's, and a second run at once is refused, saying so, instead
+ * of measuring a machine the first one loads.
+ */
+export async function benchPorts() {
+  const base = Number(process.env.RC_BENCH_PORT ?? 7400);
+  if (!Number.isInteger(base) || base < 1024 || base > 65533) {
+    console.error(`bench: RC_BENCH_PORT must be a port from 1024 to 65533 (three are used from it), not ${process.env.RC_BENCH_PORT}`);
+    process.exit(2);
+  }
+  for (const port of [base, base + 1, base + 2])
+    if (!(await portFree(port))) {
+      console.error(`bench: port ${port} is in use (another benchmark running?): wait for it, or give this one others with RC_BENCH_PORT=<port>`);
+      process.exit(2);
+    }
+  return { postgres: base, controller: base + 1, controller2: base + 2 };
+}
+
+function portFree(port) {
   return new Promise((resolve) => {
     const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
