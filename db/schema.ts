@@ -59,6 +59,13 @@ export const hosts = pgTable('hosts', {
   /** rc admin host rm: its credentials revoked, its devices no longer listed or scheduled; kept for the record (listed with --all). */
   removedAt: ts('removed_at'),
   removedBy: text('removed_by'),
+  /** The worker process that holds the host (an id it makes at start), the controller it is connected to (its bus id),
+   *  its address and since when: a second worker with the same credential is refused while this one is heard from
+   *  (server/worker-claim.ts). Cleared when its connection closes; null for an older worker that sends no id. */
+  workerInstance: text('worker_instance'),
+  workerController: text('worker_controller'),
+  workerAddress: text('worker_address'),
+  workerSince: ts('worker_since'),
 });
 
 export const devices = pgTable(

@@ -38,6 +38,8 @@ export type BusMessage =
     }
   /** A client attached to terminal `jobId` on the sending controller: one attached elsewhere is detached. */
   | { t: 'tty-attach'; jobId: string }
+  /** Worker process `instance` of `host` was let in on the sending controller: a socket for the host from another process is cut. */
+  | { t: 'worker'; host: string; instance: string | null }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
   /** A file step for `host`'s worker waits in worker_calls row `id` (server/remote-calls.ts); and its reply. */

@@ -238,6 +238,9 @@ export class Controller {
         live.sampled();
       },
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
+      controllerId: bus.id,
+      hostTimeoutS: opts.hostTimeoutS,
+      admitted: (host, instance) => bus.publish({ t: 'worker', host, instance }),
     });
     const sql = this.sql;
     this.scheduler = new Scheduler({
@@ -299,6 +302,7 @@ export class Controller {
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
     else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
+    else if (m.t === 'worker') this.hub.admittedElsewhere(m.host, m.instance);
     else if (m.t === 'start')
       this.scheduler
         .startFromElsewhere(m.host, m.jobId, m.fence, m.targets, { kind: m.kind, submitter: m.submitter })
