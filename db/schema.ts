@@ -358,6 +358,30 @@ export const ttyOutput = pgTable(
 );
 
 /**
+ * Who is attached to a terminal, one row per controller with clients of it:
+ * every client of a terminal signed in with one token (server/tty-viewers.ts),
+ * so another token's client is refused while these rows are fresh. A row is
+ * refreshed while its clients stay and deleted when the last one leaves; one
+ * whose controller died goes stale.
+ */
+export const ttyViewers = pgTable(
+  'tty_viewers',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    /** The controller the clients are attached to (its bus id). */
+    controller: text('controller').notNull(),
+    tokenId: bigint('token_id', { mode: 'number' }).notNull(),
+    /** Who they are, for a refusal: client token "alice" through rc. */
+    who: text('who').notNull(),
+    since: ts('since').notNull(),
+    seenAt: ts('seen_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.controller] })],
+);
+
+/**
  * A file step of rc cp (protocol/worker.ts FileOp) asked through one
  * controller of a worker connected to another: the request and its reply,
  * bytes included, wait here while the bus tells each side (server/remote-calls.ts).
