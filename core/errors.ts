@@ -26,6 +26,8 @@ export const ERROR_STATUS = {
   conflict: 409,
   /** rc admin host rm of a host that still runs jobs: turn it off and let them finish first. */
   host_busy: 409,
+  /** A terminal another token's clients are attached to (the /tty socket's refusal). */
+  terminal_busy: 409,
   payload_too_large: 413,
   /** A request the session cookie authenticates that changes something must be JSON (no browser page can send that without a preflight). */
   unsupported_media_type: 415,
@@ -56,6 +58,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   forbidden:
     'The token is of the wrong kind; a bound token claims a submitter outside its binding ("Bound tokens"); a change authenticated by the session cookie that does not come from the dashboard\'s own origin ("The session cookie"); or a sign-in from another site\'s page (`POST /api/session`).',
   not_job_owner: 'Kill of a job whose submitter is not yours, with a non-admin token.',
+  terminal_busy:
+    'The terminal socket only: opening (re-attaching to) a terminal while clients signed in with another token are attached to it, on any controller. The message names them and since when ("The terminal socket").',
   not_found: 'No such job; no such route.',
   method_not_allowed: 'The route exists, but not for this method; the `Allow` header lists the methods it takes.',
   ambiguous_name: 'A job name given for `:id` names several jobs ("Job names and environments"); the message lists their ids, newest first.',

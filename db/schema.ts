@@ -80,6 +80,13 @@ export const hosts = pgTable('hosts', {
   /** rc admin host rm: its credentials revoked, its devices no longer listed or scheduled; kept for the record (listed with --all). */
   removedAt: ts('removed_at'),
   removedBy: text('removed_by'),
+  /** The worker process that holds the host (an id it makes at start), the controller it is connected to (its bus id),
+   *  its address and since when: a second worker with the same credential is refused while this one is heard from
+   *  (server/worker-claim.ts). Cleared when its connection closes; null for an older worker that sends no id. */
+  workerInstance: text('worker_instance'),
+  workerController: text('worker_controller'),
+  workerAddress: text('worker_address'),
+  workerSince: ts('worker_since'),
 });
 
 export const devices = pgTable(
@@ -369,6 +376,30 @@ export const ttyOutput = pgTable(
     data: bytea('data').notNull(),
   },
   (t) => [primaryKey({ columns: [t.jobId, t.pos] })],
+);
+
+/**
+ * Who is attached to a terminal, one row per controller with clients of it:
+ * every client of a terminal signed in with one token (server/tty-viewers.ts),
+ * so another token's client is refused while these rows are fresh. A row is
+ * refreshed while its clients stay and deleted when the last one leaves; one
+ * whose controller died goes stale.
+ */
+export const ttyViewers = pgTable(
+  'tty_viewers',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    /** The controller the clients are attached to (its bus id). */
+    controller: text('controller').notNull(),
+    tokenId: bigint('token_id', { mode: 'number' }).notNull(),
+    /** Who they are, for a refusal: client token "alice" through rc. */
+    who: text('who').notNull(),
+    since: ts('since').notNull(),
+    seenAt: ts('seen_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.controller] })],
 );
 
 /**

@@ -31,7 +31,7 @@ export interface TtyClientOptions {
  * - `opening`: `open` sent (a new terminal, or a re-attach after a reconnect), no `queued` or `started` since.
  * - `queued`: the job waits for a device.
  * - `running`: `started` came; output flows.
- * - `ended`: the job's exit came, another client took the terminal (`detached`), or the connection dropped
+ * - `ended`: the job's exit came, its owner took the terminal back from this client's token (`detached`), or the connection dropped
  *   before the controller said which job it queued (nothing to re-attach to). Nothing is done after it.
  */
 export type TtyClientPhase = 'connecting' | 'opening' | 'queued' | 'running' | 'ended';
@@ -54,9 +54,9 @@ export type TtyClientAction =
   | { type: 'started'; jobId: string; host: string; devices: string[]; offset: number; first: boolean }
   /** The job ended: the last event. The output before it has all come. */
   | { type: 'exit'; exit: TtyExit }
-  /** Another client re-attached to the terminal: the end here, without re-attaching. */
+  /** The terminal's owner took it back from this client's token (server/tty-viewers.ts): the end here, without re-attaching. */
   | { type: 'detached'; message: string }
-  /** The controller refused or failed the `open` (bad_request, not_found, not_job_owner, a submit error, internal). */
+  /** The controller refused or failed the `open` (bad_request, not_found, not_job_owner, terminal_busy, a submit error, internal). */
   | { type: 'refused'; code: string; message: string }
   /** The connection dropped; socket.io reconnects, and connected() then re-attaches to `jobId`. */
   | { type: 'lost'; jobId: string | null }

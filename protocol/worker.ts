@@ -24,6 +24,8 @@ export type ReportedLabel = z.infer<typeof ReportedLabel>;
 /** The most one socket.io message between a worker and the controller may carry (the server's maxHttpBufferSize): a bigger one cuts the connection. */
 /** The worker's exit status when its host was removed (EX_CONFIG): whoever supervises it (systemd's RestartPreventExitStatus=78, npm start) must not start it again. */
 export const EXIT_HOST_REMOVED = 78;
+/** The worker's exit status when another worker holds its host (EX_TEMPFAIL): its credential is used twice, which a person must sort out, so it is not started again either. */
+export const EXIT_HOST_CONNECTED = 75;
 
 export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 

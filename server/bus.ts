@@ -36,8 +36,10 @@ export type BusMessage =
       kind?: JobKind;
       submitter?: string;
     }
-  /** A client attached to terminal `jobId` on the sending controller: one attached elsewhere is detached. */
-  | { t: 'tty-attach'; jobId: string }
+  /** A client of token `tokenId` attached to terminal `jobId` on the sending controller: those of another token attached elsewhere are detached (all, without a token: an earlier version's message). */
+  | { t: 'tty-attach'; jobId: string; tokenId?: number; who?: string }
+  /** Worker process `instance` of `host` was let in on the sending controller: a socket for the host from another process is cut. */
+  | { t: 'worker'; host: string; instance: string | null }
   /** For the controller that holds `host`'s worker: send it `event` with `payload`. */
   | { t: 'order'; host: string; event: string; payload: unknown }
   /** A file step for `host`'s worker waits in worker_calls row `id` (server/remote-calls.ts); and its reply. */

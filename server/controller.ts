@@ -19,6 +19,7 @@ import { anyPreemptibleRunning, preemptibleRunning, queueHead } from './jobs/sql
 import { Router } from './http/router';
 import { registerApi } from './http/api';
 import { TtyHub } from './tty';
+import type { Viewer } from './tty-viewers';
 import { forgetToken } from './auth';
 import { removedHostOf, removedMessage } from './host-admin';
 import { hashSecret } from './tokens';
@@ -247,6 +248,9 @@ export class Controller {
         live.sampled();
       },
       fileElsewhere: (host, event, op, timeoutMs) => this.calls.call(host, event, op, timeoutMs),
+      controllerId: bus.id,
+      hostTimeoutS: opts.hostTimeoutS,
+      admitted: (host, instance) => bus.publish({ t: 'worker', host, instance }),
     });
     const sql = this.sql;
     this.scheduler = new Scheduler({
@@ -285,7 +289,8 @@ export class Controller {
         relay: this.relay,
         holds: (h: string) => this.hub.holds(h),
         publish: (jobId: string, from: number, to: number) => bus.publish({ t: 'tty', jobId, from, to }),
-        attached: (jobId: string) => bus.publish({ t: 'tty-attach', jobId }),
+        attached: (jobId: string, viewer: Viewer) => bus.publish({ t: 'tty-attach', jobId, tokenId: viewer.tokenId, who: viewer.who }),
+        controllerId: bus.id,
       },
       { graceS: opts.ttyGraceS ?? 45, log, publicUrl: opts.publicUrl ?? null },
     );
@@ -306,8 +311,10 @@ export class Controller {
     } else if (m.t === 'live') this.live.here(m.change);
     else if (m.t === 'out') this.events.storedMany(m.spans ?? []);
     else if (m.t === 'tty') this.tty.stored(m.jobId, m.to);
-    else if (m.t === 'tty-attach') this.tty.attachedElsewhere(m.jobId);
+    else if (m.t === 'tty-attach')
+      this.tty.attachedElsewhere(m.jobId, typeof m.tokenId === 'number' ? { tokenId: m.tokenId, who: String(m.who ?? '') } : undefined);
     else if (m.t === 'order') this.hub.orderFromBus(m.host, m.event, m.payload);
+    else if (m.t === 'worker') this.hub.admittedElsewhere(m.host, m.instance);
     else if (m.t === 'start')
       this.scheduler
         .startFromElsewhere(m.host, m.jobId, m.fence, m.targets, { kind: m.kind, submitter: m.submitter })
@@ -478,7 +485,7 @@ export class Controller {
   /** After quiesce(): every socket told and closed (terminals, the live view, workers, their hosts marked away), stored output drained, the bus closed. */
   async stop(): Promise<void> {
     await this.quiesce();
-    this.tty.stop();
+    await this.tty.stop();
     this.live.stop();
     await this.hub.close();
     // What is not stored within a second stays with the workers, which resend it to the next controller.

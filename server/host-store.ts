@@ -1,6 +1,6 @@
 // What a worker says of its host, stored: the host online with its version,
-// its devices and labels as its hello or a re-probe reports them, and the
-// host away when its socket closes.
+// its devices and labels as its hello or a re-probe reports them (the host
+// away when its socket closes: server/worker-claim.ts).
 import { and, eq, notInArray, sql } from 'drizzle-orm';
 import { devices as devicesT, hosts, labels } from '../db/schema';
 import type { Hello, Inventory } from '../protocol/worker';
@@ -20,14 +20,6 @@ export function storeHello(db: Db, hostName: string, hello: Hello): Promise<void
 /** A re-probe's inventory: the host's devices and labels replaced. */
 export function storeReprobe(db: Db, hostName: string, inv: Inventory): Promise<void> {
   return db.transaction((tx) => storeInventory(tx, hostName, inv));
-}
-
-/** The worker's socket closed: away, not offline (running jobs keep running until the host timeout). */
-export async function markAway(db: Db, hostName: string): Promise<void> {
-  await db
-    .update(hosts)
-    .set({ status: 'away' })
-    .where(and(eq(hosts.name, hostName), eq(hosts.status, 'online')));
 }
 
 /** Replaces a host's devices and labels with what its worker reports. */

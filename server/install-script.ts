@@ -234,7 +234,8 @@ ExecStart=$APP/rc-worker
 Restart=always
 RestartSec=2
 # 78: the host was removed (rc admin host rm): the worker stopped for good.
-RestartPreventExitStatus=78
+# 75: another worker holds this host (one credential used twice): a person must stop one of them.
+RestartPreventExitStatus=78 75
 Delegate=yes
 
 [Install]

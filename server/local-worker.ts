@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EXIT_HOST_REMOVED } from '../protocol/worker';
+import { EXIT_HOST_CONNECTED, EXIT_HOST_REMOVED } from '../protocol/worker';
 import { restartDelayMs } from '../core/restart-delay';
 import { isAlive, parentIsLiveRc, readProc } from './postmaster';
 
@@ -131,6 +131,12 @@ export class LocalWorker {
       if (code === EXIT_HOST_REMOVED) {
         this.o.log(
           `the local worker stopped for good: its host ${this.o.host} was removed (rc admin host rm), so it is not started again; to run jobs here, start npm start with RC_HOST_NAME set to another name`,
+        );
+        return;
+      }
+      if (code === EXIT_HOST_CONNECTED) {
+        this.o.log(
+          `the local worker stopped: another worker holds its host ${this.o.host} (its credential is used twice), so it is not started again; stop the other worker and restart npm start, or give this one another RC_HOST_NAME`,
         );
         return;
       }

@@ -5,7 +5,7 @@ import type { Server, Socket } from 'socket.io';
 import { type ControllerToWorker, type FileEvent, WORKER_NAMESPACE, WorkerEvent } from '../protocol/events';
 import type { FileOp, FileReply, KillJobOrder, StartJob, StdinOp, StdinReply } from '../protocol/worker';
 import { fromBus, RELAYED_ORDERS, toBus } from './bus-orders';
-import { markAway } from './host-store';
+import { claimHost, hostConnected, releaseHost, WORKER_INSTANCE } from './worker-claim';
 import type { JobRow } from './jobs/job-view';
 import type { Dispatcher } from './scheduler';
 import { type InboundDeps, type TtyHooks, WorkerInbound, type WorkerNamespace, type WorkerSocket } from './worker-inbound';
@@ -15,6 +15,12 @@ export interface HubDeps extends InboundDeps {
   fileElsewhere: (hostName: string, event: FileEvent, op: FileOp, timeoutMs: number) => Promise<FileReply | null>;
   /** An order for a worker that is not connected here: for the controller that holds it (the bus). */
   elsewhere: (hostName: string, event: keyof ControllerToWorker, payload: unknown) => void;
+  /** This controller, as the others know it (its bus id): the host's row says which controller holds its worker. */
+  controllerId: string;
+  /** RC_HOST_TIMEOUT_S: a worker heard from within it holds its host against a second one. */
+  hostTimeoutS: number;
+  /** A worker process was let in here for its host: told to the other controllers, which cut any other process's socket for it. */
+  admitted: (hostName: string, instance: string | null) => void;
 }
 
 /** The worker's send side, in general: emitTo's payloads. */
@@ -46,7 +52,46 @@ export class WorkerHub implements Dispatcher {
     const ns: WorkerNamespace = io.of(WORKER_NAMESPACE);
     this.ns = ns;
     ns.use(auth);
+    ns.use((socket, next) => {
+      this.admit(socket).then(
+        () => next(),
+        (err: Error) => next(err),
+      );
+    });
     ns.on('connection', (socket) => this.onConnection(socket));
+  }
+
+  /**
+   * One worker per host: a second process with the host's credential is refused while the one that holds
+   * it is heard from (server/worker-claim.ts); the holder reconnecting, or a replacement of one that is gone, is let in.
+   */
+  private async admit(socket: WorkerSocket): Promise<void> {
+    const hostName = socket.data.identity.hostName!;
+    const raw: unknown = socket.handshake.auth?.instance;
+    if (raw !== undefined && (typeof raw !== 'string' || !WORKER_INSTANCE.test(raw)))
+      throw new Error('bad_request: the worker id (auth.instance) must be 8 to 64 letters, digits or dashes');
+    const instance = raw ?? null;
+    // A connection of this host that closed here a moment ago: its host is free once that is written.
+    await this.releases.get(hostName);
+    const address = socket.handshake.address.replace(/^::ffff:/, '');
+    const windowS = this.deps.hostTimeoutS;
+    const claim = await claimHost(this.deps.sql, { host: hostName, instance, controller: this.deps.controllerId, address, windowS }).catch((err: unknown) => {
+      this.deps.log(`admitting ${hostName}'s worker from ${address}: ${String(err)}`);
+      throw new Error('unavailable: the controller cannot reach its database; the worker tries again');
+    });
+    if (!claim.ok) {
+      const refusal = hostConnected(hostName, claim, windowS);
+      this.deps.log(`refused a second worker for ${hostName} from ${address}: ${refusal.message}`);
+      throw refusal;
+    }
+    socket.data.instance = instance;
+    this.deps.admitted(hostName, instance);
+  }
+
+  /** Another controller let a worker process in for `hostName`: a socket here from another process of that host is stale. */
+  admittedElsewhere(hostName: string, instance: string | null): void {
+    const socket = this.sockets.get(hostName);
+    if (socket && socket.data.instance !== instance) socket.disconnect(true);
   }
 
   /** Hosts connected here whose worker sent anything within the last `ms`: alive, whatever the database's timestamps say. */
@@ -156,6 +201,8 @@ export class WorkerHub implements Dispatcher {
 
   /** Hosts being marked away after their worker left: the controller's stop waits for these writes before it closes the database. */
   private readonly leaving = new Set<Promise<void>>();
+  /** The latest of those writes by host: its next worker is admitted after it (the host is free then). */
+  private readonly releases = new Map<string, Promise<void>>();
 
   /** Disconnects every worker (each moves to another controller or waits for this one) and resolves once their hosts are marked away. */
   async close(): Promise<void> {
@@ -179,12 +226,16 @@ export class WorkerHub implements Dispatcher {
       this.sockets.delete(hostName);
       this.heard.delete(hostName);
       // Away, not offline: running jobs keep running until the host timeout.
-      const away = markAway(this.deps.db, hostName).then(
+      const away = releaseHost(this.deps.sql, hostName, socket.data.instance ?? null, this.deps.controllerId).then(
         () => this.deps.changed(hostName),
         (err: unknown) => this.deps.log(`disconnect of ${hostName}: ${String(err)}`),
       );
       this.leaving.add(away);
-      void away.finally(() => this.leaving.delete(away));
+      this.releases.set(hostName, away);
+      void away.finally(() => {
+        this.leaving.delete(away);
+        if (this.releases.get(hostName) === away) this.releases.delete(hostName);
+      });
     });
   }
 }

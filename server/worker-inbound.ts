@@ -62,8 +62,11 @@ export interface InboundDeps {
   sampled?: (hostName: string, gpus: GpuSample[]) => void;
 }
 
-/** What the controller knows of a worker's socket: who signed in (a host credential: its host), with which token (cut when revoked). */
-export type WorkerSocketData = SocketIdentity;
+/**
+ * What the controller knows of a worker's socket: who signed in (a host credential: its host), with which token (cut when revoked),
+ * and which worker process it is (its id; null: an older worker that sends none).
+ */
+export type WorkerSocketData = SocketIdentity & { instance?: string | null };
 export type WorkerNamespace = Namespace<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
 export type WorkerSocket = Socket<Unchecked<WorkerToController>, ControllerToWorker, Record<string, never>, WorkerSocketData>;
 export class WorkerInbound {

@@ -9,6 +9,16 @@
 // too: a heartbeat it does not acknowledge in time sends the worker to the
 // next one at once, well within the host timeout, so the other controllers
 // never see the host fall silent (server/reaper.ts).
+//
+// Each worker process sends an id of its own: a controller refuses a second
+// process with the same credential while the first is connected and heard
+// from (host_connected, server/worker-claim.ts). Refused, the worker tries once
+// more after the wait the refusal names (a first worker that just died may not
+// have been noticed yet), and stops when the host is still held then: two
+// processes sharing one credential is a mistake a person must sort out, and a
+// worker that waited on would take the host over, from wherever it runs, as
+// soon as the first stops.
+import { randomUUID } from 'node:crypto';
 import { io, type Socket } from 'socket.io-client';
 import { type ControllerToWorker, type HelloReply, WORKER_NAMESPACE, WorkerEvent, type WorkerToController } from '../protocol/events';
 import type { Heartbeat, Inventory, Quarantine } from '../protocol/worker';
@@ -30,6 +40,14 @@ export interface LinkHooks {
   beat(): void;
   /** The controller says this host was removed (rc admin host rm): the worker stops for good. */
   removed(message: string): void;
+  /** Another worker process holds this host, still after a second try: this one stops. */
+  refused(message: string): void;
+}
+
+/** The wait a host_connected refusal names, in seconds (bounded; 15 when it names none). */
+function retryAfterS(data: unknown): number {
+  const s = (data as { retryAfterS?: unknown } | undefined)?.retryAfterS;
+  return typeof s === 'number' && Number.isFinite(s) ? Math.min(Math.max(s, 1), 3600) : 15;
 }
 
 export class ControllerLink {
@@ -47,6 +65,10 @@ export class ControllerLink {
   private ackMs = 0;
   /** Counts connections: an acknowledgement's timeout from an earlier one is not this one's fault. */
   private connection = 0;
+  /** This process, as the controllers tell it apart from another worker with the same credential. */
+  private readonly instance = randomUUID();
+  /** Refused once as host_connected since the last connection: the next refusal stops the worker. */
+  private refusedOnce = false;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -56,13 +78,14 @@ export class ControllerLink {
   ) {
     const urls = controllerList(config.RC_CONTROLLER);
     this.socket = io(urls[0]! + WORKER_NAMESPACE, {
-      auth: { token: config.RC_HOST_TOKEN },
+      auth: { token: config.RC_HOST_TOKEN, instance: this.instance },
       transports: ['websocket'],
       reconnectionDelay: 200,
       reconnectionDelayMax: 2000,
     });
     this.socket.on('connect', () => {
       this.connection += 1;
+      this.refusedOnce = false;
       void this.hello();
     });
     this.socket.on('disconnect', (reason) => {
@@ -82,8 +105,27 @@ export class ControllerLink {
         this.hooks.removed(err.message);
         return;
       }
+      if (err.message.startsWith('host_connected:')) return this.heldByAnother(err.message, retryAfterS((err as { data?: unknown }).data));
       log(`cannot reach the controller at ${this.controller.current()}: ${err.message}; retrying`);
     });
+  }
+
+  /** Another worker process holds the host: one more try after `waitS`, then the worker stops. */
+  private heldByAnother(message: string, waitS: number): void {
+    if (this.stopping) return;
+    if (this.refusedOnce) {
+      this.stopReconnecting();
+      this.hooks.refused(`${message}; still connected: stopping (two workers must not share one host credential)`);
+      return;
+    }
+    this.refusedOnce = true;
+    this.log(`${message}; trying once more in ${waitS} s, and stopping if the host is still connected then`);
+    setTimeout(
+      () => {
+        if (!this.stopping) this.socket.connect();
+      },
+      waitS * 1000 + 1000,
+    );
   }
 
   sendInventory(inventory: Inventory): void {

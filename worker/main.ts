@@ -14,7 +14,7 @@ import { mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { WorkerEvent } from '../protocol/events';
-import { EXIT_HOST_REMOVED, type Quarantine } from '../protocol/worker';
+import { EXIT_HOST_CONNECTED, EXIT_HOST_REMOVED, type Quarantine } from '../protocol/worker';
 import { loadWorkerConfig, mountDirs, type WorkerConfig } from './config';
 import { ControllerLink } from './controller-link';
 import { DockerRuntime } from './docker-runtime';
@@ -65,6 +65,11 @@ class Worker {
           log(message);
           // A distinct status, so that a service manager does not start it again (docs/operators.md: RestartPreventExitStatus).
           void this.shutdown().then(() => process.exit(EXIT_HOST_REMOVED));
+        },
+        refused: (message) => {
+          log(message);
+          // Not started again by its service manager either: a person must stop one of the two (docs/operators.md).
+          void this.shutdown().then(() => process.exit(EXIT_HOST_CONNECTED));
         },
       },
       log,

@@ -5,6 +5,7 @@
 // (.ci/run installs it) and a Next build of the dashboard (the Stack makes one).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium, lines, noChromium, signIn as signInAs, terminalStarted, typeLine, untilLine } from '../helpers/browser';
@@ -137,4 +138,81 @@ test("20M of output: it finishes, the page stays responsive, the controller's me
   await page.close();
   // Closing the page: the job ends after RC_TTY_GRACE_S and frees its device.
   await stack.waitFor(async () => (await stack.devices()).every((d) => d.state === 'free'), 'the device to be freed after the grace period', 20_000);
+});
+
+test("the job page's terminal opens beside the owner's rc run --tty: both see and type, rc stays attached; another token's page is told whose it is", {
+  skip,
+  timeout: 120_000,
+}, async () => {
+  const { spawn: spawnPty } = await import('node-pty');
+  const cli = spawnPty(process.execPath, [join(import.meta.dirname, '..', '..', 'dist', 'rc.cjs'), 'run', '--tty', '-d', 'alpha:gpu1', '--', 'sh'], {
+    name: 'xterm-256color',
+    cols: 80,
+    rows: 24,
+    env: {
+      PATH: process.env.PATH!,
+      HOME: process.env.HOME ?? '/root',
+      RC_CONTROLLER: stack.controllerUrl,
+      RC_TOKEN: stack.clientToken,
+      RC_SUBMITTER: 'tester',
+    },
+  });
+  let out = '';
+  cli.onData((d) => {
+    out += d;
+  });
+  const exited = new Promise<number>((resolve) => cli.onExit(({ exitCode }) => resolve(exitCode)));
+  try {
+    await stack.waitFor(() => /\$ $|# $/m.test(out), 'the shell under rc run --tty');
+    cli.write('echo from-cli-$((2*3))\r');
+    await stack.waitFor(() => /[\r\n]from-cli-6\r\n/.test(out), 'the CLI to answer');
+    const running = (await stack.api('GET', '/api/jobs?state=running')).body as { jobs: { id: string; kind: string }[] };
+    const jobId = running.jobs.find((j) => j.kind === 'tty')!.id;
+
+    const page = await context.newPage();
+    await signIn(page);
+    await page.goto(`${stack.controllerUrl}/jobs/${jobId}`);
+    await page.getByRole('link', { name: 'Open its terminal' }).click();
+    await started(page);
+    // The screen so far, then what the page types: the CLI sees it too.
+    await untilLine(page, (l) => l === 'from-cli-6', 'the replayed screen');
+    await type(page, 'echo from-page-$((6*7))');
+    await untilLine(page, (l) => l === 'from-page-42', 'the answer on the page');
+    await stack.waitFor(() => /[\r\n]from-page-42\r\n/.test(out), 'the answer on the CLI', 15_000);
+    // The CLI still types into it, and the page sees that.
+    cli.write('echo again-cli-$((3*3))\r');
+    await untilLine(page, (l) => l === 'again-cli-9', "the CLI's answer on the page");
+    assert.doesNotMatch(out, /detach/, 'rc run --tty was never detached');
+
+    // Another token (an admin signed in in another browser) is refused, and its page says whose the terminal is.
+    const adminBrowser = await launchChromium();
+    try {
+      const other = await adminBrowser.context.newPage();
+      await signInAs(other, stack.controllerUrl, stack.adminToken);
+      await other.goto(`${stack.controllerUrl}/jobs/${jobId}`);
+      await other.getByRole('link', { name: 'Open its terminal' }).click();
+      await other.waitForFunction(
+        () =>
+          /^terminal_busy: the terminal j[0-9a-v]{10} is in use by client token ".*" through (rc|the dashboard) since .*; it can be opened here once they leave it/.test(
+            document.querySelector('[data-testid=terminal-status]')?.textContent ?? '',
+          ),
+        null,
+        { timeout: 15_000 },
+      );
+    } finally {
+      await adminBrowser.close();
+    }
+    // Still the owner's: it types on.
+    await type(page, 'echo still-$((4+4))');
+    await stack.waitFor(() => /[\r\n]still-8\r\n/.test(out), 'the answer on the CLI', 15_000);
+
+    cli.write('exit 5\r');
+    assert.equal(await exited, 5);
+    await page.waitForFunction(() => /ended: failed \(exit 5\)/.test(document.querySelector('[data-testid=terminal-status]')?.textContent ?? ''), null, {
+      timeout: 15_000,
+    });
+    await page.close();
+  } finally {
+    cli.kill('SIGKILL');
+  }
 });

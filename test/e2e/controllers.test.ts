@@ -1,8 +1,9 @@
 // Two controller processes on one Postgres, workers spread across them: a
 // job submitted through one runs on the other's worker and streams back; a
 // kill through one reaches the other's worker; a terminal opened on one drives
-// a pty on the other's worker, and re-attaches through either (the first
-// client, still on the other, is detached). Then one
+// a pty on the other's worker, and a second client of it through the other
+// controller attaches beside the first (another token's is refused, through
+// either). Then one
 // controller is SIGKILLed mid-run: its worker moves to the other (RC_CONTROLLER
 // lists both), the running job keeps running, the queued one still runs, and
 // the client on the survivor gets every line of output once.
@@ -71,7 +72,9 @@ function terminal(stack: Stack): Socket {
   return io(`${stack.controllerUrl}/tty`, { auth: { token: a.clientToken }, transports: ['websocket'], reconnection: false });
 }
 
-test("a terminal opened on A drives a pty on B's worker, and re-attaches through B with its screen", { timeout: 60_000 }, async (t) => {
+test("a terminal opened on A drives a pty on B's worker; a second client through B gets its screen beside the first; an admin's is refused on either", {
+  timeout: 60_000,
+}, async (t) => {
   const first = terminal(a);
   let screen = '';
   let jobId = '';
@@ -92,9 +95,11 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   first.emit('input', 'stty size; echo "sum=$((6*7))"\n');
   await until(() => (/sum=42/.test(screen) ? true : undefined), `the answer on the screen (${JSON.stringify(screen)})`);
   assert.match(screen, /30 100/, 'the size set on A reached the pty on B');
-  let firstError: { code: string } | null = null;
-  first.on('error', (e: { code: string }) => {
-    firstError = e;
+  const firstErrors: { code: string }[] = [];
+  first.on('error', (e: { code: string }) => firstErrors.push(e));
+  let firstExit: { exitCode: number | null } | null = null;
+  first.on('exit', (e: { exitCode: number | null }) => {
+    firstExit = e;
   });
 
   // Back through the other controller: the screen so far is replayed, then the terminal goes on.
@@ -115,12 +120,30 @@ test("a terminal opened on A drives a pty on B's worker, and re-attaches through
   });
   second.emit('open', { jobId, cols: 100, rows: 30 });
   await until(() => (/sum=42/.test(replay) ? true : undefined), `the replay on B (${JSON.stringify(replay)})`);
-  // Still connected to A, the first client is detached from it, as it would be by a second client on A.
-  const detached = await until(() => firstError ?? undefined, 'the first client to be detached');
-  assert.equal(detached.code, 'detached');
+  // Beside the first, still attached through A: what either types, both see.
+  second.emit('input', 'echo "b=$((7*6))"\n');
+  await until(() => (/b=42/.test(screen) ? true : undefined), `the second's answer on the first's screen (${JSON.stringify(screen)})`);
+  first.emit('input', 'echo "a=$((8*8))"\n');
+  await until(() => (/a=64/.test(replay) ? true : undefined), `the first's answer on the second's screen (${JSON.stringify(replay)})`);
+  // Another token's client is refused, through either controller, naming who holds it.
+  for (const [stack, admin] of [
+    [b, b.adminToken],
+    [a, a.adminToken],
+  ] as const) {
+    const other = io(`${stack.controllerUrl}/tty`, { auth: { token: admin }, transports: ['websocket'], reconnection: false });
+    t.after(() => other.close());
+    const refusal = new Promise<{ code: string; message: string }>((resolve) => other.on('error', resolve));
+    other.emit('open', { jobId, cols: 80, rows: 24 });
+    const r = await refusal;
+    other.close();
+    assert.equal(r.code, 'terminal_busy');
+    assert.match(r.message, new RegExp(`^the terminal ${jobId} is in use by client token "[^"]+" through rc since `));
+  }
   second.emit('input', 'exit 5\n');
   const e = await until(() => exit ?? undefined, 'the exit');
   assert.equal(e.exitCode, 5);
+  assert.equal((await until(() => firstExit ?? undefined, 'the exit on A')).exitCode, 5);
+  assert.deepEqual(firstErrors, [], 'the first client was never detached');
   second.close();
 });
 

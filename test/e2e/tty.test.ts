@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import * as pty from 'node-pty';
+import postgres from 'postgres';
 import { guardPtyEnd } from '../../worker/pty-end';
 import { processesMatching, Stack } from '../helpers/stack';
 
@@ -307,4 +308,146 @@ test('rc attach goes back to a running terminal: the recent screen is replayed a
   await again.until(/[\r\n]after-25\r\n/);
   assert.equal(await again.exit, 9);
   assert.equal((await stack.job(id)).exitCode, 9);
+});
+
+/** A terminal client on the /tty socket, as the dashboard's page or a second `rc attach` would be one; it acknowledges what it gets. */
+async function ttyClient(token: string) {
+  const { io } = await import('socket.io-client');
+  const s = io(`${stack.controllerUrl}/tty`, { auth: { token }, transports: ['websocket'], reconnection: false });
+  const c = {
+    socket: s,
+    screen: '',
+    errors: [] as { code: string; message: string }[],
+    exit: null as { state: string; exitCode: number | null } | null,
+    started: false,
+    async until(re: RegExp, ms = 15_000) {
+      const end = Date.now() + ms;
+      while (!re.test(c.screen)) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${re} in:\n${JSON.stringify(c.screen.slice(-2000))}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+  };
+  s.on('output', (d: Buffer) => {
+    c.screen += d.toString();
+    s.emit('ack', d.length);
+  });
+  s.on('started', () => {
+    c.started = true;
+  });
+  s.on('error', (e: { code: string; message: string }) => c.errors.push(e));
+  s.on('exit', (e: { state: string; exitCode: number | null }) => {
+    c.exit = e;
+  });
+  await new Promise<void>((resolve, reject) => {
+    s.on('connect', resolve);
+    s.on('connect_error', reject);
+  });
+  return c;
+}
+
+test('a second client of the same token attaches beside rc run --tty: both see the output and type, the latest to open, type or resize sets the size, the exit reaches both', async (t) => {
+  await allFree();
+  const cli = rcTty(['run', '--tty', '--', 'sh'], 80, 24);
+  await cli.until(/\$ $|# $/m);
+  cli.write('echo one-$((1+1))\r');
+  await cli.until(/[\r\n]one-2\r\n/);
+  const id = await runningTtyJob();
+
+  const second = await ttyClient(stack.clientToken);
+  t.after(() => second.socket.close());
+  second.socket.emit('open', { jobId: id, cols: 120, rows: 40 });
+  // The screen so far is replayed to it.
+  await second.until(/one-2/);
+  // It types, at its own size (the latest to open); the CLI sees the answer.
+  second.socket.emit('input', 'echo two-$((2+2)); stty size\r');
+  await second.until(/two-4[\s\S]*40 120/);
+  await cli.until(/[\r\n]two-4\r\n40 120\r\n/);
+  // The CLI keeps the terminal: its keys run, at its size again (the latest to type), and both see the answer.
+  cli.write('echo three-$((3+3)); stty size\r');
+  await cli.until(/[\r\n]three-6\r\n24 80\r\n/);
+  await second.until(/three-6[\s\S]*24 80/);
+  // A resize is the latest too.
+  cli.resize(100, 30);
+  await new Promise((r) => setTimeout(r, 300));
+  cli.write('stty size\r');
+  await cli.until(/[\r\n]30 100\r\n/);
+  await second.until(/30 100/);
+  assert.doesNotMatch(cli.text(), /detach/, 'the CLI was never detached');
+  assert.deepEqual(second.errors, []);
+
+  cli.write('exit 3\r');
+  assert.equal(await cli.exit, 3);
+  await stack.waitFor(() => second.exit !== null, 'the exit to reach the second client');
+  assert.deepEqual([second.exit!.state, second.exit!.exitCode], ['failed', 3]);
+});
+
+test("another token's client is refused, naming the holder, while the terminal is attached; it may attach when nobody is, and the owner coming back takes it back", async (t) => {
+  await allFree();
+  const cli = rcTty(['run', '--tty', '--', 'sh']);
+  await cli.until(/\$ $|# $/m);
+  const id = await runningTtyJob();
+
+  const admin = await ttyClient(stack.adminToken);
+  t.after(() => admin.socket.close());
+  admin.socket.emit('open', { jobId: id, cols: 80, rows: 24 });
+  await stack.waitFor(() => admin.errors.length > 0, 'the refusal');
+  assert.equal(admin.errors[0]!.code, 'terminal_busy');
+  assert.match(
+    admin.errors[0]!.message,
+    new RegExp(
+      `^the terminal ${id} is in use by client token "local client \\(npm start\\)" through rc since \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ; it can be opened here once they leave it \\(or rc kill ${id} ends it\\)$`,
+    ),
+  );
+  assert.equal(admin.started, false);
+  assert.equal(admin.screen, '', 'nothing of the terminal reached it');
+  // The owner's terminal goes on, undisturbed.
+  cli.write('echo still-$((5+5))\r');
+  await cli.until(/[\r\n]still-10\r\n/);
+  admin.socket.close();
+
+  // Nobody attached (rc killed; the grace period keeps the terminal): an admin may attach, once the controller saw rc go.
+  const admin2 = await ttyClient(stack.adminToken);
+  t.after(() => admin2.socket.close());
+  cli.kill('SIGKILL');
+  await cli.exit;
+  await stack.waitFor(async () => {
+    const refused = admin2.errors.length;
+    admin2.socket.emit('open', { jobId: id, cols: 80, rows: 24 });
+    await stack.waitFor(() => admin2.started || admin2.errors.length > refused, 'an answer to the open');
+    return admin2.started;
+  }, 'the admin to attach');
+  assert.ok(
+    admin2.errors.every((e) => e.code === 'terminal_busy'),
+    JSON.stringify(admin2.errors),
+  );
+  await admin2.until(/still-10/);
+  // Its owner comes back: the admin's client is detached, the owner has the terminal.
+  const owner = await ttyClient(stack.clientToken);
+  t.after(() => owner.socket.close());
+  owner.socket.emit('open', { jobId: id, cols: 80, rows: 24 });
+  await owner.until(/still-10/);
+  await stack.waitFor(() => admin2.errors.some((e) => e.code === 'detached'), 'the admin to be detached');
+  assert.match(admin2.errors.find((e) => e.code === 'detached')!.message, new RegExp(`^the terminal ${id} was taken back by its owner`));
+  // The owner holds it again: another admin's client is refused.
+  const admin3 = await ttyClient(stack.adminToken);
+  t.after(() => admin3.socket.close());
+  admin3.socket.emit('open', { jobId: id, cols: 80, rows: 24 });
+  await stack.waitFor(() => admin3.errors.length > 0, 'the refusal');
+  assert.equal(admin3.errors[0]!.code, 'terminal_busy');
+  const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await db<{ who: string }[]>`select who from tty_viewers where job_id = ${id}`;
+    assert.deepEqual(
+      rows.map((r) => r.who),
+      ['client token "local client (npm start)" through rc'],
+      'the row says the owner holds it',
+    );
+  } finally {
+    await db.end();
+  }
+  owner.socket.emit('input', 'exit 4\r');
+  await stack.waitFor(() => owner.exit !== null, 'the exit');
+  assert.equal(owner.exit!.exitCode, 4);
+  assert.equal(admin2.exit, null, 'the detached client hears nothing more');
 });
