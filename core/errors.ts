@@ -65,7 +65,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   conflict:
     'Clearing a device that is not quarantined; probing a host whose worker is not connected; a sheet or note written with an `ifUpdatedAt` that is no longer the stored version.',
   host_busy: 'Removing a host that still runs jobs (a hold counts): turn it off, let them end, then remove it.',
-  payload_too_large: 'The body is over 2 MiB.',
+  payload_too_large:
+    "The body is over its limit: 2 MiB of JSON, 16 MiB for `rc cp`'s upload, 1 MiB for a piece of a job's stdin. The answer says `Connection: close`: the rest of the body is not read.",
   unsupported_media_type: 'A change authenticated by the session cookie whose body is not `application/json`.',
   unavailable: "The device's worker is not connected or did not answer (`rc cp`).",
   database_unavailable:

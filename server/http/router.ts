@@ -25,6 +25,7 @@ import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
 import { inRequest, originOf, type RequestScope } from '../request-scope';
+import { bodyRefused, readBounded } from '../read-bounded';
 
 export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
@@ -270,6 +271,8 @@ export class Router {
     const body: ApiErrorBody = rc ? rc.toBody() : { error: { code: 'internal', message: 'the controller hit an internal error; its log has the details' } };
     const headers: Record<string, string> =
       rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : rc instanceof MethodNotAllowed ? { allow: rc.allow.join(', ') } : {};
+    // The rest of a refused body is not read: the connection ends with this answer.
+    if (bodyRefused(res.req)) headers.connection = 'close';
     sendJson(res, rc ? rc.status : 500, body, headers);
   }
 }
@@ -391,22 +394,7 @@ function nulPath(value: unknown, path: (string | number)[], depth = 0): (string 
   return null;
 }
 
-function readRaw(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        // Keep reading (and dropping) the rest so the client gets the answer, not a reset.
-        reject(new RcError('payload_too_large', `the request body is over ${MAX_BODY / 1024 / 1024} MiB`));
-        req.removeAllListeners('data');
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+async function readRaw(req: IncomingMessage): Promise<string> {
+  const bytes = await readBounded(req, MAX_BODY, () => new RcError('payload_too_large', `the request body is over ${MAX_BODY / 1024 / 1024} MiB`));
+  return bytes.toString('utf8');
 }
