@@ -20,6 +20,7 @@ import { prepareLocalJobs } from './server/local-job-user';
 import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
+import { answerClientError, answerConnect } from './server/http/bad-requests';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
 /** The local worker's program, beside this one in dist/. */
@@ -98,6 +99,8 @@ async function main(): Promise<void> {
       },
     );
   });
+  http.on('clientError', answerClientError);
+  http.on('connect', (_req, socket) => answerConnect(socket));
   const io = new Server(http, { serveClient: false, maxHttpBufferSize: MAX_MESSAGE_BYTES });
   await controller.start(io);
   await new Promise<void>((resolve, reject) => {

@@ -45,7 +45,7 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
  */
 export const ERROR_MEANING: Record<ErrorCode, string> = {
   bad_request:
-    'The body is not valid JSON, or it fails its schema (the message names the field); a query parameter is invalid; a path part has a malformed `%`-escape; a query value or a string in the body holds a NUL byte; or Postgres refused a value the request carried.',
+    'The body is not valid JSON, or it fails its schema (the message names the field); a query parameter is invalid; a path has a malformed `%`-escape; a query value or a string in the body holds a NUL byte; Postgres refused a value the request carried; or the request target is not a path (an absolute URL, `*`, a path that starts with `//` or holds a `\\`), or the request is not valid HTTP/1.1 (431 for headers that are too large, 408 for a request that does not arrive in time).',
   bad_selector: 'A selector does not parse.',
   bad_gpu: 'A job\'s `gpu` choices do not parse, name a model neither rc nor the fleet knows, or come beside `gpus` or `device` ("GPU choices").',
   bad_name: 'A job\'s `name` is not a job name ("Job names and environments").',
@@ -57,7 +57,7 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
     'The token is of the wrong kind; a bound token claims a submitter outside its binding ("Bound tokens"); a change authenticated by the session cookie that does not come from the dashboard\'s own origin ("The session cookie"); or a sign-in from another site\'s page (`POST /api/session`).',
   not_job_owner: 'Kill of a job whose submitter is not yours, with a non-admin token.',
   not_found: 'No such job; no such route.',
-  method_not_allowed: 'The route exists, but not for this method; the `Allow` header lists the methods it takes.',
+  method_not_allowed: 'The route exists, but not for this method; the `Allow` header lists the methods it takes. A `CONNECT` (rc is not a proxy).',
   ambiguous_name: 'A job name given for `:id` names several jobs ("Job names and environments"); the message lists their ids, newest first.',
   no_matching_device: 'No device can ever satisfy the job.',
   busy: '`wait: false`, and no matching device was free.',

@@ -26,6 +26,7 @@ import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
 import { inRequest, originOf, type RequestScope } from '../request-scope';
 import { bodyRefused, readBounded } from '../read-bounded';
+import { targetProblem } from './bad-requests';
 
 export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
@@ -151,15 +152,13 @@ export class Router {
 
   /** Handles the request, or returns false when the path is not under /api (nor a route's path outside it). */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'http://x');
-    } catch {
-      // Not a path at all (e.g. an absolute URL that does not parse): nobody's route.
-      if (!(req.url ?? '').startsWith('/api')) return false;
-      this.fail(res, new RcError('bad_request', 'the request target is not a valid path'));
+    // A target that is not a path is nobody's: answered here for the dashboard's pages too.
+    const problem = targetProblem(req.url);
+    if (problem) {
+      this.fail(res, new RcError('bad_request', problem));
       return true;
     }
+    const url = new URL(req.url!, 'http://x');
     if (!isApiPath(url.pathname) && !this.ownPaths.has(url.pathname)) return false;
     // A late write (the client left, or a 503 went out first) must not become an unhandled 'error'.
     res.on('error', () => {});
