@@ -76,6 +76,7 @@ async function main(): Promise<void> {
     idleHoldReleaseS: config.RC_IDLE_HOLD_RELEASE,
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     sampleRetention: { rawDays: config.RC_SAMPLES_RAW_DAYS, coarseDays: config.RC_SAMPLES_COARSE_DAYS },
+    authLimit: { failures: config.RC_AUTH_FAILURES, windowMs: config.RC_AUTH_FAILURE_WINDOW_S * 1000 },
     log,
   });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;

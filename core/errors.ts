@@ -27,6 +27,8 @@ export const ERROR_STATUS = {
   /** rc admin host rm of a host that still runs jobs: turn it off and let them finish first. */
   host_busy: 409,
   payload_too_large: 413,
+  /** Too many refused tokens from the client's address (RC_AUTH_FAILURES): no token from it is checked until Retry-After passes. */
+  rate_limited: 429,
   /** A request the session cookie authenticates that changes something must be JSON (no browser page can send that without a preflight). */
   unsupported_media_type: 415,
   unavailable: 503,
@@ -67,6 +69,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   host_busy: 'Removing a host that still runs jobs (a hold counts): turn it off, let them end, then remove it.',
   payload_too_large:
     "The body is over its limit: 2 MiB of JSON, 16 MiB for `rc cp`'s upload, 1 MiB for a piece of a job's stdin. The answer says `Connection: close`: the rest of the body is not read.",
+  rate_limited:
+    "More than `RC_AUTH_FAILURES` refused tokens (or session cookies) came from the client's address within `RC_AUTH_FAILURE_WINDOW_S`: no token from that address is checked, a valid one included, until the `Retry-After` header's seconds have passed.",
   unsupported_media_type: 'A change authenticated by the session cookie whose body is not `application/json`.',
   unavailable: "The device's worker is not connected or did not answer (`rc cp`).",
   database_unavailable:

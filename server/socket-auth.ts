@@ -5,7 +5,8 @@
 // not bound by the same-origin policy). Workers (/worker) sign in with their
 // host credential; people and agents (/, /tty) with a client or admin token.
 import type { Socket } from 'socket.io';
-import { type Identity, identify } from './auth';
+import { type Identity, identifyFrom } from './auth';
+import { type AuthLimit, RateLimited } from './auth-limit';
 import type { DbOrTx } from './db';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './http/session';
 
@@ -25,6 +26,8 @@ export type SocketAudience = 'worker' | 'people';
  */
 export function socketAuth(
   db: DbOrTx,
+  /** Token guesses, limited per client address (server/auth-limit.ts). */
+  limit: AuthLimit | null,
   audience: SocketAudience,
   publicUrl: string | null,
   /** A refused credential's own story (a removed host's: its worker stops for good), or null for the plain refusal. */
@@ -33,7 +36,7 @@ export function socketAuth(
   return (socket: Socket, next: (err?: Error) => void): void => {
     const cred = audience === 'worker' ? bearerOnly(socket.handshake) : socketCredential(socket.handshake, publicUrl);
     if (!cred.ok) return next(new Error(cred.message));
-    identify(db, cred.secret).then(
+    identifyFrom(db, limit, socket.handshake.address, cred.secret).then(
       (id) => {
         const fits = audience === 'worker' ? id?.kind === 'host' && id.hostName !== null : id !== null && id.kind !== 'host';
         if (!id && cred.secret)
@@ -45,9 +48,14 @@ export function socketAuth(
         socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: cred.web } satisfies SocketIdentity;
         next();
       },
-      () => next(new Error('unavailable')),
+      (err: unknown) => next(err instanceof RateLimited ? rateLimited(err) : new Error('unavailable')),
     );
   };
+}
+
+/** The handshake's refusal: `rate_limited: <sentence>`, its data saying when to try again. */
+function rateLimited(err: RateLimited): Error {
+  return Object.assign(new Error(`rate_limited: ${err.message}`), { data: { code: err.code, retryAfterS: err.retryAfterS } });
 }
 
 function refusal(audience: SocketAudience): string {

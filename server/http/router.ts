@@ -19,7 +19,8 @@ import {
   type RouteTypes,
   splitRoute,
 } from '../../protocol/routes';
-import { bearer, identify, requireKind, type Identity } from '../auth';
+import { bearer, identifyFrom, requireKind, type Identity } from '../auth';
+import { type AuthLimit, RateLimited } from '../auth-limit';
 import { databaseDown, errorCode, outOfSpace, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, sessionCookie } from './session';
@@ -91,6 +92,8 @@ export interface RouterOptions {
   health?: DbHealth | null;
   /** A request wrote an audit row (the live view's `audit` change). */
   audited?: () => void;
+  /** Token guesses, limited per client address (server/auth-limit.ts); none: no limit. */
+  authLimit?: AuthLimit;
 }
 
 interface Route {
@@ -199,7 +202,7 @@ export class Router {
       return route.handler({ ...base, body } as HandlerContext<RouteName>);
     }
     const { secret, via } = this.credential(req, route.name);
-    const identity = requireKind(await identify(this.db, secret), route.access);
+    const identity = requireKind(await identifyFrom(this.db, this.opts.authLimit ?? null, req.socket.remoteAddress, secret), route.access);
     const body = route.schema ? await readBody(req, route.schema) : undefined;
     // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
     const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), tokenId: identity.tokenId, audited: false };
@@ -269,7 +272,13 @@ export class Router {
     }
     const body: ApiErrorBody = rc ? rc.toBody() : { error: { code: 'internal', message: 'the controller hit an internal error; its log has the details' } };
     const headers: Record<string, string> =
-      rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : rc instanceof MethodNotAllowed ? { allow: rc.allow.join(', ') } : {};
+      rc?.code === 'database_unavailable'
+        ? { 'retry-after': '5' }
+        : rc instanceof RateLimited
+          ? { 'retry-after': String(rc.retryAfterS) }
+          : rc instanceof MethodNotAllowed
+            ? { allow: rc.allow.join(', ') }
+            : {};
     // The rest of a refused body is not read: the connection ends with this answer.
     if (bodyRefused(res.req)) headers.connection = 'close';
     sendJson(res, rc ? rc.status : 500, body, headers);
