@@ -20,6 +20,7 @@ import { prepareLocalJobs } from './server/local-job-user';
 import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
+import { answerClientError, answerConnect } from './server/http/bad-requests';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
 /** The local worker's program, beside this one in dist/. */
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
     idleHoldReleaseS: config.RC_IDLE_HOLD_RELEASE,
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     sampleRetention: { rawDays: config.RC_SAMPLES_RAW_DAYS, coarseDays: config.RC_SAMPLES_COARSE_DAYS },
+    authLimit: { failures: config.RC_AUTH_FAILURES, windowMs: config.RC_AUTH_FAILURE_WINDOW_S * 1000 },
     log,
   });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;
@@ -98,6 +100,8 @@ async function main(): Promise<void> {
       },
     );
   });
+  http.on('clientError', answerClientError);
+  http.on('connect', (_req, socket) => answerConnect(socket));
   const io = new Server(http, { serveClient: false, maxHttpBufferSize: MAX_MESSAGE_BYTES });
   await controller.start(io);
   await new Promise<void>((resolve, reject) => {

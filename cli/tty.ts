@@ -130,6 +130,11 @@ export function runTty(o: TtyRun): Promise<number> {
             say(a.message.replace(/^(\w+): /, '$1: '));
             return finish(EXIT.unauthorized);
           }
+          // Too many refused tokens from this address (server/auth-limit.ts): retrying would not help for a while.
+          if (a.message.startsWith('rate_limited:')) {
+            say(a.message);
+            return finish(EXIT.error);
+          }
           if (!a.everConnected) {
             say(`unreachable: cannot reach the controller at ${o.controller} (${a.message}); is it running? Check RC_CONTROLLER`);
             finish(EXIT.unreachable);

@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   /** A terminal another token's clients are attached to (the /tty socket's refusal). */
   terminal_busy: 409,
   payload_too_large: 413,
+  /** Too many refused tokens from the client's address (RC_AUTH_FAILURES): no token from it is checked until Retry-After passes. */
+  rate_limited: 429,
   /** A request the session cookie authenticates that changes something must be JSON (no browser page can send that without a preflight). */
   unsupported_media_type: 415,
   unavailable: 503,
@@ -47,7 +49,7 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
  */
 export const ERROR_MEANING: Record<ErrorCode, string> = {
   bad_request:
-    'The body is not valid JSON, or it fails its schema (the message names the field); a query parameter is invalid; a path part has a malformed `%`-escape; a query value or a string in the body holds a NUL byte; or Postgres refused a value the request carried.',
+    'The body is not valid JSON, or it fails its schema (the message names the field); a query parameter is invalid; a path has a malformed `%`-escape; a query value or a string in the body holds a NUL byte; Postgres refused a value the request carried; or the request target is not a path (an absolute URL, `*`, a path that starts with `//` or holds a `\\`), or the request is not valid HTTP/1.1 (431 for headers that are too large, 408 for a request that does not arrive in time).',
   bad_selector: 'A selector does not parse.',
   bad_gpu: 'A job\'s `gpu` choices do not parse, name a model neither rc nor the fleet knows, or come beside `gpus` or `device` ("GPU choices").',
   bad_name: 'A job\'s `name` is not a job name ("Job names and environments").',
@@ -61,7 +63,7 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   terminal_busy:
     'The terminal socket only: opening (re-attaching to) a terminal while clients signed in with another token are attached to it, on any controller. The message names them and since when ("The terminal socket").',
   not_found: 'No such job; no such route.',
-  method_not_allowed: 'The route exists, but not for this method; the `Allow` header lists the methods it takes.',
+  method_not_allowed: 'The route exists, but not for this method; the `Allow` header lists the methods it takes. A `CONNECT` (rc is not a proxy).',
   ambiguous_name: 'A job name given for `:id` names several jobs ("Job names and environments"); the message lists their ids, newest first.',
   no_matching_device: 'No device can ever satisfy the job.',
   busy: '`wait: false`, and no matching device was free.',
@@ -69,7 +71,10 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   conflict:
     'Clearing a device that is not quarantined; probing a host whose worker is not connected; a sheet or note written with an `ifUpdatedAt` that is no longer the stored version.',
   host_busy: 'Removing a host that still runs jobs (a hold counts): turn it off, let them end, then remove it.',
-  payload_too_large: 'The body is over 2 MiB.',
+  payload_too_large:
+    "The body is over its limit: 2 MiB of JSON, 16 MiB for `rc cp`'s upload, 1 MiB for a piece of a job's stdin. The answer says `Connection: close`: the rest of the body is not read.",
+  rate_limited:
+    "More than `RC_AUTH_FAILURES` refused tokens (or session cookies) came from the client's address within `RC_AUTH_FAILURE_WINDOW_S`: no token from that address is checked, a valid one included, until the `Retry-After` header's seconds have passed.",
   unsupported_media_type: 'A change authenticated by the session cookie whose body is not `application/json`.',
   unavailable: "The device's worker is not connected or did not answer (`rc cp`).",
   database_unavailable:

@@ -31,7 +31,8 @@ import type {
   JobsQuery,
   JobView,
   KillJobBody,
-  PsEntry,
+  PsPage,
+  PsQuery,
   QueueEntry,
   RegisteredHost,
   RegisterHostBody,
@@ -140,7 +141,8 @@ export interface RouteTypes {
   /** `notices`: what to tell the submitter once (a default --max-runtime applied); absent when none. */
   'POST /api/jobs': { body: SubmitJobBody; response: { job: JobView; notices?: string[] }; stream: true };
   'GET /api/jobs': { query: JobsQuery; response: { jobs: JobView[] } };
-  'GET /api/ps': { response: { jobs: PsEntry[] } };
+  /** Running jobs, then queued ones in queue order, a page at a time. */
+  'GET /api/ps': { query: PsQuery; response: PsPage };
   'GET /api/jobs/:id/stream': { query: StreamQuery; stream: true };
   'GET /api/jobs/:id': { response: { job: JobView } };
   'POST /api/jobs/:id/kill': { body: KillJobBody; response: { job: JobView } };

@@ -489,6 +489,19 @@ export interface JobsQuery {
   limit?: string;
 }
 
+/** GET /api/ps: `limit` jobs at most (1 to 5000; 500), after the cursor `after` (the `next` of the page before). */
+export interface PsQuery {
+  limit?: string;
+  after?: string;
+}
+
+/** A page of GET /api/ps: its jobs, how many run and wait in all, and the cursor of the next page (null: this is the last). */
+export interface PsPage {
+  jobs: PsEntry[];
+  counts: { running: number; queued: number };
+  next: string | null;
+}
+
 /** GET /api/jobs/:id/stream: `follow=1` keeps streaming until the job ends; `after` resumes after that output chunk. */
 export interface StreamQuery {
   follow?: '1';

@@ -6,6 +6,7 @@ import type { TokenKind, TokenView } from '../protocol/wire';
 import type { DbOrTx } from './db';
 import { hashSecret, newSecret } from './tokens';
 import { auditOrigin, auditTokenId } from './request-scope';
+import type { AuthLimit } from './auth-limit';
 
 export interface Identity {
   tokenId: number;
@@ -37,6 +38,25 @@ export async function identify(db: DbOrTx, secret: string | null | undefined): P
   const identity: Identity = { tokenId: row.id, kind: row.kind, name: row.name, hostName: row.hostName, submitter: row.submitter };
   if (cache.size > 10_000) cache.clear();
   cache.set(hash, { identity, at: Date.now() });
+  return identity;
+}
+
+/**
+ * identify() for a client at `address`, limited (server/auth-limit.ts):
+ * refused (RateLimited) while that address has presented too many secrets
+ * that name no token, without a look-up, and a secret that names none
+ * counts. No secret is no guess.
+ */
+export async function identifyFrom(
+  db: DbOrTx,
+  limit: AuthLimit | null,
+  address: string | undefined,
+  secret: string | null | undefined,
+): Promise<Identity | null> {
+  if (!secret) return null;
+  limit?.check(address);
+  const identity = await identify(db, secret);
+  if (!identity) limit?.failed(address);
   return identity;
 }
 

@@ -96,6 +96,9 @@ const Settings = z.object({
     .min(1024)
     .max(64 * 1024 * 1024)
     .default(256 * 1024),
+  /** Refused tokens a client address may present per RC_AUTH_FAILURE_WINDOW_S before it is refused (server/auth-limit.ts); 0: no limit. */
+  RC_AUTH_FAILURES: z.coerce.number().int().min(0).max(100_000).default(20),
+  RC_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Days every heartbeat's GPU sample is kept; older ones are thinned to 10-minute rows (server/sample-retention.ts). */
   RC_SAMPLES_RAW_DAYS: z.coerce.number().int().min(1).max(30).default(SAMPLE_RETENTION.rawDays),
   /** Days the 10-minute rows are kept. */
@@ -191,6 +194,12 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
     meaning:
       'Recent output kept per terminal (in Postgres, `tty_output`, so any controller, restarted or not, has it) and replayed when a client re-attaches (1024 to 67108864).',
   },
+  RC_AUTH_FAILURES: {
+    default: '`20`',
+    meaning:
+      'Refused tokens (a bearer token, a session cookie, a host credential; on the API, a socket\'s handshake or the sign-in page) one client address may present within `RC_AUTH_FAILURE_WINDOW_S`. Past it, nothing from that address is checked, a valid token included, until the window has passed: `429 rate_limited` with `Retry-After`. The address is the connection\'s (IPv6: its /64); rc trusts no `X-Forwarded-For`, so behind a proxy every client shares its address (see "Token guesses"). `0`: no limit (0–100000).',
+  },
+  RC_AUTH_FAILURE_WINDOW_S: { default: '`60`', meaning: 'The window of `RC_AUTH_FAILURES`, in seconds (1–86400).' },
   RC_SAMPLES_RAW_DAYS: {
     default: '`1`',
     meaning:

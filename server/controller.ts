@@ -29,6 +29,7 @@ import type { JobEvent, JobKind, Notice } from '../protocol/wire';
 import type { Target } from './jobs/claim';
 import { Bus, type BusMessage } from './bus';
 import { socketAuth } from './socket-auth';
+import { AuthLimit, type AuthLimitOptions } from './auth-limit';
 import { LiveFeed } from './live';
 import { Inventory } from './inventory';
 import { Reservations } from './reservations';
@@ -75,6 +76,8 @@ export interface ControllerOptions {
   publicUrl?: string | null;
   /** Whether the database answers (server/db-health.ts); null: assume it does. */
   health?: DbHealth | null;
+  /** Refused tokens per client address and window (RC_AUTH_FAILURES, RC_AUTH_FAILURE_WINDOW_S): server/auth-limit.ts; 20 a minute when absent. */
+  authLimit?: AuthLimitOptions;
   /** How long GPU samples are kept, raw and coarse (RC_SAMPLES_RAW_DAYS, RC_SAMPLES_COARSE_DAYS); server/sample-retention.ts's defaults when absent. */
   sampleRetention?: SampleRetention;
 }
@@ -106,6 +109,8 @@ export class Controller {
   readonly outputLimitBytes: number;
   readonly reserveAfterS: number;
   readonly runtimeLimits: RuntimeLimits;
+  /** Token guesses, limited per client address: the API, the sign-in and every socket's handshake share it. */
+  readonly authLimit: AuthLimit;
   private timers: NodeJS.Timeout[] = [];
   /** The periodic passes running now (reaper, watchdogs, catch-up): a stop waits for them before the database closes. */
   private readonly passes = new Set<Promise<unknown>>();
@@ -122,6 +127,7 @@ export class Controller {
     this.outputLimitBytes = opts.outputLimitBytes ?? 16 * 1024 * 1024;
     this.reserveAfterS = opts.reserveAfterS ?? DEFAULT_RESERVE_AFTER_S;
     this.runtimeLimits = opts.runtimeLimits ?? { defaultS: null, maxS: null };
+    this.authLimit = new AuthLimit(opts.authLimit ?? { failures: 20, windowMs: 60_000 });
     this.sql = opts.database.client;
     const heartbeatMs = heartbeatEvery(opts.hostTimeoutS);
     this.pauses = new PauseWatch(opts.pauseGapMs, (gap) =>
@@ -277,6 +283,7 @@ export class Controller {
       publicUrl: opts.publicUrl ?? null,
       health: opts.health ?? null,
       audited: () => live.changed({ what: 'audit' }),
+      authLimit: this.authLimit,
     });
     registerApi(this.router, this);
     this.tty = new TtyHub(
@@ -383,14 +390,14 @@ export class Controller {
       () => this.catchUp(),
     );
     // One sign-in for the three namespaces: workers with their host credential; the live view and terminals with a token or the cookie.
-    const people = socketAuth(this.db, 'people', this.opts.publicUrl ?? null);
+    const people = socketAuth(this.db, this.authLimit, 'people', this.opts.publicUrl ?? null);
     // The dashboard's live view: whatever it is sent waits for it within the same bound as a terminal.
     io.of(LIVE_NAMESPACE).use(people);
     io.of(LIVE_NAMESPACE).on('connection', (socket) => boundBacklog(socket, log));
     this.live.attach(io.of(LIVE_NAMESPACE));
     this.hub.attach(
       io,
-      socketAuth(this.db, 'worker', null, async (secret) => {
+      socketAuth(this.db, this.authLimit, 'worker', null, async (secret) => {
         const gone = await removedHostOf(this.sql, hashSecret(secret));
         return gone && removedMessage(gone);
       }),

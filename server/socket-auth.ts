@@ -5,7 +5,8 @@
 // not bound by the same-origin policy). Workers (/worker) sign in with their
 // host credential; people and agents (/, /tty) with a client or admin token.
 import type { Socket } from 'socket.io';
-import { type Identity, identify } from './auth';
+import { type Identity, identifyFrom } from './auth';
+import { type AuthLimit, RateLimited } from './auth-limit';
 import type { DbOrTx } from './db';
 import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './http/session';
 import { resolveSession } from './sessions';
@@ -27,6 +28,8 @@ export type SocketAudience = 'worker' | 'people';
  */
 export function socketAuth(
   db: DbOrTx,
+  /** Token guesses, limited per client address (server/auth-limit.ts). */
+  limit: AuthLimit | null,
   audience: SocketAudience,
   publicUrl: string | null,
   /** A refused credential's own story (a removed host's: its worker stops for good), or null for the plain refusal. */
@@ -35,18 +38,19 @@ export function socketAuth(
   return (socket: Socket, next: (err?: Error) => void): void => {
     const cred = audience === 'worker' ? bearerOnly(socket.handshake) : socketCredential(socket.handshake, publicUrl);
     if (!cred.ok) return next(new Error(cred.message));
+    const address = socket.handshake.address;
     // The cookie resolves as the API's does (server/sessions.ts): its session, while it and its token stand.
     if (cred.web && cred.secret !== null)
-      return void resolveSession(db, cred.secret).then(
+      return void sessionFrom(db, limit, address, cred.secret).then(
         (session) => {
           if (!session) return next(new Error(`unauthorized: ${SESSION_ENDED}`));
           const id = session.identity;
           socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: true, sessionId: session.sessionId } satisfies SocketIdentity;
           next();
         },
-        () => next(new Error('unavailable')),
+        (err: unknown) => next(err instanceof RateLimited ? rateLimited(err) : new Error('unavailable')),
       );
-    identify(db, cred.secret).then(
+    identifyFrom(db, limit, address, cred.secret).then(
       (id) => {
         const fits = audience === 'worker' ? id?.kind === 'host' && id.hostName !== null : id !== null && id.kind !== 'host';
         if (!id && cred.secret)
@@ -58,9 +62,22 @@ export function socketAuth(
         socket.data = { ...socket.data, identity: id, tokenId: id.tokenId, web: cred.web, sessionId: null } satisfies SocketIdentity;
         next();
       },
-      () => next(new Error('unavailable')),
+      (err: unknown) => next(err instanceof RateLimited ? rateLimited(err) : new Error('unavailable')),
     );
   };
+}
+
+/** A session cookie's session, counted against the address's guesses as a token is (identifyFrom). */
+async function sessionFrom(db: DbOrTx, limit: AuthLimit | null, address: string | undefined, cookie: string) {
+  limit?.check(address);
+  const session = await resolveSession(db, cookie);
+  if (!session) limit?.failed(address);
+  return session;
+}
+
+/** The handshake's refusal: `rate_limited: <sentence>`, its data saying when to try again. */
+function rateLimited(err: RateLimited): Error {
+  return Object.assign(new Error(`rate_limited: ${err.message}`), { data: { code: err.code, retryAfterS: err.retryAfterS } });
 }
 
 function refusal(audience: SocketAudience): string {

@@ -2,10 +2,10 @@
 import { idleText } from '../../core/idle';
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
-import type { JobsQuery, JobView } from '../../protocol/wire';
+import type { JobsQuery, JobView, PsEntry, PsPage } from '../../protocol/wire';
 import type { Client } from '../client';
-import { parseFlags, stringFlag } from '../flags';
-import { age, json, out, shortCommand, table, usage } from '../output';
+import { intFlag, parseFlags, stringFlag } from '../flags';
+import { age, errLine, json, out, shortCommand, table, usage } from '../output';
 import { follow, reattachTty } from './run';
 import { JOB_ID } from '../../core/job-options';
 
@@ -86,17 +86,41 @@ export function attemptNote(j: JobView): string {
   return ` [attempt ${j.attempt}${earlier ? `; ${earlier}` : ''}]`;
 }
 
-export const PS_HELP = `usage: rc ps [--json]
+export const PS_HELP = `usage: rc ps [--limit n | --all] [--json]
 
 What is running and queued now, whose it is, and each queued job's position
-(0 is next). Queued jobs are listed in the order they will be considered.
+(0 is next). Running jobs come first; queued jobs are listed in the order
+they will be considered. The table shows the first 500 (--limit n: the
+first n; --all: every one) and says on stderr how many more there are.
+--json lists every one unless --limit is given.
 `;
+
+/** Jobs asked for per request: the API's largest page. */
+const PS_PAGE = 5000;
+
+/** The first `want` jobs of GET /api/ps (null: all of them), a page at a time. */
+async function psJobs(client: Client, want: number | null): Promise<PsPage> {
+  const jobs: PsEntry[] = [];
+  let page: PsPage;
+  let after: string | undefined;
+  do {
+    const limit = want === null ? PS_PAGE : Math.min(PS_PAGE, want - jobs.length);
+    page = await client.call('GET /api/ps', { query: { limit: String(limit), after } });
+    jobs.push(...page.jobs);
+    after = page.next ?? undefined;
+  } while (after !== undefined && (want === null || jobs.length < want));
+  // A controller from before pages (rc upgraded first) answers every job, with neither counts nor next: all are shown.
+  const counts = page.counts ?? { running: jobs.filter((j) => j.state === 'running').length, queued: jobs.filter((j) => j.state === 'queued').length };
+  return { jobs, counts, next: page.next ?? null };
+}
 
 export async function ps(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags(
     'ps',
     args,
     [
+      { name: 'limit', type: 'string' },
+      { name: 'all', type: 'boolean' },
       { name: 'json', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
     ],
@@ -107,8 +131,12 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
     return EXIT.ok;
   }
   if (parsed.rest.length) usage('rc ps takes no arguments');
-  const body = await client.call('GET /api/ps');
-  if (parsed.flags.has('json')) {
+  const first = intFlag(parsed, 'limit', 1, 1_000_000);
+  const all = parsed.flags.has('all');
+  if (all && first !== undefined) usage('rc ps takes --limit or --all, not both');
+  const asJson = parsed.flags.has('json');
+  const body = await psJobs(client, all || (asJson && first === undefined) ? null : (first ?? 500));
+  if (asJson) {
     json(body);
     return EXIT.ok;
   }
@@ -129,6 +157,13 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       ]),
     ),
   );
+  if (body.next !== null) {
+    const { running, queued } = body.counts;
+    const more = running + queued - body.jobs.length;
+    errLine(
+      `rc: ${more > 0 ? more : 'more'} not shown (${running} running, ${queued} queued in all): rc ps --all lists every one, rc ps --limit <n> the first n`,
+    );
+  }
   return EXIT.ok;
 }
 

@@ -16,6 +16,7 @@ import { reachedOverHttps } from './session';
 import type { LiveFeed } from '../live';
 import type { Metrics } from '../metrics';
 import type { Notice } from '../../protocol/wire';
+import type { AuthLimit } from '../auth-limit';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -46,6 +47,8 @@ export interface ApiDeps {
   metrics: Pick<Metrics, 'text' | 'contentType' | 'granted'>;
   /** The fleet's default and maximum --max-runtime (core/runtime-limit.ts). */
   runtimeLimits: RuntimeLimits;
+  /** Token guesses, limited per client address (server/auth-limit.ts): the sign-in counts its refusals too. */
+  authLimit: AuthLimit;
   /** What this controller wants people to know now (GET /api/notices). */
   notices(): Notice[];
 }

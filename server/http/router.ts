@@ -19,13 +19,16 @@ import {
   type RouteTypes,
   splitRoute,
 } from '../../protocol/routes';
-import { bearer, identify, requireKind, type Identity } from '../auth';
+import { bearer, identifyFrom, requireKind, type Identity } from '../auth';
+import { type AuthLimit, RateLimited } from '../auth-limit';
 import { databaseDown, errorCode, outOfSpace, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
 import { inRequest, originOf, type RequestScope } from '../request-scope';
 import { resolveSession } from '../sessions';
+import { bodyRefused, readBounded } from '../read-bounded';
+import { targetProblem } from './bad-requests';
 
 export interface PublicContext<P = Record<string, string>> {
   req: IncomingMessage;
@@ -90,6 +93,8 @@ export interface RouterOptions {
   health?: DbHealth | null;
   /** A request wrote an audit row (the live view's `audit` change). */
   audited?: () => void;
+  /** Token guesses, limited per client address (server/auth-limit.ts); none: no limit. */
+  authLimit?: AuthLimit;
 }
 
 interface Route {
@@ -151,15 +156,13 @@ export class Router {
 
   /** Handles the request, or returns false when the path is not under /api (nor a route's path outside it). */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'http://x');
-    } catch {
-      // Not a path at all (e.g. an absolute URL that does not parse): nobody's route.
-      if (!(req.url ?? '').startsWith('/api')) return false;
-      this.fail(res, new RcError('bad_request', 'the request target is not a valid path'));
+    // A target that is not a path is nobody's: answered here for the dashboard's pages too.
+    const problem = targetProblem(req.url);
+    if (problem) {
+      this.fail(res, new RcError('bad_request', problem));
       return true;
     }
+    const url = new URL(req.url!, 'http://x');
     if (!isApiPath(url.pathname) && !this.ownPaths.has(url.pathname)) return false;
     // A late write (the client left, or a 503 went out first) must not become an unhandled 'error'.
     res.on('error', () => {});
@@ -200,7 +203,11 @@ export class Router {
       return route.handler({ ...base, body } as HandlerContext<RouteName>);
     }
     const { secret, via } = this.credential(req, route.name);
-    const identity = requireKind(via === 'dashboard' ? await this.sessionIdentity(secret) : await identify(this.db, secret), route.access);
+    const address = req.socket.remoteAddress;
+    const identity = requireKind(
+      via === 'dashboard' ? await this.sessionIdentity(address, secret) : await identifyFrom(this.db, this.opts.authLimit ?? null, address, secret),
+      route.access,
+    );
     const body = route.schema ? await readBody(req, route.schema) : undefined;
     // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
     const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), tokenId: identity.tokenId, audited: false };
@@ -238,9 +245,15 @@ export class Router {
   }
 
   /** Who the session cookie signs in as; a session that has ended is told as such, not as a missing token. */
-  private async sessionIdentity(cookie: string | null): Promise<Identity> {
+  /** The session cookie's identity; a cookie that is no live session counts as a failed guess, as a bad token does. */
+  private async sessionIdentity(address: string | undefined, cookie: string | null): Promise<Identity> {
+    const limit = this.opts.authLimit ?? null;
+    limit?.check(address);
     const session = await resolveSession(this.db, cookie);
-    if (!session) throw new RcError('unauthorized', SESSION_ENDED);
+    if (!session) {
+      limit?.failed(address);
+      throw new RcError('unauthorized', SESSION_ENDED);
+    }
     return session.identity;
   }
 
@@ -277,7 +290,15 @@ export class Router {
     }
     const body: ApiErrorBody = rc ? rc.toBody() : { error: { code: 'internal', message: 'the controller hit an internal error; its log has the details' } };
     const headers: Record<string, string> =
-      rc?.code === 'database_unavailable' ? { 'retry-after': '5' } : rc instanceof MethodNotAllowed ? { allow: rc.allow.join(', ') } : {};
+      rc?.code === 'database_unavailable'
+        ? { 'retry-after': '5' }
+        : rc instanceof RateLimited
+          ? { 'retry-after': String(rc.retryAfterS) }
+          : rc instanceof MethodNotAllowed
+            ? { allow: rc.allow.join(', ') }
+            : {};
+    // The rest of a refused body is not read: the connection ends with this answer.
+    if (bodyRefused(res.req)) headers.connection = 'close';
     sendJson(res, rc ? rc.status : 500, body, headers);
   }
 }
@@ -399,22 +420,7 @@ function nulPath(value: unknown, path: (string | number)[], depth = 0): (string 
   return null;
 }
 
-function readRaw(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) {
-        // Keep reading (and dropping) the rest so the client gets the answer, not a reset.
-        reject(new RcError('payload_too_large', `the request body is over ${MAX_BODY / 1024 / 1024} MiB`));
-        req.removeAllListeners('data');
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+async function readRaw(req: IncomingMessage): Promise<string> {
+  const bytes = await readBounded(req, MAX_BODY, () => new RcError('payload_too_large', `the request body is over ${MAX_BODY / 1024 / 1024} MiB`));
+  return bytes.toString('utf8');
 }

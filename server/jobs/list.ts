@@ -1,6 +1,7 @@
 // Finding jobs across the fleet (rc jobs) and what is running and queued now (rc ps).
 import { withIdle } from './idle';
 import { RcError } from '../../core/errors';
+import type postgres from 'postgres';
 import type { Sql } from '../db';
 import { JOB_STATES } from '../../core/job-state';
 import { JOB_ID, jobNameProblem } from '../../core/job-options';
@@ -80,15 +81,97 @@ export async function withAttempts(sql: Sql, rows: readonly JobRow[]): Promise<J
   );
 }
 
-/** Running jobs, then queued ones in the order they will be considered. */
-export async function listActive(sql: Sql): Promise<PsEntry[]> {
-  const rows = await sql<(JobRow & { position: number | null })[]>`
-    select *, case when state = 'queued'
-      then (row_number() over (partition by state order by ${queueOrder(sql)}) - 1)::int end as position
-    from jobs where state in ('running', 'queued')
-    order by state desc, ${queueOrder(sql)}`;
-  return withIdle(
+/** GET /api/ps's query: a page of at most `limit` jobs, after the cursor of the page before. */
+export interface PsPageQuery {
+  limit: number;
+  after: PsCursor | null;
+}
+
+/** Where a page ended: its last job's place in the listing (running jobs first, each part in queue order). */
+export interface PsCursor {
+  part: 'r' | 'q';
+  priority: number;
+  /** requeued_at in microseconds since 1970, or null. */
+  requeuedUs: number | null;
+  seq: number;
+}
+
+/** A statement's tag, in a transaction or not. */
+type SqlOrTx = Sql | postgres.TransactionSql<{ int8: number }>;
+
+export const PS_DEFAULT_LIMIT = 500;
+export const PS_MAX_LIMIT = 5000;
+
+/** The cursor as it goes on the wire (`next`, `after`): `q.0.-.1234`; clients pass it back as they got it. */
+export function psCursorText(c: PsCursor): string {
+  return `${c.part}.${c.priority}.${c.requeuedUs ?? '-'}.${c.seq}`;
+}
+
+const PS_CURSOR = /^([rq])\.(-?\d{1,2})\.(\d{1,17}|-)\.(\d{1,15})$/;
+
+export function parsePsQuery(query: URLSearchParams): PsPageQuery {
+  const limitText = query.get('limit') ?? String(PS_DEFAULT_LIMIT);
+  const limit = Number(limitText);
+  if (!/^\d{1,6}$/.test(limitText) || limit < 1 || limit > PS_MAX_LIMIT)
+    throw new RcError('bad_request', `limit must be a whole number from 1 to ${PS_MAX_LIMIT}, not ${JSON.stringify(limitText.slice(0, 20))}`);
+  const afterText = query.get('after');
+  if (afterText === null) return { limit, after: null };
+  const m = PS_CURSOR.exec(afterText);
+  const priority = Number(m?.[2]);
+  if (!m || priority < -10 || priority > 10)
+    throw new RcError(
+      'bad_request',
+      `after: not a cursor of this listing (pass the \`next\` of the page before, as it came), not ${JSON.stringify(afterText.slice(0, 50))}`,
+    );
+  return { limit, after: { part: m[1] as 'r' | 'q', priority, requeuedUs: m[3] === '-' ? null : Number(m[3]), seq: Number(m[4]) } };
+}
+
+/** The rows after `c` in queue order (priority desc, requeued_at nulls last, seq: server/jobs/sql/queue-order.ts). */
+function afterCursor(sql: SqlOrTx, c: PsCursor) {
+  const requeuedAt = sql`(timestamptz 'epoch' + ${c.requeuedUs}::bigint * interval '1 microsecond')`;
+  const sameRank =
+    c.requeuedUs === null
+      ? sql`requeued_at is null and seq > ${c.seq}`
+      : sql`(requeued_at is null or requeued_at > ${requeuedAt} or (requeued_at = ${requeuedAt} and seq > ${c.seq}))`;
+  return sql`(priority < ${c.priority} or (priority = ${c.priority} and ${sameRank}))`;
+}
+
+/**
+ * A page of what runs and waits now: running jobs, then queued ones in the
+ * order they will be considered, each queued one with its position; with
+ * how many there are in all, and the cursor of the next page (null: none).
+ * One snapshot: a job that starts meanwhile is not in both parts.
+ */
+export async function listActive(sql: Sql, q: PsPageQuery): Promise<{ jobs: PsEntry[]; counts: { running: number; queued: number }; next: string | null }> {
+  const after = q.after;
+  const n = q.limit + 1;
+  type Row = JobRow & { part: 'r' | 'q'; requeuedUs: number | null };
+  const [rows, [counts], [ahead]] = await sql.begin('isolation level repeatable read read only', (tx) => {
+    const part = (state: 'running' | 'queued', from: PsCursor | null) => tx`
+      (select *, ${state === 'running' ? 'r' : 'q'}::text as part, (extract(epoch from requeued_at) * 1000000)::bigint as requeued_us
+       from jobs where state = ${state} ${from ? tx`and ${afterCursor(tx, from)}` : tx``}
+       order by ${queueOrder(tx)} limit ${n})`;
+    // 'r' sorts after 'q': the running part first is `order by part desc`.
+    const running = after?.part === 'q' ? null : part('running', after);
+    const queued = part('queued', after?.part === 'q' ? after : null);
+    return [
+      running ? tx<Row[]>`${running} union all ${queued} order by part desc, ${queueOrder(tx)} limit ${n}` : tx<Row[]>`${queued}`,
+      tx<{ running: number; queued: number }[]>`
+        select count(*) filter (where state = 'running')::int as running, count(*) filter (where state = 'queued')::int as queued
+        from jobs where state in ('running', 'queued')`,
+      // Queued jobs up to the cursor: the position of the page's first queued job.
+      after?.part === 'q'
+        ? tx<{ n: number }[]>`select count(*)::int as n from jobs where state = 'queued' and not ${afterCursor(tx, after)}`
+        : tx<{ n: number }[]>`select 0 as n`,
+    ] as const;
+  });
+  const page = rows.slice(0, q.limit);
+  let position = ahead!.n;
+  const jobs = await withIdle(
     sql,
-    rows.map((r) => ({ ...jobView(r), position: r.position })),
+    page.map((r) => ({ ...jobView(r), position: r.part === 'q' ? position++ : null })),
   );
+  const last = page.at(-1);
+  const next = rows.length > q.limit && last ? psCursorText({ part: last.part, priority: last.priority, requeuedUs: last.requeuedUs, seq: last.seq }) : null;
+  return { jobs, counts: counts!, next };
 }

@@ -3,7 +3,11 @@
 // process stays up, and a request the session cookie authenticates changes
 // nothing unless it comes from the dashboard's own origin with a JSON body.
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { existsSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import { io } from 'socket.io-client';
 import { Stack } from '../helpers/stack';
@@ -104,6 +108,131 @@ test('bad %-escapes, NUL bytes and odd request targets get a 4xx with the error 
     assert.doesNotMatch(r.body, /at \w+ \(|node:internal|\.ts:\d+/, 'no stack trace');
   }
   assert.ok(await alive());
+});
+
+/**
+ * Sends a body too big for the route: chunked (no length given), or under a
+ * Content-Length it then keeps sending. Writes up to `bytes` whatever the
+ * answer, as a client that does not read while it sends would; a write that
+ * fails once the controller has closed the connection is expected.
+ */
+function oversize(
+  method: string,
+  path: string,
+  bytes: number,
+  opts: { contentLength?: number; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  const url = new URL(stack.controllerUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path,
+        // Keep-alive, as rc's CLI asks: the Connection: close must be the controller's.
+        agent: new Agent({ keepAlive: true }),
+        headers: {
+          authorization: `Bearer ${stack.clientToken}`,
+          ...(opts.contentLength === undefined ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(opts.contentLength) }),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
+    let answered = false;
+    req.on('response', () => {
+      answered = true;
+    });
+    req.on('error', (err) => {
+      if (!answered) reject(new Error(`${method} ${path} (${bytes} bytes sent): no answer, the connection broke: ${err.message}`));
+    });
+    const piece = Buffer.alloc(256 * 1024, 'x');
+    let sent = 0;
+    const write = () => {
+      while (sent < bytes && !req.destroyed) {
+        sent += piece.length;
+        if (!req.write(piece)) return void req.once('drain', write);
+      }
+      if (opts.contentLength === undefined) req.end();
+    };
+    write();
+  });
+}
+
+test('a body over its limit gets 413 with the error shape and Connection: close, chunked or by its Content-Length, never a reset', {
+  timeout: 60_000,
+}, async () => {
+  const MiB = 1024 * 1024;
+  const files = '/api/devices/alpha:gpu0/files?path=/workspace/big.bin&submitter=tester';
+  const cases: [string, string, string, number, { contentLength?: number; headers?: Record<string, string> }, RegExp][] = [
+    ['rc cp upload, chunked', 'PUT', files, 20 * MiB, {}, /at most 16 MiB/],
+    // Past what the controller reads and drops of a refused body, it answers while the client still sends.
+    ['rc cp upload, chunked, 64 MiB', 'PUT', files, 64 * MiB, {}, /at most 16 MiB/],
+    ['rc cp upload, Content-Length of 1 GiB (1 MiB sent)', 'PUT', files, MiB, { contentLength: 1024 * MiB }, /at most 16 MiB/],
+    ['a JSON body, chunked', 'POST', '/api/jobs', 4 * MiB, { headers: { 'content-type': 'application/json' } }, /over 2 MiB/],
+    [
+      'a JSON body, Content-Length of 1 GiB (1 MiB sent)',
+      'POST',
+      '/api/jobs',
+      MiB,
+      { contentLength: 1024 * MiB, headers: { 'content-type': 'application/json' } },
+      /over 2 MiB/,
+    ],
+  ];
+  for (const [what, method, path, bytes, opts, message] of cases) {
+    const r = await oversize(method, path, bytes, opts);
+    assert.equal(r.status, 413, `${what}: ${r.body}`);
+    assert.equal(errorCode(r.body), 'payload_too_large', what);
+    assert.match((JSON.parse(r.body) as { error: { message: string } }).error.message, message, what);
+    assert.equal(r.headers.connection, 'close', `${what}: the answer says the connection ends`);
+  }
+  assert.equal(existsSync(join(stack.workspaceOf('alpha'), 'big.bin')), false, 'nothing was written');
+  assert.ok(await alive(), 'the controller still answers');
+});
+
+test('the controller itself ends the connection of a refused body, after its answer', { timeout: 60_000 }, async () => {
+  const url = new URL(stack.controllerUrl);
+  const MiB = 1024 * 1024;
+  for (const framing of ['content-length', 'chunked'] as const) {
+    const socket = connect(Number(url.port), url.hostname);
+    await once(socket, 'connect');
+    let text = '';
+    socket.on('data', (c: Buffer) => {
+      text += c.toString('latin1');
+    });
+    const ended = once(socket, 'end');
+    // Once the controller has ended it, the client's side ends too (allowHalfOpen is off): later writes fail.
+    socket.on('error', () => {});
+    const drainedOrClosed = () => new Promise((r) => socket.once('drain', r).once('close', r));
+    socket.write(
+      `PUT /api/devices/alpha:gpu0/files?path=/workspace/big.bin&submitter=tester HTTP/1.1\r\nhost: ${url.host}\r\nconnection: keep-alive\r\n` +
+        `authorization: Bearer ${stack.clientToken}\r\n${framing === 'chunked' ? 'transfer-encoding: chunked' : `content-length: ${1024 * MiB}`}\r\n\r\n`,
+    );
+    // Up to 17 MiB: over the limit; then the client sends nothing more, and leaves its side open.
+    const piece = Buffer.alloc(MiB, 'x');
+    for (let i = 0; i < 17 && socket.writable; i++) {
+      if (framing === 'chunked') socket.write(`${piece.length.toString(16)}\r\n`);
+      if (!socket.write(framing === 'chunked' ? Buffer.concat([piece, Buffer.from('\r\n')]) : piece)) await drainedOrClosed();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const open = new Promise<string>((r) => {
+      timer = setTimeout(() => r('still open'), 15_000);
+    });
+    assert.equal(await Promise.race([ended.then(() => 'ended'), open]), 'ended', `${framing}: the controller ended the connection`);
+    clearTimeout(timer);
+    assert.match(text, /^HTTP\/1\.1 413 /, framing);
+    assert.match(text, /\r\nconnection: close\r\n/i, framing);
+    assert.equal(errorCode(text.slice(text.indexOf('\r\n\r\n') + 4)), 'payload_too_large', framing);
+    socket.destroy();
+  }
+  assert.ok(await alive(), 'the controller still answers');
 });
 
 test('NUL bytes in JSON bodies are refused with bad_request, never a 500', { timeout: 30_000 }, async () => {

@@ -6,7 +6,7 @@ import { Submitter } from '../../../protocol/api';
 import { findJob } from '../../jobs/find';
 import { type JobRow, jobView } from '../../jobs/job-view';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
-import { listActive, listJobs, parseJobFilter, withAttempts } from '../../jobs/list';
+import { listActive, listJobs, parseJobFilter, parsePsQuery, withAttempts } from '../../jobs/list';
 import { created, Reply, type Router } from '../router';
 import { STREAM_CONTENT_TYPE } from '../../../core/frames';
 import { zodMessage } from '../../../protocol/zod-message';
@@ -58,7 +58,7 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/jobs', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));
 
-  router.on('GET /api/ps', async () => ({ jobs: await listActive(sql) }));
+  router.on('GET /api/ps', async ({ query }) => listActive(sql, parsePsQuery(query)));
 
   // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
   router.on('GET /api/jobs/:id/stream', async ({ params, query, res }) => {

@@ -1,7 +1,7 @@
 // The browser's session (sign in, sign out) and Prometheus's scrape.
 import { RcError } from '../../../core/errors';
 import { SignIn } from '../../../protocol/api';
-import { identify } from '../../auth';
+import { identifyFrom } from '../../auth';
 import { readBody, Reply, type Router } from '../router';
 import { crossSiteRefusal, ownOrigins, reachedOverHttps, sessionCookie, sessionSetCookie } from '../session';
 import { endSession, startSession } from '../../sessions';
@@ -15,7 +15,7 @@ export function registerSessionRoutes(router: Router, c: ApiDeps): void {
     const refusal = req.headers.origin || req.headers['sec-fetch-site'] ? crossSiteRefusal(req.headers, ownOrigins(req.headers, router.publicUrl)) : null;
     if (refusal) throw new RcError('forbidden', `${refusal}; sign in from the dashboard itself`);
     const { token } = await readBody(req, SignIn, { form: true });
-    const identity = await identify(db, token);
+    const identity = await identifyFrom(db, c.authLimit, req.socket.remoteAddress, token);
     if (!identity || identity.kind === 'host') throw new RcError('unauthorized', 'that token is not a valid client or admin token');
     const cookie = sessionSetCookie(await startSession(db, identity.tokenId), reachedOverHttps(req, router.publicUrl));
     if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {

@@ -10,6 +10,6 @@ import type { Sql } from '../../db';
 export const QUEUE_ORDER_COLUMNS = 'priority desc, requeued_at nulls last, seq';
 
 /** The queue order as a fragment of a statement (`order by ${queueOrder(sql)}`). */
-export function queueOrder(sql: Sql) {
+export function queueOrder(sql: Pick<Sql, 'unsafe'>) {
   return sql.unsafe(QUEUE_ORDER_COLUMNS);
 }
