@@ -115,6 +115,28 @@ test('socket handshakes (people and workers) and the sign-in page count with the
   assert.match(await handshake(from, '/worker', 'rc_h_guess'), /^rate_limited: too many refused tokens from 127\.0\.0\.3/);
 });
 
+test('a session cookie that is no live session counts as a guess, on the API and the socket, as a token does', { timeout: 60_000 }, async () => {
+  const from = '127.0.0.8';
+  const cookie = (value: string) => ({ cookie: `rc_session=${value}` });
+  for (let i = 0; i < FAILURES - 1; i++) assert.equal((await call(from, 'GET', '/api/whoami', cookie(`${i}.forged`))).status, 401);
+  const socket = io(stack.controllerUrl, {
+    transports: ['websocket'],
+    reconnection: false,
+    forceNew: true,
+    extraHeaders: { ...cookie('x.forged'), origin: stack.controllerUrl },
+    localAddress: from,
+  } as never);
+  const refused = await new Promise<string>((resolve) => {
+    socket.on('connect', () => resolve('connected'));
+    socket.on('connect_error', (e) => resolve(e.message));
+  });
+  socket.close();
+  assert.match(refused, /^unauthorized/);
+  const limited = await call(from, 'GET', '/api/whoami', cookie('y.forged'));
+  assert.equal(limited.status, 429, 'past the limit, a dead cookie is refused without a look-up');
+  assert.equal((await whoami(from, stack.clientToken)).status, 429, 'and so is a valid token from the address');
+});
+
 test('a refused guess is not looked up: it is answered at once while the tokens table is locked', { timeout: 60_000 }, async () => {
   const from = '127.0.0.4';
   for (let i = 0; i < FAILURES; i++) assert.equal((await whoami(from, `rc_c_guess${i}`)).status, 401);
