@@ -51,7 +51,7 @@ const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   engine: ['JobEngine'],
   'job-view': ['jobView', 'attemptView'],
   find: ['findJob'],
-  list: ['listJobs', 'listActive', 'parseJobFilter', 'withAttempts'],
+  list: ['listJobs', 'listActive', 'parseJobFilter', 'parsePsQuery', 'withAttempts'],
   idle: ['withIdle', 'loadIdle'],
   holder: ['holderOf'],
   claim: ['targetsOf'],
