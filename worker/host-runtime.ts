@@ -178,8 +178,9 @@ export function runOnHost(
     stdin = child.stdin;
   }
   if (child.pid !== undefined) tree.started(child.pid);
-  followChild(child, life, cb, command);
+  // Before followChild's: the moment of the exit, not after the reap's first (synchronous) steps.
   if (cb.exited) child.once('exit', cb.exited);
+  followChild(child, life, cb, command);
   return Object.assign(life, { stdin: quietPipe(stdin) });
 }
 

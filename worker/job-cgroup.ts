@@ -13,6 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { mkdir, rmdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 
 /** Job ids are the controller's (j + base32): anything else never becomes a path. */
@@ -180,6 +181,24 @@ export class JobCgroup {
     mkdirSync(this.path);
   }
 
+  /**
+   * create() off the event loop. Making, removing or killing a cgroup waits for
+   * the kernel's cgroup lock, which a process moving into any cgroup holds for
+   * an RCU grace period (6-22 ms without favordynmods): done synchronously
+   * beside such a move (a ready shell being made), it would stall the worker.
+   */
+  createAsync(): Promise<void> {
+    return mkdir(this.path).then(() => {});
+  }
+
+  /** remove() off the event loop (see createAsync); false while a process is still in it. */
+  removeAsync(): Promise<boolean> {
+    return rmdir(this.path).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+    );
+  }
+
   exists(): boolean {
     return existsSync(join(this.path, 'cgroup.procs'));
   }
@@ -224,7 +243,8 @@ export class JobCgroup {
   /** SIGKILL to every process in it: cgroup.kill (Linux 5.14), else each pid in cgroup.procs, frozen so none forks meanwhile. */
   async kill(signal: (pid: number, sig: NodeJS.Signals) => void = sendSignal): Promise<void> {
     try {
-      writeFileSync(join(this.path, 'cgroup.kill'), '1');
+      // Off the event loop, as createAsync says why.
+      await writeFile(join(this.path, 'cgroup.kill'), '1');
       return;
     } catch {
       // No cgroup.kill, or the cgroup is gone.

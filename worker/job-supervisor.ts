@@ -284,6 +284,12 @@ class CgroupTree implements HostJobTree {
   }
 
   async reap(): Promise<number[]> {
+    // The common case, a command that left nothing: nothing to kill, and the empty cgroup goes off the job's path
+    // (a cgroup's removal may wait on the kernel's cgroup lock: job-cgroup.ts createAsync).
+    if (!this.cg.populated()) {
+      void this.cg.removeAsync();
+      return [];
+    }
     await this.cg.kill(this.send);
     const deadline = Date.now() + this.waitMs;
     for (let round = 0; this.cg.populated() && Date.now() < deadline; round++) {

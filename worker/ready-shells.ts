@@ -27,6 +27,9 @@ const PREFIX = READY_PREFIX;
 /** What a ready shell runs as the job user: say ready, read the script until the worker ends it, then run it. */
 const WAIT = 'echo r >&3 || exit 1; s=; while IFS= read -r l <&3; do s="$s$l\n"; done; s="$s$l"; exec 3<&-; eval "$s"';
 
+/** ENTER_CGROUP without its exec: the shell that entered goes on to wait. */
+const ENTER_ONLY = '{ echo 0 > "$0/cgroup.procs"; } 2>/dev/null || exit 126';
+
 /** After this many shells in a row that died before they were ready, no more are started (the ordinary start remains). */
 const MAX_FAILURES = 3;
 
@@ -75,6 +78,8 @@ interface Waiting {
 export class ReadyShells {
   private readonly shells = new Set<Waiting>();
   private failures = 0;
+  /** Shells whose cgroup is being made. */
+  private starting = 0;
   private closed = false;
   private seq = 0;
 
@@ -111,7 +116,7 @@ export class ReadyShells {
 
   /** Starts shells until `size` are ready or on their way. */
   fill(): void {
-    while (!this.closed && this.failures < MAX_FAILURES && this.shells.size < this.size) this.startOne();
+    while (!this.closed && this.failures < MAX_FAILURES && this.shells.size + this.starting < this.size) this.startOne();
   }
 
   /**
@@ -147,15 +152,27 @@ export class ReadyShells {
 
   private startOne(): void {
     const path = join(this.folder, `${PREFIX}${process.pid}-${++this.seq}`);
-    try {
-      new JobCgroup(path).create();
-    } catch (err) {
-      this.failed(`cannot make ${path}: ${(err as Error).message}`);
-      return;
-    }
-    const shell = ['/bin/sh', '-c', WAIT];
-    const inner = this.user ? asJobUser(this.user, shell[0]!, shell.slice(1)) : { file: shell[0]!, args: shell.slice(1) };
-    const child = spawn('/bin/sh', ['-c', ENTER_CGROUP, path, inner.file, ...inner.args], {
+    this.starting += 1;
+    // Made off the event loop: beside another shell's move into its cgroup, a mkdir waits for the kernel's lock.
+    void new JobCgroup(path).createAsync().then(
+      () => {
+        this.starting -= 1;
+        if (this.closed) return void new JobCgroup(path).removeAsync();
+        this.spawnInto(path);
+      },
+      (err: Error) => {
+        this.starting -= 1;
+        this.failed(`cannot make ${path}: ${err.message}`);
+      },
+    );
+  }
+
+  private spawnInto(path: string): void {
+    // As the job user: enter the cgroup as root, then setpriv execs the waiting shell. As the worker's own user, one
+    // shell does both (an exec less for each job: the refill is on the job path's CPU when jobs come fast).
+    const asUser = this.user && asJobUser(this.user, '/bin/sh', ['-c', WAIT]);
+    const argv = asUser ? ['-c', ENTER_CGROUP, path, asUser.file, ...asUser.args] : ['-c', `${ENTER_ONLY}; ${WAIT}`, path];
+    const child = spawn('/bin/sh', argv, {
       cwd: '/',
       env: {} as NodeJS.ProcessEnv,
       detached: true,
@@ -197,6 +214,6 @@ export class ReadyShells {
     const cg = new JobCgroup(w.path);
     await cg.kill();
     // Empty once its shell is reaped, a moment after the kill; else the next start's clearLeftovers removes it.
-    for (let i = 0; i < 50 && !cg.remove(); i++) await sleep(20);
+    for (let i = 0; i < 50 && !(await cg.removeAsync()); i++) await sleep(20);
   }
 }
