@@ -36,9 +36,18 @@ export class HostRuntime implements Runtime {
     for (const n of await this.mounts.wipeLeftovers()) this.log(`cannot wipe ${n.dir}, left by the previous run: ${n.reason}`);
     return r;
   }
-  /** A job's scratch is its own: a failed wipe leaks nothing to the next job (which gets another folder), it only takes disk space. */
+  /**
+   * Its copy of the secrets goes before its end is reported (a job the same user runs next must not find it); its
+   * scratch right after, off the job's path (1-5 ms of its hold on its devices): no other job sees that folder (each
+   * gets its own), and a failed wipe only takes disk space. A wipe a stop cuts short is finished by the next
+   * start's wipeLeftovers.
+   */
   async cleanUp(order: StartJob): Promise<DeviceProblem[]> {
-    for (const n of await this.mounts.wipeJob(order.jobId)) this.log(`job ${order.jobId}: cannot wipe ${n.dir}: ${n.reason}`);
+    const say = (left: { dir: string; reason: string }[]) => {
+      for (const n of left) this.log(`job ${order.jobId}: cannot wipe ${n.dir}: ${n.reason}`);
+    };
+    say(await this.mounts.wipeJobSecrets(order.jobId));
+    void this.mounts.wipeJobScratch(order.jobId).then(say);
     return [];
   }
   /** Shells made ready ahead of jobs (ready-shells.ts), after reclaim. */

@@ -197,12 +197,19 @@ export class JobMounts {
 
   /** After a job: its scratch and its copy of the secrets are gone. */
   async wipeJob(jobId: string): Promise<NotWiped[]> {
-    const out: NotWiped[] = [];
-    for (const dir of [this.jobScratch(jobId), join(this.dirs.scratch, 'secrets', safe(jobId))]) {
-      const r = await removeTree(dir);
-      if (r) out.push({ dir, reason: r });
-    }
-    return out;
+    return [...(await this.wipeJobSecrets(jobId)), ...(await this.wipeJobScratch(jobId))];
+  }
+
+  /** After a job: its copy of the secrets is gone (its scratch may go later: wipeJobScratch). */
+  async wipeJobSecrets(jobId: string): Promise<NotWiped[]> {
+    // Without RC_SECRETS_DIR no job gets a copy (a leftover of a run that had one goes with wipeLeftovers).
+    if (!this.dirs.secrets) return [];
+    return wiped(join(this.dirs.scratch, 'secrets', safe(jobId)));
+  }
+
+  /** After a job: its scratch folder is gone. */
+  async wipeJobScratch(jobId: string): Promise<NotWiped[]> {
+    return wiped(this.jobScratch(jobId));
   }
 
   /** After a job in device N's container: its scratch is empty again (the folder stays: the container has it mounted). */
@@ -262,6 +269,11 @@ function readOnly(path: string): void {
  * the job made) is made writable first. Resolves to the first path that could
  * not be removed and why, or null.
  */
+async function wiped(dir: string): Promise<NotWiped[]> {
+  const reason = await removeTree(dir);
+  return reason ? [{ dir, reason }] : [];
+}
+
 async function removeTree(path: string): Promise<string | null> {
   let s: Awaited<ReturnType<typeof lstat>>;
   try {

@@ -64,17 +64,19 @@ async function started(device: string, script: string, extra: string[] = []): Pr
 test("host runtime: RC_WORKSPACE, RC_SCRATCH, RC_SHARED and RC_SECRETS name the job's folders; its scratch is empty and gone when it ends", async () => {
   const r = await run(
     `${HOST}:gpu0`,
-    'echo "$RC_WORKSPACE|$RC_SCRATCH|$RC_SHARED|$(ls -A "$RC_SCRATCH" | wc -l)"; echo data > "$RC_SCRATCH/f"; cat "$RC_SECRETS/token"',
+    'echo "$RC_WORKSPACE|$RC_SCRATCH|$RC_SHARED|$(ls -A "$RC_SCRATCH" | wc -l)|$RC_SECRETS"; echo data > "$RC_SCRATCH/f"; cat "$RC_SECRETS/token"',
   );
   assert.equal(r.code, 0, r.stderr);
-  const [ws, scratch, sh, count] = r.stdout.split('\n')[0]!.split('|');
+  const [ws, scratch, sh, count, secrets] = r.stdout.split('\n')[0]!.split('|');
+  // Its copy of the secrets went before its end was reported: rc run has returned, so it is gone now.
+  assert.equal(existsSync(secrets!), false, `${secrets} is still there`);
   assert.equal(ws, join(stack.dataDir, `ws-${HOST}`));
   assert.equal(sh, shared);
   assert.equal(count!.trim(), '0');
   assert.ok(scratch!.startsWith(`${scratchOf(HOST)}/jobs/`), scratch);
   assert.equal(r.stdout.split('\n')[1], 's3cret');
-  // Wiped before the end was reported: rc run has returned, so it is gone now.
-  assert.equal(existsSync(scratch!), false, `${scratch} is still there`);
+  // Wiped right after the end was reported (off the job's path: no other job sees the folder).
+  await stack.waitFor(() => !existsSync(scratch!), `${scratch} to be wiped`);
   assert.deepEqual(readdirSync(join(scratchOf(HOST), 'jobs')), []);
 });
 
@@ -89,7 +91,7 @@ test('host runtime: two jobs at once have scratch folders of their own', async (
   assert.notEqual(dirA, dirB);
   assert.match(ra.stdout, /\nmine\n$/);
   assert.match(rb.stdout, /\ntheirs\n$/);
-  assert.equal(existsSync(dirA) || existsSync(dirB), false);
+  await stack.waitFor(() => !existsSync(dirA) && !existsSync(dirB), 'both scratch folders to be wiped');
 });
 
 test('host runtime: a job killed by rc kill, and one stopped by --max-runtime, leave no scratch', async () => {
@@ -99,12 +101,12 @@ test('host runtime: a job killed by rc kill, and one stopped by --max-runtime, l
   assert.equal((await stack.cli(['kill', id])).code, 0);
   const k = await killed.done;
   assert.notEqual(k.code, 0);
-  assert.equal(existsSync(dir), false, 'the killed job left its scratch');
+  await stack.waitFor(() => !existsSync(dir), 'the killed job’s scratch to be wiped');
 
   const timed = await run(`${HOST}:gpu1`, 'echo "dir $RC_SCRATCH"; echo x > "$RC_SCRATCH/f"; sleep 300', ['--max-runtime', '2s']);
   assert.notEqual(timed.code, 0);
   const tdir = /dir (\S+)/.exec(timed.stdout)![1]!;
-  assert.equal(existsSync(tdir), false, 'the timed-out job left its scratch');
+  await stack.waitFor(() => !existsSync(tdir), 'the timed-out job’s scratch to be wiped');
 });
 
 test('host runtime: the secrets are a read-only copy (files 0444, folders 0555) and a job changing its copy changes nothing else', async () => {
