@@ -9,7 +9,8 @@
 //     request's first byte to the exit frame, from a client already running
 //     (what the server side costs, without Node's start-up);
 //   - how long after a device frees a job queued behind it starts
-//     (from the database's own timestamps: the holder's ended_at to the next job's started_at).
+//     (from the database's own timestamps: the holder's ended_at to the next job's started_at), and as
+//     clients see it (the holder's exit frame to the waiter's started frame);
 //   - throughput: 300 × `true` through the local worker's two devices, 24 at a time;
 //   - then the guard (scripts/bench-guard.mjs): these figures against the last
 //     recorded run on this machine; one more than 30 % behind fails the run.
@@ -106,6 +107,27 @@ try {
     gaps.push(Date.parse(b.startedAt) - Date.parse(a.endedAt));
   }
   report('queued job starts after the device frees', gaps);
+  // The same, as clients see it: the holder's exit frame to the waiter's started frame, both streamed here.
+  const seen = [];
+  for (let i = 0; i < Math.min(runs, 20); i++) {
+    let holderStarted;
+    const started = new Promise((r) => {
+      holderStarted = r;
+    });
+    let holderExit = 0;
+    let waiterStart = 0;
+    const holder = streamedJob(['sleep', '0.3'], 'bench:gpu0', (type) => {
+      if (type === 'started') holderStarted();
+      if (type === 'exit') holderExit = performance.now();
+    });
+    await started;
+    const waiter = streamedJob(['true'], 'bench:gpu0', (type) => {
+      if (type === 'started') waiterStart = performance.now();
+    });
+    await Promise.all([holder, waiter]);
+    seen.push(waiterStart - holderExit);
+  }
+  report('  as its client sees it (exit frame → started)', seen);
   // 300 × true through the two devices, 24 submitters at a time (a warm-up of 30 first), three rounds; where
   // task-spooler is installed (apt-get install task-spooler), its 300 × true through two slots in turns with them.
   const hasTsp = spawnSync('tsp', ['-h'], { stdio: 'ignore' }).error === undefined;
@@ -161,6 +183,7 @@ try {
       'rc run -- true, Node CLI (p50)': { value: median('Node rc run -- true'), better: 'lower', unit: 'ms' },
       'controller + worker round trip (p50)': { value: p50(trips), better: 'lower', unit: 'ms' },
       'queued job starts after its device frees (p50)': { value: p50(gaps), better: 'lower', unit: 'ms' },
+      'the same, client-seen (p50)': { value: p50(seen), better: 'lower', unit: 'ms' },
       '300 × true through 2 devices': { value: mid(rates), better: 'higher', unit: 'jobs/s' },
     },
     { record },
@@ -222,18 +245,28 @@ function serverRoundTrip() {
 }
 
 /** A job submitted as rc run does (one streamed request), resolved when its stream ends. */
-function streamedJob(argv) {
+function streamedJob(argv, device = null, onEvent = null) {
   return new Promise((resolve, reject) => {
     const req = request(
       `${controller}/api/jobs`,
       { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
       (res) => {
-        res.resume();
+        let buf = Buffer.alloc(0);
+        res.on('data', (c) => {
+          if (!onEvent) return;
+          // Frames: a kind byte, a 32-bit length, the payload; kind 3 is an event (JSON).
+          buf = Buffer.concat([buf, c]);
+          while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+            const len = buf.readUInt32BE(1);
+            if (buf[0] === 3) onEvent(JSON.parse(buf.subarray(5, 5 + len)).type);
+            buf = buf.subarray(5 + len);
+          }
+        });
         res.on('end', resolve);
       },
     );
     req.on('error', reject);
-    req.end(JSON.stringify({ argv, submitter: 'bench' }));
+    req.end(JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}) }));
   });
 }
 
