@@ -16,11 +16,10 @@
 // Usage: npm run bench:phases [-- --jobs 100 --rounds 3]
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { root, startFleet, until } from '../scripts/bench-fleet.mjs';
+import { api as callApi, root, startFleet, streamedJob, until } from '../scripts/bench-fleet.mjs';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '100' }, rounds: { type: 'string', default: '3' } } });
 const JOBS = Number(values.jobs);
@@ -154,27 +153,9 @@ function cell(xs) {
 
 /** Submits a job as rc run does (one streamed request) and resolves when its stream ends. */
 function runJob(argv, device, selector = '') {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}), selector });
-    const req = request(
-      `${controller}/api/jobs`,
-      { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
-      (res) => {
-        if (res.statusCode >= 300) reject(new Error(`submit: ${res.statusCode}`));
-        res.resume();
-        res.on('end', resolve);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return streamedJob(controller, clientToken, { argv, submitter: 'bench', ...(device ? { device } : {}), selector });
 }
 
-async function api(method, path, body, token = clientToken) {
-  const r = await fetch(controller + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return r.json();
+function api(method, path, body, token = clientToken) {
+  return callApi(controller, method, path, body, token);
 }

@@ -2,6 +2,7 @@
 // controller) and one way to print figures.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,6 +94,50 @@ export async function startFleet({ localWorker, second = false, dashboard = fals
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A job submitted as rc run submits it (one streamed POST /api/jobs with `body`);
+ * `onEvent` gets each event frame ({ type: 'queued' | 'started' | 'exit', jobId, … })
+ * as it arrives. Resolves when the stream ends; rejects on a refused submit.
+ */
+export function streamedJob(controller, token, body, onEvent = null) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${controller}/api/jobs`,
+      { method: 'POST', headers: { authorization: `Bearer ${token}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
+      (res) => {
+        if (res.statusCode >= 300) {
+          res.resume();
+          return reject(new Error(`submit: ${res.statusCode}`));
+        }
+        let buf = Buffer.alloc(0);
+        res.on('data', (c) => {
+          if (!onEvent) return;
+          // Frames: a kind byte, a 32-bit length, the payload; kind 3 is an event (JSON).
+          buf = Buffer.concat([buf, c]);
+          while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+            const len = buf.readUInt32BE(1);
+            if (buf[0] === 3) onEvent(JSON.parse(buf.subarray(5, 5 + len)));
+            buf = buf.subarray(5 + len);
+          }
+        });
+        res.on('end', resolve);
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+/** A JSON call to the API; resolves to the answer's body. */
+export async function api(controller, method, path, body, token) {
+  const r = await fetch(controller + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return r.json();
 }
 
 export function report(name, xs) {

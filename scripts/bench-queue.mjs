@@ -12,10 +12,9 @@
 //   device frees a job queued behind it starts (the database's timestamps).
 // Usage: npm run bench:queue [-- --two]
 import { spawn } from 'node:child_process';
-import { request } from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { report, root, startFleet, until } from './bench-fleet.mjs';
+import { api as callApi, report, root, startFleet, streamedJob, until } from './bench-fleet.mjs';
+import { descendants } from './proc-tree.mjs';
 
 const two = process.argv.includes('--two');
 const fleet = await startFleet({ localWorker: false, second: two });
@@ -95,7 +94,7 @@ try {
       });
       await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'running', 'the job to run');
       // Its job's processes, found before the worker dies (they are left behind, orphaned, when it does).
-      const orphans = descendantsOf(worker.pid);
+      const orphans = descendants(worker.pid).map((d) => d.pid);
       const t = Date.now();
       worker.kill('SIGKILL');
       await until(async () => (await api('GET', `/api/jobs/${id}`)).job.state === 'lost', 'the job to be lost', 60_000);
@@ -125,65 +124,18 @@ function startWorker() {
 }
 
 /** Submits a job as rc run does (one streamed request) and resolves its id when it ends. */
-function runJob(argv, onId = () => {}, onStarted = () => {}) {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ argv, submitter: 'bench' });
-    const req = request(
-      `${controller}/api/jobs`,
-      { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
-      (res) => {
-        let id = null;
-        let buf = Buffer.alloc(0);
-        res.on('data', (c) => {
-          buf = Buffer.concat([buf, c]);
-          while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
-            const len = buf.readUInt32BE(1);
-            if (buf[0] === 3) {
-              const e = JSON.parse(buf.subarray(5, 5 + len));
-              if (e.type === 'queued') {
-                id = e.jobId;
-                onId(id);
-              }
-              if (e.type === 'started') onStarted();
-            }
-            buf = buf.subarray(5 + len);
-          }
-        });
-        res.on('end', () => resolve(id));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-async function api(method, path, body, token = clientToken) {
-  const r = await fetch(controller + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return r.json();
-}
-
-/** The processes below `root` (children, their children …), by their parent ids in /proc. */
-function descendantsOf(root) {
-  const children = new Map();
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(pid)]);
-    } catch {}
-  }
-  const out = [];
-  const walk = (pid) => {
-    for (const c of children.get(pid) ?? []) {
-      out.push(c);
-      walk(c);
+async function runJob(argv, onId = () => {}, onStarted = () => {}) {
+  let id = null;
+  await streamedJob(controller, clientToken, { argv, submitter: 'bench' }, (e) => {
+    if (e.type === 'queued') {
+      id = e.jobId;
+      onId(id);
     }
-  };
-  walk(root);
-  return out;
+    if (e.type === 'started') onStarted();
+  });
+  return id;
+}
+
+function api(method, path, body, token = clientToken) {
+  return callApi(controller, method, path, body, token);
 }

@@ -22,8 +22,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { request } from 'node:http';
-import { report, root, startFleet } from './bench-fleet.mjs';
+import { report, root, startFleet, streamedJob } from './bench-fleet.mjs';
 import { guard } from './bench-guard.mjs';
 
 const record = process.argv.includes('--record');
@@ -116,12 +115,12 @@ try {
     });
     let holderExit = 0;
     let waiterStart = 0;
-    const holder = streamedJob(['sleep', '0.3'], 'bench:gpu0', (type) => {
+    const holder = submit(['sleep', '0.3'], 'bench:gpu0', (type) => {
       if (type === 'started') holderStarted();
       if (type === 'exit') holderExit = performance.now();
     });
     await started;
-    const waiter = streamedJob(['true'], 'bench:gpu0', (type) => {
+    const waiter = submit(['true'], 'bench:gpu0', (type) => {
       if (type === 'started') waiterStart = performance.now();
     });
     await Promise.all([holder, waiter]);
@@ -160,7 +159,7 @@ try {
       Array.from({ length: 24 }, async () => {
         while (next < n) {
           next++;
-          await streamedJob(['true']);
+          await submit(['true']);
         }
       }),
     );
@@ -244,30 +243,9 @@ function serverRoundTrip() {
   });
 }
 
-/** A job submitted as rc run does (one streamed request), resolved when its stream ends. */
-function streamedJob(argv, device = null, onEvent = null) {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${controller}/api/jobs`,
-      { method: 'POST', headers: { authorization: `Bearer ${clientToken}`, accept: 'application/x-rc-stream', 'content-type': 'application/json' } },
-      (res) => {
-        let buf = Buffer.alloc(0);
-        res.on('data', (c) => {
-          if (!onEvent) return;
-          // Frames: a kind byte, a 32-bit length, the payload; kind 3 is an event (JSON).
-          buf = Buffer.concat([buf, c]);
-          while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
-            const len = buf.readUInt32BE(1);
-            if (buf[0] === 3) onEvent(JSON.parse(buf.subarray(5, 5 + len)).type);
-            buf = buf.subarray(5 + len);
-          }
-        });
-        res.on('end', resolve);
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}) }));
-  });
+/** A job submitted as rc run does (one streamed request); `onType` gets each event's type. */
+function submit(argv, device = null, onType = null) {
+  return streamedJob(controller, clientToken, { argv, submitter: 'bench', ...(device ? { device } : {}) }, onType && ((e) => onType(e.type)));
 }
 
 async function job(id) {

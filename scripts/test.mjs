@@ -2,10 +2,11 @@
 // migrated template database, then run every test with Node's test runner.
 // Tests clone the template (CREATE DATABASE ... TEMPLATE), so each starts clean.
 import { spawnSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { descendants } from './proc-tree.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const step = (name, cmd, args) => {
@@ -97,29 +98,6 @@ clearInterval(watch);
 await pg.stop();
 rmSync(dir, { recursive: true, force: true });
 process.exit(code);
-
-/** The processes below `top`, depth first, from /proc (children by their parent's pid). */
-function descendants(top) {
-  const children = new Map();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
-      children.set(ppid, [...(children.get(ppid) ?? []), { pid: Number(name), cmd }]);
-    } catch {}
-  }
-  const out = [];
-  const walk = (pid, depth) => {
-    for (const c of children.get(pid) ?? []) {
-      out.push({ ...c, depth });
-      walk(c.pid, depth + 1);
-    }
-  };
-  walk(top, 0);
-  return out;
-}
 
 function testFiles(path) {
   if (!statSync(path).isDirectory()) return [path];

@@ -10,6 +10,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { and, eq, gt, isNull, lt, sql } from 'drizzle-orm';
 import { sessions, tokens } from '../db/schema';
 import type { Identity } from './auth';
+import type { AuthLimit } from './auth-limit';
 import type { DbOrTx } from './db';
 
 /** Unused this long, a session ends. */
@@ -69,6 +70,18 @@ export async function resolveSession(db: DbOrTx, value: string | null): Promise<
       .where(and(eq(sessions.id, id), isNull(sessions.revokedAt)));
   const { tokenId, kind, name, hostName, submitter } = row;
   return { identity: { tokenId, kind, name, hostName, submitter }, sessionId: id };
+}
+
+/**
+ * resolveSession for a request or socket from `address`, counted as a token is
+ * (auth.ts identifyFrom): refused (RateLimited) while the address may not try,
+ * and a value that is no standing session counts as a failed guess.
+ */
+export async function sessionFrom(db: DbOrTx, limit: AuthLimit | null, address: string | undefined, value: string | null) {
+  limit?.check(address);
+  const session = await resolveSession(db, value);
+  if (!session) limit?.failed(address);
+  return session;
 }
 
 /** Signing out: revokes the cookie's session when it is one that stands; returns its id, or null. */

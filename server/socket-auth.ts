@@ -9,7 +9,7 @@ import { type Identity, identifyFrom } from './auth';
 import { type AuthLimit, RateLimited } from './auth-limit';
 import type { DbOrTx } from './db';
 import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './http/session';
-import { resolveSession } from './sessions';
+import { sessionFrom } from './sessions';
 
 /** What every authenticated socket carries: who, with which token (cut when revoked), and whether by the browser's cookie (and its session, cut at sign-out). */
 export interface SocketIdentity {
@@ -65,14 +65,6 @@ export function socketAuth(
       (err: unknown) => next(err instanceof RateLimited ? rateLimited(err) : new Error('unavailable')),
     );
   };
-}
-
-/** A session cookie's session, counted against the address's guesses as a token is (identifyFrom). */
-async function sessionFrom(db: DbOrTx, limit: AuthLimit | null, address: string | undefined, cookie: string) {
-  limit?.check(address);
-  const session = await resolveSession(db, cookie);
-  if (!session) limit?.failed(address);
-  return session;
 }
 
 /** The handshake's refusal: `rate_limited: <sentence>`, its data saying when to try again. */

@@ -109,9 +109,9 @@ export class JobSupervisor {
    * it (`argv` and `env`: what it will exec), else its own, made by open().
    */
   reserve(jobId: string, argv: string[] | null, env: Record<string, string>): string | null {
-    if (!this.folder || !isJobId(jobId)) return null;
-    const shell = argv && this.ready?.take(env, argv);
-    if (!shell) return this.folder.job(jobId).path;
+    const own = this.cgroupOf(jobId);
+    const shell = own !== null && argv && this.ready?.take(env, argv);
+    if (!shell) return own;
     this.reserved.set(jobId, shell);
     return shell.cgroup.path;
   }

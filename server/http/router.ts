@@ -26,7 +26,7 @@ import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './session';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
 import { inRequest, originOf, type RequestScope } from '../request-scope';
-import { resolveSession } from '../sessions';
+import { sessionFrom } from '../sessions';
 import { bodyRefused, readBounded } from '../read-bounded';
 import { targetProblem } from './bad-requests';
 
@@ -247,13 +247,8 @@ export class Router {
   /** Who the session cookie signs in as; a session that has ended is told as such, not as a missing token. */
   /** The session cookie's identity; a cookie that is no live session counts as a failed guess, as a bad token does. */
   private async sessionIdentity(address: string | undefined, cookie: string | null): Promise<Identity> {
-    const limit = this.opts.authLimit ?? null;
-    limit?.check(address);
-    const session = await resolveSession(this.db, cookie);
-    if (!session) {
-      limit?.failed(address);
-      throw new RcError('unauthorized', SESSION_ENDED);
-    }
+    const session = await sessionFrom(this.db, this.opts.authLimit ?? null, address, cookie);
+    if (!session) throw new RcError('unauthorized', SESSION_ENDED);
     return session.identity;
   }
 
