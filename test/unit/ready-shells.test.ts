@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
+import { loadWorkerConfig } from '../../worker/config';
 import { JobSupervisor } from '../../worker/job-supervisor';
 import { jobScript } from '../../worker/ready-shells';
 
@@ -27,6 +28,16 @@ const until = async (cond: () => boolean, what: string) => {
   }
   throw new Error(`timed out waiting for ${what}`);
 };
+
+test('RC_READY_SHELLS takes 0 to 64 (default 2), anything else stops the worker naming the setting; RC_JOB_PHASES is a file, empty for none', () => {
+  const base = { RC_CONTROLLER: 'http://127.0.0.1:1', RC_HOST_TOKEN: 'rc_h_0123456789abcdef', RC_HOST_NAME: 'box' } as unknown as NodeJS.ProcessEnv;
+  const load = (extra: Record<string, string>) => loadWorkerConfig({ ...base, ...extra } as NodeJS.ProcessEnv);
+  assert.equal(load({}).RC_READY_SHELLS, 2);
+  assert.equal(load({ RC_READY_SHELLS: '0' }).RC_READY_SHELLS, 0);
+  assert.equal(load({ RC_JOB_PHASES: '/tmp/phases.jsonl' }).RC_JOB_PHASES, '/tmp/phases.jsonl');
+  for (const bad of ['-1', '65', '1.5', 'many']) assert.throws(() => load({ RC_READY_SHELLS: bad }), /RC_READY_SHELLS/, bad);
+  assert.equal(load({ RC_JOB_PHASES: '' }).RC_JOB_PHASES, undefined);
+});
 
 test('the script gives the command exactly its argv, environment and directory, whatever they hold', () => {
   const cwd = join(stateDir, "it's a dir $HOME");
