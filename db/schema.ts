@@ -24,6 +24,17 @@ import {
 const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
+/**
+ * Who shares the fleet (issue 32): every client token is in one team, `default` unless an
+ * operator put it elsewhere. Limits and usage are charged to the token and its team, never
+ * to the submitter name a job claims. `share` weighs the team in fair share (core/fair-share.ts).
+ */
+export const teams = pgTable('teams', {
+  name: text('name').primaryKey(),
+  share: doublePrecision('share').notNull().default(1),
+  createdAt: ts('created_at').notNull().defaultNow(),
+});
+
 /** Credentials. Only the SHA-256 of a secret is stored; the secret is shown once. */
 export const tokens = pgTable(
   'tokens',
@@ -36,10 +47,15 @@ export const tokens = pgTable(
     /** A client token's binding: the only submitter it may act as (a name), or the names under
      *  it (a value ending in /). Null: any name, the cooperative rule (server/auth.ts, actsAs). */
     submitter: text('submitter'),
+    /** The team its use is charged to (teams.name); `default` unless set. */
+    team: text('team')
+      .notNull()
+      .default('default')
+      .references(() => teams.name, { onUpdate: 'cascade' }),
     createdAt: ts('created_at').notNull().defaultNow(),
     revokedAt: ts('revoked_at'),
   },
-  (t) => [uniqueIndex('tokens_hash_key').on(t.hash)],
+  (t) => [uniqueIndex('tokens_hash_key').on(t.hash), index('tokens_team_idx').on(t.team)],
 );
 
 /**
