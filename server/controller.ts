@@ -112,6 +112,8 @@ export class Controller {
   /** Token guesses, limited per client address: the API, the sign-in and every socket's handshake share it. */
   readonly authLimit: AuthLimit;
   private timers: NodeJS.Timeout[] = [];
+  /** Set by quiesce(): no timer is armed after it. */
+  private quiesced = false;
   /** The periodic passes running now (reaper, watchdogs, catch-up): a stop waits for them before the database closes. */
   private readonly passes = new Set<Promise<unknown>>();
   private io: Server | null = null;
@@ -405,19 +407,27 @@ export class Controller {
     await this.tty.start(io, people);
     const reapEvery = Math.min(1000, (this.opts.hostTimeoutS * 1000) / 4);
     // One pass of each loop at a time: passes queued behind a stalled database would judge stale time when it comes back.
-    this.every(reapEvery, () =>
-      reapSilentHosts({
-        db: this.db,
-        sql: this.sql,
-        engine: this.engine,
-        timeoutS: this.opts.hostTimeoutS,
-        dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
-        awakeForMs: () => this.pauses.awakeForMs(),
-        heldHere: (host) => this.hub.holds(host),
-        heardFrom: (ms) => this.hub.heardFrom(ms),
-        changed: (host) => this.live.changed({ what: 'devices', host }),
-      }).catch((err: unknown) => log(`reaper failed: ${String(err)}`)),
-    );
+    // A host about to fall due gets a pass at its moment, so it is lost at the timeout, not up to a tick later.
+    this.every(reapEvery, async () => {
+      const pass = await reapSilentHosts(
+        {
+          db: this.db,
+          sql: this.sql,
+          engine: this.engine,
+          timeoutS: this.opts.hostTimeoutS,
+          dbUpForMs: () => this.opts.health?.upForMs() ?? Number.POSITIVE_INFINITY,
+          awakeForMs: () => this.pauses.awakeForMs(),
+          heldHere: (host) => this.hub.holds(host),
+          heardFrom: (ms) => this.hub.heardFrom(ms),
+          changed: (host) => this.live.changed({ what: 'devices', host }),
+        },
+        reapEvery,
+      ).catch((err: unknown) => {
+        log(`reaper failed: ${String(err)}`);
+        return null;
+      });
+      return pass?.nextDueMs ?? null;
+    });
     this.every(1000, () =>
       enforceLimits({
         sql: this.sql,
@@ -462,19 +472,30 @@ export class Controller {
   }
 
   /** Runs `pass` every `ms`, skipping a tick while the previous pass has not finished. */
+  /** Runs `pass` every `ms`, one at a time; a pass that returns a number of milliseconds under `ms` gets the next one that much sooner. */
   private every(ms: number, pass: () => Promise<unknown>): void {
     let running = false;
-    this.timers.push(
-      setInterval(() => {
-        if (running) return;
-        running = true;
-        const p = pass().finally(() => {
+    let sooner: NodeJS.Timeout | null = null;
+    const run = () => {
+      if (running) return;
+      running = true;
+      const p = pass()
+        .then((soonerMs) => {
+          if (typeof soonerMs !== 'number' || soonerMs >= ms || this.quiesced) return;
+          if (sooner) {
+            clearTimeout(sooner);
+            this.timers = this.timers.filter((t) => t !== sooner);
+          }
+          sooner = setTimeout(run, Math.ceil(soonerMs) + 1);
+          this.timers.push(sooner);
+        })
+        .finally(() => {
           running = false;
           this.passes.delete(p);
         });
-        this.passes.add(p);
-      }, ms),
-    );
+      this.passes.add(p);
+    };
+    this.timers.push(setInterval(run, ms));
   }
 
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
@@ -483,6 +504,7 @@ export class Controller {
 
   /** The first step of a stop: no timer fires, no pass starts; resolves once those running are done. */
   async quiesce(): Promise<void> {
+    this.quiesced = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.pauses.stop();

@@ -48,12 +48,28 @@ export interface SilentHost {
   silentS: number;
 }
 
+/** Seconds of silence after which a host not heard from here is dead: the timeout, and the switch grace past it for one still `online` on another controller (above). */
+function deadAfterS(h: SilentHost, timeoutS: number, heldHere: (hostName: string) => boolean): number {
+  return heldHere(h.name) || h.status !== 'online' ? timeoutS : timeoutS + switchGraceS(timeoutS);
+}
+
 /** Of the silent hosts, those to put offline: not heard from here, and past the timeout that applies to each (above). */
 export function deadHosts(silent: readonly SilentHost[], timeoutS: number, heard: ReadonlySet<string>, heldHere: (hostName: string) => boolean): string[] {
-  return silent
-    .filter((h) => !heard.has(h.name))
-    .filter((h) => heldHere(h.name) || h.status !== 'online' || h.silentS >= timeoutS + switchGraceS(timeoutS))
-    .map((h) => h.name);
+  return silent.filter((h) => !heard.has(h.name) && h.silentS >= deadAfterS(h, timeoutS, heldHere)).map((h) => h.name);
+}
+
+/**
+ * Milliseconds until the next of the nearly silent hosts is due (null: none is): the reaper wakes then
+ * rather than at its next tick, so a host is lost at its timeout, not up to a tick after it.
+ */
+export function nextDueMs(silent: readonly SilentHost[], timeoutS: number, heard: ReadonlySet<string>, heldHere: (hostName: string) => boolean): number | null {
+  let next: number | null = null;
+  for (const h of silent) {
+    if (heard.has(h.name)) continue;
+    const inMs = (deadAfterS(h, timeoutS, heldHere) - h.silentS) * 1000;
+    if (inMs > 0 && (next === null || inMs < next)) next = inMs;
+  }
+  return next;
 }
 
 /** Whether the controller may judge hosts by time now: the database and this process have both been up for a whole timeout. */
@@ -62,18 +78,27 @@ function mayJudge(deps: ReapDeps): boolean {
   return deps.dbUpForMs() >= ms && deps.awakeForMs() >= ms;
 }
 
-export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
+/** What a pass of the reaper did: jobs lost, and when the next nearly silent host falls due (ms; null: none within a tick). */
+export interface ReapPass {
+  lost: number;
+  nextDueMs: number | null;
+}
+
+/** One pass. `tickMs`: how often passes run anyway; hosts that fall due before the next tick are named in `nextDueMs`. */
+export async function reapSilentHosts(deps: ReapDeps, tickMs = 1000): Promise<ReapPass> {
   const { db, timeoutS } = deps;
-  if (!mayJudge(deps)) return 0;
-  // The silent ones first (usually none): a fleet of thousands is not named in a statement every second.
+  if (!mayJudge(deps)) return { lost: 0, nextDueMs: null };
+  // The silent ones and those about to be (usually none): a fleet of thousands is not named in a statement every second.
   const silent = await deps.sql<SilentHost[]>`
     select name, status, extract(epoch from now() - last_seen_at)::float8 as "silentS" from hosts
-    where status in ('online', 'away') and last_seen_at < now() - make_interval(secs => ${timeoutS})`;
-  if (!silent.length) return 0;
+    where status in ('online', 'away') and last_seen_at < now() - make_interval(secs => ${timeoutS - tickMs / 1000})`;
+  if (!silent.length) return { lost: 0, nextDueMs: null };
   // Asked again: this process may have been stopped while the query was out.
-  if (!mayJudge(deps)) return 0;
-  const names = deadHosts(silent, timeoutS, new Set(deps.heardFrom(timeoutS * 1000)), deps.heldHere);
-  if (!names.length) return 0;
+  if (!mayJudge(deps)) return { lost: 0, nextDueMs: null };
+  const heard = new Set(deps.heardFrom(timeoutS * 1000));
+  const names = deadHosts(silent, timeoutS, heard, deps.heldHere);
+  const nextDue = nextDueMs(silent, timeoutS, heard, deps.heldHere);
+  if (!names.length) return { lost: 0, nextDueMs: nextDue };
   const gone = await db
     .update(hosts)
     .set({ status: 'offline' })
@@ -84,7 +109,7 @@ export async function reapSilentHosts(deps: ReapDeps): Promise<number> {
     deps.changed(name);
     lost += await deps.engine.loseHostJobs(name);
   }
-  return lost;
+  return { lost, nextDueMs: nextDue };
 }
 
 /**

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import postgres from 'postgres';
 import { processesMatching, Stack } from '../helpers/stack';
 
 let stack: Stack;
@@ -105,18 +106,30 @@ test('stored output is bounded with a visible marker; the live stream still gets
   assert.equal(((await stack.job(id)) as unknown as { outputTruncated: boolean }).outputTruncated, true);
 });
 
-test('a worker killed with SIGKILL mid-job: the job ends lost after the host timeout, rc exits 205, the device frees', async () => {
+test('a worker killed with SIGKILL mid-job, right after a heartbeat: the job ends lost at the host timeout, not later; rc exits 205, the device frees', async () => {
   await allFree();
   const job = started([], 'sleep 617');
   const id = await job.id;
-  const killedAt = Date.now();
-  await stack.stopWorker('alpha', 'SIGKILL');
-  const r = await job.done;
-  const lostAfter = Date.now() - killedAt;
-  assert.equal(r.code, 205, r.stderr);
-  assert.match(r.stderr, /rc: lost: job .* was lost: host alpha stopped answering/);
-  // Silence counts from the last heartbeat (every third of the timeout), so it is lost between 2/3 and all of the timeout after the kill.
-  assert.ok(lostAfter >= (HOST_TIMEOUT_S * 1000 * 2) / 3 - 500 && lostAfter < HOST_TIMEOUT_S * 1000 + 3000, `lost after ${lostAfter} ms`);
+  // The kill falls just after a heartbeat lands, the worst case: silence counts from that beat.
+  const sql = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
+  try {
+    const lastSeen = async () => (await sql<{ at: Date }[]>`select last_seen_at as at from hosts where name = 'alpha'`)[0]!.at.getTime();
+    const before = await lastSeen();
+    await stack.waitFor(async () => (await lastSeen()) !== before, 'a heartbeat', HOST_TIMEOUT_S * 1000);
+    const killedAt = Date.now();
+    await stack.stopWorker('alpha', 'SIGKILL');
+    const r = await job.done;
+    const lostAfter = Date.now() - killedAt;
+    assert.equal(r.code, 205, r.stderr);
+    assert.match(r.stderr, /rc: lost: job .* was lost: host alpha stopped answering/);
+    // By the database's clock: lost at the timeout after the last beat, within a statement's time (a reaper's tick is 1 s).
+    const [t] = await sql<{ s: number }[]>`
+      select extract(epoch from j.ended_at - h.last_seen_at)::float8 as s from jobs j, hosts h where j.id = ${id} and h.name = 'alpha'`;
+    assert.ok(t!.s >= HOST_TIMEOUT_S && t!.s < HOST_TIMEOUT_S + 0.2, `lost ${t!.s.toFixed(3)} s after the last heartbeat`);
+    assert.ok(lostAfter < HOST_TIMEOUT_S * 1000 + 1500, `rc exited ${lostAfter} ms after the kill`);
+  } finally {
+    await sql.end();
+  }
   assert.equal((await stack.job(id)).state, 'lost');
   assert.ok(
     (await stack.devices()).every((d) => d.state === 'offline'),

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { heartbeatAckMs, heartbeatMs, switchGraceS } from '../../server/heartbeat-timing';
 import { PauseWatch } from '../../server/pause-watch';
-import { deadHosts } from '../../server/reaper';
+import { deadHosts, nextDueMs } from '../../server/reaper';
 
 test('a gap in the event loop longer than the bound is a pause: awake-for counts from its end, whoever looks first', () => {
   let now = 1000;
@@ -52,4 +52,22 @@ test("the switch grace covers a worker's time to leave a frozen controller, at e
     assert.ok(T + switchGraceS(T) >= leaveS + 1, `T=${T}: leaves after ${leaveS} s, grace ends at ${T + switchGraceS(T)} s`);
     assert.ok(heartbeatAckMs(T) >= 2000);
   }
+});
+
+test('the reaper wakes when the next nearly silent host falls due, not at its next tick', () => {
+  const T = 15;
+  const grace = switchGraceS(T);
+  const held = (h: string) => h !== 'elsewhere';
+  const silent = [
+    { name: 'due', status: 'away', silentS: T + 0.1 },
+    { name: 'soon', status: 'away', silentS: T - 0.4 },
+    { name: 'sooner', status: 'online', silentS: T - 0.25 },
+    { name: 'heard', status: 'online', silentS: T - 0.1 },
+    { name: 'elsewhere', status: 'online', silentS: T - 0.05 },
+  ];
+  const next = nextDueMs(silent, T, new Set(['heard']), held);
+  assert.ok(Math.abs(next! - 250) < 1e-6, `next due in ${next} ms`);
+  // One online on another controller is due only after the switch grace.
+  assert.ok(Math.abs(nextDueMs([silent[4]!], T, new Set(), held)! - (grace + 0.05) * 1000) < 1e-6);
+  assert.equal(nextDueMs([silent[0]!], T, new Set(), held), null, 'a host already due is not waited for');
 });
