@@ -96,6 +96,7 @@ class Worker {
     clearInterval(this.probeTimer);
     this.link.close();
     await this.runtime.close();
+    await this.state.flushed();
     this.state.release();
   }
 }

@@ -1,5 +1,5 @@
 // Shells started ahead of the jobs, each already in a cgroup of its own and
-// already the job user, waiting for a job's command (issue 31). Moving a
+// already the job user (started as it, and moved into the cgroup by the worker), waiting for a job's command (issue 31). Moving a
 // process into a cgroup waits for an RCU grace period in the kernel (6-22 ms
 // where cgroup2 is mounted without favordynmods, the common case), so it is
 // done here, before a job is claimed, instead of between "device leased" and
@@ -15,10 +15,11 @@
 // the end of the socket, runs nothing and exits.
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { ENTER_CGROUP, JobCgroup, sleep } from './job-cgroup';
-import { asJobUser, type JobUser } from './job-user';
+import { JobCgroup, sleep } from './job-cgroup';
+import type { JobUser } from './job-user';
 
 /** A ready shell's cgroup: a dot, so CgroupFolder.jobIds never takes it for a job. */
 export const READY_PREFIX = '.ready-';
@@ -26,9 +27,6 @@ const PREFIX = READY_PREFIX;
 
 /** What a ready shell runs as the job user: say ready, read the script until the worker ends it, then run it. */
 const WAIT = 'echo r >&3 || exit 1; s=; while IFS= read -r l <&3; do s="$s$l\n"; done; s="$s$l"; exec 3<&-; eval "$s"';
-
-/** ENTER_CGROUP without its exec: the shell that entered goes on to wait. */
-const ENTER_ONLY = '{ echo 0 > "$0/cgroup.procs"; } 2>/dev/null || exit 126';
 
 /** After this many shells in a row that died before they were ready, no more are started (the ordinary start remains). */
 const MAX_FAILURES = 3;
@@ -72,6 +70,10 @@ interface Waiting {
   child: ChildProcessByStdio<Writable, Readable, Readable>;
   fd3: Writable & Readable;
   path: string;
+  /** It said it waits (a byte on fd 3), */
+  said: boolean;
+  /** and the worker moved it into its cgroup: ready when both. */
+  moved: boolean;
   ready: boolean;
 }
 
@@ -168,19 +170,23 @@ export class ReadyShells {
   }
 
   private spawnInto(path: string): void {
-    // As the job user: enter the cgroup as root, then setpriv execs the waiting shell. As the worker's own user, one
-    // shell does both (an exec less for each job: the refill is on the job path's CPU when jobs come fast).
-    const asUser = this.user && asJobUser(this.user, '/bin/sh', ['-c', WAIT]);
-    const argv = asUser ? ['-c', ENTER_CGROUP, path, asUser.file, ...asUser.args] : ['-c', `${ENTER_ONLY}; ${WAIT}`, path];
-    const child = spawn('/bin/sh', argv, {
+    // Started as the job user straight away (node sets the uid and gid, and no supplementary groups, as setpriv would),
+    // and moved into its cgroup by the worker, off the event loop: one exec per shell, the one of /bin/sh.
+    const child = spawn('/bin/sh', ['-c', WAIT], {
       cwd: '/',
       env: {} as NodeJS.ProcessEnv,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      ...(this.user ? { uid: this.user.uid, gid: this.user.gid } : {}),
     }) as Waiting['child'];
     const fd3 = child.stdio[3] as Writable & Readable;
-    const w: Waiting = { child, fd3, path, ready: false };
+    const w: Waiting = { child, fd3, path, said: false, moved: false, ready: false };
     this.shells.add(w);
+    const settle = () => {
+      if (!w.said || !w.moved || !this.shells.has(w)) return;
+      w.ready = true;
+      this.failures = 0;
+    };
     // Until a job takes it, nothing it says is a job's: read and dropped, so it never blocks.
     let said = '';
     child.stderr.on('data', (d: Buffer) => {
@@ -189,11 +195,22 @@ export class ReadyShells {
     child.stdout.resume();
     fd3.on('error', () => {});
     fd3.once('data', () => {
-      w.ready = true;
-      this.failures = 0;
+      w.said = true;
+      settle();
     });
     child.on('error', (err) => this.lost(w, err.message));
     child.on('exit', (code, signal) => this.lost(w, said.trim() || (signal ? `killed by ${signal}` : `exit ${code}`)));
+    if (child.pid === undefined) return;
+    writeFile(join(path, 'cgroup.procs'), String(child.pid)).then(
+      () => {
+        w.moved = true;
+        settle();
+      },
+      (err: Error) => {
+        child.kill('SIGKILL');
+        this.lost(w, `cannot put it in ${path}: ${err.message}`);
+      },
+    );
   }
 
   /** A shell not taken ended (killed, or it could not start): its cgroup goes, and another is started. */
@@ -212,6 +229,8 @@ export class ReadyShells {
 
   private async discard(w: Waiting): Promise<void> {
     const cg = new JobCgroup(w.path);
+    // By its pid as well: it may not have reached its cgroup yet.
+    if (!w.moved) w.child.kill('SIGKILL');
     await cg.kill();
     // Empty once its shell is reaped, a moment after the kill; else the next start's clearLeftovers removes it.
     for (let i = 0; i < 50 && !(await cg.removeAsync()); i++) await sleep(20);

@@ -12,7 +12,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const dir = () => join(root, `s${++n}`, 'nested');
 
-test('a next run finds the jobs that were running, not those that ended; the folder is private and no temporary file stays', () => {
+test('a next run finds the jobs that were running, not those that ended; the folder is private and no temporary file stays', async () => {
   const d = dir();
   const logs: string[] = [];
   const a = new JobState(d, (m) => logs.push(m));
@@ -20,6 +20,7 @@ test('a next run finds the jobs that were running, not those that ended; the fol
   a.started({ jobId: 'j1', devices: [0], cgroup: '/sys/fs/cgroup/rc-x-1/j1' });
   a.started({ jobId: 'j2', devices: [1, 2], cgroup: null });
   a.ended('j1');
+  await a.flushed();
   assert.equal(statSync(d).mode & 0o777, 0o700);
   assert.deepEqual(readdirSync(d).sort(), ['jobs.json', 'worker.pid']);
   // The worker was SIGKILLed here: the next one (released or not, its pid file names a dead process or this one).
@@ -38,6 +39,7 @@ test("processes that could not be killed stay known until they are gone; only th
     a.reset([{ jobId: 'old', devices: [3], pids: [sleeper.pid!, 999_999_999] }]);
     a.started({ jobId: 'j3', devices: [0], cgroup: null });
     a.ended('j3', [sleeper.pid!]);
+    await a.flushed();
     // Reported in hello: the previous run's, with only the pids still there; j3 went in its end report.
     assert.deepEqual(a.unkillable(), [{ jobId: 'old', devices: [3], pids: [sleeper.pid!] }]);
     const next = new JobState(d, () => {}).open();
@@ -85,4 +87,25 @@ test("a second worker on a state folder in use refuses to start; a dead holder's
   released.open();
   released.release();
   assert.deepEqual(readdirSync(d), []);
+});
+
+test('a job with a cgroup is written soon, off the event loop, writes falling together; one without a cgroup at once', async () => {
+  const d = dir();
+  const a = new JobState(d, () => {});
+  a.open();
+  const read = () => JSON.parse(readFileSync(join(d, 'jobs.json'), 'utf8'));
+  a.started({ jobId: 'bare', devices: [0], cgroup: null });
+  assert.deepEqual(
+    read().jobs.map((j: { jobId: string }) => j.jobId),
+    ['bare'],
+    'written before it runs anything',
+  );
+  for (let i = 0; i < 50; i++) a.started({ jobId: `c${i}`, devices: [1], cgroup: `/sys/fs/cgroup/rc-x/c${i}` });
+  for (let i = 0; i < 49; i++) a.ended(`c${i}`);
+  await a.flushed();
+  assert.deepEqual(
+    read().jobs.map((j: { jobId: string }) => j.jobId),
+    ['bare', 'c49'],
+  );
+  assert.deepEqual(readdirSync(d).sort(), ['jobs.json', 'worker.pid'], 'no temporary file stays');
 });
