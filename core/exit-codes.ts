@@ -91,7 +91,6 @@ export const EXIT_MEANING: Record<Exclude<ExitName, 'ok'>, string> = {
   quarantined: '`quarantined`: the device asked for (or every device that matches) is unhealthy. Pick another device; an operator must clear it.',
   ambiguous_name: '`ambiguous_name`: a job name matched several jobs.',
   preempted: '`preempted`: the `--preemptible` job was stopped for a job that could start nowhere else, and not queued again.',
-  over_limit:
-    '`over_limit`: a limit of the token or its team refused the job, hold or terminal (`--priority`, `--max-runtime` or `--ttl` over a ceiling, too many GPUs, too many jobs waiting, or the GPU-hours budget used up); the message names the limit and when a budget refills.',
+  over_limit: '`over_limit`: a limit of the token or its team (`rc admin limit`) refused the submit; the message says which, and when a budget refills.',
   idle_hold: "`idle_hold`: `rc hold`'s GPUs were idle for the fleet's `RC_IDLE_HOLD_RELEASE` and the controller released the hold.",
 };
