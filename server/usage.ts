@@ -13,7 +13,7 @@ import { canonicalGpuModel } from '../core/gpu-names';
 import type { UsageBy, UsageLease, UsageReport, UsageRow } from '../protocol/wire';
 import type { Sql } from './db';
 
-export const USAGE_BY: readonly UsageBy[] = ['submitter', 'token', 'team', 'host', 'model'];
+export const USAGE_BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model', 'team'];
 /** The longest window (a year): the leases are kept as long as their jobs. */
 const MAX_SINCE_S = 366 * 86400;
 /** The most leases a drill-down lists (the longest first). */

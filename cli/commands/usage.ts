@@ -18,7 +18,7 @@ submitter, a token id, a team, a host, a model), the leases behind it, longest
 first. --by team charges each lease to the team its job's token is in now.
 `;
 
-const BY: readonly UsageBy[] = ['submitter', 'token', 'team', 'host', 'model'];
+const BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model', 'team'];
 
 export async function usage(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags(

@@ -33,14 +33,16 @@ export async function tokenCommand(client: Client, args: readonly string[]): Pro
   if (group === 'tokens') {
     if (verb !== undefined) usage('rc admin tokens');
     const r = await client.call('GET /api/admin/tokens');
+    // The TEAM column once some token is in a team other than default: until then, the listing of before teams.
+    const teams = r.tokens.some((t) => t.kind !== 'host' && t.team !== 'default');
     out(
       table(
-        ['ID', 'NAME', 'KIND', 'TEAM', 'ACTS AS', 'HOST', 'CREATED', 'REVOKED'],
+        ['ID', 'NAME', 'KIND', ...(teams ? ['TEAM'] : []), 'ACTS AS', 'HOST', 'CREATED', 'REVOKED'],
         r.tokens.map((t) => [
           String(t.id),
           t.name,
           t.kind,
-          t.kind === 'host' ? '-' : t.team,
+          ...(teams ? [t.kind === 'host' ? '-' : t.team] : []),
           t.kind === 'host' ? '-' : t.submitter === null ? 'anyone' : actsAsText(t.submitter),
           t.hostName ?? '-',
           `${age(t.createdAt)} ago`,
