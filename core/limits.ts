@@ -89,8 +89,7 @@ const MAX_DURATION_S = 30 * 86400;
 export function parseLimitTexts(texts: LimitTexts): { ok: true; patch: LimitPatch } | { ok: false; message: string } {
   const patch: LimitPatch = {};
   const given = (Object.keys(LIMIT_FLAGS) as LimitField[]).filter((k) => texts[k] !== undefined);
-  if (!given.length)
-    return { ok: false, message: `give at least one limit: ${Object.values(LIMIT_FLAGS).join(', ')} (a value of none clears it)` };
+  if (!given.length) return { ok: false, message: `give at least one limit: ${Object.values(LIMIT_FLAGS).join(', ')} (a value of none clears it)` };
   for (const k of given) {
     const raw = texts[k]!;
     const flag = LIMIT_FLAGS[k];
@@ -243,9 +242,7 @@ export function queuedRefusal(l: ScopeLimits, queuedNow: number): string | null 
  */
 export function refillAt(intervals: readonly { from: Date; to: Date }[], windowS: number, budgetS: number, now: Date): Date | null {
   const start = now.getTime() - windowS * 1000;
-  const clipped = intervals
-    .map((i) => ({ from: Math.max(i.from.getTime(), start), to: Math.min(i.to.getTime(), now.getTime()) }))
-    .filter((i) => i.to > i.from);
+  const clipped = intervals.map((i) => ({ from: Math.max(i.from.getTime(), start), to: Math.min(i.to.getTime(), now.getTime()) })).filter((i) => i.to > i.from);
   let used = clipped.reduce((n, i) => n + (i.to - i.from) / 1000, 0);
   if (used < budgetS) return null;
   // As the window's start moves from `start`, the use falls by the number of intervals it is inside of, per second.

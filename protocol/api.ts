@@ -269,7 +269,10 @@ export const SetToken = z.object({ team: z.string().regex(TEAM_NAME, TEAM_NAME_R
  * rc admin limit set: each limit as its flag takes it (`4`, `200/week`, `12h`; core/limits.ts has the rules),
  * null or `none` clearing it; one left out is kept. An issue names the flag.
  */
-const limitText = z.union([z.string().max(50), z.number()]).nullable().optional();
+const limitText = z
+  .union([z.string().max(50), z.number()])
+  .nullable()
+  .optional();
 export const SetLimits = z
   .object(Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, limitText])) as Record<LimitField, typeof limitText>)
   .strict()

@@ -20,7 +20,8 @@ interface LimitRow extends LimitValues {
   updatedAt: Date;
 }
 
-const scopeOf = (r: LimitRow): Scope => (r.team !== null ? { kind: 'team', team: r.team } : { kind: 'token', tokenId: r.tokenId!, name: r.tokenName ?? String(r.tokenId) });
+const scopeOf = (r: LimitRow): Scope =>
+  r.team !== null ? { kind: 'team', team: r.team } : { kind: 'token', tokenId: r.tokenId!, name: r.tokenName ?? String(r.tokenId) };
 
 function scopeLimits(r: LimitRow): ScopeLimits {
   return {
@@ -120,7 +121,8 @@ export async function resolveToken(sql: Runner, nameOrId: string): Promise<{ id:
     order by (id = ${byId ?? -1}) desc, id`;
   // An id wins over a token that happens to be named like one.
   if (byId !== null && rows[0]?.id === byId) return rows[0];
-  if (!rows.length) throw new RcError('not_found', `no live client or admin token is named ${JSON.stringify(nameOrId.slice(0, 80))}; rc admin tokens lists them`);
+  if (!rows.length)
+    throw new RcError('not_found', `no live client or admin token is named ${JSON.stringify(nameOrId.slice(0, 80))}; rc admin tokens lists them`);
   if (rows.length > 1)
     throw new RcError('ambiguous_name', `${rows.length} live tokens are named ${nameOrId} (ids ${rows.map((r) => r.id).join(', ')}): give the id instead`);
   return rows[0]!;

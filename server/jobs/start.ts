@@ -57,7 +57,14 @@ export async function startJob(
   body: SubmitJob,
   attach: (job: JobRow, position: number, notices: string[]) => void,
 ): Promise<Started> {
-  const { job, position, targets, announced, replayed, notices = [] } = await submitJob(deps, identity, body, {
+  const {
+    job,
+    position,
+    targets,
+    announced,
+    replayed,
+    notices = [],
+  } = await submitJob(deps, identity, body, {
     startAtOnce: !deps.scheduler.mayHaveQueued,
     announce: deps.announce,
   });

@@ -128,12 +128,12 @@ test('ceilings refuse at submit with over_limit (exit 217) for jobs, holds and t
     EXIT.over_limit,
     /rc: over_limit: --max-runtime 2h is over the ceiling: a job may run at most 1h \(limit of token agent-a\)/,
   );
+  refused(await as('agent-a', ['run', '--tty', '--max-runtime', '2h', '--', 'true']), EXIT.over_limit, /--max-runtime 2h is over the ceiling/);
   refused(
-    await as('agent-a', ['run', '--tty', '--max-runtime', '2h', '--', 'true']),
+    await as('agent-a', ['hold', '--ttl', '1h']),
     EXIT.over_limit,
-    /--max-runtime 2h is over the ceiling/,
+    /rc: over_limit: --ttl 1h is over the ceiling: a hold may last at most 30m \(limit of team vision\)/,
   );
-  refused(await as('agent-a', ['hold', '--ttl', '1h']), EXIT.over_limit, /rc: over_limit: --ttl 1h is over the ceiling: a hold may last at most 30m \(limit of team vision\)/);
   // Another team's token is not bound by vision's limits.
   ok(await as('bob', ['run', '--priority', '5', '--', 'true']));
   // Within the ceilings it runs; with no --max-runtime it gets the ceiling, and is told.
@@ -156,14 +156,12 @@ test('--queued: a job that would wait past it is refused; two submits at the lim
   // gpu0 busy with bob's job: everything else for gpu0 waits.
   const busy = stack.cli(['run', '-d', 'alpha:gpu0', '--', 'sleep', '60'], { env: { RC_TOKEN: tokens.bob!.secret, RC_SUBMITTER: 'bob' }, timeoutMs: 90_000 });
   await stack.waitFor(async () => (await stack.devices()).some((d) => d.name === 'alpha:gpu0' && d.state !== 'free'), 'gpu0 to be taken');
-  const submit = (who: string) =>
-    stack.api('POST', '/api/jobs', { kind: 'run', argv: ['true'], submitter: who, device: 'alpha:gpu0' }, tokens[who]!.secret);
+  const submit = (who: string) => stack.api('POST', '/api/jobs', { kind: 'run', argv: ['true'], submitter: who, device: 'alpha:gpu0' }, tokens[who]!.secret);
   // bob and carol (both nlp) at once, five of them: exactly two wait, the team's limit.
   const answers = await Promise.all(['bob', 'carol', 'bob', 'carol', 'bob'].map(submit));
   const statuses = answers.map((a) => a.status).sort();
   assert.deepEqual(statuses, [201, 201, 409, 409, 409], JSON.stringify(answers.map((a) => a.body)));
-  for (const a of answers.filter((x) => x.status === 409))
-    assert.deepEqual((a.body as { error: { code: string } }).error.code, 'over_limit');
+  for (const a of answers.filter((x) => x.status === 409)) assert.deepEqual((a.body as { error: { code: string } }).error.code, 'over_limit');
   assert.equal((await queuedOf(tokens.bob!.id)) + (await queuedOf(tokens.carol!.id)), 2);
   const cli = await as('carol', ['run', '-d', 'alpha:gpu0', '--detach', '--', 'true']);
   refused(cli, EXIT.over_limit, /rc: over_limit: team nlp has 2 jobs waiting, its limit \(--queued 2\)/);
@@ -242,7 +240,15 @@ test('every change of a team, a membership or a limit is audited', async () => {
   const rows = await sql<{ action: string; target: string; detail: Record<string, unknown> }[]>`
     select action, target, detail from audit where action in ('team.create', 'team.set', 'token.team', 'limit.set', 'token.create') order by id`;
   const actions = rows.map((r) => `${r.action} ${r.target}`);
-  for (const a of ['team.create vision', 'team.create nlp', 'team.set nlp', 'token.create agent-a', 'token.team carol', 'limit.set team:vision', 'limit.set token:agent-a'])
+  for (const a of [
+    'team.create vision',
+    'team.create nlp',
+    'team.set nlp',
+    'token.create agent-a',
+    'token.team carol',
+    'limit.set team:vision',
+    'limit.set token:agent-a',
+  ])
     assert.ok(actions.includes(a), `${a} in ${actions.join(', ')}`);
   const move = rows.find((r) => r.action === 'token.team')!;
   assert.deepEqual({ team: move.detail.team, was: move.detail.was }, { team: 'nlp', was: 'default' });

@@ -116,7 +116,7 @@ test('refillAt: the moment the window, moving on, leaves the use below the budge
   assert.deepEqual(refillAt(two, day, 4 * 3600, now), new Date(now.getTime() + 2 * 3600_000));
 });
 
-test('whoami\'s line', () => {
+test("whoami's line", () => {
   assert.equal(
     standingText({ ...NO_LIMITS, gpus: 4, gpuHours: 200, period: 'week' }, { gpusInUse: 3, usedS: 41.5 * 3600, idleS: 12 * 3600, queued: 0 }),
     'gpus 3 of 4 in use; 41.5 of 200 GPU-hours this week, 12.0 of them idle',

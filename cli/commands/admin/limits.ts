@@ -28,7 +28,9 @@ export async function limitCommand(client: Client, args: readonly string[]): Pro
     );
     const scope = parsed.rest[0];
     if (!scope || parsed.rest.length !== 1)
-      usage('rc admin limit set team:<name>|token:<name or id> [--gpus N] [--gpu-hours H/day|H/week] [--queued N] [--max-priority P] [--max-hold-ttl D] [--max-runtime D]');
+      usage(
+        'rc admin limit set team:<name>|token:<name or id> [--gpus N] [--gpu-hours H/day|H/week] [--queued N] [--max-priority P] [--max-hold-ttl D] [--max-runtime D]',
+      );
     // Passed as written: the controller checks each (one rule: core/limits.ts), its message naming the flag.
     const body: SetLimitsBody = {};
     for (const [flag, field] of FLAGS) {

@@ -15,7 +15,8 @@ export async function teamCommand(client: Client, args: readonly string[]): Prom
     if (!name || parsed.rest.length !== 1 || (verb === 'set' && shareText === undefined))
       usage(verb === 'create' ? 'rc admin team create <name> [--share N]' : 'rc admin team set <name> --share N');
     const share = shareText === undefined ? undefined : Number(shareText);
-    if (share !== undefined && (shareText!.trim() === '' || !Number.isFinite(share))) usage(`--share takes a number more than 0, such as 1 or 2.5; not ${shareText}`);
+    if (share !== undefined && (shareText!.trim() === '' || !Number.isFinite(share)))
+      usage(`--share takes a number more than 0, such as 1 or 2.5; not ${shareText}`);
     // The controller checks the name and the share's range (one rule: protocol/api.ts).
     const r =
       verb === 'create'
@@ -36,7 +37,12 @@ export async function teamCommand(client: Client, args: readonly string[]): Prom
       json(r);
       return EXIT.ok;
     }
-    out(table(['TEAM', 'SHARE', 'MEMBERS', 'LIMITS'], r.teams.map((t: TeamView) => [t.name, String(t.share), String(t.members), t.limits])));
+    out(
+      table(
+        ['TEAM', 'SHARE', 'MEMBERS', 'LIMITS'],
+        r.teams.map((t: TeamView) => [t.name, String(t.share), String(t.members), t.limits]),
+      ),
+    );
     return EXIT.ok;
   }
   return unknownAdmin(group, verb);

@@ -77,14 +77,18 @@ export function registerAdminRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/admin/teams', async () => ({ teams: await listTeams(sql) }));
 
-  router.on('PUT /api/admin/teams/:name', async ({ params, body, identity }) => ({ team: await setTeamShare(sql, params.name, body.share, `admin:${identity.name}`) }));
+  router.on('PUT /api/admin/teams/:name', async ({ params, body, identity }) => ({
+    team: await setTeamShare(sql, params.name, body.share, `admin:${identity.name}`),
+  }));
 
   router.on('GET /api/admin/limits', async ({ query }) => {
     for (const key of query.keys()) if (key !== 'scope') throw new RcError('bad_request', `${key.slice(0, 50)}: GET /api/admin/limits takes only scope`);
     return { limits: await listLimits(sql, query.get('scope')) };
   });
 
-  router.on('PUT /api/admin/limits/:scope', async ({ params, body, identity }) => ({ limits: await setLimits(sql, params.scope, body, `admin:${identity.name}`) }));
+  router.on('PUT /api/admin/limits/:scope', async ({ params, body, identity }) => ({
+    limits: await setLimits(sql, params.scope, body, `admin:${identity.name}`),
+  }));
 
   router.on('GET /api/admin/tokens', async () => ({ tokens: await listTokens(db) }));
 

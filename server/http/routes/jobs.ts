@@ -27,7 +27,13 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
-    const { job, refused, replayed, position, notices: limitNotices } = await c.engine.submit(identity, body, (job, position, limitNotices) => {
+    const {
+      job,
+      refused,
+      replayed,
+      position,
+      notices: limitNotices,
+    } = await c.engine.submit(identity, body, (job, position, limitNotices) => {
       // The answer already went (a 503 when the database stalled mid-submit): the job still starts; a retry with its key finds it.
       if (!streaming || res.headersSent) return;
       // The headers and the first event leave in one packet: one wake-up less for the client.
