@@ -5,6 +5,7 @@
 // over fabricated leases, whoami, usage by team, the audit rows, and every
 // new admin route against the wrong credential and bad input.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import postgres from 'postgres';
 import { EXIT } from '../../core/exit-codes';
@@ -300,5 +301,39 @@ test('the admin routes: a client token, a host credential and no token are refus
     const r = await stack.api(method, path, body, stack.adminToken);
     assert.equal(r.status, status, `${method} ${path} ${JSON.stringify(body)}: ${JSON.stringify(r.body)}`);
     assert.ok((r.body as { error?: { message?: string } }).error?.message, 'an error with a message');
+  }
+});
+
+test("docs/operators.md's lab of three teams and two agents sets up from nothing as written", { timeout: 120_000 }, async () => {
+  const page = readFileSync(new URL('../../docs/operators.md', import.meta.url), 'utf8');
+  const block = /### Teams and limits[\s\S]*?```sh\n([\s\S]*?)```/.exec(page)![1]!;
+  const commands = block
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter((l) => l.startsWith('rc '));
+  assert.ok(commands.length >= 10, commands.join('\n'));
+  const fresh = await Stack.start({ workers: [] });
+  try {
+    for (const line of commands) {
+      // The lines are shell words without quotes but for the binding ('claude/').
+      const args = line
+        .slice(3)
+        .split(/\s+/)
+        .map((w) => w.replace(/^'(.*)'$/, '$1'));
+      const r = await fresh.cli(args, { env: { RC_TOKEN: fresh.adminToken } });
+      assert.equal(r.code, 0, `${line}: ${r.stderr}`);
+    }
+    const teams = (await fresh.api('GET', '/api/admin/teams', undefined, fresh.adminToken)).body as { teams: TeamView[] };
+    assert.deepEqual(
+      teams.teams.map((t) => [t.name, t.members]),
+      [
+        ['default', 2],
+        ['infra', 1],
+        ['nlp', 1],
+        ['vision', 1],
+      ],
+    );
+  } finally {
+    await fresh.stop();
   }
 });
