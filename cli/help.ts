@@ -23,9 +23,11 @@ usage: rc <command> [flags]
   attach   re-stream a running job's output from the beginning
   kill     stop a job you submitted
   usage    device-hours leased (jobs, terminals, holds) and how many sat idle, by submitter,
-           token, host or model:  rc usage --since 7d --by submitter
-  admin    operator commands: host add/off/on/rm, hosts, audit, token create/revoke, tokens,
-           sheet set/clear, note set, probe, clear (rc admin --help)
+           token, team, host or model:  rc usage --since 7d --by submitter
+  whoami   your token, its team, and its limits with what is left (GPUs, GPU-hours)
+  admin    operator commands: host add/off/on/rm, hosts, audit, token create/set/revoke,
+           tokens, team create/set/list, limit set/show, sheet set/clear, note set, probe,
+           clear (rc admin --help)
 
   rc <command> --help     flags of one command
   rc --version            this CLI's version
@@ -49,6 +51,7 @@ const HELPS: Record<string, () => Promise<string>> = {
   attach: async () => (await import('./commands/jobs')).ATTACH_HELP,
   wait: async () => (await import('./commands/wait')).WAIT_HELP,
   usage: async () => (await import('./commands/usage')).USAGE_HELP,
+  whoami: async () => (await import('./commands/whoami')).WHOAMI_HELP,
   admin: async () => (await import('./commands/admin')).ADMIN_HELP,
 };
 

@@ -23,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   attach: async () => (await import('./commands/jobs')).attach,
   wait: async () => (await import('./commands/wait')).wait,
   usage: async () => (await import('./commands/usage')).usage,
+  whoami: async () => (await import('./commands/whoami')).whoami,
   admin: async () => (await import('./commands/admin')).admin,
 };
 

@@ -26,6 +26,8 @@ export const ERROR_STATUS = {
   conflict: 409,
   /** rc admin host rm of a host that still runs jobs: turn it off and let them finish first. */
   host_busy: 409,
+  /** A submit past a limit of its token or team (rc admin limit): the message names the limit, the figure and when a budget refills. */
+  over_limit: 409,
   /** A terminal another token's clients are attached to (the /tty socket's refusal). */
   terminal_busy: 409,
   payload_too_large: 413,
@@ -69,8 +71,10 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   busy: '`wait: false`, and no matching device was free.',
   quarantined: 'The job names an unhealthy device, or every device that matches is unhealthy.',
   conflict:
-    'Clearing a device that is not quarantined; probing a host whose worker is not connected; a sheet or note written with an `ifUpdatedAt` that is no longer the stored version.',
+    'Creating a team that exists; clearing a device that is not quarantined; probing a host whose worker is not connected; a sheet or note written with an `ifUpdatedAt` that is no longer the stored version.',
   host_busy: 'Removing a host that still runs jobs (a hold counts): turn it off, let them end, then remove it.',
+  over_limit:
+    "A job, hold or terminal past a limit of its token or its team (`rc admin limit`): `priority`, `maxRuntimeS` or a hold's `ttlS` over a ceiling, more GPUs than the scope may ever hold, as many jobs waiting as its `queued` limit, or its GPU-hours budget used up. The message names the scope, the limit and the figure, and for a budget when use leaves its window.",
   payload_too_large:
     "The body is over its limit: 2 MiB of JSON, 16 MiB for `rc cp`'s upload, 1 MiB for a piece of a job's stdin. The answer says `Connection: close`: the rest of the body is not read.",
   rate_limited:

@@ -29,6 +29,8 @@ export const EXIT = {
   preempted: 215,
   /** The hold's GPUs were idle for RC_IDLE_HOLD_RELEASE and the controller released it (cause idle_hold). */
   idle_hold: 216,
+  /** A limit of the token or its team refused the submit (rc admin limit): the message says which and when it frees. */
+  over_limit: 217,
 } as const;
 
 export type ExitName = keyof typeof EXIT;
@@ -59,6 +61,8 @@ export function exitCodeForError(code: string): number {
       return EXIT.not_job_owner;
     case 'ambiguous_name':
       return EXIT.ambiguous_name;
+    case 'over_limit':
+      return EXIT.over_limit;
     default:
       return EXIT.error;
   }
@@ -87,5 +91,6 @@ export const EXIT_MEANING: Record<Exclude<ExitName, 'ok'>, string> = {
   quarantined: '`quarantined`: the device asked for (or every device that matches) is unhealthy. Pick another device; an operator must clear it.',
   ambiguous_name: '`ambiguous_name`: a job name matched several jobs.',
   preempted: '`preempted`: the `--preemptible` job was stopped for a job that could start nowhere else, and not queued again.',
+  over_limit: '`over_limit`: a limit of the token or its team (`rc admin limit`) refused the submit; the message says which, and when a budget refills.',
   idle_hold: "`idle_hold`: `rc hold`'s GPUs were idle for the fleet's `RC_IDLE_HOLD_RELEASE` and the controller released the hold.",
 };

@@ -7,6 +7,7 @@ import {
   bigint,
   bigserial,
   boolean,
+  check,
   doublePrecision,
   customType,
   index,
@@ -56,6 +57,37 @@ export const tokens = pgTable(
     revokedAt: ts('revoked_at'),
   },
   (t) => [uniqueIndex('tokens_hash_key').on(t.hash), index('tokens_team_idx').on(t.team)],
+);
+
+/**
+ * Limits on a team's or a token's use (issue 32; core/limits.ts decides with them). One row per
+ * scope: exactly one of `team` and `tokenId` is set. A null column is no limit. A token's and its
+ * team's limits both apply; the stricter wins. No row: no limit, and no check costs anything.
+ */
+export const limits = pgTable(
+  'limits',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    team: text('team').references(() => teams.name, { onUpdate: 'cascade', onDelete: 'cascade' }),
+    tokenId: bigint('token_id', { mode: 'number' }).references(() => tokens.id, { onDelete: 'cascade' }),
+    /** Devices leased at once (jobs, terminals, holds together). */
+    gpus: integer('gpus'),
+    /** A rolling budget of device-hours over `period`. */
+    gpuHours: doublePrecision('gpu_hours'),
+    period: text('period', { enum: ['day', 'week'] }),
+    /** Jobs waiting at once. */
+    queued: integer('queued'),
+    maxPriority: integer('max_priority'),
+    maxHoldTtlS: integer('max_hold_ttl_s'),
+    maxRuntimeS: integer('max_runtime_s'),
+    updatedAt: ts('updated_at').notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('limits_team_key').on(t.team),
+    uniqueIndex('limits_token_key').on(t.tokenId),
+    check('limits_one_scope', sql`(${t.team} is null) <> (${t.tokenId} is null)`),
+    check('limits_budget_period', sql`(${t.gpuHours} is null) = (${t.period} is null)`),
+  ],
 );
 
 /**

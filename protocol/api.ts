@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
 import { HOST_NAME } from '../core/schedule';
 import { parseGpuChoices } from '../core/gpu-choices';
+import { LIMIT_FLAGS, type LimitField, parseLimitTexts, TEAM_NAME, TEAM_NAME_RULE } from '../core/limits';
 
 /**
  * Names shown on other people's terminals (submitters, and token names, which
@@ -234,6 +235,8 @@ export const CreateToken = z
     kind: z.enum(['client', 'admin']).default('client'),
     /** Bind the token to a submitter name or prefix (TokenSubmitter); absent or null: unbound. */
     submitter: TokenSubmitter.nullish(),
+    /** The team its use is charged to (it must exist); absent: `default`. */
+    team: z.string().regex(TEAM_NAME, TEAM_NAME_RULE).nullish(),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -248,6 +251,37 @@ export const CreateToken = z
 export type CreateToken = z.infer<typeof CreateToken>;
 
 export const HostName = hostNameRule;
+
+/** A team's weight in fair share: more than 0, at most 1000. */
+const teamShare = z
+  .number({ error: 'share must be a number, such as 1 or 2.5' })
+  .gt(0, 'share must be more than 0 (a team with 2 gets twice the share of a team with 1)')
+  .max(1000, 'share is at most 1000');
+
+/** rc admin team create. */
+export const CreateTeam = z.object({ name: z.string().regex(TEAM_NAME, TEAM_NAME_RULE), share: teamShare.default(1) }).strict();
+/** rc admin team set. */
+export const SetTeam = z.object({ share: teamShare }).strict();
+/** rc admin token set: the team it is charged to from now on. */
+export const SetToken = z.object({ team: z.string().regex(TEAM_NAME, TEAM_NAME_RULE) }).strict();
+
+/**
+ * rc admin limit set: each limit as its flag takes it (`4`, `200/week`, `12h`; core/limits.ts has the rules),
+ * null or `none` clearing it; one left out is kept. An issue names the flag.
+ */
+const limitText = z
+  .union([z.string().max(50), z.number()])
+  .nullable()
+  .optional();
+export const SetLimits = z
+  .object(Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, limitText])) as Record<LimitField, typeof limitText>)
+  .strict()
+  .transform((b, ctx) => {
+    const parsed = parseLimitTexts(b);
+    if (parsed.ok) return parsed.patch;
+    ctx.addIssue({ code: 'custom', message: parsed.message });
+    return z.NEVER;
+  });
 
 export const WriteSheet = z
   .object({

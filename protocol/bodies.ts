@@ -2,7 +2,23 @@
 // route table's types (protocol/routes.ts); apart from protocol/api.ts so the
 // schemas do not import the route table that is built from them.
 import type { z } from 'zod';
-import { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, NoBody, RegisterHost, ReleaseHold, SubmitJob, TurnHostOff, WriteSheet } from './api';
+import {
+  ClearQuarantine,
+  CreateTeam,
+  CreateToken,
+  Explain,
+  ExtendHold,
+  KillJob,
+  NoBody,
+  RegisterHost,
+  ReleaseHold,
+  SetLimits,
+  SetTeam,
+  SetToken,
+  SubmitJob,
+  TurnHostOff,
+  WriteSheet,
+} from './api';
 import type { BodyOf, JsonBodyRoute } from './routes';
 
 /**
@@ -24,4 +40,8 @@ export const BODIES = {
   'POST /api/admin/hosts/:name/on': NoBody,
   'POST /api/admin/devices/:name/clear': ClearQuarantine,
   'POST /api/admin/tokens': CreateToken,
+  'PUT /api/admin/tokens/:id': SetToken,
+  'POST /api/admin/teams': CreateTeam,
+  'PUT /api/admin/teams/:name': SetTeam,
+  'PUT /api/admin/limits/:scope': SetLimits,
 } as const satisfies { [N in JsonBodyRoute]: z.ZodType<unknown, BodyOf<N>> };

@@ -18,6 +18,12 @@ import type {
   UsageReport,
   CreatedToken,
   CreateTokenBody,
+  CreateTeamBody,
+  LimitView,
+  SetLimitsBody,
+  SetTeamBody,
+  SetTokenBody,
+  TeamView,
   DeviceDescription,
   DeviceSummary,
   DeviceSamples,
@@ -97,6 +103,12 @@ export const ROUTES = {
   'POST /api/admin/tokens': 'admin',
   'GET /api/admin/tokens': 'admin',
   'POST /api/admin/tokens/:id/revoke': 'admin',
+  'PUT /api/admin/tokens/:id': 'admin',
+  'POST /api/admin/teams': 'admin',
+  'GET /api/admin/teams': 'admin',
+  'PUT /api/admin/teams/:name': 'admin',
+  'GET /api/admin/limits': 'admin',
+  'PUT /api/admin/limits/:scope': 'admin',
   'POST /api/session': 'public',
   'DELETE /api/session': 'public',
   'GET /metrics': 'client',
@@ -175,6 +187,15 @@ export interface RouteTypes {
   'POST /api/admin/tokens': { body: CreateTokenBody; response: CreatedToken };
   'GET /api/admin/tokens': { response: { tokens: TokenView[] } };
   'POST /api/admin/tokens/:id/revoke': { response: RevokedToken };
+  /** Moves a token (`:id` its id, or a name that names one live token) to a team; `was` its team before. */
+  'PUT /api/admin/tokens/:id': { body: SetTokenBody; response: { token: TokenView; was: string } };
+  'POST /api/admin/teams': { body: CreateTeamBody; response: { team: TeamView } };
+  'GET /api/admin/teams': { response: { teams: TeamView[] } };
+  'PUT /api/admin/teams/:name': { body: SetTeamBody; response: { team: TeamView } };
+  /** Every scope's limits, or one scope's (`scope=team:vision`, `scope=token:agent-a`). */
+  'GET /api/admin/limits': { query: { scope?: string }; response: { limits: LimitView[] } };
+  /** Sets or clears (null, `none`) some limits of a scope (`team:vision`, `token:agent-a`, `token:12`); the others are kept. */
+  'PUT /api/admin/limits/:scope': { body: SetLimitsBody; response: { limits: LimitView } };
   /** Sets the session cookie; a form post is answered 303 to /. */
   'POST /api/session': { body: SignInBody; response: { kind: Exclude<TokenKind, 'host'>; name: string }; form: true };
   'DELETE /api/session': { response: { ok: true } };

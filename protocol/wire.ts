@@ -8,7 +8,23 @@
 // Request bodies are the zod schemas' input types (protocol/api.ts): one
 // definition, checked by the controller, typed for the callers.
 import type { z } from 'zod';
-import type { ClearQuarantine, CreateToken, Explain, ExtendHold, KillJob, RegisterHost, ReleaseHold, SignIn, SubmitJob, TurnHostOff, WriteSheet } from './api';
+import type {
+  ClearQuarantine,
+  CreateTeam,
+  CreateToken,
+  Explain,
+  ExtendHold,
+  KillJob,
+  RegisterHost,
+  ReleaseHold,
+  SetLimits,
+  SetTeam,
+  SetToken,
+  SignIn,
+  SubmitJob,
+  TurnHostOff,
+  WriteSheet,
+} from './api';
 import type { EndCause, JobState } from '../core/job-state';
 import type { OutputTruncatedReason } from '../core/output-truncated';
 import type { TtyOpen } from './tty';
@@ -413,8 +429,46 @@ export interface TokenView {
   hostName: string | null;
   /** The binding: the name, or the prefix ending in /, it may act as; null: any name. */
   submitter: string | null;
+  /** The team its use is charged to (`default` unless set). */
+  team: string;
   createdAt: string;
   revokedAt: string | null;
+}
+
+/** A team (rc admin team list): its fair-share weight, its live client and admin tokens, its limits in a line. */
+export interface TeamView {
+  name: string;
+  share: number;
+  members: number;
+  createdAt: string;
+  /** `gpus 4, 200 GPU-hours/week, ...`, or `none`. */
+  limits: string;
+}
+
+/** One scope's limits (rc admin limit show): null is no limit. */
+export interface LimitView {
+  /** `team:vision` or `token:agent-a`. */
+  scope: string;
+  gpus: number | null;
+  gpuHours: number | null;
+  period: 'day' | 'week' | null;
+  queued: number | null;
+  maxPriority: number | null;
+  maxHoldTtlS: number | null;
+  maxRuntimeS: number | null;
+}
+
+/** Where a token stands against one scope's limits (rc whoami). */
+export interface Standing {
+  limits: LimitView;
+  gpusInUse: number;
+  /** Device-seconds leased in the budget's window (idle ones included), and the idle part; 0 without a budget. */
+  usedS: number;
+  idleS: number;
+  /** Its jobs waiting now. */
+  queued: number;
+  /** `gpus 3 of 4 in use; 41.5 of 200 GPU-hours this week, 12.0 of them idle`. */
+  text: string;
 }
 
 /** A new client or admin token: its secret is shown here once. */
@@ -423,6 +477,7 @@ export interface CreatedToken {
   name: string;
   kind: 'client' | 'admin';
   submitter: string | null;
+  team: string;
   token: string;
   note: string;
 }
@@ -462,6 +517,10 @@ export interface Whoami {
   kind: TokenKind;
   name: string;
   submitter: string | null;
+  /** The team its use is charged to. */
+  team: string;
+  /** The limits that bind it (its own and its team's; the stricter wins), each with where it stands; empty: none. */
+  limits: Standing[];
 }
 
 // ---- request bodies and queries --------------------------------------------
@@ -474,6 +533,10 @@ export type RegisterHostBody = z.input<typeof RegisterHost>;
 export type TurnHostOffBody = z.input<typeof TurnHostOff>;
 export type ClearQuarantineBody = z.input<typeof ClearQuarantine>;
 export type CreateTokenBody = z.input<typeof CreateToken>;
+export type CreateTeamBody = z.input<typeof CreateTeam>;
+export type SetTeamBody = z.input<typeof SetTeam>;
+export type SetTokenBody = z.input<typeof SetToken>;
+export type SetLimitsBody = z.input<typeof SetLimits>;
 export type WriteSheetBody = z.input<typeof WriteSheet>;
 export type ExplainBody = z.input<typeof Explain>;
 export type SignInBody = z.input<typeof SignIn>;
@@ -509,7 +572,7 @@ export interface StreamQuery {
 }
 
 /** GET /api/usage: how leased device time is grouped. */
-export type UsageBy = 'submitter' | 'token' | 'host' | 'model';
+export type UsageBy = 'submitter' | 'token' | 'team' | 'host' | 'model';
 
 export interface UsageQuery {
   /** A duration (7d, 12h); default 7d. */

@@ -1,6 +1,6 @@
 // Who is calling. Every API route and socket connection goes through here.
 import { and, asc, eq, isNull, sql } from 'drizzle-orm';
-import { audit, tokens } from '../db/schema';
+import { audit, teams, tokens } from '../db/schema';
 import { RcError } from '../core/errors';
 import type { TokenKind, TokenView } from '../protocol/wire';
 import type { DbOrTx } from './db';
@@ -112,19 +112,22 @@ export async function createToken(db: DbOrTx, kind: TokenKind, name: string, hos
 /** A new client or admin token (rc admin token create), audited (run it in a transaction). The secret is returned once, never stored. */
 export async function issueToken(
   db: DbOrTx,
-  t: { name: string; kind: 'client' | 'admin'; submitter: string | null },
+  t: { name: string; kind: 'client' | 'admin'; submitter: string | null; team?: string | null },
   actor: string,
 ): Promise<{ token: TokenView; secret: string }> {
   const secret = newSecret(t.kind);
+  const team = t.team ?? 'default';
+  if (!(await db.select({ name: teams.name }).from(teams).where(eq(teams.name, team))).length)
+    throw new RcError('not_found', `no team is named ${team}; rc admin team list lists them (rc admin team create ${team} makes it)`);
   const [row] = await db
     .insert(tokens)
-    .values({ kind: t.kind, name: t.name, hash: hashSecret(secret), submitter: t.submitter })
+    .values({ kind: t.kind, name: t.name, hash: hashSecret(secret), submitter: t.submitter, team })
     .returning();
   await db.insert(audit).values({
     actor,
     action: 'token.create',
     target: t.name,
-    detail: { id: row!.id, kind: t.kind, submitter: t.submitter },
+    detail: { id: row!.id, kind: t.kind, submitter: t.submitter, team },
     origin: auditOrigin(),
     tokenId: auditTokenId(),
   });
@@ -164,6 +167,7 @@ function tokenView(r: typeof tokens.$inferSelect): TokenView {
     kind: r.kind,
     hostName: r.hostName,
     submitter: r.submitter,
+    team: r.team,
     createdAt: r.createdAt.toISOString(),
     revokedAt: r.revokedAt?.toISOString() ?? null,
   };

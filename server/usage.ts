@@ -1,7 +1,8 @@
 // Who used the fleet, and how much of it sat idle (GET /api/usage, rc usage,
 // the dashboard's Usage page): device-hours leased in a window, split into
 // jobs, terminals and holds, and the idle part of them (core/idle.ts, kept per
-// lease by the heartbeats), by submitter, token, host or model. The leases are
+// lease by the heartbeats), by submitter, token, team (the team the job's token
+// is in now), host or model. The leases are
 // the record: one row per device a job held, kept with the job. A lease only
 // partly inside the window counts for that part, and its idle seconds in the
 // same proportion. A lease with no GPU signal (a CPU slot) counts as leased
@@ -12,7 +13,7 @@ import { canonicalGpuModel } from '../core/gpu-names';
 import type { UsageBy, UsageLease, UsageReport, UsageRow } from '../protocol/wire';
 import type { Sql } from './db';
 
-export const USAGE_BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model'];
+export const USAGE_BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model', 'team'];
 /** The longest window (a year): the leases are kept as long as their jobs. */
 const MAX_SINCE_S = 366 * 86400;
 /** The most leases a drill-down lists (the longest first). */
@@ -43,6 +44,8 @@ interface LeaseRow {
   submitter: string;
   tokenId: string | null;
   tokenName: string | null;
+  /** The team the job's token is in now (use is charged to the token's team). */
+  team: string | null;
   hostName: string;
   deviceIndex: number;
   gpuName: string | null;
@@ -57,7 +60,7 @@ interface LeaseRow {
 
 export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
   const rows = await sql<LeaseRow[]>`
-    select l.job_id, j.kind, j.submitter, j.token_id, t.name as token_name, d.host_name, d.index as device_index,
+    select l.job_id, j.kind, j.submitter, j.token_id, t.name as token_name, t.team, d.host_name, d.index as device_index,
       d.gpu_sample->>'name' as gpu_name, l.acquired_at, l.released_at,
       extract(epoch from coalesce(l.released_at, now()) - greatest(l.acquired_at, now() - make_interval(secs => ${f.sinceS})))::float8 as in_s,
       extract(epoch from coalesce(l.released_at, now()) - l.acquired_at)::float8 as full_s,
@@ -101,6 +104,8 @@ function keyOf(r: LeaseRow, by: UsageBy): string {
       return r.submitter;
     case 'token':
       return r.tokenId === null ? '(none)' : `${r.tokenId} ${r.tokenName ?? ''}`.trim();
+    case 'team':
+      return r.team ?? '(none)';
     case 'host':
       return r.hostName;
     case 'model':

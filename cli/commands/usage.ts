@@ -1,5 +1,5 @@
 // rc usage: device-hours leased, split into jobs, terminals and holds, and
-// how many of them were idle, by submitter, token, host or model; with a key,
+// how many of them were idle, by submitter, token, team, host or model; with a key,
 // the leases behind it.
 import { EXIT } from '../../core/exit-codes';
 import { idleSharePct } from '../../core/idle';
@@ -8,16 +8,17 @@ import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
 import { json, out, table, usage as usageError } from '../output';
 
-export const USAGE_HELP = `usage: rc usage [--since 7d] [--by submitter|token|host|model] [--json] [<key>]
+export const USAGE_HELP = `usage: rc usage [--since 7d] [--by submitter|token|team|host|model] [--json] [<key>]
 
 Device-hours leased in the window (default the last 7 days), split into jobs,
 terminals and holds, and how many of those hours the GPUs were idle
 (utilisation at most 1% and no compute process). CPU slots have no GPU signal:
 their hours count as leased, never as idle. With a <key> of --by (a
-submitter, a token id, a host, a model), the leases behind it, longest first.
+submitter, a token id, a team, a host, a model), the leases behind it, longest
+first. --by team charges each lease to the team its job's token is in now.
 `;
 
-const BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model'];
+const BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model', 'team'];
 
 export async function usage(client: Client, args: readonly string[]): Promise<number> {
   const parsed = parseFlags(

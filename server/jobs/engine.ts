@@ -69,7 +69,7 @@ export class JobEngine {
   // ---- asked for by people and agents
 
   /** Submit: stored, started at once on a free device or queued (server/jobs/start.ts). */
-  submit(identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
+  submit(identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number, notices: string[]) => void): Promise<Started> {
     return startJob({ ...this.deps.start(), sql: this.deps.sql, events: this.deps.events }, identity, body, attach);
   }
 

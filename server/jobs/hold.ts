@@ -7,6 +7,8 @@ import type { Sql } from '../db';
 import { FINAL_STATES } from '../../core/job-state';
 import type { JobRow } from './job-view';
 import { auditOrigin, auditTokenId } from '../request-scope';
+import { checkAsk } from '../../core/limits';
+import { limitsFor } from '../limits';
 
 export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: JobRow, submitter: string, ttlS: number): Promise<JobRow> {
   actsAs(identity, submitter);
@@ -15,6 +17,13 @@ export async function extendHold(deps: { sql: Sql }, identity: Identity, hold: J
   }
   if (FINAL_STATES.has(hold.state))
     throw new RcError('conflict', `hold ${hold.id} has already ended (${hold.state}: ${hold.reason ?? 'no reason'}); take a new one with rc hold`);
+  // An extend asks for a TTL as a new hold does: the hold's token's and team's --max-hold-ttl bound it.
+  const scopes = hold.tokenId === null ? [] : await limitsFor(deps.sql, hold.tokenId);
+  const verdict = checkAsk(
+    scopes.map((l) => ({ ...l, gpus: null, maxPriority: null })),
+    { kind: 'hold', priority: 0, maxRuntimeS: null, runtimeAsked: false, ttlS, gpus: 0 },
+  );
+  if (!verdict.ok) throw new RcError('over_limit', verdict.message);
   const [row] = await deps.sql<JobRow[]>`
     with j as (
       update jobs set

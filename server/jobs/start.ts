@@ -40,6 +40,8 @@ export interface Started {
   refused: string | null;
   /** An earlier submit with the same idempotency key stored this job: nothing was started, the caller shows that job. */
   replayed?: boolean;
+  /** What to tell the submitter (a limit's --max-runtime ceiling applied): also given to `attach`. */
+  notices: string[];
 }
 
 /**
@@ -49,21 +51,33 @@ export interface Started {
  * then starts it at once on a free device or wakes the scheduler. With
  * wait: false, a job still queued after that pass is cancelled.
  */
-export async function startJob(deps: StartDeps, identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number) => void): Promise<Started> {
-  const { job, position, targets, announced, replayed } = await submitJob(deps, identity, body, {
+export async function startJob(
+  deps: StartDeps,
+  identity: Identity,
+  body: SubmitJob,
+  attach: (job: JobRow, position: number, notices: string[]) => void,
+): Promise<Started> {
+  const {
+    job,
+    position,
+    targets,
+    announced,
+    replayed,
+    notices = [],
+  } = await submitJob(deps, identity, body, {
     startAtOnce: !deps.scheduler.mayHaveQueued,
     announce: deps.announce,
   });
-  if (replayed) return { job, position, refused: null, replayed };
+  if (replayed) return { job, position, refused: null, replayed, notices: [] };
   if (targets) deps.metrics.granted('submit', job);
-  attach(job, position);
+  attach(job, position, notices);
   if (targets) await deps.scheduler.dispatch(job, targets, announced);
   else {
     deps.live.changed({ what: 'jobs', jobId: job.id });
     await deps.scheduler.pokeAll();
   }
   const refused = body.wait || targets ? null : await cancelIfStillQueued(deps, job);
-  return { job, position, refused };
+  return { job, position, refused, notices };
 }
 
 /** --no-wait: after the scheduling pass, a job still queued is cancelled (the statement itself checks it is still queued). */

@@ -16,6 +16,7 @@ import { isKeyConflict, targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
 import { submitColumns } from './submit-columns';
+import { admit, queueWithinLimits } from './submit-limits';
 
 const NO_LIMITS: RuntimeLimits = { defaultS: null, maxS: null };
 
@@ -29,6 +30,8 @@ export interface Submitted {
   announced: boolean;
   /** Its idempotency key was used before by this token: this is that submit's job, nothing new was stored. */
   replayed?: boolean;
+  /** What to tell the submitter once it is stored (a limit's --max-runtime ceiling applied); absent: nothing. */
+  notices?: string[];
 }
 
 export function newJobId(): string {
@@ -95,6 +98,7 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
   const { sql, inventory } = deps;
   const runtime = boundRuntime(body.kind, body.maxRuntimeS, deps.runtimeLimits ?? NO_LIMITS);
   if (!runtime.ok) throw new RcError('bad_request', runtime.message);
+  const runtimeAsked = body.maxRuntimeS != null;
   body = { ...body, maxRuntimeS: runtime.maxRuntimeS };
   const parsed = parseSelector(body.selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -119,6 +123,17 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
         : `every device matching ${selectorText || 'the request'}${choices ? ` and --gpu ${formatGpuChoices(choices)}` : ''} is quarantined (${candidates.map((d) => d.name).join(', ')}); widen the selector or pick another device, and tell an operator, who alone can clear them`,
     );
   }
+  // The token's and its team's limits (server/jobs/submit-limits.ts): refused here, or its --max-runtime bounded.
+  const limits = await admit(sql, identity.tokenId, {
+    kind: body.kind,
+    priority: body.priority,
+    maxRuntimeS: body.maxRuntimeS ?? null,
+    runtimeAsked,
+    ttlS: body.ttlS ?? null,
+    gpus: Math.min(...ways.map((w) => w.gpus)),
+  });
+  body = { ...body, maxRuntimeS: limits.maxRuntimeS };
+  const notices = limits.notice ? { notices: [limits.notice] } : {};
   const id = newJobId();
   // Only the free ones can start it now (a new job has waited nothing: no reservation is made for it).
   const asQueued: QueuedJob = {
@@ -131,7 +146,7 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
     waitedS: 0,
     ...(choices ? { choices: ways.map((w) => ({ label: w.label, terms: w.terms, gpus: w.gpus })) } : {}),
   };
-  const [plan] = !opts.startAtOnce ? [] : decide([asQueued], freeFor(ways));
+  const [plan] = !opts.startAtOnce || !limits.mayStartAtOnce ? [] : decide([asQueued], freeFor(ways));
   const fields = submitColumns(sql, { ...body, gpus: plan?.devices.length ?? asQueued.gpus }, { id, identity, selectorText, choices });
   if (plan) {
     const ids = plan.devices.map((d) => d.id);
@@ -148,13 +163,17 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
     }
     // Taken by another claim, or quarantined, since it was shown free here: what is here of that host is wrong.
     if (!started) inventory.changed(plan.devices[0]!.hostName);
-    if (started) return { job: started, position: 0, targets, announced: announce !== null };
+    if (started) return { job: started, position: 0, targets, announced: announce !== null, ...notices };
   }
-  // One statement inserts the job and counts the queued jobs ahead of it.
-  const [{ position, ...job }] = await sql<[JobRow & { position: number }]>`
+  // One statement inserts the job and counts the queued jobs ahead of it (within the --queued limits, if any).
+  const [{ position, ...job }] = await queueWithinLimits(
+    sql,
+    limits.scopes,
+    (tx) => tx<[JobRow & { position: number }]>`
     insert into jobs (${fields.columns}) values (${fields.values})
-    returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`;
-  return { job, position, targets: null, announced: false };
+    returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`,
+  );
+  return { job, position, targets: null, announced: false, ...notices };
 }
 
 /** One way a new job may be placed (its --gpu choice, or its selector and --gpus), what it matches, and whether it could ever start. */

@@ -1,4 +1,4 @@
-// The admin's routes: hosts (register, off, on, remove), quarantines, tokens; and the
+// The admin's routes: hosts (register, off, on, remove), quarantines, tokens, teams and limits; and the
 // worker's own check of its credential.
 import { RcError } from '../../../core/errors';
 import { issueToken, listTokens, revokeToken } from '../../auth';
@@ -6,6 +6,8 @@ import { registerHost, removeHost, turnHostOff, turnHostOn } from '../../host-ad
 import { joinCommand, plainHttpWarning } from '../../install-script';
 import { workerPackage } from '../../worker-package';
 import { clearQuarantine } from '../../quarantine';
+import { listLimits, setLimits } from '../../limits';
+import { createTeam, listTeams, setTeamShare, setTokenTeam } from '../../teams';
 import { created, type Router } from '../router';
 import { type ApiDeps, controllerUrl } from '../route-deps';
 
@@ -59,10 +61,34 @@ export function registerAdminRoutes(router: Router, c: ApiDeps): void {
   });
 
   router.on('POST /api/admin/tokens', async ({ body, identity }) => {
-    const { name, kind, submitter } = body;
-    const { token, secret } = await db.transaction((tx) => issueToken(tx, { name, kind, submitter: submitter ?? null }, `admin:${identity.name}`));
-    return created({ id: token.id, name, kind, submitter: token.submitter, token: secret, note: 'shown once; only its hash is kept' });
+    const { name, kind, submitter, team } = body;
+    const { token, secret } = await db.transaction((tx) => issueToken(tx, { name, kind, submitter: submitter ?? null, team }, `admin:${identity.name}`));
+    return created({ id: token.id, name, kind, submitter: token.submitter, team: token.team, token: secret, note: 'shown once; only its hash is kept' });
   });
+
+  // Teams, membership and limits (issue 32): each change audited; the next submit reads them.
+  router.on('PUT /api/admin/tokens/:id', async ({ params, body, identity }) => {
+    const moved = await setTokenTeam(sql, params.id, body.team, `admin:${identity.name}`);
+    const token = (await listTokens(db)).find((t) => t.id === moved.id)!;
+    return { token, was: moved.was };
+  });
+
+  router.on('POST /api/admin/teams', async ({ body, identity }) => created({ team: await createTeam(sql, body.name, body.share, `admin:${identity.name}`) }));
+
+  router.on('GET /api/admin/teams', async () => ({ teams: await listTeams(sql) }));
+
+  router.on('PUT /api/admin/teams/:name', async ({ params, body, identity }) => ({
+    team: await setTeamShare(sql, params.name, body.share, `admin:${identity.name}`),
+  }));
+
+  router.on('GET /api/admin/limits', async ({ query }) => {
+    for (const key of query.keys()) if (key !== 'scope') throw new RcError('bad_request', `${key.slice(0, 50)}: GET /api/admin/limits takes only scope`);
+    return { limits: await listLimits(sql, query.get('scope')) };
+  });
+
+  router.on('PUT /api/admin/limits/:scope', async ({ params, body, identity }) => ({
+    limits: await setLimits(sql, params.scope, body, `admin:${identity.name}`),
+  }));
 
   router.on('GET /api/admin/tokens', async () => ({ tokens: await listTokens(db) }));
 

@@ -2,6 +2,7 @@
 // the audit log, usage, sheets and notes, explain, and a re-probe.
 import { hostStatus } from '../../host-admin';
 import { parseUsageQuery, usage } from '../../usage';
+import { standingOf } from '../../limits';
 import { RcError } from '../../../core/errors';
 import { describeDevice, describeHost, explain, readSheet, writeSheet } from '../../describe';
 import { HOST_NAME, parseDeviceName } from '../../../core/schedule';
@@ -22,6 +23,8 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
     kind: identity.kind,
     name: identity.name,
     submitter: identity.submitter,
+    // Its team, and its limits each with what is left (server/limits.ts).
+    ...(await standingOf(sql, identity.tokenId)),
   }));
 
   router.on('GET /api/notices', async () => ({ notices: c.notices() }));

@@ -27,7 +27,13 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
-    const { job, refused, replayed, position } = await c.engine.submit(identity, body, (job, position) => {
+    const {
+      job,
+      refused,
+      replayed,
+      position,
+      notices: limitNotices,
+    } = await c.engine.submit(identity, body, (job, position, limitNotices) => {
       // The answer already went (a 503 when the database stalled mid-submit): the job still starts; a retry with its key finds it.
       if (!streaming || res.headersSent) return;
       // The headers and the first event leave in one packet: one wake-up less for the client.
@@ -35,7 +41,8 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
       openStream(res);
       pipeJob(c.events, job.id, res);
       writeEvent(res, { type: 'queued', jobId: job.id, position });
-      for (const message of notices(job)) writeEvent(res, { type: 'notice', message });
+      // A limit's ceiling, when it applied, is the job's --max-runtime rather than the fleet's default.
+      for (const message of limitNotices.length ? limitNotices : notices(job)) writeEvent(res, { type: 'notice', message });
       res.uncork();
     });
     // A retry of a submit that was stored (its answer was lost): that job again, followed from its first line.
@@ -52,7 +59,7 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
       return;
     }
     if (streaming) return;
-    const said = notices(job);
+    const said = limitNotices.length ? limitNotices : notices(job);
     return created({ job: jobView(await findJob(sql, job.id)), ...(said.length ? { notices: said } : {}) });
   });
 
