@@ -496,7 +496,7 @@ export class Controller {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.pauses.stop();
-    await Promise.all([this.scheduler.stop(), ...this.passes]);
+    await Promise.all([this.scheduler.stop(), this.fairShare.stop(), ...this.passes]);
   }
 
   /** After quiesce(): every socket told and closed (terminals, the live view, workers, their hosts marked away), stored output drained, the bus closed. */

@@ -183,7 +183,7 @@ test('rc ps pages through the fair order: each queued job once, in order, with i
   const rows = await sql<{ id: string; tokenId: number; priority: number; seq: number; requeuedAt: Date | null }[]>`
     select id, token_id, priority, seq, requeued_at from jobs where state = 'queued'`;
   const core = coreOrder(h, at, rows);
-  const ranks = await new FairShare(sql).ranks();
+  const ranks = await new FairShare(sql, H, () => {}, 0).ranks();
   assert.ok(ranks, 'the tokens stand apart');
   const seen: { id: string; position: number | null }[] = [];
   let after: Parameters<typeof listActive>[1]['after'] = null;
@@ -206,7 +206,7 @@ test('rc ps pages through the fair order: each queued job once, in order, with i
 
 test('every token standing equal (one token queued, or no use): no ranks, and the head is the queue order', async () => {
   const sql = db.client;
-  const fair = new FairShare(sql);
+  const fair = new FairShare(sql, H, () => {}, 0);
   const one: History = {
     teamOf: ['t1', 't2', 'default', 'default', 'default', 'default'],
     shares: [1, 1],

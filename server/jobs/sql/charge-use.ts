@@ -19,7 +19,7 @@ export async function chargeUse(sql: Sql, halfLifeS: number): Promise<number> {
     ), sums as (
       -- A copy's short lease (rc cp) is not use, as in rc usage.
       select coalesce(j.token_id, 0) as key,
-        sum(greatest(0, extract(epoch from m.released_at - m.acquired_at)::float8)
+        sum(greatest(0, date_part('epoch', m.released_at - m.acquired_at))
           * power(2, -extract(epoch from now() - m.released_at)::float8 / ${halfLifeS}::float8)) as use
       from marked m join jobs j on j.id = m.job_id where j.kind <> 'cp' group by 1
     ), added as (

@@ -43,10 +43,11 @@ export function fairQueued(sql: Sql, ranks: FairRanks, limit: number) {
     ), grp(rank, keys) as (
       select rank, array_agg(key) from unnest(${keys}::bigint[], ${rankList}::int[]) as r(key, rank) group by rank
       union all select ${unrankedRank(ranks)}::int, null::bigint[]
-    ), walk as (
-      select prio.p, grp.rank, grp.keys, coalesce(cardinality(grp.keys), 0) as n from prio, grp where prio.p is not null
     )
-    select h.*, walk.rank as fair_rank from walk cross join lateral (
+    select h.*, walk.rank as fair_rank from (
+      -- In the order they are walked: the join keeps it, so the sort below takes one rank's jobs at a time and stops at the limit.
+      select prio.p, grp.rank, grp.keys, coalesce(cardinality(grp.keys), 0) as n from prio, grp where prio.p is not null order by prio.p desc, grp.rank
+    ) walk cross join lateral (
       (select * from jobs where walk.n = 1 and state = 'queued' and coalesce(token_id, 0) = walk.keys[1] and priority = walk.p
         order by requeued_at nulls last, seq limit ${limit})
       union all

@@ -1,5 +1,5 @@
 // What fair share weighs (core/fair-share.ts), in one statement: each token
-// that has use or jobs queued, with its team, the team's share, its decayed
+// (and each key with use or jobs queued: 0, jobs with no token), with its team, the team's share, its decayed
 // use at `at` (token_use's charged part decayed by its timestamp, plus the
 // leases not charged yet: the running ones' seconds so far in full, the ended
 // ones' decayed from their end), and whether it has jobs queued. The tokens
@@ -26,16 +26,16 @@ export function tokenUse(sql: Sql, halfLifeS: number, at: Date | null = null): P
       select (select coalesce(token_id, 0) from jobs where state = 'queued' and coalesce(token_id, 0) > queued.key order by coalesce(token_id, 0) limit 1)
       from queued where queued.key is not null
     ), charged as (
-      select token_key as key, use_s * power(2, -extract(epoch from t.at - token_use.at)::float8 / ${halfLifeS}::float8) as use from token_use, t
+      select token_key as key, use_s * power(2, -date_part('epoch', t.at - token_use.at) / ${halfLifeS}::float8) as use from token_use, t
     ), open as (
       select coalesce(j.token_id, 0) as key,
-        sum(case when l.released_at is null then greatest(0, extract(epoch from t.at - l.acquired_at)::float8)
-          else greatest(0, extract(epoch from l.released_at - l.acquired_at)::float8)
-            * power(2, -extract(epoch from t.at - l.released_at)::float8 / ${halfLifeS}::float8) end) filter (where j.kind <> 'cp') as use,
+        sum(case when l.released_at is null then greatest(0, date_part('epoch', t.at - l.acquired_at))
+          else greatest(0, date_part('epoch', l.released_at - l.acquired_at))
+            * power(2, -date_part('epoch', t.at - l.released_at) / ${halfLifeS}::float8) end) filter (where j.kind <> 'cp') as use,
         count(*) filter (where l.released_at is not null)::int as uncharged
       from leases l join jobs j on j.id = l.job_id, t where not l.charged group by 1
     ), keys as (
-      select key from queued where key is not null union select key from charged union select key from open
+      select key from queued where key is not null union select key from charged union select key from open union select id from tokens
     )
     select k.key, coalesce(tk.team, 'default') as team, coalesce(tm.share, 1)::float8 as share,
       coalesce(c.use, 0) + coalesce(o.use, 0) as use, exists (select 1 from queued q where q.key = k.key) as queued,
