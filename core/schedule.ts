@@ -84,7 +84,7 @@ export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName' | 'avo
 }
 
 /**
- * Walk the queue in order (priority, then submission) and give each job the
+ * Walk the queue in order (priority, fair share, then submission: queueOrder) and give each job the
  * first devices that fit. A job that cannot start does not hold up the jobs
  * behind it (backfill). But a multi-GPU job would starve behind a stream of
  * one-GPU jobs that keep taking devices as they free, so once it has waited
