@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     outputLimitBytes: config.RC_OUTPUT_LIMIT_BYTES,
     outputWaitingBytes: config.RC_OUTPUT_WAITING_BYTES,
     reserveAfterS: config.RC_RESERVE_AFTER_S,
+    fairShareHalfLifeS: config.RC_FAIRSHARE_HALF_LIFE,
     preemptNoticeS: config.RC_PREEMPT_NOTICE_S,
     runtimeLimits: { defaultS: config.RC_MAX_RUNTIME_DEFAULT_S || null, maxS: config.RC_MAX_RUNTIME_LIMIT_S || null },
     ttyGraceS: config.RC_TTY_GRACE_S,

@@ -3,6 +3,7 @@
 // fleet simulator's answer mode: the real worker protocol, no processes).
 // bench/README.md says what each figure means and how it is measured.
 //   npm run bench:scale -- --devices 100|1000|10000 [--controllers 2] [--only submit,devices,grants,output,lost,heartbeats]
+//   npm run bench:scale -- --devices 10000 --only submit,grants --teams 50 --tokens 500   (fair share: the deep queue from 500 tokens in 50 teams)
 //   npm run bench:scale -- --record before     (bench/results/before/*.json → the "before" block of bench/RESULTS.md)
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,9 @@ const OPTIONS = {
   'devices-requests': { type: 'string', default: '20' },
   queue: { type: 'string' },
   'drain-cap-s': { type: 'string', default: '300' },
+  /** Fair share (issue 32): the deep queue's jobs come from this many client tokens (0: the bench's one token), spread over this many teams (shares 1, 2, 1, 2, …). */
+  teams: { type: 'string', default: '0' },
+  tokens: { type: 'string', default: '0' },
   /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
   'hb-hosts': { type: 'string' },
   'hb-rate': { type: 'string', default: '2500' },
@@ -56,6 +60,9 @@ if (values.record) {
 }
 
 const devices = int('devices', 1, 20_000);
+const teamCount = int('teams', 0, 1000);
+const tokenCount = int('tokens', 0, 10_000);
+if (teamCount > 0 && tokenCount === 0) fail('--teams needs --tokens: the tokens put in them');
 const controllers = int('controllers', 1, 2);
 const only = new Set(values.only.split(',').map((s) => s.trim()));
 for (const p of only) if (!PHASES.includes(p)) fail(`--only: ${p} is not one of ${PHASES.join(', ')}`);
@@ -100,9 +107,17 @@ const out = {
 let submitTurn = 0;
 /** The controller the next submit goes to: alternated with two. */
 const nextUrl = () => urls[submitTurn++ % urls.length];
+/** The deep queue's tokens (--tokens; empty: the bench's own token). */
+let queueTokens = [];
 
 let jobFleets = [];
 try {
+  if (tokenCount > 0) {
+    const t = Date.now();
+    queueTokens = await makeTokens(teamCount, tokenCount);
+    out.setup.fairShare = { teams: teamCount, tokens: tokenCount, ms: Date.now() - t };
+    log(`fair share: ${tokenCount} tokens in ${teamCount || 'the default'} team${teamCount === 1 ? '' : 's'}`);
+  }
   const needJobs = ['submit', 'devices', 'grants', 'output', 'lost'].some((p) => only.has(p));
   if (needJobs) {
     // 8 devices per host (the last host takes the rest), split between the controllers.
@@ -276,7 +291,7 @@ async function grantsPhase() {
   const fillS = (Date.now() - t0) / 1000;
   log(`grants: ${devices} holds running after ${fillS.toFixed(1)} s; queueing ${queue}`);
   const t1 = Date.now();
-  await submitMany(queue, ['sim:exit', '0', 'deep-queue']);
+  await submitMany(queue, ['sim:exit', '0', 'deep-queue'], queueTokens);
   const queueS = (Date.now() - t1) / 1000;
   const [{ q }] = await sql`select count(*)::int as q from jobs where state = 'queued'`;
   log(`grants: ${q} queued in ${queueS.toFixed(1)} s; releasing the holds`);
@@ -318,6 +333,14 @@ async function grantsPhase() {
      and tstzrange(a.acquired_at, coalesce(a.released_at, 'infinity')) && tstzrange(b.acquired_at, coalesce(b.released_at, 'infinity'))`;
   const [{ leaseRows }] = await sql`select count(*)::int as "leaseRows" from leases`;
   const drainDeadlocks = (await deadlocks()) - deadlocksBefore;
+  // Fair share at work: the tokens among the first starts (all of them, were the queue taken in submission order of 16 streams).
+  const fairShare = queueTokens.length
+    ? (
+        await sql`
+          select count(distinct token_id)::int as "tokensInFirst1000", (select count(*)::int from token_use) as "tokenUseRows"
+          from (select token_id from jobs where argv = '["sim:exit","0","deep-queue"]'::jsonb and started_at is not null order by started_at, seq limit 1000) f`
+      )[0]
+    : undefined;
   const statements = values['pg-statements'] ? await topStatements() : undefined;
   if (capped) out.caps.push(`grants: the drain was cut after ${values['drain-cap-s']} s (${starts.length} of ${queue} started)`);
   // Leave the fleet idle for what follows.
@@ -336,6 +359,7 @@ async function grantsPhase() {
     doubleLeases: doubles,
     leaseRows,
     deadlocks: drainDeadlocks,
+    fairShare,
     statements,
   };
 }
@@ -657,16 +681,42 @@ function startSplit(specs, name, opts) {
   );
 }
 
-/** Non-streamed submits, 16 at a time, alternated between the controllers. */
-async function submitMany(n, argv) {
+/**
+ * `tokens` client tokens in `teams` teams (team-00, team-01, …; shares 1 and 2 in turn), made as an
+ * operator would: the tokens through the admin API, the teams in the database (their admin commands are
+ * another branch's). Their secrets, in team order.
+ */
+async function makeTokens(teams, tokens) {
+  for (let i = 0; i < teams; i++) await sql`insert into teams (name, share) values (${teamName(i)}, ${1 + (i % 2)})`;
+  const secrets = [];
+  for (let i = 0; i < tokens; i++) {
+    const r = await fetch(`${urls[0]}/api/admin/tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${rc.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `bench-${i}`, kind: 'client' }),
+    });
+    const body = await r.json();
+    if (r.status !== 201) throw new Error(`token: ${r.status} ${JSON.stringify(body)}`);
+    if (teams > 0) await sql`update tokens set team = ${teamName(i % teams)} where id = ${body.id}`;
+    secrets.push(body.token);
+  }
+  return secrets;
+}
+
+function teamName(i) {
+  return `team-${String(i).padStart(2, '0')}`;
+}
+
+/** Non-streamed submits, 16 at a time, alternated between the controllers; with `tokens`, each submit by the next of them in turn. */
+async function submitMany(n, argv, tokens = []) {
   let next = 0;
   let done = 0;
   const every = Math.max(1000, Math.ceil(n / 10));
   await Promise.all(
     Array.from({ length: Math.min(16, n) }, async () => {
       while (next < n) {
-        next++;
-        await submitOne(nextUrl(), argv);
+        const i = next++;
+        await submitOne(nextUrl(), argv, undefined, tokens.length ? tokens[i % tokens.length] : undefined);
         done++;
         if (done % every === 0) log(`  submitted ${done}/${n}`);
       }
@@ -674,10 +724,10 @@ async function submitMany(n, argv) {
   );
 }
 
-async function submitOne(url, argv, device) {
+async function submitOne(url, argv, device, token = rc.clientToken) {
   const r = await fetch(`${url}/api/jobs`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${rc.clientToken}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}) }),
   });
   const body = await r.json();

@@ -15,6 +15,8 @@ export interface QueuedJob {
   waitedS: number;
   /** When an earlier attempt ended and it was queued again (ms; null: never): it goes before the others of its priority. */
   requeuedAt?: number | null;
+  /** Its token's place in fair share (core/fair-share.ts fairRanks; 0 first): it goes before the jobs of its priority whose tokens stand after it. Absent: 0. */
+  fairRank?: number;
   /** Hosts it may not go to now: an earlier attempt of it may still run there (its leases are kept), and a worker runs a job id once. */
   avoidHosts?: readonly string[];
   /**
@@ -63,15 +65,16 @@ export interface Assignment {
 }
 
 /**
- * Higher priority first; within a priority, jobs queued again after an
- * attempt ended (a restart, a retry after preemption) first, in the order
- * they were queued again; then submission order.
+ * Higher priority first; within a priority, the jobs of tokens further below
+ * their share first (fair share: core/fair-share.ts); then jobs queued again
+ * after an attempt ended (a restart, a retry after preemption) first, in the
+ * order they were queued again; then submission order.
  */
 export function queueOrder(a: QueuedJob, b: QueuedJob): number {
   const ra = a.requeuedAt ?? null;
   const rb = b.requeuedAt ?? null;
   const front = ra === rb ? 0 : ra === null ? 1 : rb === null ? -1 : ra - rb;
-  return b.priority - a.priority || front || a.seq - b.seq;
+  return b.priority - a.priority || (a.fairRank ?? 0) - (b.fairRank ?? 0) || front || a.seq - b.seq;
 }
 
 export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName' | 'avoidHosts'>, device: Pick<DeviceView, 'name' | 'labels' | 'hostName'>): boolean {
@@ -81,7 +84,7 @@ export function deviceMatches(job: Pick<QueuedJob, 'terms' | 'deviceName' | 'avo
 }
 
 /**
- * Walk the queue in order (priority, then submission) and give each job the
+ * Walk the queue in order (priority, fair share, then submission: queueOrder) and give each job the
  * first devices that fit. A job that cannot start does not hold up the jobs
  * behind it (backfill). But a multi-GPU job would starve behind a stream of
  * one-GPU jobs that keep taking devices as they free, so once it has waited

@@ -45,6 +45,8 @@ export class TermsCache {
       gpuChoices: readonly GpuChoice[] | null;
       createdAt: Date;
       requeuedAt: Date | null;
+      /** Its token's fair-share rank, where the queue was read in fair order. */
+      fairRank?: number;
     },
     now: number,
   ): QueuedJob {
@@ -58,6 +60,7 @@ export class TermsCache {
       gpus: choices?.[0]?.gpus ?? j.gpus,
       waitedS: (now - j.createdAt.getTime()) / 1000,
       requeuedAt: j.requeuedAt?.getTime() ?? null,
+      ...(j.fairRank ? { fairRank: j.fairRank } : {}),
       ...(choices ? { choices } : {}),
     };
   }

@@ -36,6 +36,17 @@ export const teams = pgTable('teams', {
   createdAt: ts('created_at').notNull().defaultNow(),
 });
 
+/**
+ * Fair share's record of use (core/fair-share.ts): per token (tokens.id; 0 for jobs with no token), the
+ * device-seconds of its ended leases, decayed to `at`; read as use_s * 2^(-(t - at) / half-life).
+ * Leases are added when charged (server/jobs/sql/charge-use.ts); the ones not yet are read from leases.
+ */
+export const tokenUse = pgTable('token_use', {
+  tokenKey: bigint('token_key', { mode: 'number' }).primaryKey(),
+  useS: doublePrecision('use_s').notNull(),
+  at: ts('at').notNull(),
+});
+
 /** Credentials. Only the SHA-256 of a secret is stored; the secret is shown once. */
 export const tokens = pgTable(
   'tokens',
@@ -335,6 +346,8 @@ export const jobs = pgTable(
     index('jobs_seq_idx').on(t.seq),
     index('jobs_host_seq_idx').on(t.hostName, t.seq).where(sql`host_name is not null`),
     index('jobs_queue_order_idx').on(t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued'`),
+    // Fair share (server/jobs/sql/queue-order.ts): one token's queued jobs in the queue's order, and which tokens have jobs queued.
+    index('jobs_queue_token_idx').on(sql`coalesce(${t.tokenId}, 0)`, t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued'`),
     index('jobs_preemptible_running_idx').on(t.hostName).where(sql`state = 'running' and preemptible`),
     uniqueIndex('jobs_token_idempotency_key').on(t.tokenId, t.idempotencyKey).where(sql`idempotency_key is not null`),
   ],
@@ -382,6 +395,8 @@ export const leases = pgTable(
     idleSeenAt: ts('idle_seen_at'),
     /** and the idle seconds in all (between samples both idle), for usage accounting. */
     idleS: doublePrecision('idle_s').notNull().default(0),
+    /** Its device-seconds were added to its token's token_use (fair share: server/jobs/sql/charge-use.ts); until then they are read from here. */
+    charged: boolean('charged').notNull().default(false),
   },
   (t) => [
     // The database, not only the code, guarantees one active lease per device.
@@ -389,6 +404,8 @@ export const leases = pgTable(
     index('leases_job_idx').on(t.jobId),
     // A job's active leases (its end releases them): without it the planner may AND the job's index with the whole active set.
     index('leases_active_job_idx').on(t.jobId).where(sql`released_at IS NULL`),
+    // What fair share reads of the leases (the running ones, and those ended since the last charge): few, however long the history.
+    index('leases_uncharged_idx').on(t.jobId).where(sql`not charged`),
   ],
 );
 

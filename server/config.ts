@@ -65,6 +65,18 @@ const Settings = z.object({
     .default(64 * 1024 * 1024),
   /** Seconds a multi-GPU job waits before devices are held back for it (no starvation by one-GPU jobs). */
   RC_RESERVE_AFTER_S: z.coerce.number().min(0).max(86400).default(30),
+  /** Fair share's half-life of use (core/fair-share.ts): a duration (1h to 365d), seconds. */
+  RC_FAIRSHARE_HALF_LIFE: z
+    .string()
+    .default('7d')
+    .transform((text, ctx) => {
+      const s = parseDuration(text);
+      if (s === null || s < 3600 || s > 365 * 86400) {
+        ctx.addIssue({ code: 'custom', message: `a duration from 1h to 365d such as 7d or 36h, not ${JSON.stringify(text.slice(0, 50))}` });
+        return z.NEVER;
+      }
+      return s;
+    }),
   /** Seconds of notice a preempted --preemptible job gets: SIGTERM (and its RC_PREEMPT_FILE) at the start, SIGKILL at the end. */
   RC_PREEMPT_NOTICE_S: z.coerce.number().int().min(1).max(3600).default(60),
   /** --max-runtime (seconds) of a job that gives none; 0: none (core/runtime-limit.ts). */
@@ -174,6 +186,11 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
   RC_RESERVE_AFTER_S: {
     default: '`30`',
     meaning: 'Seconds a multi-GPU job waits before matching devices are held back for it (0–86400). See [docs/cli.md, "Queue"](cli.md#queue).',
+  },
+  RC_FAIRSHARE_HALF_LIFE: {
+    default: '`7d`',
+    meaning:
+      'Fair share\'s half-life: within one priority the queue goes first to the jobs of the team (then the token) furthest below its share of recent use, and a device-hour held (busy or idle) weighs half as much this long after its lease ended. A duration from `1h` to `365d`. See [docs/cli.md, "Queue"](cli.md#queue).',
   },
   RC_IDLE_HOLD_WARN: {
     default: '`30m`',

@@ -33,6 +33,7 @@ import { AuthLimit, type AuthLimitOptions } from './auth-limit';
 import { LiveFeed } from './live';
 import { Inventory } from './inventory';
 import { Reservations } from './reservations';
+import { FAIR_SHARE_CHARGE_MS, FairShare } from './jobs/fair-share';
 import { RemoteCalls } from './remote-calls';
 import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
 import { storedOutput } from './stored-output';
@@ -62,6 +63,8 @@ export interface ControllerOptions {
   reserveAfterS?: number;
   /** Seconds of notice a preempted job gets between SIGTERM and SIGKILL (RC_PREEMPT_NOTICE_S). */
   preemptNoticeS?: number;
+  /** Fair share's half-life of use, seconds (RC_FAIRSHARE_HALF_LIFE). */
+  fairShareHalfLifeS?: number;
   /** The fleet's default and maximum --max-runtime (RC_MAX_RUNTIME_DEFAULT_S, RC_MAX_RUNTIME_LIMIT_S); none when absent. */
   runtimeLimits?: RuntimeLimits;
   log?: (msg: string) => void;
@@ -100,6 +103,8 @@ export class Controller {
   readonly inventory: Inventory;
   /** The free devices held back for a queued job (server/reservations.ts): the listings show them as reserved. */
   readonly reservations: Reservations;
+  /** The tokens' fair-share ranks the queue's readers order by (server/jobs/fair-share.ts). */
+  readonly fairShare: FairShare;
   /** Tells the pages what a job's event changed (jobLive). */
   /** What a job's event (here or elsewhere) changes: the fleet in memory and the pages. */
   private readonly jobChanged: (event: JobEvent & { jobId: string }) => void;
@@ -151,7 +156,9 @@ export class Controller {
     const liveOfJob = jobLive(live);
     const inventory = new Inventory(this.sql, (err) => log(`loading the fleet: ${String(err)}`));
     this.inventory = inventory;
-    this.reservations = new Reservations(this.sql, this.reserveAfterS, () => inventory.rows());
+    this.fairShare = new FairShare(this.sql, opts.fairShareHalfLifeS, (err) => log(`charging fair share's use: ${String(err)}`));
+    const fairShare = this.fairShare;
+    this.reservations = new Reservations(this.sql, this.reserveAfterS, () => inventory.rows(), fairShare);
     this.jobChanged = (event) => {
       inventoryOfJob(inventory, event);
       liveOfJob(event);
@@ -263,7 +270,8 @@ export class Controller {
     const sql = this.sql;
     this.scheduler = new Scheduler({
       queue: {
-        head: (limit) => queueHead(sql, limit),
+        ranks: () => fairShare.ranks(),
+        head: (limit, ranks) => queueHead(sql, limit, ranks),
         anyPreemptibleRunning: () => anyPreemptibleRunning(sql),
         preemptibleRunning: () => preemptibleRunning(sql),
       },
@@ -449,6 +457,8 @@ export class Controller {
         this.calls.prune().catch((err: unknown) => log(`pruning file steps: ${String(err)}`));
       }, 600_000),
     );
+    // Fair share's ended leases into token_use, whether or not a read asked (a read asks when many wait): the reads stay small.
+    this.every(FAIR_SHARE_CHARGE_MS, () => this.fairShare.charge());
     // Safety nets only: every change pokes at once, here and (through the bus) on the other controllers.
     this.every(2000, () => this.events.catchUp().catch((err: unknown) => log(`catching up on jobs followed here: ${String(err)}`)));
     this.timers.push(
@@ -508,7 +518,7 @@ export class Controller {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.pauses.stop();
-    await Promise.all([this.scheduler.stop(), ...this.passes]);
+    await Promise.all([this.scheduler.stop(), this.fairShare.stop(), ...this.passes]);
   }
 
   /** After quiesce(): every socket told and closed (terminals, the live view, workers, their hosts marked away), stored output drained, the bus closed. */

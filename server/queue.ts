@@ -6,18 +6,28 @@ import { type FleetDevice, waitReasons } from '../core/wait-reason';
 import type { DeviceSummary, QueueEntry } from '../protocol/wire';
 import type { Sql } from './db';
 import { type JobRow, jobView } from './jobs/job-view';
-import { queueOrder } from './jobs/sql/queue-order';
+import type { FairShare } from './jobs/fair-share';
+import { FAIR_ORDER_COLUMNS, fairQueued, queueOrder } from './jobs/sql/queue-order';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
 export const QUEUE_SHOWN = 1000;
 
 /**
- * The first QUEUE_SHOWN queued jobs, in listActive's order (priority, then
- * submission), with their place and reason; `devices` gives the fleet (the
+ * The first QUEUE_SHOWN queued jobs, in listActive's order (priority, fair
+ * share, then submission), with their place and reason; `devices` gives the fleet (the
  * fleet page's, kept between requests: server/fleet-cache.ts).
  */
-export async function listQueue(sql: Sql, reserveAfterS: number, devices: () => Promise<DeviceSummary[]>): Promise<QueueEntry[]> {
-  const rows = await sql<JobRow[]>`select * from jobs where state = 'queued' order by ${queueOrder(sql)} limit ${QUEUE_SHOWN}`;
+export async function listQueue(
+  sql: Sql,
+  reserveAfterS: number,
+  devices: () => Promise<DeviceSummary[]>,
+  fairShare: Pick<FairShare, 'ranks'> | null = null,
+): Promise<QueueEntry[]> {
+  const ranks = (await fairShare?.ranks()) ?? null;
+  const rows: (JobRow & { fairRank?: number })[] = ranks
+    ? await sql<(JobRow & { fairRank: number })[]>`
+        select * from ${fairQueued(sql, ranks, QUEUE_SHOWN)} as jobs order by ${sql.unsafe(FAIR_ORDER_COLUMNS)} limit ${QUEUE_SHOWN}`
+    : await sql<JobRow[]>`select * from jobs where state = 'queued' order by ${queueOrder(sql)} limit ${QUEUE_SHOWN}`;
   // An empty queue needs no fleet.
   if (!rows.length) return [];
   // A removed host's devices are not in the fleet's listing (only with ?all=1): none counts here.

@@ -12,6 +12,7 @@ import { TermsCache } from '../core/terms-cache';
 import { type FleetDevice, heldBack } from '../core/wait-reason';
 import type { DeviceSummary, ReservedFor } from '../protocol/wire';
 import type { Sql } from './db';
+import type { FairShare } from './jobs/fair-share';
 import { queueHead } from './jobs/sql/queue-head';
 
 /** As many queued jobs as a scheduling pass considers (server/scheduler.ts PASS_WINDOW). */
@@ -42,6 +43,8 @@ export class Reservations {
     private readonly reserveAfterS: number,
     /** The fleet as its records give it (the inventory's rows: no device is `reserved` there). */
     private readonly fleet: () => Promise<readonly DeviceSummary[]>,
+    /** The queue in fair order, as the scheduling pass reads it (null: the queue's own order). */
+    private readonly fairShare: Pick<FairShare, 'ranks'> | null = null,
   ) {}
 
   /** The free devices held back now, by name. Reads made while one is under way share it. */
@@ -91,7 +94,8 @@ export class Reservations {
     const [any] = await this.sql`
       select 1 from jobs where state = 'queued' and (gpus > 1 or gpu_choices is not null or preempt_until > now()) limit 1`;
     if (!any) return NONE;
-    const [rows, fleet] = await Promise.all([queueHead(this.sql, QUEUE_READ), this.fleet()]);
+    const ranks = (await this.fairShare?.ranks()) ?? null;
+    const [rows, fleet] = await Promise.all([queueHead(this.sql, QUEUE_READ, ranks), this.fleet()]);
     const terms = new TermsCache();
     const now = Date.now();
     const queued = rows.map((r) => {

@@ -20,6 +20,7 @@ import { pickVictims, type Preemptible } from '../core/preempt';
 import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder as byQueueOrder } from '../core/schedule';
 import { TermsCache } from '../core/terms-cache';
 import type { PreemptibleRow, QueuedRow } from './jobs/sql/queue-head';
+import type { FairRanks } from './jobs/sql/queue-order';
 import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
 import { type Claimed, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
@@ -90,7 +91,9 @@ export interface Dispatcher {
 
 /** What a pass reads: the head of the queue, and the running --preemptible jobs (server/jobs/sql/queue-head.ts on Postgres). */
 export interface QueueState {
-  head(limit: number): Promise<QueuedRow[]>;
+  /** The tokens' fair-share ranks, read once a pass; null (or absent): every token stands equal (server/jobs/fair-share.ts). */
+  ranks?(): Promise<FairRanks | null>;
+  head(limit: number, ranks?: FairRanks | null): Promise<QueuedRow[]>;
   anyPreemptibleRunning(): Promise<boolean>;
   preemptibleRunning(): Promise<PreemptibleRow[]>;
 }
@@ -228,13 +231,14 @@ export class Scheduler {
     // again for a moment, so this pass takes the next ones instead of colliding with that claim again.
     const now = Date.now();
     for (const [id, until] of this.takenElsewhere) if (until <= now) this.takenElsewhere.delete(id);
+    const ranks = (await this.queue.ranks?.()) ?? null;
     let window = firstWindow(free.length);
     let queued: QueuedRow[];
     let jobs: QueuedJob[];
     let plan: Assignment[];
     const heldFor = new Map<number, string>();
     for (;;) {
-      queued = await this.queue.head(window);
+      queued = await this.queue.head(window, ranks);
       jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
       heldFor.clear();
       for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);

@@ -11,6 +11,7 @@ import type { OutputWriter } from '../output-writer';
 import type { Scheduler } from '../scheduler';
 import type { WorkerHub } from '../worker-hub';
 import type { JobEngine } from '../jobs/engine';
+import type { FairShare } from '../jobs/fair-share';
 import type { Router } from './router';
 import { reachedOverHttps } from './session';
 import type { LiveFeed } from '../live';
@@ -41,6 +42,8 @@ export interface ApiDeps {
   cutToken(tokenId: number): void;
   /** A dashboard session signed out: its sockets cut, here and on every other controller. */
   cutSession(sessionId: number): void;
+  /** The tokens' fair-share ranks: GET /api/queue and GET /api/ps order the queue as the scheduling pass does. */
+  fairShare: Pick<FairShare, 'ranks'>;
   /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */
   reserveAfterS: number;
   /** What GET /metrics serves; its grant latency is observed by startJob too. */

@@ -8,7 +8,8 @@ import { JOB_ID, jobNameProblem } from '../../core/job-options';
 import { JOB_KINDS } from '../../db/schema';
 import type { JobView, PsEntry } from '../../protocol/wire';
 import { attemptView, type AttemptRow, type JobRow, jobView } from './job-view';
-import { queueOrder } from './sql/queue-order';
+import { unrankedRank } from '../../core/fair-share';
+import { FAIR_ORDER_COLUMNS, type FairRanks } from './sql/queue-order';
 
 export interface JobFilter {
   states: string[];
@@ -94,6 +95,8 @@ export interface PsCursor {
   /** requeued_at in microseconds since 1970, or null. */
   requeuedUs: number | null;
   seq: number;
+  /** The job's token's fair-share rank when the page was read (0: first, or every token standing equal). */
+  fairRank: number;
 }
 
 /** A statement's tag, in a transaction or not. */
@@ -102,12 +105,12 @@ type SqlOrTx = Sql | postgres.TransactionSql<{ int8: number }>;
 export const PS_DEFAULT_LIMIT = 500;
 export const PS_MAX_LIMIT = 5000;
 
-/** The cursor as it goes on the wire (`next`, `after`): `q.0.-.1234`; clients pass it back as they got it. */
+/** The cursor as it goes on the wire (`next`, `after`): `q.0.-.1234`, `.f3` after it for a fair-share rank; clients pass it back as they got it. */
 export function psCursorText(c: PsCursor): string {
-  return `${c.part}.${c.priority}.${c.requeuedUs ?? '-'}.${c.seq}`;
+  return `${c.part}.${c.priority}.${c.requeuedUs ?? '-'}.${c.seq}${c.fairRank ? `.f${c.fairRank}` : ''}`;
 }
 
-const PS_CURSOR = /^([rq])\.(-?\d{1,2})\.(\d{1,17}|-)\.(\d{1,15})$/;
+const PS_CURSOR = /^([rq])\.(-?\d{1,2})\.(\d{1,17}|-)\.(\d{1,15})(?:\.f(\d{1,6}))?$/;
 
 export function parsePsQuery(query: URLSearchParams): PsPageQuery {
   const limitText = query.get('limit') ?? String(PS_DEFAULT_LIMIT);
@@ -123,17 +126,32 @@ export function parsePsQuery(query: URLSearchParams): PsPageQuery {
       'bad_request',
       `after: not a cursor of this listing (pass the \`next\` of the page before, as it came), not ${JSON.stringify(afterText.slice(0, 50))}`,
     );
-  return { limit, after: { part: m[1] as 'r' | 'q', priority, requeuedUs: m[3] === '-' ? null : Number(m[3]), seq: Number(m[4]) } };
+  return {
+    limit,
+    after: { part: m[1] as 'r' | 'q', priority, requeuedUs: m[3] === '-' ? null : Number(m[3]), seq: Number(m[4]), fairRank: Number(m[5] ?? 0) },
+  };
 }
 
-/** The rows after `c` in queue order (priority desc, requeued_at nulls last, seq: server/jobs/sql/queue-order.ts). */
-function afterCursor(sql: SqlOrTx, c: PsCursor) {
+/** The rows after `c` in queue order (priority desc, fair rank, requeued_at nulls last, seq: server/jobs/sql/queue-order.ts); `rank`: a row's fair rank. */
+function afterCursor(sql: SqlOrTx, c: PsCursor, rank: postgres.PendingQuery<postgres.Row[]>) {
   const requeuedAt = sql`(timestamptz 'epoch' + ${c.requeuedUs}::bigint * interval '1 microsecond')`;
   const sameRank =
     c.requeuedUs === null
       ? sql`requeued_at is null and seq > ${c.seq}`
       : sql`(requeued_at is null or requeued_at > ${requeuedAt} or (requeued_at = ${requeuedAt} and seq > ${c.seq}))`;
-  return sql`(priority < ${c.priority} or (priority = ${c.priority} and ${sameRank}))`;
+  return sql`(priority < ${c.priority} or (priority = ${c.priority} and (${rank} > ${c.fairRank} or (${rank} = ${c.fairRank} and ${sameRank}))))`;
+}
+
+/** A queued row's fair rank (`fr` joined: fairJoin), or 0 for all when every token stands equal. */
+function fairRankOf(sql: SqlOrTx, ranks: FairRanks | null) {
+  return ranks ? sql`coalesce(fr.rank, ${unrankedRank(ranks)}::int)` : sql`0`;
+}
+
+/** The tokens' ranks beside the jobs (`fr`), when there are ranks. */
+function fairJoin(sql: SqlOrTx, ranks: FairRanks | null) {
+  if (!ranks) return sql``;
+  const keys = [...ranks.keys()];
+  return sql`left join unnest(${keys}::bigint[], ${keys.map((k) => ranks.get(k)!)}::int[]) as fr(key, rank) on fr.key = coalesce(jobs.token_id, 0)`;
 }
 
 /**
@@ -142,26 +160,38 @@ function afterCursor(sql: SqlOrTx, c: PsCursor) {
  * how many there are in all, and the cursor of the next page (null: none).
  * One snapshot: a job that starts meanwhile is not in both parts.
  */
-export async function listActive(sql: Sql, q: PsPageQuery): Promise<{ jobs: PsEntry[]; counts: { running: number; queued: number }; next: string | null }> {
+export async function listActive(
+  sql: Sql,
+  q: PsPageQuery,
+  /** The tokens' fair-share ranks (server/jobs/fair-share.ts): the queued part in the scheduling pass's order; null: every token stands equal. */
+  ranks: FairRanks | null = null,
+): Promise<{ jobs: PsEntry[]; counts: { running: number; queued: number }; next: string | null }> {
   const after = q.after;
   const n = q.limit + 1;
-  type Row = JobRow & { part: 'r' | 'q'; requeuedUs: number | null };
+  type Row = JobRow & { part: 'r' | 'q'; requeuedUs: number | null; fairRank: number };
   const [rows, [counts], [ahead]] = await sql.begin('isolation level repeatable read read only', (tx) => {
-    const part = (state: 'running' | 'queued', from: PsCursor | null) => tx`
-      (select *, ${state === 'running' ? 'r' : 'q'}::text as part, (extract(epoch from requeued_at) * 1000000)::bigint as requeued_us
-       from jobs where state = ${state} ${from ? tx`and ${afterCursor(tx, from)}` : tx``}
-       order by ${queueOrder(tx)} limit ${n})`;
+    const order = tx.unsafe(FAIR_ORDER_COLUMNS);
+    const part = (state: 'running' | 'queued', from: PsCursor | null) => {
+      // Running jobs are listed in the queue's own order, fair share aside.
+      const r = state === 'queued' ? ranks : null;
+      return tx`
+      (select jobs.*, ${state === 'running' ? 'r' : 'q'}::text as part, (extract(epoch from requeued_at) * 1000000)::bigint as requeued_us,
+         ${fairRankOf(tx, r)} as fair_rank
+       from jobs ${fairJoin(tx, r)} where state = ${state} ${from ? tx`and ${afterCursor(tx, from, fairRankOf(tx, r))}` : tx``}
+       order by ${order} limit ${n})`;
+    };
     // 'r' sorts after 'q': the running part first is `order by part desc`.
     const running = after?.part === 'q' ? null : part('running', after);
     const queued = part('queued', after?.part === 'q' ? after : null);
     return [
-      running ? tx<Row[]>`${running} union all ${queued} order by part desc, ${queueOrder(tx)} limit ${n}` : tx<Row[]>`${queued}`,
+      running ? tx<Row[]>`${running} union all ${queued} order by part desc, ${order} limit ${n}` : tx<Row[]>`${queued}`,
       tx<{ running: number; queued: number }[]>`
         select count(*) filter (where state = 'running')::int as running, count(*) filter (where state = 'queued')::int as queued
         from jobs where state in ('running', 'queued')`,
       // Queued jobs up to the cursor: the position of the page's first queued job.
       after?.part === 'q'
-        ? tx<{ n: number }[]>`select count(*)::int as n from jobs where state = 'queued' and not ${afterCursor(tx, after)}`
+        ? tx<{ n: number }[]>`
+            select count(*)::int as n from jobs ${fairJoin(tx, ranks)} where state = 'queued' and not ${afterCursor(tx, after, fairRankOf(tx, ranks))}`
         : tx<{ n: number }[]>`select 0 as n`,
     ] as const;
   });
@@ -172,6 +202,9 @@ export async function listActive(sql: Sql, q: PsPageQuery): Promise<{ jobs: PsEn
     page.map((r) => ({ ...jobView(r), position: r.part === 'q' ? position++ : null })),
   );
   const last = page.at(-1);
-  const next = rows.length > q.limit && last ? psCursorText({ part: last.part, priority: last.priority, requeuedUs: last.requeuedUs, seq: last.seq }) : null;
+  const next =
+    rows.length > q.limit && last
+      ? psCursorText({ part: last.part, priority: last.priority, requeuedUs: last.requeuedUs, seq: last.seq, fairRank: last.fairRank })
+      : null;
   return { jobs, counts: counts!, next };
 }

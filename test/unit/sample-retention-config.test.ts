@@ -28,3 +28,10 @@ test('the sample retention settings: defaults 1 and 90 days; whole days in range
     /bad environment variable RC_SAMPLES_COARSE_DAYS: must be at least RC_SAMPLES_RAW_DAYS \(10\)/,
   );
 });
+
+test('RC_FAIRSHARE_HALF_LIFE: a week unless set; a duration from 1h to 365d, or a sentence naming the setting', () => {
+  assert.equal(loadConfig({}).RC_FAIRSHARE_HALF_LIFE, 7 * 86400);
+  assert.equal(loadConfig({ RC_FAIRSHARE_HALF_LIFE: '36h' }).RC_FAIRSHARE_HALF_LIFE, 36 * 3600);
+  for (const bad of ['0', '30m', '400d', 'a week', '', '-7d'])
+    assert.throws(() => loadConfig({ RC_FAIRSHARE_HALF_LIFE: bad }), /bad environment variable RC_FAIRSHARE_HALF_LIFE: a duration from 1h to 365d/, bad);
+});

@@ -1,9 +1,9 @@
 // What a scheduling pass reads of the queue: its head, in the queue order
-// (queue-order.ts), with the columns the decision needs; whether a
+// (queue-order.ts: fair order when tokens' ranks are given), with the columns the decision needs; whether a
 // --preemptible job runs anywhere; and those that do.
 import type { GpuChoice } from '../../../core/gpu-choices';
 import type { Sql } from '../../db';
-import { queueOrder } from './queue-order';
+import { FAIR_ORDER_COLUMNS, type FairRanks, fairQueued, queueOrder } from './queue-order';
 
 /** A queued job as a pass reads it. */
 export interface QueuedRow {
@@ -21,6 +21,8 @@ export interface QueuedRow {
   heldDevices: number[] | null;
   /** Hosts where an earlier attempt of it still holds leases. */
   avoidHosts: string[] | null;
+  /** Its token's fair-share rank (0 while every token stands equal). */
+  fairRank?: number;
 }
 
 /** A running --preemptible job that is not being stopped already. */
@@ -32,15 +34,17 @@ export interface PreemptibleRow {
   devices: string[] | null;
 }
 
-export function queueHead(sql: Sql, limit: number): Promise<QueuedRow[]> {
+/** The first `limit` queued jobs; in fair order when `ranks` are given (null: every token stands equal). */
+export function queueHead(sql: Sql, limit: number, ranks: FairRanks | null = null): Promise<QueuedRow[]> {
   return sql<QueuedRow[]>`
     select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
       case when preempt_until > now() then preempt_devices end as held_devices,
       case when attempt > 1 then (
         select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
-      ) end as avoid_hosts
-    from jobs where state = 'queued'
-    order by ${queueOrder(sql)} limit ${limit}`;
+      ) end as avoid_hosts,
+      ${ranks ? sql`fair_rank` : sql`0`} as fair_rank
+    from ${ranks ? sql`${fairQueued(sql, ranks, limit)} as jobs` : sql`jobs where state = 'queued'`}
+    order by ${ranks ? sql.unsafe(FAIR_ORDER_COLUMNS) : queueOrder(sql)} limit ${limit}`;
 }
 
 export async function anyPreemptibleRunning(sql: Sql): Promise<boolean> {
