@@ -1,6 +1,7 @@
 // The scheduling decision: which queued jobs start now, on which devices.
 // Pure: the caller loads the state, this decides, the caller commits (and the
 // database's one-active-lease index re-checks the plan at commit).
+import { overQuota, type QuotaKey, type QuotaView, take } from './quota';
 import { matchTerms, type Labels, type SelectorTerm } from './selector';
 
 export interface QueuedJob {
@@ -26,6 +27,8 @@ export interface QueuedJob {
    * `gpus` above are then the first's. Absent: the job itself is its one way.
    */
   choices?: readonly Choice[];
+  /** The --gpus limits it is charged to (core/quota.ts: its token's and its team's); none: no limit applies. */
+  quota?: readonly QuotaKey[];
 }
 
 /** One --gpu choice as the scheduler sees it. */
@@ -98,7 +101,13 @@ export function decide(
   reserveAfterS = DEFAULT_RESERVE_AFTER_S,
   /** Devices being freed by preemption for a queued job (device id → that job's id): no other job may take them. */
   heldFor: ReadonlyMap<number, string> = new Map(),
+  /** What each --gpus limit leaves (core/quota.ts): a job past one waits, and holds nothing back; taken from as jobs are placed. */
+  quotaNow: Pick<QuotaView, 'left'> | null = null,
 ): Assignment[] {
+  // Its own copy: what this plan takes is not taken until the claims commit.
+  const quota = quotaNow && { left: new Map(quotaNow.left) };
+  // A variant of a job its limits leave room for (all of them, without limits).
+  const within = (v: QueuedJob) => quota === null || !v.quota?.length || overQuota(quota, v.quota, v.gpus) === null;
   const free = devices.filter((d) => d.free).sort(byHostThenIndex);
   const taken = new Set<number>();
   let freeLeft = free.length;
@@ -111,11 +120,13 @@ export function decide(
     for (const job of [...queued].filter((j) => owners.has(j.id)).sort(queueOrder)) {
       let pick: DeviceView[] | null = null;
       for (const v of variantsOf(job)) {
+        if (!within(v)) continue;
         const mine = free.filter((d) => heldFor.get(d.id) === job.id && !taken.has(d.id) && deviceMatches(v, d));
         pick = pickOnOneHost(mine, v.gpus);
         if (pick) break;
       }
       if (!pick) continue;
+      if (quota && job.quota?.length) take(quota, job.quota, pick.length);
       for (const d of pick) taken.add(d.id);
       freeLeft -= pick.length;
       placed.add(job.id);
@@ -161,14 +172,17 @@ export function decide(
   for (const job of [...queued].sort(queueOrder)) {
     if (freeLeft === 0) break;
     if (placed.has(job.id)) continue;
-    // Its --gpu choices in order: the first that fits now.
-    const variants = variantsOf(job);
+    // Its --gpu choices in order: the first that fits now (and its limits leave room for).
+    const variants = variantsOf(job).filter(within);
+    // Past its --gpus limit: it waits for its own scope's devices, and holds back none meanwhile.
+    if (!variants.length) continue;
     let pick: DeviceView[] | null = null;
     for (const v of variants) {
       pick = pickFor(v);
       if (pick) break;
     }
     if (pick) {
+      if (quota && job.quota?.length) take(quota, job.quota, pick.length);
       for (const d of pick) taken.add(d.id);
       freeLeft -= pick.length;
       out.push({ jobId: job.id, devices: pick });

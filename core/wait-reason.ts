@@ -6,6 +6,7 @@
 // and for which job (heldBack: GET /api/devices shows them as reserved).
 // Pure: the caller loads the queue and the fleet.
 import type { RecordedDeviceState, WaitReason } from '../protocol/wire';
+import { overQuota, type QuotaView, quotaReason, take } from './quota';
 import { byHostThenIndex, deviceMatches, type DeviceView, mayReserve, pickOnOneHost, type QueuedJob, queueOrder, variantsOf } from './schedule';
 
 /** A listed device's state as the fleet records it (a removed host's devices are in no queue's count). */
@@ -26,13 +27,23 @@ export interface HeldBack {
 }
 
 /** Each job's reason, by job id. */
-export function waitReasons(queued: readonly QueuedJob[], devices: readonly FleetDevice[], reserveAfterS: number): Map<string, WaitReason> {
-  return walk(queued, devices, reserveAfterS, true).reasons;
+export function waitReasons(
+  queued: readonly QueuedJob[],
+  devices: readonly FleetDevice[],
+  reserveAfterS: number,
+  quota: QuotaView | null = null,
+): Map<string, WaitReason> {
+  return walk(queued, devices, reserveAfterS, true, quota).reasons;
 }
 
 /** The devices (free or busy) multi-GPU jobs waiting past `reserveAfterS` hold back, by device id: the same walk, without the sentences. */
-export function heldBack(queued: readonly QueuedJob[], devices: readonly FleetDevice[], reserveAfterS: number): Map<number, HeldBack> {
-  return walk(queued, devices, reserveAfterS, false).held;
+export function heldBack(
+  queued: readonly QueuedJob[],
+  devices: readonly FleetDevice[],
+  reserveAfterS: number,
+  quota: QuotaView | null = null,
+): Map<number, HeldBack> {
+  return walk(queued, devices, reserveAfterS, false, quota).held;
 }
 
 function walk(
@@ -40,7 +51,10 @@ function walk(
   devices: readonly FleetDevice[],
   reserveAfterS: number,
   explain: boolean,
+  quotaNow: QuotaView | null,
 ): { reasons: Map<string, WaitReason>; held: Map<number, HeldBack> } {
+  // As decide() applies the --gpus limits: its own copy of what they leave, taken from as jobs ahead start.
+  const quota = quotaNow && { ...quotaNow, left: new Map(quotaNow.left) };
   const views = [...devices].sort(byHostThenIndex);
   // Free devices a job ahead would start on in this pass, and devices a job ahead holds back: by the job's id.
   const taken = new Map<number, string>();
@@ -58,8 +72,18 @@ function walk(
       bySelector.set(v.deviceName ?? '', set);
       return { v, set };
     });
+    // Past its --gpus limit in every choice: it waits for its own scope's devices, holds none back, and says so.
+    const blockedBy = quota && job.quota?.length ? variants.map(({ v }) => overQuota(quota, job.quota!, v.gpus)) : null;
+    if (blockedBy?.every((k) => k !== null)) {
+      if (!explain) continue;
+      const key = blockedBy[0]!;
+      const limit = quota!.limits.get(key)?.limit ?? 0;
+      out.set(job.id, { ...variants[0]!.set.counts, reserved: null, text: quotaReason(quota!, key, Math.max(0, limit - quota!.left.get(key)!)) });
+      continue;
+    }
     let pick: FleetDevice[] | null = null;
-    for (const { v, set } of variants) {
+    for (const [i, { v, set }] of variants.entries()) {
+      if (blockedBy?.[i]) continue;
       pick = pickOnOneHost(
         set.free.filter((d) => !taken.has(d.id) && !heldFor.has(d.id)),
         v.gpus,
@@ -69,10 +93,11 @@ function walk(
     let reserved: string[] | null = null;
     let reservedBy: QueuedJob | null = null;
     if (pick) {
+      if (quota && job.quota?.length) take(quota, job.quota, pick.length);
       for (const d of pick) taken.set(d.id, job.id);
     } else if (mayReserve(job, reserveAfterS)) {
       // reservationFor's rule, over the devices already matched: every matching device of the host with the most (its first choice that has enough).
-      const first = variants.find(({ v, set }) => set.bestHost.length >= v.gpus);
+      const first = variants.find(({ v, set }, i) => !blockedBy?.[i] && set.bestHost.length >= v.gpus);
       if (first) {
         for (const d of first.set.bestHost) {
           heldFor.set(d.id, job.id);

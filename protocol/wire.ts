@@ -115,6 +115,8 @@ export interface AttemptView {
 export interface PsEntry extends JobView {
   /** Queued jobs: how many are ahead of it (0: next). Running jobs: null. */
   position: number | null;
+  /** A queued job its --gpus limit holds back: `quota: team vision holds 4 of its 4 GPUs …` (absent otherwise). */
+  waits?: string;
 }
 
 /** The events of a job's frame stream (core/frames.ts encodes them). */

@@ -33,6 +33,7 @@ import { AuthLimit, type AuthLimitOptions } from './auth-limit';
 import { LiveFeed } from './live';
 import { Inventory } from './inventory';
 import { Reservations } from './reservations';
+import { Quotas } from './jobs/quota';
 import { FAIR_SHARE_CHARGE_MS, FairShare } from './jobs/fair-share';
 import { RemoteCalls } from './remote-calls';
 import { DEFAULT_RESERVE_AFTER_S } from '../core/schedule';
@@ -103,6 +104,8 @@ export class Controller {
   readonly inventory: Inventory;
   /** The free devices held back for a queued job (server/reservations.ts): the listings show them as reserved. */
   readonly reservations: Reservations;
+  /** What the --gpus limits leave, for the queue's readers (server/jobs/quota.ts). */
+  readonly quotas: Quotas;
   /** The tokens' fair-share ranks the queue's readers order by (server/jobs/fair-share.ts). */
   readonly fairShare: FairShare;
   /** Tells the pages what a job's event changed (jobLive). */
@@ -157,6 +160,7 @@ export class Controller {
     const inventory = new Inventory(this.sql, (err) => log(`loading the fleet: ${String(err)}`));
     this.inventory = inventory;
     this.fairShare = new FairShare(this.sql, opts.fairShareHalfLifeS, (err) => log(`charging fair share's use: ${String(err)}`));
+    this.quotas = new Quotas(this.sql);
     const fairShare = this.fairShare;
     this.reservations = new Reservations(this.sql, this.reserveAfterS, () => inventory.rows(), fairShare);
     this.jobChanged = (event) => {
@@ -271,7 +275,8 @@ export class Controller {
     this.scheduler = new Scheduler({
       queue: {
         ranks: () => fairShare.ranks(),
-        head: (limit, ranks) => queueHead(sql, limit, ranks),
+        head: (limit, ranks, skip) => queueHead(sql, limit, ranks, skip),
+        quota: () => this.quotas.view(),
         anyPreemptibleRunning: () => anyPreemptibleRunning(sql),
         preemptibleRunning: () => preemptibleRunning(sql),
       },

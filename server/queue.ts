@@ -7,6 +7,7 @@ import type { DeviceSummary, QueueEntry } from '../protocol/wire';
 import type { Sql } from './db';
 import { type JobRow, jobView } from './jobs/job-view';
 import type { FairShare } from './jobs/fair-share';
+import { type Quotas, withQuota } from './jobs/quota';
 import { FAIR_ORDER_COLUMNS, fairQueued, queueOrder } from './jobs/sql/queue-order';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
@@ -22,6 +23,7 @@ export async function listQueue(
   reserveAfterS: number,
   devices: () => Promise<DeviceSummary[]>,
   fairShare: Pick<FairShare, 'ranks'> | null = null,
+  quotas: Pick<Quotas, 'view'> | null = null,
 ): Promise<QueueEntry[]> {
   const ranks = (await fairShare?.ranks()) ?? null;
   const rows: (JobRow & { fairRank?: number })[] = ranks
@@ -34,7 +36,8 @@ export async function listQueue(
   const fleet = (await devices()).filter((d): d is DeviceSummary & { state: FleetDevice['state'] } => d.state !== 'removed');
   const terms = new TermsCache();
   const now = Date.now();
-  const queued = rows.map((j) => terms.queued(j, now));
-  const why = waitReasons(queued, fleet, reserveAfterS);
+  const quota = (await quotas?.view()) ?? null;
+  const queued = rows.map((j) => withQuota(terms.queued(j, now), quota, j.tokenId));
+  const why = waitReasons(queued, fleet, reserveAfterS, quota);
   return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)! }));
 }

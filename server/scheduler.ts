@@ -17,6 +17,7 @@
 // the queue if nobody has within START_ELSEWHERE_MS. One statement each, on
 // dispatched_at, so exactly one of the two happens.
 import { pickVictims, type Preemptible } from '../core/preempt';
+import { exhausted, overQuota, type QuotaView } from '../core/quota';
 import { type Assignment, decide, type DeviceView, DEFAULT_RESERVE_AFTER_S, mayReserve, type QueuedJob, queueOrder as byQueueOrder } from '../core/schedule';
 import { TermsCache } from '../core/terms-cache';
 import type { PreemptibleRow, QueuedRow } from './jobs/sql/queue-head';
@@ -25,6 +26,7 @@ import type { Inventory } from './inventory';
 import type { JobEvents } from './job-events';
 import { type Claimed, type PlannedClaim, targetsOf, type Target } from './jobs/claim';
 import type { JobEngine } from './jobs/engine';
+import { withQuota } from './jobs/quota';
 import { holderOf } from './jobs/holder';
 import type { JobRow } from './jobs/job-view';
 import type { Metrics } from './metrics';
@@ -93,7 +95,9 @@ export interface Dispatcher {
 export interface QueueState {
   /** The tokens' fair-share ranks, read once a pass; null (or absent): every token stands equal (server/jobs/fair-share.ts). */
   ranks?(): Promise<FairRanks | null>;
-  head(limit: number, ranks?: FairRanks | null): Promise<QueuedRow[]>;
+  head(limit: number, ranks?: FairRanks | null, skip?: readonly number[]): Promise<QueuedRow[]>;
+  /** What the --gpus limits leave, read once a pass; null (or absent): no limit (server/jobs/quota.ts). */
+  quota?(): Promise<QuotaView | null>;
   anyPreemptibleRunning(): Promise<boolean>;
   preemptibleRunning(): Promise<PreemptibleRow[]>;
 }
@@ -232,19 +236,21 @@ export class Scheduler {
     const now = Date.now();
     for (const [id, until] of this.takenElsewhere) if (until <= now) this.takenElsewhere.delete(id);
     const ranks = (await this.queue.ranks?.()) ?? null;
+    const quota = (await this.queue.quota?.()) ?? null;
+    const skip = quota ? exhausted(quota, quota.tokens) : [];
     let window = firstWindow(free.length);
     let queued: QueuedRow[];
     let jobs: QueuedJob[];
     let plan: Assignment[];
     const heldFor = new Map<number, string>();
     for (;;) {
-      queued = await this.queue.head(window, ranks);
-      jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j));
+      queued = await this.queue.head(window, ranks, skip);
+      jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j, quota));
       heldFor.clear();
       for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
       // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
       const reserving = jobs.some((j) => mayReserve(j, this.reserveAfterS));
-      plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor) : [];
+      plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor, quota) : [];
       // Devices left free while more jobs wait than were read: those further back may want them.
       const used = plan.reduce((n, a) => n + a.devices.length, 0);
       if (used >= free.length || queued.length < window || window >= passWindow(free.length)) break;
@@ -256,7 +262,9 @@ export class Scheduler {
     }
     // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
     this.maybeQueued = plan.length < queued.length || queued.length === window;
-    if (plan.length < queued.length) await this.preempt(queued, jobs, plan, heldFor, here);
+    // A job past its --gpus limit preempts nobody: it waits for its own scope's devices.
+    if (plan.length < queued.length)
+      await this.preempt(queued, quota ? jobs.filter((j) => !overQuota(quota, j.quota ?? [], j.gpus)) : jobs, plan, heldFor, here);
     if (!plan.length) return;
     const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
     this.inventory.reserve(ids);
@@ -399,8 +407,8 @@ export class Scheduler {
     }
   }
 
-  private toQueued(j: QueuedRow): QueuedJob {
-    const job = this.terms.queued(j, Date.now());
+  private toQueued(j: QueuedRow, quota: QuotaView | null): QueuedJob {
+    const job = withQuota(this.terms.queued(j, Date.now()), quota, j.tokenId);
     return j.avoidHosts?.length ? { ...job, avoidHosts: j.avoidHosts } : job;
   }
 }

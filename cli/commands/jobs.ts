@@ -146,7 +146,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       body.jobs.map((j) => [
         j.id,
         (j.state === 'queued' ? `queued #${j.position}` : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
-        j.state === 'queued' ? queuedWhere(j) : (j.devices ?? []).join(','),
+        j.state === 'queued' ? queuedWhere(j) + (j.waits ? ` (${j.waits})` : '') : (j.devices ?? []).join(','),
         j.submitter,
         age(j.startedAt ?? j.createdAt),
         limit(j),

@@ -12,6 +12,7 @@ import type { Scheduler } from '../scheduler';
 import type { WorkerHub } from '../worker-hub';
 import type { JobEngine } from '../jobs/engine';
 import type { FairShare } from '../jobs/fair-share';
+import type { Quotas } from '../jobs/quota';
 import type { Router } from './router';
 import { reachedOverHttps } from './session';
 import type { LiveFeed } from '../live';
@@ -44,6 +45,8 @@ export interface ApiDeps {
   cutSession(sessionId: number): void;
   /** The tokens' fair-share ranks: GET /api/queue and GET /api/ps order the queue as the scheduling pass does. */
   fairShare: Pick<FairShare, 'ranks'>;
+  /** What the --gpus limits leave: GET /api/queue and GET /api/ps give quota waits as reasons; a limit set is read again at once. */
+  quotas: Pick<Quotas, 'view' | 'forget'>;
   /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */
   reserveAfterS: number;
   /** What GET /metrics serves; its grant latency is observed by startJob too. */

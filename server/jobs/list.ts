@@ -10,6 +10,8 @@ import type { JobView, PsEntry } from '../../protocol/wire';
 import { attemptView, type AttemptRow, type JobRow, jobView } from './job-view';
 import { unrankedRank } from '../../core/fair-share';
 import { FAIR_ORDER_COLUMNS, type FairRanks } from './sql/queue-order';
+import { quotaWait } from './quota';
+import type { QuotaView } from '../../core/quota';
 
 export interface JobFilter {
   states: string[];
@@ -165,6 +167,8 @@ export async function listActive(
   q: PsPageQuery,
   /** The tokens' fair-share ranks (server/jobs/fair-share.ts): the queued part in the scheduling pass's order; null: every token stands equal. */
   ranks: FairRanks | null = null,
+  /** What the --gpus limits leave (server/jobs/quota.ts): a queued job one of them holds back says so. */
+  quota: QuotaView | null = null,
 ): Promise<{ jobs: PsEntry[]; counts: { running: number; queued: number }; next: string | null }> {
   const after = q.after;
   const n = q.limit + 1;
@@ -199,7 +203,10 @@ export async function listActive(
   let position = ahead!.n;
   const jobs = await withIdle(
     sql,
-    page.map((r) => ({ ...jobView(r), position: r.part === 'q' ? position++ : null })),
+    page.map((r) => {
+      const waits = r.part === 'q' && quota ? quotaWait(quota, r.tokenId, r.gpus) : null;
+      return { ...jobView(r), position: r.part === 'q' ? position++ : null, ...(waits ? { waits } : {}) };
+    }),
   );
   const last = page.at(-1);
   const next =

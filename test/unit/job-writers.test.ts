@@ -59,6 +59,8 @@ const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   'sql/queue-order': ['queueOrder', 'QUEUE_ORDER_COLUMNS', 'fairQueued', 'FAIR_ORDER_COLUMNS'],
   // Fair share's ranks for the queue's readers (it charges ended leases into token_use, a bookkeeping write of its own).
   'fair-share': ['FairShare', 'FAIR_SHARE_CHARGE_MS'],
+  // What the --gpus limits leave, for the queue's readers (reads only).
+  quota: ['Quotas', 'withQuota'],
   // What a scheduling pass reads (the scheduler's QueueState on Postgres).
   'sql/queue-head': ['queueHead', 'anyPreemptibleRunning', 'preemptibleRunning'],
   // The heartbeat's one statement keeps the leases' idle streaks: the fragment is the engine's, the statement the heartbeat's.

@@ -69,6 +69,9 @@ export function registerAdminRoutes(router: Router, c: ApiDeps): void {
   // Teams, membership and limits (issue 32): each change audited; the next submit reads them.
   router.on('PUT /api/admin/tokens/:id', async ({ params, body, identity }) => {
     const moved = await setTokenTeam(sql, params.id, body.team, `admin:${identity.name}`);
+    // Its jobs count against its new team's --gpus limit from the next pass.
+    c.quotas.forget();
+    void c.scheduler.pokeAll();
     const token = (await listTokens(db)).find((t) => t.id === moved.id)!;
     return { token, was: moved.was };
   });
@@ -86,9 +89,13 @@ export function registerAdminRoutes(router: Router, c: ApiDeps): void {
     return { limits: await listLimits(sql, query.get('scope')) };
   });
 
-  router.on('PUT /api/admin/limits/:scope', async ({ params, body, identity }) => ({
-    limits: await setLimits(sql, params.scope, body, `admin:${identity.name}`),
-  }));
+  router.on('PUT /api/admin/limits/:scope', async ({ params, body, identity }) => {
+    const limits = await setLimits(sql, params.scope, body, `admin:${identity.name}`);
+    // Applied from the next pass here (the others read limits again within a second): a raised one may start jobs now.
+    c.quotas.forget();
+    void c.scheduler.pokeAll();
+    return { limits };
+  });
 
   router.on('GET /api/admin/tokens', async () => ({ tokens: await listTokens(db) }));
 

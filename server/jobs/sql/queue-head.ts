@@ -23,6 +23,8 @@ export interface QueuedRow {
   avoidHosts: string[] | null;
   /** Its token's fair-share rank (0 while every token stands equal). */
   fairRank?: number;
+  /** The token it was submitted with: its --gpus limits (core/quota.ts). */
+  tokenId?: number | null;
 }
 
 /** A running --preemptible job that is not being stopped already. */
@@ -34,16 +36,21 @@ export interface PreemptibleRow {
   devices: string[] | null;
 }
 
-/** The first `limit` queued jobs; in fair order when `ranks` are given (null: every token stands equal). */
-export function queueHead(sql: Sql, limit: number, ranks: FairRanks | null = null): Promise<QueuedRow[]> {
+/**
+ * The first `limit` queued jobs; in fair order when `ranks` are given (null: every token stands equal). Those of
+ * `skip`'s tokens are left out: their --gpus limits are reached, and a deep queue of them must not fill the head
+ * while other tokens' jobs behind it could start.
+ */
+export function queueHead(sql: Sql, limit: number, ranks: FairRanks | null = null, skip: readonly number[] = []): Promise<QueuedRow[]> {
+  const skipped = skip.length ? sql`and coalesce(token_id, 0) <> all(${skip as number[]}::bigint[])` : sql``;
   return sql<QueuedRow[]>`
-    select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible,
+    select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible, token_id,
       case when preempt_until > now() then preempt_devices end as held_devices,
       case when attempt > 1 then (
         select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
       ) end as avoid_hosts,
       ${ranks ? sql`fair_rank` : sql`0`} as fair_rank
-    from ${ranks ? sql`${fairQueued(sql, ranks, limit)} as jobs` : sql`jobs where state = 'queued'`}
+    from ${ranks ? sql`${fairQueued(sql, ranks, limit, skip)} as jobs` : sql`jobs where state = 'queued' ${skipped}`}
     order by ${ranks ? sql.unsafe(FAIR_ORDER_COLUMNS) : queueOrder(sql)} limit ${limit}`;
 }
 

@@ -32,7 +32,9 @@ export type FairRanks = ReadonlyMap<number, number>;
  * `limit`. Tokens not ranked (their first job came after the ranks were
  * read) go last, until the next read. Sort the outer query by FAIR_ORDER_COLUMNS.
  */
-export function fairQueued(sql: Sql, ranks: FairRanks, limit: number) {
+export function fairQueued(sql: Sql, ranks: FairRanks, limit: number, skip: readonly number[] = []) {
+  // Tokens whose --gpus limit is reached (core/quota.ts exhausted): none of their jobs could start, so none fills the head.
+  const skipped = skip.length ? sql`and coalesce(token_id, 0) <> all(${skip as number[]}::bigint[])` : sql``;
   const keys = [...ranks.keys()];
   const rankList = keys.map((k) => ranks.get(k)!);
   return sql`(
@@ -48,13 +50,13 @@ export function fairQueued(sql: Sql, ranks: FairRanks, limit: number) {
       -- In the order they are walked: the join keeps it, so the sort below takes one rank's jobs at a time and stops at the limit.
       select prio.p, grp.rank, grp.keys, coalesce(cardinality(grp.keys), 0) as n from prio, grp where prio.p is not null order by prio.p desc, grp.rank
     ) walk cross join lateral (
-      (select * from jobs where walk.n = 1 and state = 'queued' and coalesce(token_id, 0) = walk.keys[1] and priority = walk.p
+      (select * from jobs where walk.n = 1 and state = 'queued' and coalesce(token_id, 0) = walk.keys[1] and priority = walk.p ${skipped}
         order by requeued_at nulls last, seq limit ${limit})
       union all
-      (select * from jobs where walk.n > 1 and state = 'queued' and priority = walk.p and coalesce(token_id, 0) + 0 = any(walk.keys)
+      (select * from jobs where walk.n > 1 and state = 'queued' and priority = walk.p and coalesce(token_id, 0) + 0 = any(walk.keys) ${skipped}
         order by requeued_at nulls last, seq limit ${limit})
       union all
-      (select * from jobs where walk.n = 0 and state = 'queued' and priority = walk.p and coalesce(token_id, 0) + 0 <> all(${keys}::bigint[])
+      (select * from jobs where walk.n = 0 and state = 'queued' and priority = walk.p and coalesce(token_id, 0) + 0 <> all(${keys}::bigint[]) ${skipped}
         order by requeued_at nulls last, seq limit ${limit})
     ) h
     order by walk.p desc, walk.rank, h.requeued_at nulls last, h.seq limit ${limit})`;
