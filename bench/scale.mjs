@@ -3,7 +3,7 @@
 // fleet simulator's answer mode: the real worker protocol, no processes).
 // bench/README.md says what each figure means and how it is measured.
 //   npm run bench:scale -- --devices 100|1000|10000 [--controllers 2] [--only submit,devices,grants,output,lost,heartbeats]
-//   npm run bench:scale -- --devices 10000 --only submit,grants --teams 50 --tokens 500   (fair share: the deep queue from 500 tokens in 50 teams)
+//   npm run bench:scale -- --devices 10000 --only submit,grants --teams 50 --tokens 500 [--limits]   (fair share: the deep queue from 500 tokens in 50 teams; --limits: each team with --gpus, --queued and --gpu-hours limits)
 //   npm run bench:scale -- --record before     (bench/results/before/*.json → the "before" block of bench/RESULTS.md)
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,6 +29,8 @@ const OPTIONS = {
   /** Fair share (issue 32): the deep queue's jobs come from this many client tokens (0: the bench's one token), spread over this many teams (shares 1, 2, 1, 2, …). */
   teams: { type: 'string', default: '0' },
   tokens: { type: 'string', default: '0' },
+  /** With --teams: each team gets --gpus, --queued and --gpu-hours limits (makeTokens). */
+  limits: { type: 'boolean', default: false },
   /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
   'hb-hosts': { type: 'string' },
   'hb-rate': { type: 'string', default: '2500' },
@@ -63,6 +65,8 @@ const devices = int('devices', 1, 20_000);
 const teamCount = int('teams', 0, 1000);
 const tokenCount = int('tokens', 0, 10_000);
 if (teamCount > 0 && tokenCount === 0) fail('--teams needs --tokens: the tokens put in them');
+const withLimits = values.limits;
+if (withLimits && teamCount === 0) fail('--limits needs --teams: the limits are set on the teams');
 const controllers = int('controllers', 1, 2);
 const only = new Set(values.only.split(',').map((s) => s.trim()));
 for (const p of only) if (!PHASES.includes(p)) fail(`--only: ${p} is not one of ${PHASES.join(', ')}`);
@@ -115,7 +119,7 @@ try {
   if (tokenCount > 0) {
     const t = Date.now();
     queueTokens = await makeTokens(teamCount, tokenCount);
-    out.setup.fairShare = { teams: teamCount, tokens: tokenCount, ms: Date.now() - t };
+    out.setup.fairShare = { teams: teamCount, tokens: tokenCount, limits: withLimits, ms: Date.now() - t };
     log(`fair share: ${tokenCount} tokens in ${teamCount || 'the default'} team${teamCount === 1 ? '' : 's'}`);
   }
   const needJobs = ['submit', 'devices', 'grants', 'output', 'lost'].some((p) => only.has(p));
@@ -683,21 +687,34 @@ function startSplit(specs, name, opts) {
 
 /**
  * `tokens` client tokens in `teams` teams (team-00, team-01, …; shares 1 and 2 in turn), made as an
- * operator would: the tokens through the admin API, the teams in the database (their admin commands are
- * another branch's). Their secrets, in team order.
+ * operator would, through the admin API; with --limits, each team gets --gpus (twice its share of the
+ * fleet, so the limits are read and applied by every pass and some bite), --queued and --gpu-hours
+ * (neither reached). Their secrets, in team order.
  */
 async function makeTokens(teams, tokens) {
-  for (let i = 0; i < teams; i++) await sql`insert into teams (name, share) values (${teamName(i)}, ${1 + (i % 2)})`;
+  const admin = async (method, path, body, want) => {
+    const r = await fetch(`${urls[0]}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${rc.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = await r.json();
+    if (r.status !== want) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+  for (let i = 0; i < teams; i++) {
+    await admin('POST', '/api/admin/teams', { name: teamName(i), share: 1 + (i % 2) }, 201);
+    if (withLimits)
+      await admin(
+        'PUT',
+        `/api/admin/limits/team:${teamName(i)}`,
+        { gpus: Math.max(1, Math.ceil((2 * devices) / teams)), queued: 100_000, gpuHours: '1000000/week' },
+        200,
+      );
+  }
   const secrets = [];
   for (let i = 0; i < tokens; i++) {
-    const r = await fetch(`${urls[0]}/api/admin/tokens`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${rc.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `bench-${i}`, kind: 'client' }),
-    });
-    const body = await r.json();
-    if (r.status !== 201) throw new Error(`token: ${r.status} ${JSON.stringify(body)}`);
-    if (teams > 0) await sql`update tokens set team = ${teamName(i % teams)} where id = ${body.id}`;
+    const body = await admin('POST', '/api/admin/tokens', { name: `bench-${i}`, kind: 'client', ...(teams > 0 ? { team: teamName(i % teams) } : {}) }, 201);
     secrets.push(body.token);
   }
   return secrets;
