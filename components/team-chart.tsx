@@ -22,7 +22,7 @@ export default function TeamChart({ daily, budgetPerDay, budgetLabel }: { daily:
     const hours = (v: number | null) => (v == null ? '–' : `${v.toFixed(1)} h`);
     const bars = uPlot.paths.bars!({ size: [0.7, 40], align: 0 });
     const series: uPlot.Series[] = [
-      { value: (_, v) => (v == null ? '–' : new Date(v * 1000).toISOString().slice(0, 10)) },
+      { label: 'day', value: (_, v) => (v == null ? '–' : new Date(v * 1000).toISOString().slice(0, 10)) },
       {
         label: 'idle',
         stroke: '#d97706',

@@ -41,11 +41,11 @@ export function TeamsView() {
       ) : null}
       {teams.length ? <TeamsTable teams={teams} /> : null}
       {teams.length ? (
-        <div className="mt-6 mb-2 flex flex-wrap items-end justify-between gap-4">
+        <div className="mt-6 mb-2 flex flex-wrap items-center justify-between gap-4">
           <h2 className="text-base font-semibold text-zinc-900">GPU-hours per day (UTC), idle on top</h2>
-          <label className="flex flex-col text-xs text-zinc-600">
+          <label className="flex items-center gap-2 text-xs text-zinc-600">
             Days
-            <select value={days} onChange={(e) => setDays(e.target.value as typeof days)} className="mt-0.5 rounded border border-zinc-300 px-2 py-1 text-sm">
+            <select value={days} onChange={(e) => setDays(e.target.value as typeof days)} className="rounded border border-zinc-300 px-2 py-1 text-sm">
               {DAYS.map((d) => (
                 <option key={d} value={d}>
                   last {d} days
@@ -206,13 +206,15 @@ const PLACEHOLDER: Record<LimitField, string> = {
 /** An admin's form: the team's share and its limits (empty: none), saved through PUT /api/admin/teams/:name and PUT /api/admin/limits/team:<name>. */
 function TeamEditor({ team: t, teamNames }: { team: TeamUse; teamNames: string[] }) {
   const client = useQueryClient();
-  const was = limitTexts(t.limits);
-  const [share, setShare] = useState(String(t.share));
+  // What the form started from (or last saved): only a field changed since is sent, so another admin's change to another field stands.
+  const [base, setBase] = useState(() => ({ share: String(t.share), texts: limitTexts(t.limits) }));
+  const was = base.texts;
+  const [share, setShare] = useState(base.share);
   const [texts, setTexts] = useState<Record<LimitField, string>>(was);
   const [saved, setSaved] = useState(false);
   const save = useMutation({
     mutationFn: async () => {
-      if (share.trim() !== String(t.share)) {
+      if (share.trim() !== base.share) {
         const n = share.trim() === '' ? Number.NaN : Number(share);
         await call('PUT /api/admin/teams/:name', { name: t.name, body: { share: Number.isFinite(n) ? n : (share as unknown as number) } });
       }
@@ -221,7 +223,10 @@ function TeamEditor({ team: t, teamNames }: { team: TeamUse; teamNames: string[]
       for (const k of Object.keys(LIMIT_FLAGS) as LimitField[]) if (texts[k].trim() !== was[k]) body[k] = texts[k].trim() || 'none';
       if (Object.keys(body).length) await call('PUT /api/admin/limits/:scope', { scope: `team:${t.name}`, body });
     },
-    onSuccess: () => setSaved(true),
+    onSuccess: () => {
+      setBase({ share: share.trim(), texts: Object.fromEntries(Object.entries(texts).map(([k, v]) => [k, v.trim()])) as Record<LimitField, string> });
+      setSaved(true);
+    },
     onSettled: () => client.invalidateQueries({ queryKey: keys.teams() }),
   });
   const submit = (e: FormEvent) => {

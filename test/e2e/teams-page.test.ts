@@ -172,6 +172,7 @@ test('a client session reads the page: no form, no move, the limits listed', { s
   assert.equal(await page.locator('form').count(), 0, 'no edit form');
   assert.equal(await page.getByRole('button', { name: /Save|Move/ }).count(), 0, 'no edit control');
   assert.match((await page.locator('[data-team="vision"] [data-limits-readonly]').textContent()) ?? '', /--gpus4.*--gpu-hours200\/week/);
+  for (const team of ['vision', 'nlp']) await page.locator(`[data-team="${team}"] [data-team-chart] canvas`).waitFor();
   await shot(page, 'teams-client');
   await page.close();
 });
