@@ -42,6 +42,8 @@ export function planRefetch(changes: readonly LiveChange[]): RefetchPlan {
         add(...(c.jobId ? ['job', c.jobId] : ['job']));
         add('device');
         add('host');
+        // A team's GPUs in use and jobs queued.
+        add('teams');
         break;
       case 'sheet':
         add(...(c.host ? ['host', c.host] : ['host']));
@@ -55,6 +57,8 @@ export function planRefetch(changes: readonly LiveChange[]): RefetchPlan {
         break;
       case 'audit':
         add('audit');
+        // Every change of a team, a membership or a limit is audited.
+        add('teams');
         break;
       case 'notices':
         add('notices');

@@ -13,4 +13,6 @@ export const keys = {
   holds: ['holds'] as const,
   audit: (filter: Record<string, string>) => ['audit', filter] as const,
   usage: (filter: Record<string, string>) => ['usage', filter] as const,
+  /** The Teams page; no argument: every window of it. */
+  teams: (days?: string) => (days === undefined ? (['teams'] as const) : (['teams', days] as const)),
 };

@@ -17,6 +17,7 @@ const NAV = [
   { href: '/queue', label: 'Queue' },
   { href: '/holds', label: 'Holds' },
   { href: '/usage', label: 'Usage' },
+  { href: '/teams', label: 'Teams' },
   { href: '/audit', label: 'Audit' },
 ];
 

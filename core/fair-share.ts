@@ -57,14 +57,23 @@ export interface Standing {
   token: number;
 }
 
-/** Each token's standing; `shares` gives teams.share by team (a team not in it has share 1). */
-export function standings(tokens: readonly TokenUse[], shares: ReadonlyMap<string, number>): Map<number, Standing> {
+/** A team as fair share weighs it: its decayed use, its part of all active teams' use and of their shares, and its standing (use part over share part; lower goes first). */
+export interface TeamStanding {
+  use: number;
+  /** It has use or jobs queued: only active teams divide the fleet. */
+  active: boolean;
+  usePart: number;
+  sharePart: number;
+  standing: number;
+}
+
+/** Each team's standing (the team part of `standings`); `shares` gives teams.share by team (a team not in it has share 1). */
+export function teamStandings(tokens: readonly TokenUse[], shares: ReadonlyMap<string, number>): Map<string, TeamStanding & { activeTokens: number }> {
   const teams = new Map<string, { use: number; active: number }>();
   for (const t of tokens) {
-    const active = t.queued || t.use > 0;
     const team = teams.get(t.team) ?? { use: 0, active: 0 };
     team.use += t.use;
-    if (active) team.active += 1;
+    if (t.queued || t.use > 0) team.active += 1;
     teams.set(t.team, team);
   }
   let allUse = 0;
@@ -74,12 +83,24 @@ export function standings(tokens: readonly TokenUse[], shares: ReadonlyMap<strin
     allUse += team.use;
     allShares += shareOf(shares, name);
   }
+  const out = new Map<string, TeamStanding & { activeTokens: number }>();
+  for (const [name, team] of teams) {
+    const active = team.active > 0;
+    const usePart = active && allUse > 0 ? team.use / allUse : 0;
+    const sharePart = active ? shareOf(shares, name) / allShares : 0;
+    out.set(name, { use: team.use, active, usePart, sharePart, standing: active && allUse > 0 ? ratio(usePart, sharePart) : 0, activeTokens: team.active });
+  }
+  return out;
+}
+
+/** Each token's standing; `shares` gives teams.share by team (a team not in it has share 1). */
+export function standings(tokens: readonly TokenUse[], shares: ReadonlyMap<string, number>): Map<number, Standing> {
+  const teams = teamStandings(tokens, shares);
   const out = new Map<number, Standing>();
   for (const t of tokens) {
     const team = teams.get(t.team)!;
-    const teamStanding = team.active === 0 || allUse <= 0 ? 0 : ratio(team.use / allUse, shareOf(shares, t.team) / allShares);
-    const tokenStanding = team.use <= 0 ? 0 : ratio(t.use / team.use, 1 / Math.max(1, team.active));
-    out.set(t.key, { team: teamStanding, token: tokenStanding });
+    const tokenStanding = team.use <= 0 ? 0 : ratio(t.use / team.use, 1 / Math.max(1, team.activeTokens));
+    out.set(t.key, { team: team.standing, token: tokenStanding });
   }
   return out;
 }

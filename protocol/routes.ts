@@ -16,6 +16,8 @@ import type {
   StdinQuery,
   UsageQuery,
   UsageReport,
+  TeamsUsage,
+  TeamsUsageQuery,
   CreatedToken,
   CreateTokenBody,
   CreateTeamBody,
@@ -72,6 +74,7 @@ export const ROUTES = {
   'GET /api/queue': 'client',
   'GET /api/audit': 'client',
   'GET /api/usage': 'client',
+  'GET /api/usage/teams': 'client',
   'GET /api/devices/:name': 'client',
   'PUT /api/devices/:name/note': 'admin',
   'GET /api/hosts/:name/sheet': 'client',
@@ -143,6 +146,8 @@ export interface RouteTypes {
   'GET /api/queue': { response: { jobs: QueueEntry[] } };
   'GET /api/audit': { query: AuditQuery; response: { entries: AuditEntry[] } };
   'GET /api/usage': { query: UsageQuery; response: UsageReport };
+  /** Each team: members, limits, where it stands against them and in fair share, and its use per day (the Teams page). */
+  'GET /api/usage/teams': { query: TeamsUsageQuery; response: TeamsUsage };
   'GET /api/devices/:name': { response: DeviceDescription };
   'PUT /api/devices/:name/note': { body: WriteSheetBody; response: { note: SheetView | null } };
   'GET /api/hosts/:name/sheet': { response: { sheet: SheetView | null } };

@@ -620,6 +620,49 @@ export interface UsageReport {
   leases?: UsageLease[];
 }
 
+/** GET /api/usage/teams: the last `days` whole UTC days and today (1 to 90; 14). */
+export interface TeamsUsageQuery {
+  days?: string;
+}
+
+/** One UTC day of a team's use: device-seconds leased that day, the idle part apart (busyS counts CPU slots' time too). */
+export interface TeamDay {
+  /** `2026-12-07`. */
+  day: string;
+  busyS: number;
+  idleS: number;
+}
+
+/** A team as the dashboard's Teams page shows it (GET /api/usage/teams). */
+export interface TeamUse {
+  name: string;
+  share: number;
+  /** Its live client and admin tokens: names only, never a secret. */
+  members: { id: number; name: string; kind: 'client' | 'admin'; submitter: string | null }[];
+  /** Its own limits (scope `team:<name>`): null is no limit. */
+  limits: LimitView;
+  gpusInUse: number;
+  /** Its jobs waiting now. */
+  queued: number;
+  /** With a GPU-hours budget: device-seconds leased in the budget's rolling window, and the idle part; null without one. */
+  budget: { usedS: number; idleS: number } | null;
+  /**
+   * Fair share (core/fair-share.ts): its decayed use (device-seconds), its part of all active teams' use and of their
+   * shares, and its standing (use part over share part: below 1 it is below its share and its jobs go first). A team
+   * with neither use nor jobs queued is not active and divides nothing.
+   */
+  fairShare: { use: number; active: boolean; usePart: number; sharePart: number; standing: number };
+  /** Its use per UTC day, oldest first: `days` + 1 entries, today's last. */
+  daily: TeamDay[];
+}
+
+export interface TeamsUsage {
+  days: number;
+  /** RC_FAIRSHARE_HALF_LIFE, seconds: how fast use is forgotten. */
+  halfLifeS: number;
+  teams: TeamUse[];
+}
+
 /** POST /api/jobs/:id/stdin: who writes, the bytes sent before this piece, and whether it ends the input. */
 export interface StdinQuery {
   submitter: string;

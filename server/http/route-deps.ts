@@ -43,8 +43,8 @@ export interface ApiDeps {
   cutToken(tokenId: number): void;
   /** A dashboard session signed out: its sockets cut, here and on every other controller. */
   cutSession(sessionId: number): void;
-  /** The tokens' fair-share ranks: GET /api/queue and GET /api/ps order the queue as the scheduling pass does. */
-  fairShare: Pick<FairShare, 'ranks'>;
+  /** The tokens' fair-share ranks: GET /api/queue and GET /api/ps order the queue as the scheduling pass does; its half-life, for the Teams page. */
+  fairShare: Pick<FairShare, 'ranks' | 'halfLifeS'>;
   /** What the --gpus limits leave: GET /api/queue and GET /api/ps give quota waits as reasons; a limit set is read again at once. */
   quotas: Pick<Quotas, 'view' | 'forget'>;
   /** RC_RESERVE_AFTER_S: when a multi-GPU job starts holding devices back (GET /api/queue's reasons). */

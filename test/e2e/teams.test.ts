@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import postgres from 'postgres';
 import { EXIT } from '../../core/exit-codes';
-import type { LimitView, TeamView, UsageReport, Whoami } from '../../protocol/wire';
+import type { LimitView, TeamsUsage, TeamView, UsageReport, Whoami } from '../../protocol/wire';
 import { type CliResult, Stack } from '../helpers/stack';
 
 let stack: Stack;
@@ -222,6 +222,94 @@ test('--gpu-hours: a used-up rolling budget refuses, saying when use leaves the 
   assert.match(cli.stdout, /^TEAM\s+LEASED/);
   assert.match(cli.stdout, /\nnlp\s+5\.\dh/);
   await setLimit('team:nlp', ['--gpu-hours', 'none']);
+});
+
+test('GET /api/usage/teams: members, limits, budget, fair share and use per UTC day split at midnight; bad days and wrong credentials refused', async () => {
+  await setLimit('team:nlp', ['--gpu-hours', '6/week', '--gpus', '2']);
+  const get = async (query: string, token: string | null = tokens.bob!.secret) => stack.api('GET', `/api/usage/teams${query}`, undefined, token);
+  const r = await get('?days=3');
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const report = r.body as TeamsUsage;
+  assert.equal(report.days, 3);
+  assert.equal(report.halfLifeS, 7 * 86400);
+  assert.deepEqual(
+    report.teams.map((t) => t.name),
+    ['default', 'nlp', 'vision'],
+  );
+  const nlp = report.teams.find((t) => t.name === 'nlp')!;
+  assert.deepEqual(
+    nlp.members.map((m) => [m.name, m.kind, m.submitter]),
+    [
+      ['bob', 'client', null],
+      ['carol', 'client', null],
+    ],
+  );
+  assert.equal(nlp.share, 1.5);
+  assert.deepEqual([nlp.limits.gpus, nlp.limits.gpuHours, nlp.limits.period, nlp.limits.queued], [2, 6, 'week', null]);
+  assert.equal(nlp.gpusInUse, 0);
+  assert.equal(nlp.queued, 0);
+  // bob's fabricated 3 h and 2 h (each 1800 s idle), and the two teams' few seconds of real jobs.
+  assert.ok(Math.abs(nlp.budget!.usedS - 5 * 3600) < 60, `budget used ${nlp.budget!.usedS}`);
+  assert.ok(Math.abs(nlp.budget!.idleS - 3600) < 60, `budget idle ${nlp.budget!.idleS}`);
+  // Per UTC day: 3 days and today, each lease split at midnight, its idle seconds in proportion.
+  const today = new Date().toISOString().slice(0, 10);
+  assert.equal(nlp.daily.length, 4);
+  assert.equal(nlp.daily.at(-1)!.day, today);
+  const want = new Map<string, number>();
+  const wantIdle = new Map<string, number>();
+  for (const [fromH, toH] of [
+    [30, 27],
+    [10, 8],
+  ] as const) {
+    for (let t = Date.now() - fromH * 3600_000, end = Date.now() - toH * 3600_000; t < end; ) {
+      const midnight = Date.UTC(new Date(t).getUTCFullYear(), new Date(t).getUTCMonth(), new Date(t).getUTCDate() + 1);
+      const to = Math.min(end, midnight);
+      const day = new Date(t).toISOString().slice(0, 10);
+      want.set(day, (want.get(day) ?? 0) + (to - t) / 1000);
+      // Each lease's 1800 idle seconds fall on its days in proportion.
+      wantIdle.set(day, (wantIdle.get(day) ?? 0) + (1800 * (to - t)) / ((fromH - toH) * 3600_000));
+      t = to;
+    }
+  }
+  for (const d of nlp.daily) {
+    const held = d.busyS + d.idleS;
+    assert.ok(Math.abs(held - (want.get(d.day) ?? 0)) < 60, `${d.day}: ${held} s held, expected ${want.get(d.day) ?? 0}`);
+    assert.ok(Math.abs(d.idleS - (wantIdle.get(d.day) ?? 0)) < 60, `${d.day}: ${d.idleS} s idle, expected ${wantIdle.get(d.day) ?? 0}`);
+  }
+  // Fair share: nlp has use, so it is active; its standing is its use part over its share part.
+  assert.equal(nlp.fairShare.active, true);
+  assert.ok(nlp.fairShare.use > 4 * 3600, `decayed use ${nlp.fairShare.use}`);
+  assert.ok(Math.abs(nlp.fairShare.standing - nlp.fairShare.usePart / nlp.fairShare.sharePart) < 1e-9);
+  const vision = report.teams.find((t) => t.name === 'vision')!;
+  assert.deepEqual(
+    vision.members.map((m) => [m.name, m.submitter]),
+    [['agent-a', 'claude/']],
+  );
+  assert.equal(vision.budget === null, vision.limits.gpuHours === null, 'budget figures with a budget only');
+  const dflt = report.teams.find((t) => t.name === 'default')!;
+  assert.equal(dflt.budget, null, 'no budget: no budget figures');
+  assert.ok(dflt.members.length >= 2, 'the local tokens are in default');
+  // An admin reads it too; the default is 14 days.
+  const all = (await get('', stack.adminToken)).body as TeamsUsage;
+  assert.equal(all.days, 14);
+  assert.equal(all.teams[0]!.daily.length, 15);
+
+  for (const [query, message] of [
+    ['?days=0', /days: a whole number of days from 1 to 90/],
+    ['?days=91', /days: a whole number of days from 1 to 90/],
+    ['?days=1.5', /days: a whole number/],
+    ['?days=-1', /days: a whole number/],
+    ['?days=x', /days: a whole number/],
+    ['?days=', /days: a whole number/],
+    ['?since=7d', /since: GET \/api\/usage\/teams takes only days/],
+  ] as const) {
+    const bad = await get(query);
+    assert.equal(bad.status, 400, `${query}: ${JSON.stringify(bad.body)}`);
+    assert.match((bad.body as { error: { code: string; message: string } }).error.message, message);
+  }
+  assert.equal((await get('', stack.hostCredential('alpha'))).status, 403, 'a host credential');
+  assert.equal((await get('', null)).status, 401, 'no token');
+  await setLimit('team:nlp', ['--gpu-hours', 'none', '--gpus', 'none']);
 });
 
 test('a job asking more GPUs than its team may ever hold is refused at once', async () => {

@@ -81,13 +81,14 @@ test('a live change on one host refetches that host; one without a host, or a bu
   assert.deepEqual([burst.fleet, burst.hosts], [true, []]);
   const job = planRefetch([{ what: 'jobs', jobId: 'j1' }]);
   assert.equal(job.fleet, false);
-  for (const k of ['jobs', 'queue', 'holds', 'job,j1'])
+  for (const k of ['jobs', 'queue', 'holds', 'job,j1', 'teams'])
     assert.ok(
       job.invalidate.some((x) => x.join() === k),
       k,
     );
   assert.deepEqual(planRefetch([{ what: 'samples' }]).invalidate, [['samples'], ['host'], ['device']]);
-  assert.deepEqual(planRefetch([{ what: 'audit' }]).invalidate, [['audit']]);
+  // A team's, a membership's or a limit's change is audited: the Teams page reads again.
+  assert.deepEqual(planRefetch([{ what: 'audit' }]).invalidate, [['audit'], ['teams']]);
   assert.deepEqual(planRefetch([{ what: 'sheet', host: 'a' }]).invalidate, [['host', 'a'], ['device']]);
 });
 

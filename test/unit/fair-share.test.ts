@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { DEFAULT_HALF_LIFE_S, anyApart, decay, fairOrder, fairRanks, leaseUse, standings, type TokenUse } from '../../core/fair-share';
+import { DEFAULT_HALF_LIFE_S, anyApart, decay, fairOrder, fairRanks, leaseUse, standings, teamStandings, type TokenUse } from '../../core/fair-share';
 import { decide, type DeviceView, type QueuedJob, queueOrder } from '../../core/schedule';
 import { job } from '../helpers/schedule';
 
@@ -226,5 +226,30 @@ test('a token not ranked yet (its first job came after the standings were read) 
   assert.deepEqual(
     fairOrder([fjob(1, 9), fjob(2, 2), fjob(3, 1)], ranks).map((j) => j.id),
     ['j3', 'j2', 'j1'],
+  );
+});
+
+test("a team's standing as the Teams page shows it is the team part of each of its tokens' standings; active teams' parts each sum to 1", () => {
+  const tokensArb = fc.uniqueArray(
+    fc.record({
+      key: fc.integer({ min: 1, max: 1e6 }),
+      team: fc.constantFrom('default', 'vision', 'nlp'),
+      use: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 1e7, noNaN: true })),
+      queued: fc.boolean(),
+    }),
+    { maxLength: 12, selector: (t) => t.key },
+  );
+  fc.assert(
+    fc.property(tokensArb, fc.double({ min: 0.1, max: 10, noNaN: true }), (tokens, visionShare) => {
+      const shares = new Map([['vision', visionShare]]);
+      const teams = teamStandings(tokens, shares);
+      const each = standings(tokens, shares);
+      for (const t of tokens) assert.equal(each.get(t.key)!.team, teams.get(t.team)!.standing);
+      const active = [...teams.values()].filter((t) => t.active);
+      const used = active.some((t) => t.use > 0);
+      if (active.length) assert.ok(Math.abs(active.reduce((n, t) => n + t.sharePart, 0) - 1) < 1e-9, 'shares');
+      if (used) assert.ok(Math.abs(active.reduce((n, t) => n + t.usePart, 0) - 1) < 1e-9, 'use');
+      for (const t of teams.values()) if (!t.active) assert.deepEqual([t.usePart, t.sharePart, t.standing], [0, 0, 0]);
+    }),
   );
 });

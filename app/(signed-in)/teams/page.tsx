@@ -1,0 +1,5 @@
+import { TeamsView } from '../../../components/teams-view';
+
+export default function Page() {
+  return <TeamsView />;
+}
