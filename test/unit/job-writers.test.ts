@@ -59,6 +59,8 @@ const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   'sql/queue-order': ['queueOrder', 'QUEUE_ORDER_COLUMNS', 'fairQueued', 'FAIR_ORDER_COLUMNS'],
   // Fair share's ranks for the queue's readers (it charges ended leases into token_use, a bookkeeping write of its own).
   'fair-share': ['FairShare', 'FAIR_SHARE_CHARGE_MS'],
+  // The tokens' decayed use, for the Teams page's fair-share standing (a read).
+  'sql/token-use': ['tokenUse'],
   // What the --gpus limits leave, for the queue's readers (reads only).
   quota: ['Quotas', 'withQuota'],
   // What a scheduling pass reads (the scheduler's QueueState on Postgres).
