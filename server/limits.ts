@@ -48,23 +48,6 @@ export async function limitsFor(sql: Runner, tokenId: number): Promise<ScopeLimi
   return rows.map(scopeLimits);
 }
 
-/**
- * Every scope's --gpus limit, for the scheduling pass (a job past its team's or
- * token's limit waits): one read of the few rows that set one. A token is bound
- * by its own (`tokens`, by token id) and its team's (`teams`, by name; a token's
- * team is tokens.team).
- */
-export async function gpuLimits(sql: Runner): Promise<{ teams: Map<string, number>; tokens: Map<number, number> }> {
-  const rows = await sql<{ team: string | null; tokenId: number | null; gpus: number }[]>`select team, token_id, gpus from limits where gpus is not null`;
-  const teams = new Map<string, number>();
-  const tokens = new Map<number, number>();
-  for (const r of rows) {
-    if (r.team !== null) teams.set(r.team, r.gpus);
-    else tokens.set(r.tokenId!, r.gpus);
-  }
-  return { teams, tokens };
-}
-
 /** The jobs of a scope, as a condition on `j` (jobs). */
 function jobsOf(sql: Runner, s: Scope) {
   return s.kind === 'team' ? sql`j.token_id in (select id from tokens where team = ${s.team})` : sql`j.token_id = ${s.tokenId}`;

@@ -72,10 +72,11 @@ interface Waiting {
   path: string;
   /** It said it waits (a byte on fd 3), */
   said: boolean;
-  /** and the worker moved it into its cgroup: ready when both. */
+  /** and the worker moved it into its cgroup: ready when both (isReady). */
   moved: boolean;
-  ready: boolean;
 }
+
+const isReady = (w: Waiting) => w.said && w.moved;
 
 export class ReadyShells {
   private readonly shells = new Set<Waiting>();
@@ -113,7 +114,7 @@ export class ReadyShells {
 
   /** How many are ready now. */
   get readyNow(): number {
-    return [...this.shells].filter((s) => s.ready).length;
+    return [...this.shells].filter(isReady).length;
   }
 
   /** Starts shells until `size` are ready or on their way. */
@@ -127,7 +128,7 @@ export class ReadyShells {
    */
   take(env: Record<string, string>, argv: string[]): ReadyShell | null {
     if (argv.some((a) => a.includes('\0')) || Object.entries(env).some(([k, v]) => !NAME.test(k) || v.includes('\0'))) return null;
-    const w = [...this.shells].find((s) => s.ready);
+    const w = [...this.shells].find(isReady);
     if (!w) return null;
     this.shells.delete(w);
     const { child, fd3 } = w;
@@ -180,12 +181,11 @@ export class ReadyShells {
       ...(this.user ? { uid: this.user.uid, gid: this.user.gid } : {}),
     }) as Waiting['child'];
     const fd3 = child.stdio[3] as Writable & Readable;
-    const w: Waiting = { child, fd3, path, said: false, moved: false, ready: false };
+    const w: Waiting = { child, fd3, path, said: false, moved: false };
     this.shells.add(w);
+    // Ready: the run of shells that died before they were ready is over.
     const settle = () => {
-      if (!w.said || !w.moved || !this.shells.has(w)) return;
-      w.ready = true;
-      this.failures = 0;
+      if (isReady(w) && this.shells.has(w)) this.failures = 0;
     };
     // Until a job takes it, nothing it says is a job's: read and dropped, so it never blocks.
     let said = '';
@@ -218,7 +218,7 @@ export class ReadyShells {
     if (!this.shells.delete(w)) return;
     void this.discard(w);
     if (this.closed) return;
-    if (!w.ready) this.failed(`a ready shell ended before it was ready: ${why}`);
+    if (!isReady(w)) this.failed(`a ready shell ended before it was ready: ${why}`);
     setImmediate(() => this.fill());
   }
 
