@@ -294,6 +294,34 @@ test("a request the session cookie authenticates changes nothing unless it comes
   assert.equal((await raw('GET', '/api/whoami', cookie())).status, 200);
 });
 
+test("the Teams page's actions (a team's share, a limit, a token's team) are refused with the cookie from another origin, and change nothing", {
+  timeout: 30_000,
+}, async () => {
+  assert.equal((await stack.api('POST', '/api/admin/teams', { name: 'csrf-team' }, stack.adminToken)).status, 201);
+  const headers = { ...cookie(), origin: evil(), 'content-type': 'application/json' };
+  const own = (await stack.api('GET', '/api/admin/tokens', undefined, stack.adminToken)).body as { tokens: { id: number; name: string; team: string }[] };
+  const victim = own.tokens.find((t) => t.name !== 'forged' && t.team === 'default')!;
+  const forged: [string, string, unknown][] = [
+    ['PUT', '/api/admin/teams/csrf-team', { share: 9 }],
+    ['PUT', '/api/admin/limits/team:csrf-team', { gpus: 1 }],
+    ['PUT', `/api/admin/tokens/${victim.id}`, { team: 'csrf-team' }],
+  ];
+  for (const [method, path, body] of forged) {
+    const r = await raw(method, path, headers, JSON.stringify(body));
+    assert.equal(r.status, 403, `${method} ${path}: ${r.body}`);
+    assert.equal(errorCode(r.body), 'forbidden', path);
+  }
+  const teams = (await stack.api('GET', '/api/admin/teams', undefined, stack.adminToken)).body as { teams: { name: string; share: number }[] };
+  assert.equal(teams.teams.find((t) => t.name === 'csrf-team')!.share, 1, 'the share is as it was');
+  const limits = (await stack.api('GET', '/api/admin/limits?scope=team:csrf-team', undefined, stack.adminToken)).body as { limits: { gpus: number | null }[] };
+  assert.ok(
+    limits.limits.every((l) => l.gpus === null),
+    'no limit was set',
+  );
+  const after = (await stack.api('GET', '/api/admin/tokens', undefined, stack.adminToken)).body as typeof own;
+  assert.equal(after.tokens.find((t) => t.id === victim.id)!.team, 'default', "the token's team is as it was");
+});
+
 test("raw-byte writes (a job's stdin, rc cp's upload) are refused with the cookie from another origin", { timeout: 30_000 }, async () => {
   const job = (await stack.api('POST', '/api/jobs', { argv: ['cat'], submitter: 'tester', stdin: true })).body as { job: { id: string } };
   const headers = { ...cookie(), origin: evil(), 'content-type': 'application/octet-stream' };
