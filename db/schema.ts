@@ -333,27 +333,76 @@ export const jobs = pgTable(
     /** Devices (ids) being freed for this queued job by preemption, held back from other jobs until preempt_until. */
     preemptDevices: jsonb('preempt_devices').$type<number[]>(),
     preemptUntil: ts('preempt_until'),
+    /** What a queued job waits on besides a device (null: nothing, it may start): `after` (jobs it depends on,
+     *  job_deps), `array` (a free place under its array's --array %N cap), `retry` (its --retry-delay, until
+     *  not_before). Only jobs with none are in the queue's indexes, so waiting ones never fill a pass's head. */
+    waits: text('waits', { enum: ['after', 'array', 'retry'] }),
+    /** A `retry` wait lasts until then. */
+    notBefore: ts('not_before'),
+    /** rc run --array: the array it is a task of (job_arrays.id), and its index there (RC_ARRAY_INDEX). */
+    arrayId: text('array_id'),
+    arrayIndex: integer('array_index'),
+    /** rc run --retries: how many times a run that exits non-zero is queued again; `retried` counts those used. */
+    retries: integer('retries').notNull().default(0),
+    retryDelayS: integer('retry_delay_s').notNull().default(0),
+    retried: integer('retried').notNull().default(0),
     createdAt: ts('created_at').notNull().defaultNow(),
     startedAt: ts('started_at'),
     endedAt: ts('ended_at'),
   },
   (t) => [
-    index('jobs_queued_idx').on(t.priority, t.seq).where(sql`state = 'queued'`),
+    index('jobs_queued_idx').on(t.priority, t.seq).where(sql`state = 'queued' and waits is null`),
     index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
     index('jobs_created_idx').on(t.createdAt),
     index('jobs_name_idx').on(t.name, t.seq).where(sql`name is not null`),
     // GET /api/jobs pages newest first by seq (?before=), and a host's recent jobs (GET /api/hosts/:name).
     index('jobs_seq_idx').on(t.seq),
     index('jobs_host_seq_idx').on(t.hostName, t.seq).where(sql`host_name is not null`),
-    index('jobs_queue_order_idx').on(t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued'`),
+    index('jobs_queue_order_idx').on(t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued' and waits is null`),
     // Fair share (server/jobs/sql/queue-order.ts): one token's queued jobs in the queue's order, and which tokens have jobs queued.
-    index('jobs_queue_token_idx').on(sql`coalesce(${t.tokenId}, 0)`, t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq).where(sql`state = 'queued'`),
+    index('jobs_queue_token_idx')
+      .on(sql`coalesce(${t.tokenId}, 0)`, t.priority.desc(), t.requeuedAt.asc().nullsLast(), t.seq)
+      .where(sql`state = 'queued' and waits is null`),
+    // Queued jobs that wait on something else (server/jobs/ waits): found when that may be over.
+    index('jobs_waiting_idx').on(t.waits, t.notBefore).where(sql`state = 'queued' and waits is not null`),
+    index('jobs_array_idx').on(t.arrayId, t.arrayIndex).where(sql`array_id is not null`),
     index('jobs_preemptible_running_idx').on(t.hostName).where(sql`state = 'running' and preemptible`),
     uniqueIndex('jobs_token_idempotency_key').on(t.tokenId, t.idempotencyKey).where(sql`idempotency_key is not null`),
   ],
 );
 
 /** The earlier attempts of a job queued again (rc run --restarts, --retry-on-preempt): where each ran and how it ended. */
+/** rc run --after / --after-any: a job starts only once each job it names has succeeded (`any`: ended however). */
+export const jobDeps = pgTable(
+  'job_deps',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => jobs.id, { onDelete: 'cascade' }),
+    afterId: text('after_id').notNull(),
+    any: boolean('any').notNull().default(false),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.afterId] }), index('job_deps_after_idx').on(t.afterId)],
+);
+
+/** rc run --array: one submit of many tasks (jobs with array_id), at most max_running of them running at once. */
+export const jobArrays = pgTable(
+  'job_arrays',
+  {
+    id: text('id').primaryKey(),
+    /** The indexes as given (`0-99`, `1,5,7`, `0-20:2`), without the %N cap. */
+    spec: text('spec').notNull(),
+    size: integer('size').notNull(),
+    /** The %N cap; null: no cap. */
+    maxRunning: integer('max_running'),
+    name: text('name'),
+    submitter: text('submitter').notNull(),
+    tokenId: bigint('token_id', { mode: 'number' }),
+    createdAt: ts('created_at').notNull().defaultNow(),
+  },
+  (t) => [index('job_arrays_created_idx').on(t.createdAt)],
+);
+
 export const jobAttempts = pgTable(
   'job_attempts',
   {

@@ -92,7 +92,7 @@ export class Reservations {
     // One small query while no queued job could hold anything back (most of the time): only multi-GPU jobs
     // reserve, and only jobs preemption frees devices for have devices held.
     const [any] = await this.sql`
-      select 1 from jobs where state = 'queued' and (gpus > 1 or gpu_choices is not null or preempt_until > now()) limit 1`;
+      select 1 from jobs where state = 'queued' and waits is null and (gpus > 1 or gpu_choices is not null or preempt_until > now()) limit 1`;
     if (!any) return NONE;
     const ranks = (await this.fairShare?.ranks()) ?? null;
     const [rows, fleet] = await Promise.all([queueHead(this.sql, QUEUE_READ, ranks), this.fleet()]);

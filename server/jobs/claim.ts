@@ -27,7 +27,7 @@ export function claimDevices(sql: Sql, jobId: string, hostName: string, devices:
       devices = ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, gpus = ${devices.length}, fence = nextval('fence_seq'),
       -- A hold's TTL counts from its start, not from its submit.
       expires_at = case when kind = 'hold' then now() + make_interval(secs => hold_ttl_s) end
-    where id = ${jobId} and state = 'queued' and ${healthy}
+    where id = ${jobId} and state = 'queued' and waits is null and ${healthy}
     returning *`,
   );
 }
@@ -182,7 +182,7 @@ export async function claimBatch<D extends { id: number; name: string }>(sql: Sq
         select p.*, array(
           select jobs.id from unnest(cand.ids::text[]) with ordinality as q(id, r)
           join jobs on jobs.id = q.id
-          where jobs.state = 'queued'
+          where jobs.state = 'queued' and jobs.waits is null
           order by q.r limit p.k
           for update of jobs skip locked
         ) as ids

@@ -80,7 +80,7 @@ export async function submitJob(deps: SubmitDeps, identity: Identity, body: Subm
 async function priorSubmit(sql: Sql, identity: Identity, body: SubmitJob): Promise<Submitted | null> {
   const [found] = await sql<[(JobRow & { position: number })?]>`
     select j.*, case when j.state = 'queued' then (
-      select count(*)::int from jobs q where q.state = 'queued' and (q.priority > j.priority or (q.priority = j.priority and q.seq <= j.seq))
+      select count(*)::int from jobs q where q.state = 'queued' and q.waits is null and (q.priority > j.priority or (q.priority = j.priority and q.seq <= j.seq))
     ) else 0 end as position
     from jobs j where j.token_id = ${identity.tokenId} and j.idempotency_key = ${body.idempotencyKey!}`;
   if (!found) return null;
@@ -171,7 +171,7 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
     limits.scopes,
     (tx) => tx<[JobRow & { position: number }]>`
     insert into jobs (${fields.columns}) values (${fields.values})
-    returning *, (select count(*)::int from jobs where state = 'queued' and priority >= ${body.priority}) as position`,
+    returning *, (select count(*)::int from jobs where state = 'queued' and waits is null and priority >= ${body.priority}) as position`,
   );
   return { job, position, targets: null, announced: false, ...notices };
 }
@@ -295,7 +295,7 @@ function startAtOnce(sql: Sql, fields: Fields, body: SubmitJob, devices: DeviceV
       'running', now(), ${devices[0]!.hostName}, ${JSON.stringify(devices.map((d) => d.name))}::text::jsonb, nextval('fence_seq'),
       -- A hold's TTL counts from its start.
       case when ${body.kind}::text = 'hold' then now() + make_interval(secs => ${body.ttlS ?? 0}::int) end
-    where not exists (select 1 from jobs where state = 'queued') and ${healthy}
+    where not exists (select 1 from jobs where state = 'queued' and waits is null) and ${healthy}
     returning *`,
     announce,
   );

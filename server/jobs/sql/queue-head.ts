@@ -50,7 +50,7 @@ export function queueHead(sql: Sql, limit: number, ranks: FairRanks | null = nul
         select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
       ) end as avoid_hosts,
       ${ranks ? sql`fair_rank` : sql`0`} as fair_rank
-    from ${ranks ? sql`${fairQueued(sql, ranks, limit, skip)} as jobs` : sql`jobs where state = 'queued' ${skipped}`}
+    from ${ranks ? sql`${fairQueued(sql, ranks, limit, skip)} as jobs` : sql`jobs where state = 'queued' and waits is null ${skipped}`}
     order by ${ranks ? sql.unsafe(FAIR_ORDER_COLUMNS) : queueOrder(sql)} limit ${limit}`;
 }
 

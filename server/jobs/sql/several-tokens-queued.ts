@@ -5,6 +5,6 @@ import type { Sql } from '../../db';
 
 export async function severalTokensQueued(sql: Sql): Promise<boolean> {
   const [row] = await sql<{ several: boolean | null }[]>`
-    select min(coalesce(token_id, 0)) <> max(coalesce(token_id, 0)) as several from jobs where state = 'queued'`;
+    select min(coalesce(token_id, 0)) <> max(coalesce(token_id, 0)) as several from jobs where state = 'queued' and waits is null`;
   return row?.several === true;
 }

@@ -21,9 +21,9 @@ export function tokenUse(sql: Sql, halfLifeS: number, at: Date | null = null): P
   return sql<TokenUseRow[]>`
     with recursive t as (select coalesce(${at?.toISOString() ?? null}::timestamptz, now()) as at),
     queued(key) as (
-      (select coalesce(token_id, 0) from jobs where state = 'queued' order by coalesce(token_id, 0) limit 1)
+      (select coalesce(token_id, 0) from jobs where state = 'queued' and waits is null order by coalesce(token_id, 0) limit 1)
       union all
-      select (select coalesce(token_id, 0) from jobs where state = 'queued' and coalesce(token_id, 0) > queued.key order by coalesce(token_id, 0) limit 1)
+      select (select coalesce(token_id, 0) from jobs where state = 'queued' and waits is null and coalesce(token_id, 0) > queued.key order by coalesce(token_id, 0) limit 1)
       from queued where queued.key is not null
     ), charged as (
       select token_key as key, use_s * power(2, -date_part('epoch', t.at - token_use.at) / ${halfLifeS}::float8) as use from token_use, t
