@@ -25,7 +25,7 @@ export function noWaitReason(job: { deviceName: string | null; selector: string 
   const busy = choices.filter((c) => c.free === 0).map((c) => c.name);
   const parts = busy.length ? [`every ${busy.join(' and ')} device${matching} is busy`] : [];
   for (const c of choices) {
-    if (c.free > 0 && c.freeOnOneHost < c.gpus) parts.push(`no host has ${c.gpus} free ${c.name} devices${matching} (${c.free} free in all)`);
+    if (c.free > 0 && c.freeOnOneHost < c.gpus) parts.push(`no host has ${c.gpus} free ${c.name} devices${matching}`);
   }
   const others = otherFree > 0 ? ` (${otherFree} other device${otherFree === 1 ? ' is' : 's are'} free but match${otherFree === 1 ? 'es' : ''} no choice)` : '';
   return `--gpu ${choices.map((c) => c.label).join(',')}: ${parts.join(', and ')}${others}; the job ${notQueued}`;
