@@ -161,7 +161,8 @@ export async function explain(
   // Refused as a submit would be (server/jobs/submit.ts): a name rc does not know and no device reports.
   for (const c of gpuChoices?.ok ? gpuChoices.choices : []) {
     const any = choiceTerms([], c);
-    if (!isKnownGpuName(c.model) && !devices.some((d) => matchTerms(any, d.labels))) throw new RcError('bad_gpu', unknownGpuNameMessage(formatGpuChoice(c), c.model));
+    if (!isKnownGpuName(c.model) && !devices.some((d) => matchTerms(any, d.labels)))
+      throw new RcError('bad_gpu', unknownGpuNameMessage(formatGpuChoice(c), c.model));
   }
   // Why a drained host is drained: only those hosts are read.
   const drained = [...new Set(matching.filter((d) => d.hostOff).map((d) => d.hostName))];

@@ -176,7 +176,10 @@ test('--explain shows each choice: its matches, free count, queue, and what rc r
   assert.match(r.stdout, /^choice 1, H100 \(family: gpu_family=H100\): 1 device\(s\) match, 0 free now, 0 job\(s\) queued for them; waits: none is free$/m);
   assert.match(r.stdout, /^ {2}match {2}hop:gpu0 {2}H100 {2}busy \(held by tester, job j[0-9a-v]{10}\)$/m);
   assert.match(r.stdout, /^choice 2, A100:2 \(family: gpu_family=A100\): 2 device\(s\) match, 2 free now, 0 job\(s\) queued for them; can start now$/m);
-  assert.match(r.stdout, /^choice 3, RTX5090:2 \(family: gpu_family=RTX5090\): 1 device\(s\) match, 1 free now, 0 job\(s\) queued for them; can never start: no host has 2 of them$/m);
+  assert.match(
+    r.stdout,
+    /^choice 3, RTX5090:2 \(family: gpu_family=RTX5090\): 1 device\(s\) match, 1 free now, 0 job\(s\) queued for them; can never start: no host has 2 of them$/m,
+  );
   assert.match(r.stdout, /would be refused with no_matching_device/);
   const ok = await stack.cli(['run', '--gpu', 'H100,A100:2', '--explain']);
   assert.match(ok.stdout, /rc run would start on A100:2 now\./);

@@ -49,7 +49,8 @@ async function occupy(device: string): Promise<{ release: () => Promise<void> }>
 }
 
 test('the labels: exact model, family, nominal vram and the reported total', async () => {
-  const labels = Object.fromEntries((await stack.devices()).map((d) => [d.name, d.labels]));
+  const devices = ((await stack.api('GET', '/api/devices')).body as { devices: { name: string; labels: Record<string, string> }[] }).devices;
+  const labels = Object.fromEntries(devices.map((d) => [d.name, d.labels]));
   const pick = (name: string) => {
     const l = labels[name]!;
     return [l.gpu_model, l.gpu_family, l.vram, l.vram_total_bytes];
@@ -89,7 +90,10 @@ test('rc run --gpu A100 starts on a fleet of A100 80GB cards; A100-80GB only on 
   const never = await stack.cli(['run', '--gpu', 'A100-40GB', '--', 'true']);
   assert.deepEqual(
     [never.code, never.stderr],
-    [201, 'rc: no_matching_device: no device could ever satisfy --gpu A100-40GB (no A100-40GB device); drop that choice from --gpu (rc devices lists the models)\n'],
+    [
+      201,
+      'rc: no_matching_device: no device could ever satisfy --gpu A100-40GB (no A100-40GB device); drop that choice from --gpu (rc devices lists the models)\n',
+    ],
   );
   assert.equal(await jobCount(), before, 'nothing was submitted');
 });
@@ -112,7 +116,10 @@ test('an unknown family is a clear error at submit: the names rc knows, nothing 
   const before = await jobCount();
   const r = await stack.cli(['run', '--gpu', 'A100,Z999:2', '--', 'true']);
   assert.equal(r.code, 2, r.stderr);
-  assert.match(r.stderr, /^rc: bad_gpu: --gpu Z999:2: no GPU family or model is called Z999; rc knows .*A100 \(any of A100-40GB, A100-80GB\), A100-40GB, A100-80GB, H100.*\n$/);
+  assert.match(
+    r.stderr,
+    /^rc: bad_gpu: --gpu Z999:2: no GPU family or model is called Z999; rc knows .*A100 \(any of A100-40GB, A100-80GB\), A100-40GB, A100-80GB, H100.*\n$/,
+  );
   const api = await stack.api('POST', '/api/jobs', { argv: ['true'], submitter: 'tester', gpu: 'H200X' });
   assert.equal(api.status, 400);
   assert.equal((api.body as { error: { code: string } }).error.code, 'bad_gpu');
@@ -156,7 +163,10 @@ test('--explain says when a matching host is drained, and how many matching devi
     await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'inf:gpu0')?.state === 'off', 'inf:gpu0 to be off');
     const r = await stack.cli(['run', '--select', 'vram<=30G', '--explain']);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^host inf \(1 matching device\) is drained \(driver upgrade\): nothing new starts there until an operator runs rc admin host on inf$/m);
+    assert.match(
+      r.stdout,
+      /^host inf \(1 matching device\) is drained \(driver upgrade\): nothing new starts there until an operator runs rc admin host on inf$/m,
+    );
     const withGpu = await stack.cli(['run', '--gpu', 'L4,RTX4090', '--explain']);
     assert.match(withGpu.stdout, /^choice 1, L4 .*\n {2}match {2}inf:gpu0 {2}L4 {2}off\n {2}host inf \(1 matching device\) is drained \(driver upgrade\)/m);
     const api = (await stack.api('POST', '/api/explain', { selector: 'vram<=30G' })).body as Explanation;

@@ -29,7 +29,11 @@ function demoDevices(): { name: string; host: string; labels: Labels }[] {
   return DEMO_HOSTS.flatMap((h) => {
     const inv = simInventory(uniformHost(h.name, h.model, h.count, { labels: h.labels, quarantine: h.quarantine }), new Date(0));
     const host = Object.fromEntries(inv.hostLabels.map((l) => [l.key, l.value]));
-    return inv.devices.map((d) => ({ name: `${h.name}:gpu${d.index}`, host: h.name, labels: { ...host, ...Object.fromEntries(d.labels.map((l) => [l.key, l.value])) } }));
+    return inv.devices.map((d) => ({
+      name: `${h.name}:gpu${d.index}`,
+      host: h.name,
+      labels: { ...host, ...Object.fromEntries(d.labels.map((l) => [l.key, l.value])) },
+    }));
   });
 }
 
@@ -43,11 +47,11 @@ interface Example {
 const VALUE = String.raw`(?:'([^']*)'|"([^"]*)"|([^\s\`'"|)]+))`;
 const PATTERNS: readonly [Example['kind'], RegExp][] = [
   ['select', new RegExp(String.raw`(?:--select|(?<![\w-])-s)[ =]${VALUE}`, 'g')],
-  ['gpu', new RegExp(String.raw`--gpu[ =]${VALUE}`, 'g')],
+  ['gpu', new RegExp(`--gpu[ =]${VALUE}`, 'g')],
   // --select's own help: "labels the device must have, e.g. 'vram>=40G,vendor=nvidia'".
   ['select', new RegExp(String.raw`must have, e\.g\. ${VALUE}`, 'g')],
   // The API's examples: { "selector": "vram>=40G" }.
-  ['select', new RegExp(String.raw`"selector": ${VALUE}`, 'g')],
+  ['select', new RegExp(`"selector": ${VALUE}`, 'g')],
 ];
 // What an example looks like, so that prose after a flag's name (`--select must hold`) is not taken for one:
 // a selector has an operator, a --gpu value is names (with a digit: A100, 4090, L4) and counts.
@@ -61,7 +65,8 @@ function examplesIn(where: string, text: string): Example[] {
   for (const [kind, re] of PATTERNS) {
     for (const m of text.matchAll(re)) {
       const value = m[1] ?? m[2] ?? m[3] ?? '';
-      if (LOOKS_LIKE[kind].test(value) && !value.startsWith('<')) out.push({ where: `${where}:${text.slice(0, m.index).split('\n').length}`, kind, text: value });
+      if (LOOKS_LIKE[kind].test(value) && !value.startsWith('<'))
+        out.push({ where: `${where}:${text.slice(0, m.index).split('\n').length}`, kind, text: value });
     }
   }
   return out;
@@ -107,10 +112,12 @@ test('the docs, the help and the fleet filter have examples, and each works on t
   for (const known of ['vram>=40G', 'A100:2,H100', 'H100,4090', 'vendor=nvidia,gpu_model=H100', 'vram>=40G,vendor=nvidia', FLEET_FILTER_EXAMPLE]) {
     assert.ok(texts.has(known), `the example ${known} was not found`);
   }
-  const failing = examples.filter((e) => !meantToFail(e)).flatMap((e) => {
-    const why = problem(e, devices);
-    return why ? [`${e.where}: ${e.kind === 'gpu' ? '--gpu' : '--select'} ${e.text}: ${why}`] : [];
-  });
+  const failing = examples
+    .filter((e) => !meantToFail(e))
+    .flatMap((e) => {
+      const why = problem(e, devices);
+      return why ? [`${e.where}: ${e.kind === 'gpu' ? '--gpu' : '--select'} ${e.text}: ${why}`] : [];
+    });
   assert.deepEqual(failing, []);
   // And those meant to fail still do: else they no longer show what they say.
   for (const [kind, text, why] of MEANT_TO_FAIL) {

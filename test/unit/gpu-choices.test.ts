@@ -209,10 +209,16 @@ test('a choice names a family (gpu_family: any of its models) or an exact model 
     assert.ok(p.ok, name);
     return choiceTerms([], p.choices[0]!)[0]!.text;
   };
-  assert.deepEqual(
-    ['A100', 'a100', 'A100-80GB', "A100 80GB", 'A100-40GB', 'H100', '4090', 'MI300X'].map(term),
-    ['gpu_family=A100', 'gpu_family=A100', 'gpu_model=A100-80GB', 'gpu_model=A100-80GB', 'gpu_model=A100-40GB', 'gpu_family=H100', 'gpu_family=RTX4090', 'gpu_family=MI300X'],
-  );
+  assert.deepEqual(['A100', 'a100', 'A100-80GB', 'A100 80GB', 'A100-40GB', 'H100', '4090', 'MI300X'].map(term), [
+    'gpu_family=A100',
+    'gpu_family=A100',
+    'gpu_model=A100-80GB',
+    'gpu_model=A100-80GB',
+    'gpu_model=A100-40GB',
+    'gpu_family=H100',
+    'gpu_family=RTX4090',
+    'gpu_family=MI300X',
+  ]);
   const a40 = { gpu_model: 'A100-40GB', gpu_family: 'A100' };
   const a80 = { gpu_model: 'A100-80GB', gpu_family: 'A100' };
   const matches = (name: string) => [a40, a80].map((l) => matchTerms(choiceTerms([], { model: name }), l));
@@ -238,12 +244,18 @@ test('--no-wait names the busy choices, and counts the free devices that match n
 
 test('--explain names the matching hosts that take no new job: drained, away or offline, with their count', () => {
   const d = (hostName: string, hostOff: boolean, hostStatus: 'online' | 'away' | 'offline') => ({ hostName, hostOff, hostStatus });
-  const off = hostsOff([d('h3', true, 'online'), d('h1', false, 'online'), d('h3', true, 'online'), d('h2', false, 'offline'), d('h4', true, 'offline')], new Map([['h3', 'driver upgrade']]));
+  const off = hostsOff(
+    [d('h3', true, 'online'), d('h1', false, 'online'), d('h3', true, 'online'), d('h2', false, 'offline'), d('h4', true, 'offline')],
+    new Map([['h3', 'driver upgrade']]),
+  );
   assert.deepEqual(off, [
     { host: 'h2', devices: 1, status: 'offline', reason: null },
     { host: 'h3', devices: 2, status: 'off', reason: 'driver upgrade' },
     { host: 'h4', devices: 1, status: 'off', reason: null },
   ]);
-  assert.equal(hostOffText(off[1]!), 'host h3 (2 matching devices) is drained (driver upgrade): nothing new starts there until an operator runs rc admin host on h3');
+  assert.equal(
+    hostOffText(off[1]!),
+    'host h3 (2 matching devices) is drained (driver upgrade): nothing new starts there until an operator runs rc admin host on h3',
+  );
   assert.match(hostOffText(off[0]!), /^host h2 \(1 matching device\) is offline: its worker is not connected/);
 });

@@ -194,10 +194,15 @@ describe('families and nominal memory', () => {
     assert.equal(gpuFamily('NVIDIA Some Future GPU'), 'SOMEFUTUREGPU');
     assert.ok(GPU_FAMILIES.includes('A100') && !GPU_FAMILIES.includes('A100-80GB'));
     for (const m of CANONICAL_GPU_MODELS) assert.ok(GPU_FAMILIES.includes(gpuFamily(m)), m);
-    assert.deepEqual(
-      ['A100', 'a100', 'A100-80GB', 'A100 40GB', 'H100', 'RTX 4090', 'MI300X'].map(gpuNameKind),
-      ['family', 'family', 'model', 'model', 'family', 'family', 'family'],
-    );
+    assert.deepEqual(['A100', 'a100', 'A100-80GB', 'A100 40GB', 'H100', 'RTX 4090', 'MI300X'].map(gpuNameKind), [
+      'family',
+      'family',
+      'model',
+      'model',
+      'family',
+      'family',
+      'family',
+    ]);
   });
 
   test('gpu_model=A100 (a family as a model) gets a hint; exact models and one-model families do not', () => {
