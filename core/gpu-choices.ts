@@ -1,12 +1,14 @@
 // rc run --gpu A100:2,H100: any one of these, in order of preference. Each
-// choice is a GPU model (normalised as everywhere else: core/gpu-names.ts)
-// and how many of it on one host. A choice is the job's selector plus
-// `gpu_model=MODEL`, with its own count: the scheduler tries them in order.
-import { canonicalGpuModel } from './gpu-names';
+// choice is a GPU family or exact model (normalised as everywhere else:
+// core/gpu-names.ts) and how many of it on one host. A choice is the job's
+// selector plus `gpu_family=A100` (any A100, 40 or 80 GB) or, for an exact
+// model of a larger family, `gpu_model=A100-80GB` (only that), with its own
+// count: the scheduler tries them in order.
+import { canonicalGpuModel, gpuNameKind } from './gpu-names';
 import type { SelectorTerm } from './selector';
 
 export interface GpuChoice {
-  /** The canonical model name (canonicalGpuModel). */
+  /** The canonical name (canonicalGpuModel) of a family (`A100`) or an exact model (`A100-80GB`): gpuNameKind says which. */
   model: string;
   /** GPUs of it on one host (1-8). */
   count: number;
@@ -57,10 +59,15 @@ export function formatGpuChoice(c: GpuChoice): string {
   return c.count === 1 ? c.model : `${c.model}:${c.count}`;
 }
 
-/** A choice's selector: the job's terms and `gpu_model=MODEL`. */
+/** A choice's selector: the job's terms and `gpu_family=NAME`, or `gpu_model=NAME` for an exact model of a larger family. */
 export function choiceTerms(terms: readonly SelectorTerm[], choice: Pick<GpuChoice, 'model'>): SelectorTerm[] {
-  const text = `gpu_model=${choice.model}`;
-  return [...terms, { key: 'gpu_model', op: '=', value: choice.model, column: 0, text }];
+  const key = choiceKey(choice);
+  return [...terms, { key, op: '=', value: choice.model, column: 0, text: `${key}=${choice.model}` }];
+}
+
+/** The label a choice matches: gpu_family, or gpu_model for an exact model (core/gpu-names.ts gpuNameKind). */
+export function choiceKey(choice: Pick<GpuChoice, 'model'>): 'gpu_family' | 'gpu_model' {
+  return gpuNameKind(choice.model) === 'model' ? 'gpu_model' : 'gpu_family';
 }
 
 function bad(message: string): GpuChoicesResult {

@@ -6,13 +6,14 @@
 // - If both sides parse as sizes/numbers they compare numerically (for `=` and
 //   `!=` too, so `vram=80G` equals a label of 85899345920); otherwise as text,
 //   `=`/`!=` by exact equality and `>=`/`<=` by plain Unicode code-point order.
-// - `gpu_model` values are normalised with canonicalGpuModel on both sides and
-//   always compare as text.
+// - `gpu_model` and `gpu_family` values are normalised with canonicalGpuModel
+//   on both sides and always compare as text. A device without `gpu_family`
+//   (a worker older than that label) has its gpu_model's family.
 // - Quoting never changes a value's type: `'40G'` is still a size.
 // - Columns are 1-based UTF-16 positions (what JavaScript string indexes count).
 // - Explanations use ASCII `!=` for inequality, never `≠`.
 
-import { canonicalGpuModel } from './gpu-names';
+import { canonicalGpuModel, gpuFamily } from './gpu-names';
 import { formatSize, parseSize } from './size';
 
 export type SelectorOp = '=' | '!=' | '>=' | '<=';
@@ -45,6 +46,9 @@ export interface TermVerdict {
 }
 
 const GPU_MODEL_KEY = 'gpu_model';
+const GPU_FAMILY_KEY = 'gpu_family';
+/** Keys whose values are GPU names (core/gpu-names.ts). */
+const GPU_NAME_KEYS: readonly string[] = [GPU_MODEL_KEY, GPU_FAMILY_KEY];
 const OPS: readonly string[] = ['=', '!=', '>=', '<='];
 const KEY_START = /[A-Za-z_]/;
 const KEY_CHAR = /[A-Za-z0-9_.-]/;
@@ -175,7 +179,7 @@ function parseBare(ctx: TermContext, at: number): ValueStep {
 function checkSize(ctx: TermContext, term: SelectorTerm): Failure | null {
   const ordered = term.op === '>=' || term.op === '<=';
   const looksNumeric = /^-?\d/.test(term.value);
-  if (!ordered || !looksNumeric || term.key === GPU_MODEL_KEY || parseSize(term.value) !== null) return null;
+  if (!ordered || !looksNumeric || GPU_NAME_KEYS.includes(term.key) || parseSize(term.value) !== null) return null;
   const col = ctx.start + 1;
   return fail(term.text, col, `bad size "${term.value}" in term "${term.text}" at column ${col}; sizes look like 40G (K, M, G, T)`);
 }
@@ -252,7 +256,11 @@ export function explainTerms(terms: readonly SelectorTerm[], labels: Labels): Te
 
 // Own properties only: a `constructor` key must not find Object.prototype's.
 function labelValue(labels: Labels, key: string): string | undefined {
-  if (!Object.hasOwn(labels, key)) return undefined;
+  if (!Object.hasOwn(labels, key)) {
+    if (key !== GPU_FAMILY_KEY) return undefined;
+    const model = labelValue(labels, GPU_MODEL_KEY);
+    return model === undefined ? undefined : gpuFamily(model);
+  }
   const value = labels[key];
   return typeof value === 'string' ? value : undefined;
 }
@@ -297,7 +305,7 @@ interface Sides {
 }
 
 function comparable(term: SelectorTerm, label: string): Sides {
-  if (term.key === GPU_MODEL_KEY) {
+  if (GPU_NAME_KEYS.includes(term.key)) {
     const [l, w] = [canonicalGpuModel(label), canonicalGpuModel(term.value)];
     return { label: l, wanted: w, labelText: quoteValue(l), wantedText: quoteValue(w) };
   }

@@ -34,7 +34,7 @@ export const JOB_PLACEMENT = {
   device: z.string().max(300).nullish(),
   cwd: z.string().max(4096).startsWith('/', 'cwd must be an absolute path on the device host').nullish(),
   gpus: z.number().int().min(1).max(8).default(1),
-  /** rc run --gpu: GPU models and counts, any one of them in order of preference (`A100:2,H100`; core/gpu-choices.ts has the grammar). */
+  /** rc run --gpu: GPU families or models and counts, any one of them in order of preference (`A100:2,H100`; core/gpu-choices.ts has the grammar). */
   gpu: z.string().max(1000).nullish(),
   priority: z.number().int().min(-10).max(10).default(0),
   /** false: fail with `busy` instead of queueing. */

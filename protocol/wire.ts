@@ -387,8 +387,23 @@ export interface Explanation {
   /** Queued jobs that could take one of the matching devices: how long the line is. */
   queued: number;
   notMatching: { name: string; reasons: string[] }[];
-  /** With --gpu: each choice in order, what it matches (the selector and its model), how much is free, and its queue. */
+  /** The hosts of matching devices that take no new job now: drained (rc admin host off) or not connected (core/hosts-off.ts). */
+  hostsOff: HostOff[];
+  /** What to write instead where the selector names a family as a model (`gpu_model=A100`: did you mean gpu_family=A100?). */
+  hint?: string;
+  /** With --gpu: each choice in order, what it matches (the selector and its family or model), how much is free, and its queue. */
   choices?: ChoiceExplanation[];
+}
+
+/** A host whose matching devices take no new job now, and why. */
+export interface HostOff {
+  host: string;
+  /** How many of the matching devices are on it. */
+  devices: number;
+  /** off: drained (rc admin host off); away: its worker disconnected, within the host timeout; offline: past it. */
+  status: 'off' | 'away' | 'offline';
+  /** Why it was drained, as the operator said; null when not said or not drained. */
+  reason: string | null;
 }
 
 /** One --gpu choice in rc run --explain. */
@@ -397,7 +412,12 @@ export interface ChoiceExplanation {
   choice: string;
   /** GPUs it needs on one host. */
   count: number;
-  matching: { name: string; state: DeviceState; holder: Holder | null; reservedFor: ReservedFor | null }[];
+  /** family: any model of it (`A100`: A100-40GB and A100-80GB); model: that exact model only (`A100-80GB`). */
+  by: 'family' | 'model';
+  /** The label term it adds to the selector: `gpu_family=A100`, `gpu_model=A100-80GB`. */
+  term: string;
+  /** Each matching device, with its exact model (gpu_model; null without one). */
+  matching: { name: string; state: DeviceState; holder: Holder | null; reservedFor: ReservedFor | null; gpuModel: string | null }[];
   free: number;
   /** The most free matching devices on one host: the choice can start now when this is at least `count`. */
   freeOnOneHost: number;
@@ -405,6 +425,8 @@ export interface ChoiceExplanation {
   onOneHost: number;
   /** Queued jobs that could take one of its matching devices. */
   queued: number;
+  /** The hosts of its matching devices that take no new job now, as in Explanation. */
+  hostsOff: HostOff[];
 }
 
 /** A quarantine cleared by an operator: the device, and why it had been quarantined. */

@@ -34,15 +34,6 @@ try {
   process.exit(2);
 }
 
-/** The simulated fleet: different models, one GPU with a process rc did not start. */
-export const DEMO_HOSTS = [
-  { name: 'gpubox-a', model: 'A100-80GB', count: 4, labels: { rack: 'r1', site: 'lab' } },
-  { name: 'gpubox-b', model: 'H100', count: 8, labels: { rack: 'r2', site: 'lab', ib: 'true' } },
-  { name: 'ws-rtx', model: 'RTX4090', count: 2, labels: { site: 'office' } },
-  { name: 'infer-l4', model: 'L4', count: 1, labels: { site: 'lab', role: 'inference' } },
-  { name: 'old-v100', model: 'V100', count: 2, labels: { site: 'lab' }, quarantine: [1] },
-];
-
 const say = (msg) => console.log(`[demo] ${msg}`);
 
 const build = spawnSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'inherit' });
@@ -123,7 +114,8 @@ async function submit(job) {
 }
 
 async function populate() {
-  const { startFleet, uniformHost } = await import('../dist/simulator.js');
+  // The simulated fleet (bench/simulator/demo-fleet.ts): different models, one GPU with a process rc did not start.
+  const { DEMO_HOSTS, startFleet, uniformHost } = await import('../dist/simulator.js');
   fleet = await startFleet({
     url: creds.controller,
     adminToken: creds.adminToken,

@@ -3,7 +3,9 @@
 import { RcError } from '../core/errors';
 import { deviceMatches, parseDeviceName } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
-import { choiceTerms, formatGpuChoice, parseGpuChoices } from '../core/gpu-choices';
+import { choiceKey, choiceTerms, formatGpuChoice, parseGpuChoices } from '../core/gpu-choices';
+import { familyAsModelHint, isKnownGpuName, unknownGpuNameMessage } from '../core/gpu-names';
+import { hostsOff } from '../core/hosts-off';
 import { TermsCache } from '../core/terms-cache';
 import type { sheets } from '../db/schema';
 import type { DeviceDescription, Explanation, HostDescription, SheetView } from '../protocol/wire';
@@ -154,7 +156,17 @@ export async function explain(
           .map((v) => v.reason),
       ],
     }));
-  const listed = (list: readonly DeviceSummary[]) => list.map((d) => ({ name: d.name, state: d.state, holder: d.holder, reservedFor: d.reservedFor }));
+  const entry = (d: DeviceSummary) => ({ name: d.name, state: d.state, holder: d.holder, reservedFor: d.reservedFor });
+  const listed = (list: readonly DeviceSummary[]) => list.map(entry);
+  // Refused as a submit would be (server/jobs/submit.ts): a name rc does not know and no device reports.
+  for (const c of gpuChoices?.ok ? gpuChoices.choices : []) {
+    const any = choiceTerms([], c);
+    if (!isKnownGpuName(c.model) && !devices.some((d) => matchTerms(any, d.labels)))
+      throw new RcError('bad_gpu', unknownGpuNameMessage(formatGpuChoice(c), c.model));
+  }
+  // Why a drained host is drained: only those hosts are read.
+  const drained = [...new Set(matching.filter((d) => d.hostOff).map((d) => d.hostName))];
+  const reasons = new Map(drained.length ? (await loadHosts(sql, drained)).map((h) => [h.name, h.off?.reason || null] as const) : []);
   const choices = gpuChoices?.ok
     ? gpuChoices.choices.map((c) => {
         const terms = choiceTerms(parsed.terms, c);
@@ -162,14 +174,18 @@ export async function explain(
         return {
           choice: formatGpuChoice(c),
           count: c.count,
-          matching: listed(mine),
+          by: choiceKey(c) === 'gpu_family' ? ('family' as const) : ('model' as const),
+          term: terms[terms.length - 1]!.text,
+          matching: mine.map((d) => ({ ...entry(d), gpuModel: d.labels.gpu_model ?? null })),
           free: mine.filter((d) => d.state === 'free').length,
           freeOnOneHost: mostOnOneHost(mine.filter((d) => d.state === 'free')),
           onOneHost: mostOnOneHost(mine.filter((d) => d.state !== 'unhealthy')),
           queued: queuedFor(mine),
+          hostsOff: hostsOff(mine, reasons),
         };
       })
     : null;
+  const hint = familyAsModelHint(parsed.terms);
   return {
     selector: formatSelector(parsed.terms),
     device,
@@ -177,6 +193,8 @@ export async function explain(
     free: matching.filter((d) => d.state === 'free').length,
     queued: queuedFor(matching),
     notMatching,
+    hostsOff: hostsOff(matching, reasons),
+    ...(hint ? { hint } : {}),
     ...(choices ? { choices } : {}),
   };
 }

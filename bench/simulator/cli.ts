@@ -8,6 +8,7 @@ import { startFleet } from './fleet';
 import { type SimHostSpec, uniformHost } from './spec';
 
 export { GPU_MODELS, findGpuModel } from './catalog';
+export { DEMO_HOSTS } from './demo-fleet';
 export { type Fleet, type FleetOptions, startFleet } from './fleet';
 export { SimHost } from './host';
 export { type SimDeviceSpec, type SimHostSpec, uniformHost } from './spec';

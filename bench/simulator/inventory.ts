@@ -3,7 +3,7 @@
 // host probe), plus the declared label simulated=true. Pure.
 import { createHash } from 'node:crypto';
 import type { Inventory, ReportedLabel } from '../../protocol/worker';
-import { canonicalGpuModel } from '../../core/gpu-names';
+import { gpuLabels } from '../../core/gpu-names';
 import { GPU_MODELS } from './catalog';
 import type { SimHostSpec } from './spec';
 
@@ -40,12 +40,11 @@ export function simInventory(spec: SimHostSpec, now: Date): Inventory {
       labels: [
         nv('kind', 'gpu'),
         nv('vendor', 'nvidia'),
-        nv('gpu_model', canonicalGpuModel(model.smiName)),
+        ...gpuLabels(model.smiName, model.memTotalMiB).map((l) => nv(l.key, l.value)),
         nv('gpu_name', model.smiName),
         nv('gpu_uuid', uuid),
         nv('gpu_index', String(index)),
         nv('driver_version', DRIVER_VERSION),
-        nv('vram', String(model.memTotalMiB * 1024 * 1024)),
         nv('cuda_version', CUDA_VERSION),
       ],
     };

@@ -28,11 +28,13 @@ process) is warned of on stderr after the fleet's RC_IDLE_HOLD_WARN (default
   -s, --select <selector>   labels the device must have, e.g. 'vram>=40G'
   -d, --device <host:gpuN>  this device and no other
       --gpus <n>            devices on one host (1-8, default 1)
-      --gpu <choices>       any one of these GPU models, in order of preference,
-                            with how many on one host: A100:2,H100 (names as
-                            rc devices shows them; 5090, RTX5090 and 'RTX 5090'
-                            are one model). Starts on the first choice free now,
-                            else on whichever frees first; --select must hold too
+      --gpu <choices>       any one of these GPU families or models, in order of
+                            preference, with how many on one host: A100:2,H100
+                            (a family: A100 is any A100, 40 or 80 GB; an exact
+                            model: A100-80GB is only that; 5090, RTX5090 and
+                            'RTX 5090' are one). Starts on the first choice free
+                            now, else on whichever frees first; --select must
+                            hold too
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
       --timeout <dur>       give up waiting for a device after this long

@@ -4,6 +4,7 @@ import { idempotencyKey, resending } from '../resend';
 import { StdinPump, stdinIsData } from '../stdin-pump';
 import { EXIT } from '../../core/exit-codes';
 import { exitCodeFor } from '../../core/job-state';
+import { hostOffText } from '../../core/hosts-off';
 import { FRAME_EVENT, FRAME_STDOUT, FrameDecoder, splitOutput } from '../../core/frames';
 import type { Explanation, JobEvent, SubmitJobBody } from '../../protocol/wire';
 import type { Client } from '../client';
@@ -37,11 +38,13 @@ matching device is busy.
                             them, only the keys. rc's own variables
                             (CUDA_VISIBLE_DEVICES, RC_JOB_ID, ...) are refused
       --gpus <n>            devices on one host (1-8, default 1)
-      --gpu <choices>       any one of these GPU models, in order of preference,
-                            with how many on one host: A100:2,H100 (names as
-                            rc devices shows them; 5090, RTX5090 and 'RTX 5090'
-                            are one model). Starts on the first choice free now,
-                            else on whichever frees first; --select must hold too
+      --gpu <choices>       any one of these GPU families or models, in order of
+                            preference, with how many on one host: A100:2,H100
+                            (a family: A100 is any A100, 40 or 80 GB; an exact
+                            model: A100-80GB is only that; 5090, RTX5090 and
+                            'RTX 5090' are one). Starts on the first choice free
+                            now, else on whichever frees first; --select must
+                            hold too
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
@@ -417,9 +420,11 @@ async function explain(client: Client, selector: string, device: string | null, 
           : c.freeOnOneHost >= c.count
             ? 'can start now'
             : `waits: ${c.count === 1 ? 'none is free' : `no host has ${c.count} free`}`;
-      text += `choice ${i + 1}, ${c.choice}: ${c.matching.length} device(s) match, ${c.free} free now, ${c.queued} job(s) queued for them; ${verdict}\n`;
-      for (const m of c.matching) text += `  match  ${m.name}  ${matchText(m)}\n`;
+      text += `choice ${i + 1}, ${c.choice} (${c.by === 'family' ? 'family' : 'exact model'}: ${c.term}): ${c.matching.length} device(s) match, ${c.free} free now, ${c.queued} job(s) queued for them; ${verdict}\n`;
+      for (const m of c.matching) text += `  match  ${m.name}  ${m.gpuModel ?? '-'}  ${matchText(m)}\n`;
+      for (const h of c.hostsOff ?? []) text += `  ${hostOffText(h)}\n`;
     }
+    if (e.hint) text += `${e.hint}\n`;
     const first = e.choices.find((c) => c.freeOnOneHost >= c.count);
     if (e.choices.some((c) => c.onOneHost < c.count)) text += `rc run would be refused with no_matching_device: drop the choices that can never start.\n`;
     else text += first ? `rc run would start on ${first.choice} now.\n` : `rc run would wait, and start on whichever choice frees first.\n`;
@@ -428,7 +433,9 @@ async function explain(client: Client, selector: string, device: string | null, 
   }
   for (const m of e.matching) text += `  match  ${m.name}  ${matchText(m)}\n`;
   for (const n of e.notMatching) text += `  no     ${n.name}  ${n.reasons.join('; ')}\n`;
+  for (const h of e.hostsOff ?? []) text += `${hostOffText(h)}\n`;
   if (e.matching.length === 0) text += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;
+  if (e.hint) text += `${e.hint}\n`;
   out(text);
   return EXIT.ok;
 }

@@ -20,7 +20,7 @@ import { keys } from '../query-keys';
 import { Sparkline } from '../sparkline';
 import { reservedText } from '../../core/reserved';
 import { Ago, DeviceBadge, ErrorBox, Loading, ReservedForLink } from '../ui';
-import { byHost, fleetTotals, type HostGroup, perModel, type ShownState, shownState } from './totals';
+import { byHost, FLEET_FILTER_EXAMPLE, fleetTotals, type HostGroup, perModel, type ShownState, shownState } from './totals';
 
 const TOTALS: { key: ShownState; label: string; colour: string }[] = [
   { key: 'free', label: 'free', colour: 'text-emerald-700' },
@@ -97,7 +97,7 @@ export function FleetView() {
             id="fleet-filter"
             value={filter}
             onChange={(e) => setFilter(e.target.value)}
-            placeholder="filter: gpu_model=A100,vram>=40G (the CLI's selector syntax)"
+            placeholder={`filter: ${FLEET_FILTER_EXAMPLE} (the CLI's selector syntax)`}
             spellCheck={false}
             autoComplete="off"
             aria-invalid={!liveError.ok}

@@ -1,6 +1,9 @@
 // The fleet page's counts: pure, over the devices the filter kept.
 import type { DeviceSummary } from '../../protocol/wire';
 
+/** The filter's placeholder: a selector that matches devices of the demo fleet (test/unit/doc-examples.test.ts checks it). */
+export const FLEET_FILTER_EXAMPLE = 'gpu_family=A100,vram>=80G';
+
 export type ShownState = 'free' | 'busy' | 'reserved' | 'held' | 'off' | 'unhealthy' | 'offline' | 'removed';
 
 /** A device's state as the fleet page shows it: a busy device whose lease is a hold is `held`. */

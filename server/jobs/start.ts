@@ -1,6 +1,8 @@
 // Starting a job: the one use case behind POST /api/jobs and the terminal
 // socket's open. The caller only parses, authorises and renders.
 import { ended } from '../../core/job-state';
+import { type ChoiceFree, noWaitReason } from '../../core/no-wait';
+import { TermsCache } from '../../core/terms-cache';
 import type { SubmitJob } from '../../protocol/api';
 import type { Identity } from '../auth';
 import type { Sql } from '../db';
@@ -82,7 +84,26 @@ export async function startJob(
 
 /** --no-wait: after the scheduling pass, a job still queued is cancelled (the statement itself checks it is still queued). */
 async function cancelIfStillQueued(deps: StartDeps, job: JobRow): Promise<string | null> {
-  const what = job.deviceName ?? (job.selector ? `every device matching ${job.selector}` : 'every device');
-  const reason = `${what} is busy and could not be queued (--no-wait)`;
+  const reason = noWaitReason(job, ...(await choicesFree(deps.inventory, job)));
   return (await endJob(deps, job.id, ended('cancelled', 'no_wait', reason), { from: ['queued'] })) ? reason : null;
+}
+
+/** With --gpu: how free each choice's devices are, and how many free devices match none of them (the fleet in memory). */
+async function choicesFree(inventory: StartDeps['inventory'], job: JobRow): Promise<[ChoiceFree[] | null, number]> {
+  const choices = new TermsCache().choices(job.selector, job.gpuChoices);
+  if (!choices || job.gpuChoices === null) return [null, 0];
+  const free = await Promise.all(choices.map(async (c) => (await inventory.candidates(c.terms, null)).matching.filter((m) => m.view.free)));
+  const taken = new Set(free.flat().map((m) => m.view.id));
+  const all = (await inventory.candidates([], null)).matching;
+  const otherFree = all.filter((m) => m.view.free && !taken.has(m.view.id)).length;
+  return [
+    choices.map((c, i) => ({ label: c.label, name: job.gpuChoices![i]!.model, gpus: c.gpus, free: free[i]!.length, freeOnOneHost: mostOnOneHost(free[i]!) })),
+    otherFree,
+  ];
+}
+
+function mostOnOneHost(list: readonly { view: { hostName: string } }[]): number {
+  const n = new Map<string, number>();
+  for (const { view } of list) n.set(view.hostName, (n.get(view.hostName) ?? 0) + 1);
+  return Math.max(0, ...n.values());
 }

@@ -5,7 +5,7 @@ import { boundRuntime, type RuntimeLimits } from '../../core/runtime-limit';
 import { parseSelector, formatSelector } from '../../core/selector';
 import { byHostThenIndex, decide, parseDeviceName, type DeviceView, type QueuedJob } from '../../core/schedule';
 import { choiceTerms, formatGpuChoice, formatGpuChoices, type GpuChoice, parseGpuChoices } from '../../core/gpu-choices';
-import { CANONICAL_GPU_MODELS } from '../../core/gpu-names';
+import { familyAsModelHint, isKnownGpuName, unknownGpuNameMessage } from '../../core/gpu-names';
 import type { SelectorTerm } from '../../core/selector';
 import type { SubmitJob } from '../../protocol/api';
 import { actsAs, type Identity } from '../auth';
@@ -212,11 +212,8 @@ async function waysOf(
   const ways: Way[] = [];
   for (const [i, a] of asked.entries()) {
     const { matching, most } = found[i]!;
-    if (a.model !== null && matching.length === 0 && !CANONICAL_GPU_MODELS.includes(a.model) && !(await fleetHasModel(inventory, a.model))) {
-      throw new RcError(
-        'bad_gpu',
-        `--gpu ${a.label}: no GPU model is called ${a.model}; rc knows ${CANONICAL_GPU_MODELS.join(', ')} (and any model a device reports: rc devices shows them)`,
-      );
+    if (a.model !== null && matching.length === 0 && !isKnownGpuName(a.model) && !(await fleetHasModel(inventory, a.model))) {
+      throw new RcError('bad_gpu', unknownGpuNameMessage(a.label, a.model));
     }
     const fit = matching.length === 0 ? 'never' : most === 0 ? 'quarantined' : most >= a.gpus ? 'ok' : 'never';
     ways.push({ label: a.label, terms: a.terms, gpus: a.gpus, matching, fit, most });
@@ -224,7 +221,7 @@ async function waysOf(
   return ways;
 }
 
-/** Whether any device of the fleet (with any selector) is of this model: a model rc does not know may still be one the fleet has. */
+/** Whether any device of the fleet (with any selector) is of this family or model: one rc does not know may still be one the fleet has. */
 async function fleetHasModel(inventory: SubmitDeps['inventory'], model: string): Promise<boolean> {
   return (await inventory.candidates(choiceTerms([], { model }), null)).matching.length > 0;
 }
@@ -237,7 +234,7 @@ function refusal(never: readonly Way[], terms: readonly SelectorTerm[], wanted: 
     if (w!.matching.length === 0) {
       return wanted !== null
         ? `no device matches: ${wanted} does not exist${terms.length ? ` or does not satisfy ${selectorText}` : ''}`
-        : `no device matches the selector: ${selectorText}`;
+        : `no device matches the selector: ${selectorText}${hintOf(terms)}`;
     }
     return `no host has ${w!.gpus} devices matching the selector: ${selectorText || '(any)'}`;
   }
@@ -248,6 +245,12 @@ function refusal(never: readonly Way[], terms: readonly SelectorTerm[], wanted: 
     return `${w.label} (no host has ${w.gpus} ${model} devices${also}; the most on one host is ${w.most})`;
   });
   return `no device could ever satisfy --gpu ${why.join(', ')}; drop ${never.length === 1 ? 'that choice' : 'those choices'} from --gpu${terms.length ? ' or widen --select' : ''} (rc devices lists the models)`;
+}
+
+/** `gpu_model=A100` matches no A100 that reports its size: the refusal says what to write instead. */
+function hintOf(terms: readonly SelectorTerm[]): string {
+  const hint = familyAsModelHint(terms);
+  return hint ? `; ${hint}` : '';
 }
 
 /** The free devices decide() needs to place a new job, over all its ways (firstFree of each, once each, by host then index). */

@@ -135,7 +135,7 @@ test('a choice no device could ever satisfy is named in the refusal, and nothing
 
 test('bad --gpu input: unknown model, :0, :99, empty choices, beside --gpus or -d; in the CLI and in the API', async () => {
   const cli: [string[], RegExp][] = [
-    [['--gpu', 'Z999'], /^rc: bad_gpu: --gpu Z999: no GPU model is called Z999; rc knows RTX5090, .*H100.*\n$/],
+    [['--gpu', 'Z999'], /^rc: bad_gpu: --gpu Z999: no GPU family or model is called Z999; rc knows RTX5090, .*H100.*\n$/],
     [['--gpu', 'A100:0'], /^rc: bad_gpu: --gpu choice "A100:0": the count must be 1-8 GPUs on one host, not "0"\n$/],
     [['--gpu', 'A100:99'], /^rc: bad_gpu: .*not "99"\n$/],
     [['--gpu', ''], /^rc: bad_gpu: --gpu needs at least one choice/],
@@ -151,7 +151,7 @@ test('bad --gpu input: unknown model, :0, :99, empty choices, beside --gpus or -
   const api: [unknown, string, RegExp][] = [
     [{ gpu: 'A100:0' }, 'bad_gpu', /count must be 1-8/],
     [{ gpu: '' }, 'bad_gpu', /at least one choice/],
-    [{ gpu: 'Z999' }, 'bad_gpu', /no GPU model is called Z999/],
+    [{ gpu: 'Z999' }, 'bad_gpu', /no GPU family or model is called Z999/],
     [{ gpu: 'A100', gpus: 2 }, 'bad_gpu', /drop --gpus/],
     [{ gpu: 7 }, 'bad_request', /gpu/],
     [{ gpu: 'x'.repeat(1001) }, 'bad_request', /gpu/],
@@ -173,10 +173,13 @@ test('--explain shows each choice: its matches, free count, queue, and what rc r
   const busy = await occupy('hop:gpu0');
   const r = await stack.cli(['run', '--gpu', 'H100,A100:2,RTX5090:2', '--explain']);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /^choice 1, H100: 1 device\(s\) match, 0 free now, 0 job\(s\) queued for them; waits: none is free$/m);
-  assert.match(r.stdout, /^ {2}match {2}hop:gpu0 {2}busy \(held by tester, job j[0-9a-v]{10}\)$/m);
-  assert.match(r.stdout, /^choice 2, A100:2: 2 device\(s\) match, 2 free now, 0 job\(s\) queued for them; can start now$/m);
-  assert.match(r.stdout, /^choice 3, RTX5090:2: 1 device\(s\) match, 1 free now, 0 job\(s\) queued for them; can never start: no host has 2 of them$/m);
+  assert.match(r.stdout, /^choice 1, H100 \(family: gpu_family=H100\): 1 device\(s\) match, 0 free now, 0 job\(s\) queued for them; waits: none is free$/m);
+  assert.match(r.stdout, /^ {2}match {2}hop:gpu0 {2}H100 {2}busy \(held by tester, job j[0-9a-v]{10}\)$/m);
+  assert.match(r.stdout, /^choice 2, A100:2 \(family: gpu_family=A100\): 2 device\(s\) match, 2 free now, 0 job\(s\) queued for them; can start now$/m);
+  assert.match(
+    r.stdout,
+    /^choice 3, RTX5090:2 \(family: gpu_family=RTX5090\): 1 device\(s\) match, 1 free now, 0 job\(s\) queued for them; can never start: no host has 2 of them$/m,
+  );
   assert.match(r.stdout, /would be refused with no_matching_device/);
   const ok = await stack.cli(['run', '--gpu', 'H100,A100:2', '--explain']);
   assert.match(ok.stdout, /rc run would start on A100:2 now\./);

@@ -21,7 +21,7 @@ const names = async (sel: string) =>
 
 test('nvidia-smi names become canonical models, and every spelling selects the same device', async () => {
   const all = await stack.cli(['devices']);
-  assert.match(all.stdout, /gpubox:gpu0\s+free\s+-\s+(?:-|\d+% \d+\/\d+G)\s+gpu_model=H100 vram=79\.6G kind=gpu/);
+  assert.match(all.stdout, /gpubox:gpu0\s+free\s+-\s+(?:-|\d+% \d+\/\d+G)\s+gpu_model=H100 vram=80G kind=gpu/);
   assert.match(all.stdout, /gpubox:gpu1\s+free\s+-\s+(?:-|\d+% \d+\/\d+G)\s+gpu_model=RTX4090/);
   for (const sel of ['gpu_model=4090', 'gpu_model=RTX4090', "gpu_model='RTX 4090'", 'gpu_model=rtx4090']) {
     assert.deepEqual(await names(sel), ['gpubox:gpu1'], sel);
@@ -104,7 +104,9 @@ test('describe shows labels with source and age, the usage sheet with its age, a
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^gpubox:gpu0 {2}free\n/);
   assert.match(r.stdout, /gpu_model +H100 +detected \(nvidia-smi\) +\d+s/);
-  assert.match(r.stdout, /vram +79\.6G \(85520809984\) +detected \(nvidia-smi\)/);
+  // vram is the card's nominal 80 GB; what it reports is vram_total_bytes.
+  assert.match(r.stdout, /vram +80G \(85899345920\) +detected \(nvidia-smi\)/);
+  assert.match(r.stdout, /vram_total_bytes +79\.6G \(85520809984\) +detected \(nvidia-smi\)/);
   assert.match(r.stdout, /cuda_version +12\.4 +detected \(nvidia-smi\)/);
   assert.match(r.stdout, /disk_free_bytes +[\d.]+[KMGT]? \(\d+\) +detected \(host\)/);
   assert.match(r.stdout, /cpus +\d+ +detected \(host\) +\d+s +host-wide/);

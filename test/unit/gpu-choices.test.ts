@@ -2,7 +2,10 @@
 // the scheduler's decision, the preemption rule and the queue's reasons.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatGpuChoices, parseGpuChoices } from '../../core/gpu-choices';
+import { choiceTerms, formatGpuChoices, parseGpuChoices } from '../../core/gpu-choices';
+import { hostOffText, hostsOff } from '../../core/hosts-off';
+import { type ChoiceFree, noWaitReason } from '../../core/no-wait';
+import { matchTerms } from '../../core/selector';
 import { pickVictims } from '../../core/preempt';
 import { decide, type DeviceView, mayReserve } from '../../core/schedule';
 import { TermsCache } from '../../core/terms-cache';
@@ -198,4 +201,61 @@ test('the queue says why for each choice, and which choice it starts on', () => 
   );
   const starts = waitReasons([gpuJob('j1', 'A100:2,A6000')], [...fleet, fdev('w', 0, 'A6000', 'free')], 30).get('j1')!;
   assert.equal(starts.text, '--gpu A6000: next in line: a matching device is free');
+});
+
+test('a choice names a family (gpu_family: any of its models) or an exact model of a larger family (gpu_model: only it)', () => {
+  const term = (name: string) => {
+    const p = parseGpuChoices(name);
+    assert.ok(p.ok, name);
+    return choiceTerms([], p.choices[0]!)[0]!.text;
+  };
+  assert.deepEqual(['A100', 'a100', 'A100-80GB', 'A100 80GB', 'A100-40GB', 'H100', '4090', 'MI300X'].map(term), [
+    'gpu_family=A100',
+    'gpu_family=A100',
+    'gpu_model=A100-80GB',
+    'gpu_model=A100-80GB',
+    'gpu_model=A100-40GB',
+    'gpu_family=H100',
+    'gpu_family=RTX4090',
+    'gpu_family=MI300X',
+  ]);
+  const a40 = { gpu_model: 'A100-40GB', gpu_family: 'A100' };
+  const a80 = { gpu_model: 'A100-80GB', gpu_family: 'A100' };
+  const matches = (name: string) => [a40, a80].map((l) => matchTerms(choiceTerms([], { model: name }), l));
+  assert.deepEqual(matches('A100'), [true, true]);
+  assert.deepEqual(matches('A100-80GB'), [false, true], 'a 40 GB card is never taken for an 80 GB one');
+  assert.deepEqual(matches('A100-40GB'), [true, false]);
+});
+
+test('--no-wait names the busy choices, and counts the free devices that match none', () => {
+  const choice = (label: string, name: string, gpus: number, free: number, freeOnOneHost = free): ChoiceFree => ({ label, name, gpus, free, freeOnOneHost });
+  assert.equal(
+    noWaitReason({ deviceName: null, selector: '' }, [choice('A100', 'A100', 1, 0), choice('H100', 'H100', 1, 0)], 3),
+    '--gpu A100,H100: every A100 and H100 device is busy (3 other devices are free but match no choice); the job could not be queued (--no-wait)',
+  );
+  assert.equal(
+    noWaitReason({ deviceName: null, selector: 'rack=r1' }, [choice('A100:2', 'A100', 2, 1), choice('H100', 'H100', 1, 0)], 1),
+    '--gpu A100:2,H100: every H100 device matching rack=r1 is busy, and no host has 2 free A100 devices matching rack=r1 (1 other device is free but matches no choice); the job could not be queued (--no-wait)',
+  );
+  // Without --gpu, as before.
+  assert.equal(noWaitReason({ deviceName: 'gpubox:gpu1', selector: '' }, null), 'gpubox:gpu1 is busy and could not be queued (--no-wait)');
+  assert.equal(noWaitReason({ deviceName: null, selector: 'vram>=40G' }, null), 'every device matching vram>=40G is busy and could not be queued (--no-wait)');
+});
+
+test('--explain names the matching hosts that take no new job: drained, away or offline, with their count', () => {
+  const d = (hostName: string, hostOff: boolean, hostStatus: 'online' | 'away' | 'offline') => ({ hostName, hostOff, hostStatus });
+  const off = hostsOff(
+    [d('h3', true, 'online'), d('h1', false, 'online'), d('h3', true, 'online'), d('h2', false, 'offline'), d('h4', true, 'offline')],
+    new Map([['h3', 'driver upgrade']]),
+  );
+  assert.deepEqual(off, [
+    { host: 'h2', devices: 1, status: 'offline', reason: null },
+    { host: 'h3', devices: 2, status: 'off', reason: 'driver upgrade' },
+    { host: 'h4', devices: 1, status: 'off', reason: null },
+  ]);
+  assert.equal(
+    hostOffText(off[1]!),
+    'host h3 (2 matching devices) is drained (driver upgrade): nothing new starts there until an operator runs rc admin host on h3',
+  );
+  assert.match(hostOffText(off[0]!), /^host h2 \(1 matching device\) is offline: its worker is not connected/);
 });

@@ -9,8 +9,10 @@ test('nvidia-smi CSV becomes devices with canonical models and byte sizes', () =
   assert.equal(devices.length, 2);
   const labels = (i: number) => Object.fromEntries(devices[i]!.labels.map((l) => [l.key, l.value]));
   assert.equal(labels(0).gpu_model, 'H100');
-  assert.equal(labels(0).vram, String(81559 * 1024 * 1024));
-  assert.equal(labels(1).gpu_model, 'A100');
+  assert.equal(labels(0).vram, String(80 * 1024 ** 3), 'its nominal 80 GB');
+  assert.equal(labels(0).vram_total_bytes, String(81559 * 1024 * 1024));
+  assert.equal(labels(1).gpu_model, 'A100-40GB');
+  assert.equal(labels(1).gpu_family, 'A100');
   assert.equal(devices[1]!.uuid, 'GPU-2222bbbb-0000-0000-0000-000000000000');
   assert.ok(devices[0]!.labels.every((l) => l.source === 'detected' && l.probe === 'nvidia-smi'));
 });

@@ -119,17 +119,21 @@ test('a fake nvidia-smi with two different GPUs gives detected GPU labels with c
     kind: 'gpu',
     vendor: 'nvidia',
     gpu_model: 'H100',
+    gpu_family: 'H100',
     gpu_name: 'NVIDIA H100 80GB HBM3',
     gpu_uuid: 'GPU-1111aaaa-2222-3333-4444-555566667777',
     gpu_index: '0',
     driver_version: '550.54.15',
-    vram: String(81559 * 1024 * 1024),
+    // Its nominal 80 GiB; what it reports (79.6 GiB) in its own label.
+    vram: String(80 * 1024 ** 3),
+    vram_total_bytes: String(81559 * 1024 * 1024),
     cuda_version: '12.4',
   });
   assert.equal(rtx.uuid, 'GPU-8888bbbb-9999-aaaa-bbbb-ccccddddeeee');
   assert.equal(values(rtx.labels).gpu_model, 'RTX4090');
   assert.equal(values(rtx.labels).gpu_name, 'NVIDIA GeForce RTX 4090');
-  assert.equal(values(rtx.labels).vram, String(24564 * 1024 * 1024));
+  assert.equal(values(rtx.labels).vram, String(24 * 1024 ** 3));
+  assert.equal(values(rtx.labels).vram_total_bytes, String(24564 * 1024 * 1024));
   assert.equal(values(rtx.labels).cuda_version, '12.4');
   for (const l of [...h100.labels, ...rtx.labels]) {
     assert.deepEqual([l.source, l.probe, l.seenAt, l.stale], ['detected', 'nvidia-smi', T1.toISOString(), null], l.key);

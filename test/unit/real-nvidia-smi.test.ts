@@ -45,11 +45,14 @@ test('the probe query of a real H200 gives its model, memory, driver and UUID; t
     kind: 'gpu',
     vendor: 'nvidia',
     gpu_model: 'H200',
+    gpu_family: 'H200',
     gpu_name: 'NVIDIA H200',
     gpu_uuid: UUID,
     gpu_index: '0',
     driver_version: '580.159.04',
-    vram: String(143771 * 1024 * 1024),
+    // Sold as 141 GB; it reports 140.4 GiB.
+    vram: String(141 * 1024 ** 3),
+    vram_total_bytes: String(143771 * 1024 * 1024),
   });
   assert.equal(parseCudaVersion(H200.banner), '13.0');
 });

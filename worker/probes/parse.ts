@@ -1,6 +1,6 @@
 // Pure parsing of what probes print: site probes' `key=value` lines and
 // nvidia-smi's CSV and banner. No I/O here.
-import { canonicalGpuModel } from '../../core/gpu-names';
+import { gpuLabels } from '../../core/gpu-names';
 
 /** A label as a probe states it, before it gets a source, a time or a staleness. */
 export interface Pair {
@@ -84,16 +84,16 @@ export function parseNvidiaSmiCsv(csv: string): GpuRow[] {
     if (cells.length < 5 || !/^\d+$/.test(cells[0]!)) continue;
     const [index, uuid, name, memMiB, driver] = cells as [string, string, string, string, string];
     if (Number(index) > MAX_DEVICE_INDEX) continue;
+    // gpu_model, gpu_family, vram (the nominal size) and vram_total_bytes (as reported): core/gpu-names.ts.
     const labels: Pair[] = [
       { key: 'kind', value: 'gpu' },
       { key: 'vendor', value: 'nvidia' },
-      { key: 'gpu_model', value: canonicalGpuModel(name) },
+      ...gpuLabels(name, /^\d+$/.test(memMiB) ? Number(memMiB) : null),
       { key: 'gpu_name', value: name },
       { key: 'gpu_uuid', value: uuid },
       { key: 'gpu_index', value: index },
       { key: 'driver_version', value: driver },
     ];
-    if (/^\d+$/.test(memMiB)) labels.push({ key: 'vram', value: String(Number(memMiB) * 1024 * 1024) });
     out.push({ index: Number(index), uuid: uuid.startsWith('GPU-') ? uuid : null, labels });
   }
   return out;

@@ -205,6 +205,7 @@ export function hostProbe(opts: HostProbeOptions): ProbeResult {
     devices.set(index, [
       { key: 'kind', value: 'cpu-slot' },
       { key: 'gpu_model', value: 'none' },
+      { key: 'gpu_family', value: 'none' },
       { key: 'note', value: CPU_SLOT_NOTE },
     ]);
   }
