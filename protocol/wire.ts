@@ -130,8 +130,11 @@ export type JobEvent =
   | { type: 'end'; jobId: string; state: JobState }
   /** Something the reader should know, printed on stderr (e.g. that stored output was truncated). */
   | { type: 'notice'; message: string }
-  /** Sent first when the request asked for a `tail`: the byte offsets in stdout and stderr at which the output that follows begins. */
-  | { type: 'offsets'; stdout: number; stderr: number }
+  /**
+   * Sent first when the request asked for a `tail`: the byte offsets in stdout and stderr at which the output that
+   * follows begins, and `after`, the chunk it follows (a stream resumed later asks for what comes after the last chunk it has, or after this).
+   */
+  | { type: 'offsets'; stdout: number; stderr: number; after: number }
   | { type: 'error'; code: string; message: string };
 
 /**

@@ -228,7 +228,7 @@ async function startAtTail(sql: Sql, jobId: string, sink: Sink, upTo: number, li
     below = rows.at(-1)?.seq ?? 0;
   }
   if (start === null) {
-    sink.event({ type: 'offsets', stdout: 0, stderr: 0 });
+    sink.event({ type: 'offsets', stdout: 0, stderr: 0, after: 0 });
     return;
   }
   const [chunk] = await sql<{ stream: 1 | 2; data: Buffer }[]>`select stream, data from job_output where job_id = ${jobId} and seq = ${start.seq}`;
@@ -236,10 +236,11 @@ async function startAtTail(sql: Sql, jobId: string, sink: Sink, upTo: number, li
   const sizes = await sql<{ stream: 1 | 2; bytes: number }[]>`
     select stream, sum(octet_length(data))::bigint as bytes from job_output where job_id = ${jobId} and seq < ${start.seq} group by stream`;
   const before = (stream: 1 | 2) => Number(sizes.find((r) => r.stream === stream)?.bytes ?? 0) + (chunk?.stream === stream ? start.skip : 0);
-  sink.event({ type: 'offsets', stdout: before(1), stderr: before(2) });
-  sink.lastSeq = start.seq - 1;
-  if (chunk && start.skip < chunk.data.length) sink.output({ kind: 'output', seq: start.seq, stream: chunk.stream, data: chunk.data.subarray(start.skip) });
-  else sink.lastSeq = start.seq;
+  // The chunk the tail begins in is sent from there; one it begins after (--tail 0) is not sent.
+  const partial = chunk !== undefined && start.skip < chunk.data.length;
+  sink.lastSeq = partial ? start.seq - 1 : start.seq;
+  sink.event({ type: 'offsets', stdout: before(1), stderr: before(2), after: sink.lastSeq });
+  if (partial) sink.output({ kind: 'output', seq: start.seq, stream: chunk.stream, data: chunk.data.subarray(start.skip) });
 }
 
 async function lastStoredSeq(sql: Sql, jobId: string): Promise<number> {
