@@ -56,7 +56,7 @@ export function parseJobFilter(query: URLSearchParams, callerTokenId: number): J
   const sinceText = query.get('since') || null;
   const since = sinceText === null ? null : parseSince(sinceText);
   if (sinceText !== null && since === null) throw new RcError('bad_request', `since: ${SINCE_RULE}, not ${JSON.stringify(sinceText.slice(0, 50))}`);
-  const mine = query.get('mine');
+  const mine = query.get('mine') || null;
   if (mine !== null && mine !== '1') throw new RcError('bad_request', `mine: 1 (only your token's jobs), or leave it out; not ${JSON.stringify(mine.slice(0, 20))}`);
   return {
     states,
@@ -87,7 +87,7 @@ export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
       and (${f.device}::text is null or devices @> jsonb_build_array(${f.device}::text) or device_name = ${f.device}::text)
       and (${f.submitter}::text is null or submitter = ${f.submitter}::text)
       ${f.name === null ? sql`` : sql`and name = ${f.name}`}
-      ${f.since === null ? sql`` : sql`and created_at >= ${f.since}`}
+      ${f.since === null ? sql`` : sql`and created_at >= ${f.since.toISOString()}::timestamptz`}
       ${f.tokenId === null ? sql`` : sql`and token_id = ${f.tokenId}`}
       ${beforeSeq === null ? sql`` : sql`and seq < ${beforeSeq}`}
     order by seq desc limit ${f.limit}`;
