@@ -128,9 +128,7 @@ export const HolderSchema = z
   .object({ jobId: z.string(), kind: jobKind, submitter: z.string(), since: time, idleS: z.number().nullable().optional() })
   .strict();
 
-export const ReservedForSchema = z
-  .object({ jobId: z.string(), submitter: z.string(), gpus: z.number(), why: z.enum(['multi_gpu', 'preemption']) })
-  .strict();
+export const ReservedForSchema = z.object({ jobId: z.string(), submitter: z.string(), gpus: z.number(), why: z.enum(['multi_gpu', 'preemption']) }).strict();
 
 export const GpuViewSchema = z
   .object({
@@ -168,7 +166,10 @@ const DEVICE_SUMMARY = {
   holder: HolderSchema.nullable(),
   reservedFor: ReservedForSchema.nullable(),
   labels: z.record(z.string(), z.string()),
-  unhealthy: z.object({ since: time, reason: z.string(), evidence: z.record(z.string(), z.unknown()) }).strict().nullable(),
+  unhealthy: z
+    .object({ since: time, reason: z.string(), evidence: z.record(z.string(), z.unknown()) })
+    .strict()
+    .nullable(),
   gpu: GpuViewSchema.nullable(),
 };
 
@@ -202,9 +203,7 @@ export const DeviceDescriptionSchema = z
   })
   .strict();
 
-const MatchSchema = z
-  .object({ name: z.string(), state: deviceState, holder: HolderSchema.nullable(), reservedFor: ReservedForSchema.nullable() })
-  .strict();
+const MatchSchema = z.object({ name: z.string(), state: deviceState, holder: HolderSchema.nullable(), reservedFor: ReservedForSchema.nullable() }).strict();
 
 export const ChoiceExplanationSchema = z
   .object({
@@ -318,7 +317,14 @@ export const JsonRequeuedSchema = z
 export const JsonEndSchema = z.object({ type: z.literal('end'), job: z.string(), state: jobState }).strict();
 /** The job's end: `exitCode` is the command's own (null when it never ran or was lost); rc exits as rc run would (docs/cli.md, exit codes). */
 export const JsonExitSchema = z
-  .object({ type: z.literal('exit'), job: z.string(), state: jobState, exitCode: z.number().nullable(), cause: endCause.nullable(), reason: z.string().nullable() })
+  .object({
+    type: z.literal('exit'),
+    job: z.string(),
+    state: jobState,
+    exitCode: z.number().nullable(),
+    cause: endCause.nullable(),
+    reason: z.string().nullable(),
+  })
   .strict();
 
 export const JsonStreamLineSchema = z.discriminatedUnion('type', [

@@ -98,7 +98,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
         if (asJson && !shown) emit(() => jsonLine(jsonEventOf(e)));
         else if (!shown && !notice) notice = setTimeout(() => err(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
         break;
-      case 'started':
+      case 'started': {
         if (notice) clearTimeout(notice);
         if (shown) break;
         shown = true;
@@ -113,6 +113,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
         );
         emit(() => started);
         break;
+      }
       case 'exit': {
         // Under --json the exit object says how it ended, and nothing else is said.
         const say = (text: string) => (asJson ? undefined : err(text));
@@ -189,16 +190,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
 }
 
 async function extend(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags(
-    'hold extend',
-    args,
-    [
-      { name: 'ttl', type: 'string' },
-      JSON_FLAG,
-      { name: 'help', short: 'h', type: 'boolean' },
-    ],
-    false,
-  );
+  const parsed = parseFlags('hold extend', args, [{ name: 'ttl', type: 'string' }, JSON_FLAG, { name: 'help', short: 'h', type: 'boolean' }], false);
   if (parsed.flags.has('help')) {
     out(HOLD_HELP);
     return EXIT.ok;

@@ -65,8 +65,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
     out(JOBS_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length)
-    usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter, --name, --since, --mine`);
+  if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter, --name, --since, --mine`);
   // Checked here as the controller checks them, so that a mistake is a usage error that sends nothing.
   const limit = intFlag(parsed, 'limit', 1, 1000);
   const name = stringFlag(parsed, 'name');

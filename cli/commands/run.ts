@@ -286,7 +286,10 @@ export async function follow(
     setBrokenPipeHook(null);
   }
   if (state.result === null) {
-    errorLine('unreachable', `lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}`);
+    errorLine(
+      'unreachable',
+      `lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}`,
+    );
     return EXIT.unreachable;
   }
   return state.result;

@@ -57,7 +57,8 @@ export function parseJobFilter(query: URLSearchParams, callerTokenId: number): J
   const since = sinceText === null ? null : parseSince(sinceText);
   if (sinceText !== null && since === null) throw new RcError('bad_request', `since: ${SINCE_RULE}, not ${JSON.stringify(sinceText.slice(0, 50))}`);
   const mine = query.get('mine') || null;
-  if (mine !== null && mine !== '1') throw new RcError('bad_request', `mine: 1 (only your token's jobs), or leave it out; not ${JSON.stringify(mine.slice(0, 20))}`);
+  if (mine !== null && mine !== '1')
+    throw new RcError('bad_request', `mine: 1 (only your token's jobs), or leave it out; not ${JSON.stringify(mine.slice(0, 20))}`);
   return {
     states,
     kinds,

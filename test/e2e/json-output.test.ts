@@ -167,7 +167,7 @@ test('errors under --json: one error object on stderr, nothing on stdout, the ex
     assert.equal(e.error.code, errCode, args.join(' '));
     assert.ok(!e.error.message.startsWith('rc:'), 'the sentence alone');
     // Without --json, the same error in words (rc run --tty would open a terminal).
-    if (args.includes('--tty')) continue;
+    if ((args as readonly string[]).includes('--tty')) continue;
     const plain = await stack.cli(args.filter((a) => a !== '--json'));
     assert.equal(plain.code, code);
     assert.match(plain.stderr, new RegExp(`^rc: ${errCode}: `));
