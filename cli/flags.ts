@@ -82,3 +82,23 @@ export function durationFlag(parsed: Parsed, name: string, min: number): number 
     usage(`--${name} takes a duration such as 90s, 10m, 2h or 1h30m${min === 0 ? ' (0 disables it)' : ''}, at most 30d; not ${v}`);
   return s;
 }
+
+/**
+ * Whether `--json` is among the flags (before `--`), read before the command parses them so that even its usage
+ * errors come as JSON. `runSpecs`: rc run's flags, whose command starts at its first positional argument (a flag's
+ * value is none); other commands' flags may follow their arguments.
+ */
+export function asksJson(args: readonly string[], runSpecs: readonly FlagSpec[] | null): boolean {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') return false;
+    if (arg === '--json') return true;
+    if (!runSpecs) continue;
+    if (!arg.startsWith('-') || arg === '-') return false;
+    const long = arg.startsWith('--');
+    const spec = runSpecs.find((s) => (long ? s.name === arg.slice(2) : s.short === arg.slice(1)));
+    // `--name value` and `-s value` take the next word; `--name=value` and `-svalue` do not.
+    if (spec?.type === 'string') i++;
+  }
+  return false;
+}

@@ -3,7 +3,8 @@
 import { EXIT } from '../core/exit-codes';
 import { Client } from './client';
 import { loadCliConfig } from './config';
-import { CliExit, err, exitWhenFlushed, out } from './output';
+import { CliExit, errorLine, exitWhenFlushed, out, setJsonOutput, tellExit } from './output';
+import { asksJson } from './flags';
 import { HELP, helpOf, wantsHelp } from './help';
 import { versionLine } from './build-info';
 
@@ -39,7 +40,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!load) {
-    err(`rc: usage: unknown command ${name}; rc --help lists the commands\n`);
+    setJsonOutput(asksJson(args, null));
+    errorLine('usage', `unknown command ${name}; rc --help lists the commands`);
     return EXIT.usage;
   }
   // --help anywhere among the flags (before `--`; for run, before its command) needs no controller.
@@ -48,14 +50,16 @@ async function main(argv: string[]): Promise<number> {
     out(await helpOf(help));
     return EXIT.ok;
   }
+  // Before anything can fail: under --json its error is JSON too. rc run's own flags end at its command.
+  setJsonOutput(asksJson(args, name === 'run' ? (await import('./commands/run')).RUN_SPECS : null));
   return (await load())(new Client(loadCliConfig()), args);
 }
 
 main(process.argv.slice(2)).then(exitWhenFlushed, (e: unknown) => {
   if (e instanceof CliExit) {
-    if (e.message) err(`${e.message}\n`);
+    tellExit(e);
     return exitWhenFlushed(e.exitCode);
   }
-  err(`rc: internal: ${e instanceof Error ? e.message : String(e)}\n`);
+  errorLine('internal', e instanceof Error ? e.message : String(e));
   exitWhenFlushed(EXIT.error);
 });

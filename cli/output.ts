@@ -2,6 +2,9 @@
 // rc's own text reaches stdout and stderr only through out(), err() and json()
 // here; a job's output is written elsewhere, byte for byte, but it too takes
 // the streams from stdout() and stderr() here, so the exit knows to wait for them.
+// With --json (setJsonOutput), stdout carries JSON alone and stderr too: the
+// error that ends rc is `{"error":{"code","message"}}`, anything else rc says
+// `{"notice":{"message"}}`, one object a line (docs/cli.md, "JSON output").
 import { EXIT } from '../core/exit-codes';
 import { safeText } from './safe-text';
 
@@ -13,6 +16,8 @@ export class CliExit extends Error {
     readonly code: string | null = null,
     /** The request may have reached the controller and been lost on the way back: only a request safe to repeat (a submit with its idempotency key) is sent again. */
     readonly mayResend = false,
+    /** The sentence alone, without `rc: <code>: ` (the error object's message under --json). */
+    readonly sentence: string | null = null,
   ) {
     super(message ?? '');
   }
@@ -20,11 +25,33 @@ export class CliExit extends Error {
 
 /** Stops the command: prints `rc: code: message` and exits with `exitCode`. */
 export function fail(code: string, message: string, exitCode: number = EXIT.error, mayResend = false): never {
-  throw new CliExit(exitCode, `rc: ${code}: ${message}`, code, mayResend);
+  throw new CliExit(exitCode, `rc: ${code}: ${message}`, code, mayResend, message);
 }
 
 export function usage(message: string): never {
-  throw new CliExit(EXIT.usage, `rc: usage: ${message}`);
+  throw new CliExit(EXIT.usage, `rc: usage: ${message}`, null, false, message);
+}
+
+/** --json was given: see the top of this file. */
+let jsonOutput = false;
+export function setJsonOutput(on: boolean): void {
+  jsonOutput = on;
+}
+export function jsonOutputOn(): boolean {
+  return jsonOutput;
+}
+
+/** The error that ends rc, on stderr: `rc: <code>: <message>`, or under --json `{"error":{"code","message"}}` (a usage error's code is `usage`). */
+export function errorLine(code: string, message: string): void {
+  if (jsonOutput) stderr().write(`${JSON.stringify({ error: { code, message } })}\n`);
+  else err(`rc: ${code}: ${message}\n`);
+}
+
+/** How a CliExit is told on stderr: as errorLine, or its text as it is (a plain exit has none). */
+export function tellExit(e: CliExit): void {
+  if (!e.message) return;
+  if (jsonOutput) errorLine(e.code ?? 'usage', e.sentence ?? e.message);
+  else err(`${e.message}\n`);
 }
 
 /**
@@ -103,22 +130,29 @@ export function out(text: string): void {
   s.write(onScreen(s, text));
 }
 
-/** rc's own text on stderr: `rc: <code>: <message>` lines and notices. */
+/** rc's own text on stderr: notices (errors: errorLine). Under --json, a notice object: its text without `rc: ` and the line ends. */
 export function err(text: string): void {
   const s = stderr();
-  s.write(onScreen(s, text));
+  if (jsonOutput) s.write(`${JSON.stringify({ notice: { message: text.trim().replace(/^rc: /, '') } })}\n`);
+  else s.write(onScreen(s, text));
 }
 
 /** One line of rc's own on stderr; `crlf` for a raw terminal (rc run --tty), where it starts and ends with \r\n. */
 export function errLine(line: string, crlf = false): void {
+  if (jsonOutput) return err(line);
   const s = stderr();
   const shown = onScreen(s, line);
   s.write(crlf ? `\r\n${shown}\r\n` : `${shown}\n`);
 }
 
-/** --json: the API's JSON, never escaped, terminal or not. */
+/** --json, one answer: the API's JSON (or the CLI's own object), indented, never escaped, terminal or not. */
 export function json(value: unknown): void {
   stdout().write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** --json, a followed job: one object a line (NDJSON), as each thing happens. */
+export function jsonLine(value: unknown): void {
+  stdout().write(`${JSON.stringify(value)}\n`);
 }
 
 export function table(header: string[], rows: string[][]): string {

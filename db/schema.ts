@@ -355,6 +355,8 @@ export const jobs = pgTable(
     index('jobs_running_host_idx').on(t.hostName).where(sql`state = 'running'`),
     index('jobs_created_idx').on(t.createdAt),
     index('jobs_name_idx').on(t.name, t.seq).where(sql`name is not null`),
+    /** rc jobs --mine: one token's jobs, newest first. */
+    index('jobs_token_idx').on(t.tokenId, t.seq).where(sql`token_id is not null`),
     // GET /api/jobs pages newest first by seq (?before=), and a host's recent jobs (GET /api/hosts/:name).
     index('jobs_seq_idx').on(t.seq),
     index('jobs_host_seq_idx').on(t.hostName, t.seq).where(sql`host_name is not null`),

@@ -130,6 +130,11 @@ export type JobEvent =
   | { type: 'end'; jobId: string; state: JobState }
   /** Something the reader should know, printed on stderr (e.g. that stored output was truncated). */
   | { type: 'notice'; message: string }
+  /**
+   * Sent first when the request asked for a `tail`: the byte offsets in stdout and stderr at which the output that
+   * follows begins, and `after`, the chunk it follows (a stream resumed later asks for what comes after the last chunk it has, or after this).
+   */
+  | { type: 'offsets'; stdout: number; stderr: number; after: number }
   | { type: 'error'; code: string; message: string };
 
 /**
@@ -572,6 +577,10 @@ export interface JobsQuery {
   device?: string;
   submitter?: string;
   name?: string;
+  /** Jobs created since: a duration back from now (2h, 7d) or an ISO time (core/since.ts). */
+  since?: string;
+  /** `1`: only the jobs submitted with the caller's own token. */
+  mine?: '1';
   before?: string;
   limit?: string;
 }
@@ -589,10 +598,14 @@ export interface PsPage {
   next: string | null;
 }
 
-/** GET /api/jobs/:id/stream: `follow=1` keeps streaming until the job ends; `after` resumes after that output chunk. */
+/**
+ * GET /api/jobs/:id/stream: `follow=1` keeps streaming until the job ends; `after` resumes after that output chunk;
+ * `tail` starts at the last `tail` lines of the stored output (0 to 100000; not with `after`), told by an `offsets` event first.
+ */
 export interface StreamQuery {
   follow?: '1';
   after?: number;
+  tail?: number;
 }
 
 /** GET /api/usage: how leased device time is grouped. */

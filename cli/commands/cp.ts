@@ -5,24 +5,39 @@ import { CP_MAX_BYTES, CP_ROOT, landingPath, parseRemote } from '../../core/cp';
 import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
-import { fail, out, usage } from '../output';
+import type { CopiedFile } from '../../protocol/cli-json';
+import { fail, json, out, usage } from '../output';
 
-export const CP_HELP = `usage: rc cp <local-file> <host:gpuN>:<path>
-       rc cp <host:gpuN>:<path> <local-path>
+export const CP_HELP = `usage: rc cp [--json] <local-file> <host:gpuN>:<path>
+       rc cp [--json] <host:gpuN>:<path> <local-path>
 
 Copies one file to or from the device host's shared workspace (${CP_ROOT} on
 every host; a relative device path is relative to it). The device must be
 free (the copy takes a short lease of its own) or held by you (rc hold); a
 device someone else holds is refused. At most ${CP_MAX_BYTES / 1024 / 1024} MiB: put bigger files on shared
 storage. A destination ending in / (or an existing local folder) gets the
-source's name. A failed copy leaves no partial file.
+source's name. A failed copy leaves no partial file. --json prints
+{ "from", "to", "bytes" }.
 
   rc cp ./train.py gpubox:gpu0:/workspace/
   rc cp gpubox:gpu0:/workspace/out.json ./
 `;
 
 export async function cp(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('cp', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
+  const parsed = parseFlags(
+    'cp',
+    args,
+    [
+      { name: 'json', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
+  const done = (copied: CopiedFile) => {
+    if (parsed.flags.has('json')) json(copied);
+    else out(`${copied.from} -> ${copied.to} (${copied.bytes} bytes)\n`);
+    return EXIT.ok;
+  };
   if (parsed.flags.has('help')) {
     out(CP_HELP);
     return EXIT.ok;
@@ -54,8 +69,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
     }
     const path = landingPath(to.path === '' ? `${CP_ROOT}/` : to.path, basename(src));
     const r = await client.call('PUT /api/devices/:name/files', { ...at(to.device, path), body: data });
-    out(`${src} -> ${to.device}:${path} (${r.bytes} bytes)\n`);
-    return EXIT.ok;
+    return done({ from: src, to: `${to.device}:${path}`, bytes: r.bytes });
   }
 
   const source = from!;
@@ -68,8 +82,7 @@ export async function cp(client: Client, args: readonly string[]): Promise<numbe
   dest = landingPath(dest, basename(source.path));
   const data = await client.bytes('GET /api/devices/:name/files', at(source.device, source.path));
   writeWhole(dest, data);
-  out(`${source.device}:${source.path} -> ${dest} (${data.length} bytes)\n`);
-  return EXIT.ok;
+  return done({ from: `${source.device}:${source.path}`, to: dest, bytes: data.length });
 }
 
 /** Into a temporary file beside the destination, then renamed: a failed copy leaves no partial file. */

@@ -8,12 +8,14 @@ import type { JobEvent } from '../../protocol/wire';
 import type { Client } from '../client';
 import type { Body } from '../http1';
 import { durationFlag, parseFlags, type FlagSpec } from '../flags';
-import { err, out, usage } from '../output';
+import { err, errorLine, json, jsonLine, out, usage } from '../output';
+import { jsonEventOf } from '../json-stream';
+import type { JsonHeld } from '../../protocol/cli-json';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 import { RECONNECT_MS } from './run';
 
 export const HOLD_HELP = `usage: rc hold --ttl <dur> [--select <selector> | -d <host:gpuN>] [flags]
-       rc hold extend <hold-id> --ttl <dur>
+       rc hold extend <hold-id> --ttl <dur> [--json]
 
 Claims a device and blocks, printing the device and the hold's id. The hold
 lasts until Ctrl-C, until its TTL runs out (also if this command is gone), or
@@ -38,14 +40,20 @@ process) is warned of on stderr after the fleet's RC_IDLE_HOLD_WARN (default
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
       --timeout <dur>       give up waiting for a device after this long
+      --json                one JSON object a line on stdout: queued, started (with
+                            the devices and expiresAt), notices, and the exit
+                            (docs/cli.md, "JSON output"); rc hold extend --json
+                            prints the hold: { "job": { ... } }
 `;
 
-export const RELEASE_HELP = `usage: rc release <hold-id>
+export const RELEASE_HELP = `usage: rc release <hold-id> [--json]
 
 Ends a hold: yours, or any with an admin token. The device is free at once.
+--json prints the hold as the controller answered: { "job": { ... } }.
 `;
 
-const SPECS: FlagSpec[] = [{ name: 'ttl', type: 'string' }, ...PLACEMENT_FLAGS, { name: 'help', short: 'h', type: 'boolean' }];
+const JSON_FLAG: FlagSpec = { name: 'json', type: 'boolean' };
+const SPECS: FlagSpec[] = [{ name: 'ttl', type: 'string' }, ...PLACEMENT_FLAGS, JSON_FLAG, { name: 'help', short: 'h', type: 'boolean' }];
 
 export async function hold(client: Client, args: readonly string[]): Promise<number> {
   if (args[0] === 'extend') return extend(client, args.slice(1));
@@ -57,6 +65,7 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
   if (parsed.rest.length) usage(`rc hold runs no command (got ${parsed.rest[0]}); use rc run for that, or hold and ssh to the host`);
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (ttlS === undefined) usage('rc hold needs --ttl, e.g. --ttl 2h: a hold always ends by itself');
+  const asJson = parsed.flags.has('json');
   const body = { kind: 'hold' as const, ttlS, ...placementOf(parsed), submitter: client.submitter, idempotencyKey: idempotencyKey() };
   const res = await resending(() => client.stream('POST /api/jobs', { body }));
   let id: string | null = null;
@@ -65,6 +74,11 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
   let notice: NodeJS.Timeout | null = null;
   /** Its first line is printed once: a stream followed again (after a lost controller) replays the start. */
   let shown = false;
+  /** --json's lines in the order of their events: the start's waits for the hold's end time. */
+  let lines: Promise<unknown> = Promise.resolve();
+  const emit = (line: () => unknown) => {
+    lines = lines.then(line);
+  };
   const release = () => {
     if (id) client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } }).catch(() => {});
   };
@@ -83,45 +97,54 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
       case 'queued':
         id = e.jobId;
         if (interrupted) release();
-        if (!shown && !notice) notice = setTimeout(() => err(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
+        if (asJson && !shown) emit(() => jsonLine(jsonEventOf(e)));
+        else if (!shown && !notice) notice = setTimeout(() => err(`rc: waiting for a device: hold ${e.jobId} is queued (${e.position} ahead of it)\n`), 1000);
         break;
-      case 'started':
+      case 'started': {
         if (notice) clearTimeout(notice);
         if (shown) break;
         shown = true;
-        void client.call('GET /api/jobs/:id', { id: e.jobId }).then(
+        const started = client.call('GET /api/jobs/:id', { id: e.jobId }).then(
           ({ job }) => {
+            if (asJson) return jsonLine({ type: 'started', job: e.jobId, host: e.host, devices: e.devices, expiresAt: job.expiresAt } satisfies JsonHeld);
             const until = job.expiresAt ? new Date(job.expiresAt) : null;
             out(`hold ${e.jobId} on ${e.devices.join(',')} until ${until ? until.toISOString() : '?'} (${formatDuration(ttlS!)})\n`);
             err(`rc: holding ${e.devices.join(',')} (host ${e.host}). Ctrl-C or rc release ${e.jobId} ends it.\n`);
           },
           () => {},
         );
+        emit(() => started);
         break;
-      case 'exit':
+      }
+      case 'exit': {
+        // Under --json the exit object says how it ended, and nothing else is said.
+        const say = (text: string) => (asJson ? undefined : err(text));
+        if (asJson) emit(() => jsonLine(jsonEventOf(e)));
         if (e.state === 'cancelled' && e.cause === 'no_wait') {
-          err(`rc: busy: ${e.reason}\n`);
+          say(`rc: busy: ${e.reason}\n`);
           result = EXIT.busy;
         } else if (e.state === 'cancelled') {
-          err(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
+          say(`rc: hold ${e.jobId} was cancelled before it started: ${e.reason ?? ''}\n`);
           result = interrupted ? EXIT.interrupted : EXIT.wait_timeout;
         } else if (e.cause === 'idle_hold') {
-          err(`rc: idle: hold ${e.jobId} was released: ${e.reason ?? 'its GPUs were idle'}\n`);
+          say(`rc: idle: hold ${e.jobId} was released: ${e.reason ?? 'its GPUs were idle'}\n`);
           result = interrupted ? EXIT.interrupted : EXIT.idle_hold;
         } else if (e.state === 'lost') {
-          err(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
+          say(`rc: lost: hold ${e.jobId} was lost: ${e.reason ?? 'its worker went away'}\n`);
           result = EXIT.lost;
         } else {
-          err(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
+          say(`rc: hold ${e.jobId} ended: ${e.reason ?? e.state}\n`);
           result = interrupted ? EXIT.interrupted : EXIT.ok;
         }
         break;
+      }
       case 'notice':
         // The controller's word on the hold, e.g. that it has been idle RC_IDLE_HOLD_WARN.
-        err(`rc: ${e.message}\n`);
+        if (asJson) emit(() => jsonLine(jsonEventOf(e)));
+        else err(`rc: ${e.message}\n`);
         break;
       case 'error':
-        err(`rc: ${e.code}: ${e.message}\n`);
+        errorLine(e.code, e.message);
         result = e.code === 'busy' ? EXIT.busy : EXIT.error;
         break;
       default:
@@ -160,22 +183,16 @@ export async function hold(client: Client, args: readonly string[]): Promise<num
     process.off('SIGINT', onSigint);
   }
   if (result === null)
-    err(
-      `rc: unreachable: lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)\n`,
+    errorLine(
+      'unreachable',
+      `lost the connection to the controller; the hold${id ? ` ${id}` : ''} goes on until its TTL (rc release ${id ?? '<hold-id>'} ends it)`,
     );
+  await lines;
   return result ?? EXIT.unreachable;
 }
 
 async function extend(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags(
-    'hold extend',
-    args,
-    [
-      { name: 'ttl', type: 'string' },
-      { name: 'help', short: 'h', type: 'boolean' },
-    ],
-    false,
-  );
+  const parsed = parseFlags('hold extend', args, [{ name: 'ttl', type: 'string' }, JSON_FLAG, { name: 'help', short: 'h', type: 'boolean' }], false);
   if (parsed.flags.has('help')) {
     out(HOLD_HELP);
     return EXIT.ok;
@@ -183,7 +200,12 @@ async function extend(client: Client, args: readonly string[]): Promise<number> 
   const ttlS = durationFlag(parsed, 'ttl', 1);
   if (parsed.rest.length !== 1 || ttlS === undefined) usage('rc hold extend <hold-id> --ttl <dur>');
   const id = parsed.rest[0]!;
-  const { job } = await client.call('POST /api/holds/:id/extend', { id, body: { submitter: client.submitter, ttlS } });
+  const answer = await client.call('POST /api/holds/:id/extend', { id, body: { submitter: client.submitter, ttlS } });
+  if (parsed.flags.has('json')) {
+    json(answer);
+    return EXIT.ok;
+  }
+  const { job } = answer;
   out(
     job.expiresAt
       ? `hold ${job.id} now ends at ${job.expiresAt} (${formatDuration(ttlS!)} from now)\n`
@@ -193,14 +215,19 @@ async function extend(client: Client, args: readonly string[]): Promise<number> 
 }
 
 export async function release(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('release', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
+  const parsed = parseFlags('release', args, [JSON_FLAG, { name: 'help', short: 'h', type: 'boolean' }], false);
   if (parsed.flags.has('help')) {
     out(RELEASE_HELP);
     return EXIT.ok;
   }
   if (parsed.rest.length !== 1) usage('rc release takes one hold id: rc release <hold-id>');
   const id = parsed.rest[0]!;
-  const { job } = await client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } });
+  const answer = await client.call('POST /api/holds/:id/release', { id, body: { submitter: client.submitter } });
+  if (parsed.flags.has('json')) {
+    json(answer);
+    return EXIT.ok;
+  }
+  const { job } = answer;
   out(job.state === 'running' ? `releasing hold ${job.id}\n` : `hold ${job.id} is ${job.state}${job.reason ? ` (${job.reason})` : ''}\n`);
   return EXIT.ok;
 }

@@ -7,7 +7,9 @@ import type { Client } from '../client';
 import { intFlag, parseFlags, stringFlag } from '../flags';
 import { age, errLine, json, out, shortCommand, table, usage } from '../output';
 import { follow, reattachTty } from './run';
-import { JOB_ID } from '../../core/job-options';
+import { JOB_ID, jobNameProblem } from '../../core/job-options';
+import { parseSince, SINCE_RULE } from '../../core/since';
+import { MAX_TAIL_LINES } from '../../core/tail';
 
 /** The id of the job `ref` names: an id as it is, a name (rc run --name) looked up once, so that a reconnect follows the same job. */
 async function jobIdOf(client: Client, ref: string): Promise<string> {
@@ -29,10 +31,17 @@ function limit(j: JobView, now = Date.now()): string {
   return j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-';
 }
 
-export const JOBS_HELP = `usage: rc jobs [--state s1,s2] [--device host:gpuN] [--submitter name] [--limit n] [--json]
+export const JOBS_HELP = `usage: rc jobs [--state s1,s2] [--device host:gpuN] [--submitter name] [--name name]
+               [--since 2h|7d|<ISO time>] [--mine] [--limit n] [--json]
 
-Current and past jobs across the fleet, newest first (50 by default).
-States: queued, running, succeeded, failed, killed, lost, cancelled.
+Current and past jobs across the fleet, newest first (50 by default, at most 1000).
+States: queued, running, succeeded, failed, killed, lost, cancelled, preempted.
+
+      --name <name>     only jobs given this name (rc run --name)
+      --since <when>    only jobs created since: a duration back from now (30m, 2h,
+                        7d) or an ISO time (2026-05-01, 2026-05-01T12:00Z)
+      --mine            only jobs submitted with your token (RC_TOKEN)
+      --json            { "jobs": [ ... ] } (docs/cli.md, "JSON output")
 `;
 
 export async function jobs(client: Client, args: readonly string[]): Promise<number> {
@@ -43,6 +52,9 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
       { name: 'state', type: 'string' },
       { name: 'device', short: 'd', type: 'string' },
       { name: 'submitter', type: 'string' },
+      { name: 'name', type: 'string' },
+      { name: 'since', type: 'string' },
+      { name: 'mine', type: 'boolean' },
       { name: 'limit', type: 'string' },
       { name: 'json', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
@@ -53,9 +65,16 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
     out(JOBS_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter`);
-  const query: JobsQuery = {};
-  for (const k of ['state', 'device', 'submitter', 'limit'] as const) query[k] = stringFlag(parsed, k);
+  if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter, --name, --since, --mine`);
+  // Checked here as the controller checks them, so that a mistake is a usage error that sends nothing.
+  const limit = intFlag(parsed, 'limit', 1, 1000);
+  const name = stringFlag(parsed, 'name');
+  const nameProblem = name === undefined ? null : jobNameProblem(name);
+  if (nameProblem) usage(`--name: ${nameProblem}`);
+  const since = stringFlag(parsed, 'since');
+  if (since !== undefined && parseSince(since) === null) usage(`--since takes ${SINCE_RULE}; not ${since}`);
+  const query: JobsQuery = { name, since, limit: limit === undefined ? undefined : String(limit), mine: parsed.flags.has('mine') ? '1' : undefined };
+  for (const k of ['state', 'device', 'submitter'] as const) query[k] = stringFlag(parsed, k);
   const body = await client.call('GET /api/jobs', { query });
   if (parsed.flags.has('json')) {
     json(body);
@@ -167,12 +186,19 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
   return EXIT.ok;
 }
 
-export const LOGS_HELP = `usage: rc logs [-f|--follow] <job-id|name>
+export const LOGS_HELP = `usage: rc logs [-f|--follow] [--tail n] [--json] <job-id|name>
 
 Prints the job's stored output (stdout to stdout, stderr to stderr) and exits.
 With -f, replays it and then follows new output until the job ends; Ctrl-C
 stops following without touching the job. A name (rc run --name) stands for
 the one queued or running job with it, else the one job ever given it.
+
+  -f, --follow      follow new output until the job ends
+      --tail <n>    start at the last n lines of the stored output (stdout and
+                    stderr together, as they came; 0 to ${MAX_TAIL_LINES}); with -f, then follow
+      --json        one JSON object a line: each chunk {"type":"output","stream",
+                    "offset","data"}, then the exit (or, for a job still going
+                    without -f, {"type":"end"}) (docs/cli.md, "JSON output")
 `;
 
 export async function logs(client: Client, args: readonly string[]): Promise<number> {
@@ -181,6 +207,8 @@ export async function logs(client: Client, args: readonly string[]): Promise<num
     args,
     [
       { name: 'follow', short: 'f', type: 'boolean' },
+      { name: 'tail', type: 'string' },
+      { name: 'json', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
     ],
     false,
@@ -189,24 +217,34 @@ export async function logs(client: Client, args: readonly string[]): Promise<num
     out(LOGS_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length !== 1) usage('rc logs takes one job id or name: rc logs [-f] <job-id|name>');
+  if (parsed.rest.length !== 1) usage('rc logs takes one job id or name: rc logs [-f] [--tail n] <job-id|name>');
+  const tail = intFlag(parsed, 'tail', 0, MAX_TAIL_LINES);
   const id = await jobIdOf(client, parsed.rest[0]!);
-  const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: parsed.flags.has('follow') ? '1' : undefined } });
-  const code = await follow(client, res, { detachOnInterrupt: true, knownJobId: id, reconnect: parsed.flags.has('follow') });
+  const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: parsed.flags.has('follow') ? '1' : undefined, tail } });
+  const code = await follow(client, res, { detachOnInterrupt: true, knownJobId: id, reconnect: parsed.flags.has('follow'), json: parsed.flags.has('json') });
   return code === EXIT.unreachable ? code : EXIT.ok;
 }
 
-export const ATTACH_HELP = `usage: rc attach <job-id|name>
+export const ATTACH_HELP = `usage: rc attach [--json] <job-id|name>
 
 Re-streams a job's output from the beginning and follows it until it ends,
 then exits as rc run would (the command's exit code). Ctrl-C detaches; the
 job keeps running. A running terminal (rc run --tty) is re-attached instead:
 its recent screen is replayed and your keys go to it again. A name stands for
-a job as in rc logs.
+a job as in rc logs. --json prints the job's lines as rc logs --json does (not
+for a terminal).
 `;
 
 export async function attach(client: Client, args: readonly string[]): Promise<number> {
-  const parsed = parseFlags('attach', args, [{ name: 'help', short: 'h', type: 'boolean' }], false);
+  const parsed = parseFlags(
+    'attach',
+    args,
+    [
+      { name: 'json', type: 'boolean' },
+      { name: 'help', short: 'h', type: 'boolean' },
+    ],
+    false,
+  );
   if (parsed.flags.has('help')) {
     out(ATTACH_HELP);
     return EXIT.ok;
@@ -214,9 +252,13 @@ export async function attach(client: Client, args: readonly string[]): Promise<n
   if (parsed.rest.length !== 1) usage('rc attach takes one job id or name: rc attach <job-id|name>');
   const { job } = await client.call('GET /api/jobs/:id', { id: parsed.rest[0]! });
   const id = job.id;
-  if (job.kind === 'tty' && (job.state === 'running' || job.state === 'queued')) return reattachTty(client, id);
+  const asJson = parsed.flags.has('json');
+  if (job.kind === 'tty' && (job.state === 'running' || job.state === 'queued')) {
+    if (asJson) usage(`job ${id} is a terminal: rc attach --json is for jobs with stored output`);
+    return reattachTty(client, id);
+  }
   const res = await client.stream('GET /api/jobs/:id/stream', { id, query: { follow: '1' } });
-  return follow(client, res, { detachOnInterrupt: true, knownJobId: id });
+  return follow(client, res, { detachOnInterrupt: true, knownJobId: id, json: asJson });
 }
 
 /** Where a queued job may go, as rc ps shows it: -d, or its --gpu choices and selector. */

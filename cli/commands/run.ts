@@ -11,7 +11,9 @@ import type { Client } from '../client';
 import type { TtyRun } from '../tty';
 import type { Body } from '../http1';
 import { durationFlag, intFlag, parseFlags, stringFlag, type FlagSpec, type Parsed } from '../flags';
-import { err, fail, out, setBrokenPipeHook, stderr, stdout, usage } from '../output';
+import { err, errorLine, fail, json, jsonLine, out, setBrokenPipeHook, stderr, stdout, usage } from '../output';
+import { StringDecoder } from 'node:string_decoder';
+import { jsonEventOf, outputLine } from '../json-stream';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 
@@ -78,6 +80,12 @@ matching device is busy.
                             reserved for a queued job is not) and how deep their
                             queue is, and why the others do not match; then exit
                             without submitting
+      --json                JSON on stdout (docs/cli.md, "JSON output"): with --detach
+                            or --explain the API's answer; else one object a line as
+                            it happens: queued, started, each output chunk
+                            {"type":"output","stream","offset","data"}, and the exit
+                            {"type":"exit","job","state","exitCode","cause","reason"}.
+                            rc still exits with the command's code
 `;
 
 export const RUN_SPECS: FlagSpec[] = [
@@ -87,6 +95,7 @@ export const RUN_SPECS: FlagSpec[] = [
   { name: 'comment', type: 'string' },
   { name: 'env', type: 'string', repeat: true },
   { name: 'explain', type: 'boolean' },
+  { name: 'json', type: 'boolean' },
   { name: 'detach', type: 'boolean' },
   { name: 'no-stdin', type: 'boolean' },
   { name: 'tty', short: 't', type: 'boolean' },
@@ -108,7 +117,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   }
   if (parsed.flags.has('explain')) {
     const { selector, device, gpu } = placementOf(parsed);
-    return explain(client, selector, device, gpu ?? null);
+    return explain(client, selector, device, gpu ?? null, parsed.flags.has('json'));
   }
   const tty = parsed.flags.has('tty');
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
@@ -138,6 +147,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     ...(retryOnPreempt ? { retryOnPreempt } : {}),
   };
   if (tty && parsed.flags.has('detach')) usage('--detach is for jobs with stored output: a terminal (--tty) needs you attached');
+  if (tty && parsed.flags.has('json')) usage('--json is for jobs with stored output: a terminal (--tty) is a screen, not lines');
   if (tty) return runTtyJob(client, body);
   // A terminal opens on its socket once and is not sent again; a submit may be (resending), so it carries a key.
   body.idempotencyKey = idempotencyKey();
@@ -146,15 +156,20 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (pipeStdin) body.stdin = true;
   if (parsed.flags.has('detach')) {
     // The plain answer: stored (queued, or started at once), nothing followed.
-    const { job, notices } = await resending(() => client.call('POST /api/jobs', { body }));
-    for (const n of notices ?? []) err(`rc: ${n}\n`);
-    out(`${job.id}\n`);
+    const answer = await resending(() => client.call('POST /api/jobs', { body }));
+    if (parsed.flags.has('json')) {
+      json(answer);
+      return EXIT.ok;
+    }
+    for (const n of answer.notices ?? []) err(`rc: ${n}\n`);
+    out(`${answer.job.id}\n`);
     return EXIT.ok;
   }
   const submit = () => resending(() => client.stream('POST /api/jobs', { body }));
   const res = await submit();
   let pump: StdinPump | null = null;
   const code = await follow(client, res, {
+    json: parsed.flags.has('json'),
     resubmit: submit,
     onStarted: pipeStdin
       ? (jobId) => {
@@ -209,6 +224,8 @@ export async function follow(
     knownJobId?: string;
     reconnect?: boolean;
     quiet?: boolean;
+    /** --json: each event and chunk as a line of JSON on stdout (quiet: the exit alone). */
+    json?: boolean;
     onStarted?: (jobId: string) => void;
     /** The submit again (with its idempotency key), for a stream lost before it named the job. */
     resubmit?: () => Promise<Body>;
@@ -220,6 +237,9 @@ export async function follow(
     lastSeq: opts.quiet ? NO_OUTPUT : 0,
     result: null,
     quiet: opts.quiet ?? false,
+    json: opts.json ?? false,
+    offsets: { stdout: 0, stderr: 0 },
+    decoders: null,
     mayResubmit: opts.resubmit !== undefined,
   };
   const killed = (): Promise<void> =>
@@ -269,7 +289,10 @@ export async function follow(
     setBrokenPipeHook(null);
   }
   if (state.result === null) {
-    err(`rc: unreachable: lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}\n`);
+    errorLine(
+      'unreachable',
+      `lost the connection to the controller${state.jobId ? `; job ${state.jobId} may still be running (rc attach ${state.jobId})` : ''}`,
+    );
     return EXIT.unreachable;
   }
   return state.result;
@@ -282,6 +305,12 @@ interface FollowState {
   result: number | null;
   /** rc wait: no output and no word on how it ended, only the exit code. */
   quiet: boolean;
+  /** --json: events and chunks as JSON lines (cli/json-stream.ts). */
+  json: boolean;
+  /** Bytes of each stream before the next chunk (--json's `offset`); the stream's `offsets` event sets them for a tail. */
+  offsets: { stdout: number; stderr: number };
+  /** --json: each stream's UTF-8 decoder, so that a character split between two chunks is given whole. */
+  decoders: { stdout: StringDecoder; stderr: StringDecoder } | null;
   /** The submit may be sent again (it has its idempotency key). */
   mayResubmit: boolean;
 }
@@ -293,11 +322,15 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
   return new Promise((resolve) => {
     let queuedNotice: NodeJS.Timeout | null = null;
     const onEvent = (event: JobEvent) => {
+      if (state.json && !state.quiet) {
+        const line = jsonEventOf(event);
+        if (line) jsonLine(line);
+      }
       switch (event.type) {
         case 'queued':
           state.jobId = event.jobId;
           if (state.interrupted) kill();
-          if (state.quiet) break;
+          if (state.quiet || state.json) break;
           queuedNotice = setTimeout(() => {
             err(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
           }, 1000);
@@ -308,19 +341,25 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
           break;
         case 'requeued':
           // Its next attempt comes: this rc keeps following, and exits as that one ends.
-          if (!state.quiet)
+          if (!state.quiet && !state.json)
             err(
               `rc: job ${event.jobId}: attempt ${event.attempt - 1} ended ${event.state}: ${event.reason ?? event.cause}; queued again for attempt ${event.attempt} (it starts over)\n`,
             );
           break;
         case 'exit':
-          state.result = state.quiet ? exitCodeFor(event, state.interrupted) : exitCodeOf(event, state.interrupted);
+          // Under --json the exit object says how it ended (rc wait --json prints it alone).
+          if (state.json && state.quiet) json(jsonEventOf(event));
+          state.result = state.quiet || state.json ? exitCodeFor(event, state.interrupted) : exitCodeOf(event, state.interrupted);
           break;
         case 'end':
           state.result = EXIT.ok;
           break;
         case 'notice':
-          if (!state.quiet) err(`rc: ${event.message}\n`);
+          if (!state.quiet && !state.json) err(`rc: ${event.message}\n`);
+          break;
+        case 'offsets':
+          state.offsets = { stdout: event.stdout, stderr: event.stderr };
+          state.lastSeq = Math.max(state.lastSeq, event.after);
           break;
         case 'error':
           // The database stopped mid-stream: the job (named, or to be found again by the submit's key) is followed again (follow).
@@ -330,7 +369,7 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
             );
             break;
           }
-          err(`rc: ${event.code}: ${event.message}\n`);
+          errorLine(event.code, event.message);
           state.result = event.code === 'busy' ? EXIT.busy : EXIT.error;
           break;
       }
@@ -340,7 +379,11 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
       const { seq, data } = splitOutput(payload);
       if (seq <= state.lastSeq || state.quiet) return;
       state.lastSeq = seq;
-      (type === FRAME_STDOUT ? stdout() : stderr()).write(data);
+      if (!state.json) return (type === FRAME_STDOUT ? stdout() : stderr()).write(data);
+      const stream = type === FRAME_STDOUT ? 'stdout' : 'stderr';
+      state.decoders ??= { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
+      jsonLine(outputLine(stream, state.offsets[stream], state.decoders[stream].write(data)));
+      state.offsets[stream] += data.length;
     });
     const done = () => {
       if (queuedNotice) clearTimeout(queuedNotice);
@@ -408,8 +451,12 @@ function matchText(m: Explanation['matching'][number]): string {
 }
 
 /** --explain: what the selector would match, and why the rest does not; with --gpu, each choice. Submits nothing. */
-async function explain(client: Client, selector: string, device: string | null, gpu: string | null): Promise<number> {
+async function explain(client: Client, selector: string, device: string | null, gpu: string | null, asJson: boolean): Promise<number> {
   const e = await client.call('POST /api/explain', { body: { selector, device, ...(gpu !== null ? { gpu } : {}) } });
+  if (asJson) {
+    json(e);
+    return EXIT.ok;
+  }
   const what = [e.selector && `selector ${e.selector}`, e.device && `device ${e.device}`].filter(Boolean).join(' and ') || 'no selector (any device)';
   let text = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
   if (e.choices) {

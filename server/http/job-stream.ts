@@ -15,6 +15,7 @@ import type { JobRow } from '../jobs/job-view';
 import type { JobEvents, JobItem } from '../job-events';
 import type { OutputWriter } from '../output-writer';
 import { FINAL_STATES } from '../../core/job-state';
+import { TailFinder, type TailStart } from '../../core/tail';
 
 /**
  * Bytes written to a stream client but not yet taken by its connection, past
@@ -134,9 +135,17 @@ type JobState = Pick<JobRow, 'state' | 'exitCode' | 'reason' | 'endCause' | 'out
  * lost, none repeated. At most STREAM_BACKLOG_BYTES of them are held; a
  * client whose replay falls that far behind the job is dropped.
  */
-export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResponse, follow: boolean, after = 0): Promise<void> {
+export async function replayJob(
+  deps: ReplayDeps,
+  jobId: string,
+  res: ServerResponse,
+  follow: boolean,
+  after = 0,
+  /** Start at the last this many lines of the stored output (rc logs --tail), instead of after `after`. */
+  tail: number | null = null,
+): Promise<void> {
   const sink = new Sink(res, after);
-  if (!follow) return snapshot(deps, jobId, sink);
+  if (!follow) return snapshot(deps, jobId, sink, tail);
   let live = false;
   const held: JobItem[] = [];
   let heldBytes = 0;
@@ -156,6 +165,7 @@ export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResp
   // Chunks that reached this controller before the subscription are stored by now; later ones are held.
   await deps.writer.drain();
   const upTo = await lastStoredSeq(deps.sql, jobId);
+  if (tail !== null) await startAtTail(deps.sql, jobId, sink, upTo, tail);
   await replayStored(deps.sql, jobId, sink, upTo);
   // Output stored after this, on whichever controller, follows from here.
   deps.events.caughtUp(jobId, upTo);
@@ -171,11 +181,13 @@ export async function replayJob(deps: ReplayDeps, jobId: string, res: ServerResp
  * rc logs without -f: the output stored now, then the exit (a job that has
  * ended) or an end (one still going). Nothing live is held for it.
  */
-async function snapshot(deps: ReplayDeps, jobId: string, sink: Sink): Promise<void> {
+async function snapshot(deps: ReplayDeps, jobId: string, sink: Sink, tail: number | null): Promise<void> {
   // Read first: a job seen ended has all its output stored (its exit report waited for that).
   const before = await jobState(deps.sql, jobId);
   await deps.writer.drain();
-  await replayStored(deps.sql, jobId, sink, await lastStoredSeq(deps.sql, jobId));
+  const upTo = await lastStoredSeq(deps.sql, jobId);
+  if (tail !== null) await startAtTail(deps.sql, jobId, sink, upTo, tail);
+  await replayStored(deps.sql, jobId, sink, upTo);
   // Read again: the output may have reached the bound during the replay.
   const job = await jobState(deps.sql, jobId);
   if (!before || !job) return sink.drop();
@@ -195,6 +207,40 @@ async function replayStored(sql: Sql, jobId: string, sink: Sink, upTo: number): 
       await sink.drained();
     }
   }
+}
+
+/**
+ * Moves the replay to the last `lines` lines of the output stored up to `upTo` (core/tail.ts): tells the client the
+ * byte offsets of stdout and stderr there (an `offsets` event), then sends the rest of the chunk the tail begins in.
+ */
+async function startAtTail(sql: Sql, jobId: string, sink: Sink, upTo: number, lines: number): Promise<void> {
+  const finder = new TailFinder(lines);
+  let start: TailStart | null | undefined;
+  // Newest first, a page at a time, until enough lines are seen.
+  for (let below = upTo + 1; start === undefined; ) {
+    const rows = await sql<{ seq: number; data: Buffer }[]>`
+      select seq, data from job_output where job_id = ${jobId} and seq < ${below} order by seq desc limit ${REPLAY_PAGE_ROWS}`;
+    for (const r of rows) {
+      start = finder.push(r.seq, r.data);
+      if (start) break;
+    }
+    if (start === undefined && rows.length < REPLAY_PAGE_ROWS) start = finder.done();
+    below = rows.at(-1)?.seq ?? 0;
+  }
+  if (start === null) {
+    sink.event({ type: 'offsets', stdout: 0, stderr: 0, after: 0 });
+    return;
+  }
+  const [chunk] = await sql<{ stream: 1 | 2; data: Buffer }[]>`select stream, data from job_output where job_id = ${jobId} and seq = ${start.seq}`;
+  // octet_length reads a stored chunk's size without reading the chunk.
+  const sizes = await sql<{ stream: 1 | 2; bytes: number }[]>`
+    select stream, sum(octet_length(data))::bigint as bytes from job_output where job_id = ${jobId} and seq < ${start.seq} group by stream`;
+  const before = (stream: 1 | 2) => Number(sizes.find((r) => r.stream === stream)?.bytes ?? 0) + (chunk?.stream === stream ? start.skip : 0);
+  // The chunk the tail begins in is sent from there; one it begins after (--tail 0) is not sent.
+  const partial = chunk !== undefined && start.skip < chunk.data.length;
+  sink.lastSeq = partial ? start.seq - 1 : start.seq;
+  sink.event({ type: 'offsets', stdout: before(1), stderr: before(2), after: sink.lastSeq });
+  if (partial) sink.output({ kind: 'output', seq: start.seq, stream: chunk.stream, data: chunk.data.subarray(start.skip) });
 }
 
 async function lastStoredSeq(sql: Sql, jobId: string): Promise<number> {

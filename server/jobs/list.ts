@@ -5,6 +5,7 @@ import type postgres from 'postgres';
 import type { Sql } from '../db';
 import { JOB_STATES } from '../../core/job-state';
 import { JOB_ID, jobNameProblem } from '../../core/job-options';
+import { parseSince, SINCE_RULE } from '../../core/since';
 import { JOB_KINDS } from '../../db/schema';
 import type { JobView, PsEntry } from '../../protocol/wire';
 import { attemptView, type AttemptRow, type JobRow, jobView } from './job-view';
@@ -20,6 +21,10 @@ export interface JobFilter {
   submitter: string | null;
   /** Exactly this name (rc run --name). */
   name: string | null;
+  /** Only jobs created at or after this time (rc jobs --since). */
+  since: Date | null;
+  /** Only jobs submitted with this token (rc jobs --mine: the caller's own). */
+  tokenId: number | null;
   /** A job's id: only jobs submitted before it (a page further back). */
   before: string | null;
   limit: number;
@@ -35,7 +40,8 @@ function listOf(query: URLSearchParams, key: string, allowed: readonly string[],
   return values;
 }
 
-export function parseJobFilter(query: URLSearchParams): JobFilter {
+/** GET /api/jobs's filters; `callerTokenId`: the token of the request, which `mine=1` stands for. */
+export function parseJobFilter(query: URLSearchParams, callerTokenId: number): JobFilter {
   const states = listOf(query, 'state', JOB_STATES, 'state');
   const kinds = listOf(query, 'kind', JOB_KINDS, 'kind');
   const limitText = query.get('limit') ?? '50';
@@ -47,7 +53,23 @@ export function parseJobFilter(query: URLSearchParams): JobFilter {
   const before = query.get('before') || null;
   if (before !== null && !JOB_ID.test(before))
     throw new RcError('bad_request', `before: a job id (j and 10 base32 digits, as rc jobs shows), not ${JSON.stringify(before.slice(0, 50))}`);
-  return { states, kinds, device: query.get('device') || null, submitter: query.get('submitter') || null, name, before, limit };
+  const sinceText = query.get('since') || null;
+  const since = sinceText === null ? null : parseSince(sinceText);
+  if (sinceText !== null && since === null) throw new RcError('bad_request', `since: ${SINCE_RULE}, not ${JSON.stringify(sinceText.slice(0, 50))}`);
+  const mine = query.get('mine') || null;
+  if (mine !== null && mine !== '1')
+    throw new RcError('bad_request', `mine: 1 (only your token's jobs), or leave it out; not ${JSON.stringify(mine.slice(0, 20))}`);
+  return {
+    states,
+    kinds,
+    device: query.get('device') || null,
+    submitter: query.get('submitter') || null,
+    name,
+    since,
+    tokenId: mine === '1' ? callerTokenId : null,
+    before,
+    limit,
+  };
 }
 
 /** Newest first; `before` pages back from a job (by submission order, along jobs_seq_idx). */
@@ -66,6 +88,8 @@ export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
       and (${f.device}::text is null or devices @> jsonb_build_array(${f.device}::text) or device_name = ${f.device}::text)
       and (${f.submitter}::text is null or submitter = ${f.submitter}::text)
       ${f.name === null ? sql`` : sql`and name = ${f.name}`}
+      ${f.since === null ? sql`` : sql`and created_at >= ${f.since.toISOString()}::timestamptz`}
+      ${f.tokenId === null ? sql`` : sql`and token_id = ${f.tokenId}`}
       ${beforeSeq === null ? sql`` : sql`and seq < ${beforeSeq}`}
     order by seq desc limit ${f.limit}`;
   return withAttempts(sql, rows);

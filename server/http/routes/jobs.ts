@@ -11,6 +11,15 @@ import { created, Reply, type Router } from '../router';
 import { STREAM_CONTENT_TYPE } from '../../../core/frames';
 import { zodMessage } from '../../../protocol/zod-message';
 import type { ApiDeps } from '../route-deps';
+import { MAX_TAIL_LINES } from '../../../core/tail';
+
+/** GET /api/jobs/:id/stream's `tail`: how many of the last lines to start at; null when not given. */
+function parseTail(text: string | null): number | null {
+  if (text === null) return null;
+  if (!/^\d{1,6}$/.test(text) || Number(text) > MAX_TAIL_LINES)
+    throw new RcError('bad_request', `tail must be a whole number of lines from 0 to ${MAX_TAIL_LINES}, not ${JSON.stringify(text.slice(0, 20))}`);
+  return Number(text);
+}
 
 export function registerJobRoutes(router: Router, c: ApiDeps): void {
   const { sql } = c;
@@ -63,7 +72,7 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     return created({ job: jobView(await findJob(sql, job.id)), ...(said.length ? { notices: said } : {}) });
   });
 
-  router.on('GET /api/jobs', async ({ query }) => ({ jobs: await listJobs(sql, parseJobFilter(query)) }));
+  router.on('GET /api/jobs', async ({ query, identity }) => ({ jobs: await listJobs(sql, parseJobFilter(query, identity.tokenId)) }));
 
   router.on('GET /api/ps', async ({ query }) => listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view()));
 
@@ -72,10 +81,12 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     const job = await findJob(sql, params.id);
     const after = Number(query.get('after') ?? '0');
     if (!Number.isSafeInteger(after) || after < 0) throw new RcError('bad_request', 'after must be a sequence number (0 or more)');
+    const tail = parseTail(query.get('tail'));
+    if (tail !== null && after > 0) throw new RcError('bad_request', 'tail and after: give one (tail starts at the last lines, after resumes after a chunk)');
     openStream(res);
     // A terminal's output goes only to the terminal (server/tty.ts): there is nothing stored to replay.
     if (job.kind === 'tty') writeEvent(res, { type: 'notice', message: `job ${job.id} was an interactive terminal (--tty); its output is not stored` });
-    await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after);
+    await replayJob({ sql, events: c.events, writer: c.writer, outputLimitBytes: c.outputLimitBytes }, job.id, res, query.get('follow') === '1', after, tail);
   });
 
   router.on('GET /api/jobs/:id', async ({ params }) => {

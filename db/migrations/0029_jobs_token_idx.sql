@@ -1,0 +1,1 @@
+CREATE INDEX "jobs_token_idx" ON "jobs" USING btree ("token_id","seq") WHERE token_id is not null;
