@@ -93,7 +93,7 @@ test('rc run --detach, --explain, rc describe, devices, ps, jobs, kill, attach, 
   const id = submitted.job.id;
   assert.equal(submitted.job.name, 'sleeper');
   await stack.waitFor(async () => (await stack.job(id)).state === 'running', 'the job to start');
-  one(ExplanationSchema, await stack.cli(['run', '--explain', '--json', '--gpu', 'X:1']), 'run --explain --gpu');
+  one(ExplanationSchema, await stack.cli(['run', '--explain', '--json', '--gpu', 'H100:1']), 'run --explain --gpu');
   one(ExplanationSchema, await stack.cli(['run', '--json', '--explain', '-s', 'vram>=1G']), 'run --explain');
   const devices = one(DeviceListSchema, await stack.cli(['devices', '--json']), 'devices');
   assert.equal(devices.devices.length, 2);
