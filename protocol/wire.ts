@@ -117,6 +117,8 @@ export interface PsEntry extends JobView {
   position: number | null;
   /** A queued job its --gpus limit holds back: `quota: team vision holds 4 of its 4 GPUs …` (absent otherwise). */
   waits?: string;
+  /** Queued jobs: until when at the latest, as GET /api/queue's freesBy (null: no bound is known); absent on running jobs. */
+  freesBy?: string | null;
 }
 
 /** The events of a job's frame stream (core/frames.ts encodes them). */
@@ -319,6 +321,8 @@ export interface WaitReason {
 export interface QueueEntry extends PsEntry {
   position: number;
   why: WaitReason;
+  /** Until when at the latest, if nothing else changes (core/untilOf): the time enough matching devices are free, each busy one by its job's start + --max-runtime or its hold's expiry; null: no bound is known. */
+  freesBy: string | null;
 }
 
 /** An audit row: who did what, to what, when, and from where. */
@@ -387,6 +391,8 @@ export interface Explanation {
   /** Queued jobs that could take one of the matching devices: how long the line is. */
   queued: number;
   notMatching: { name: string; reasons: string[] }[];
+  /** Until when at the latest a job of this selector (and --gpus, or its --gpu choices) would wait, if nothing else changes: as GET /api/queue's freesBy. */
+  freesBy: string | null;
   /** With --gpu: each choice in order, what it matches (the selector and its model), how much is free, and its queue. */
   choices?: ChoiceExplanation[];
 }

@@ -1,7 +1,7 @@
 // What people and agents read before choosing a device: one device in full
 // (rc describe), and what a selector would match (rc run --explain).
 import { RcError } from '../core/errors';
-import { deviceMatches, parseDeviceName } from '../core/schedule';
+import { deviceMatches, parseDeviceName, type QueuedJob } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
 import { choiceTerms, formatGpuChoice, parseGpuChoices } from '../core/gpu-choices';
 import { TermsCache } from '../core/terms-cache';
@@ -12,6 +12,7 @@ import { type DeviceSummary, loadDevices, loadHosts } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
 import { auditOrigin, auditTokenId } from './request-scope';
 import { type Reserved, shown } from './reservations';
+import { freesByOfJobs } from './until';
 
 type SheetRow = typeof sheets.$inferSelect;
 
@@ -125,6 +126,7 @@ export async function explain(
   selector: string,
   device: string | null,
   gpu: string | null = null,
+  gpus = 1,
 ): Promise<Explanation> {
   const parsed = parseSelector(selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -170,6 +172,18 @@ export async function explain(
         };
       })
     : null;
+  // Until when a job of this placement would wait at the latest: the queue's rule (core/until.ts) for a job not yet submitted.
+  const asQueued: QueuedJob = {
+    id: '',
+    priority: 0,
+    seq: 0,
+    terms: parsed.terms,
+    deviceName: device,
+    gpus,
+    waitedS: 0,
+    ...(gpuChoices?.ok ? { choices: gpuChoices.choices.map((c) => ({ label: formatGpuChoice(c), terms: choiceTerms(parsed.terms, c), gpus: c.count })) } : {}),
+  };
+  const freesBy = (await freesByOfJobs(sql, [asQueued], devices)).get('') ?? null;
   return {
     selector: formatSelector(parsed.terms),
     device,
@@ -177,6 +191,7 @@ export async function explain(
     free: matching.filter((d) => d.state === 'free').length,
     queued: queuedFor(matching),
     notMatching,
+    freesBy,
     ...(choices ? { choices } : {}),
   };
 }
