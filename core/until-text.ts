@@ -9,7 +9,7 @@ import { formatDuration } from './duration';
  * `clock` writes the time (the CLI and the browser: local time).
  */
 export function untilText(freesByIso: string | null, gpus: number, now: number, clock: (d: Date) => string): string {
-  if (freesByIso === null) return 'no bound is known (a job on its matching devices has no --max-runtime, or none may free for it)';
+  if (freesByIso === null) return "no bound is known (its matching devices' jobs have no --max-runtime)";
   const t = Date.parse(freesByIso);
   const what = gpus > 1 ? `${gpus} matching devices on one host` : 'a matching device';
   if (t <= now) return gpus > 1 ? `${what} are free now` : `${what} is free now`;

@@ -599,8 +599,10 @@ export interface UsageRow {
   holdsS: number;
   /** Idle seconds among the leased ones that had a GPU signal. */
   idleS: number;
-  /** Leased seconds with no GPU signal (CPU slots): neither idle nor busy. */
+  /** Leased seconds with no GPU signal (CPU slots, and GPUs that sent none): neither idle nor busy. */
   noSignalS: number;
+  /** Of those, the seconds on CPU slots (devices without a GPU UUID); 0 on a fleet that has none. */
+  cpuSlotS: number;
 }
 
 /** One lease behind a usage row (the drill-down). */
@@ -615,6 +617,8 @@ export interface UsageLease {
   leasedS: number;
   /** null: no GPU signal. */
   idleS: number | null;
+  /** Its device is a CPU slot (no GPU UUID). */
+  cpuSlot: boolean;
 }
 
 export interface UsageReport {
