@@ -7,7 +7,12 @@ import type { Sql } from './db';
 import { freesByOf } from './jobs/sql/frees-by';
 
 /** Each job's bound as an ISO time, by id; null: no bound is known. */
-export async function freesByOfJobs(sql: Sql, queued: readonly QueuedJob[], fleet: readonly UntilDevice[], now = Date.now()): Promise<Map<string, string | null>> {
+export async function freesByOfJobs(
+  sql: Sql,
+  queued: readonly QueuedJob[],
+  fleet: readonly UntilDevice[],
+  now = Date.now(),
+): Promise<Map<string, string | null>> {
   if (!queued.length) return new Map();
   const bounds = await freesByOf(sql, holdersToBound(fleet));
   const out = new Map<string, string | null>();

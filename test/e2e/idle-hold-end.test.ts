@@ -43,7 +43,10 @@ for (const [what, graceS] of [
       // The worker's report of the kill (it frees the device) comes later and changes nothing.
       await stack.waitFor(async () => (await stack.devices()).find((d) => d.name === 'gpubox:gpu0')?.state === 'free', 'the device to be free');
       const job = ((await stack.api('GET', `/api/jobs/${id}`)).body as { job: { state: string; cause: string; exitCode: number | null; reason: string } }).job;
-      assert.deepEqual({ state: job.state, cause: job.cause, exitCode: job.exitCode, reason: job.reason }, { state: 'killed', cause: 'idle_hold', exitCode: null, reason: REASON });
+      assert.deepEqual(
+        { state: job.state, cause: job.cause, exitCode: job.exitCode, reason: job.reason },
+        { state: 'killed', cause: 'idle_hold', exitCode: null, reason: REASON },
+      );
       const jobs = (await stack.cli(['jobs'])).stdout;
       assert.match(jobs, new RegExp(`^${id} +killed \\(${REASON.replace(/[()]/g, '\\$&')}\\) +- +gpubox:gpu0 `, 'm'));
       const described = (await stack.cli(['describe', id])).stdout;

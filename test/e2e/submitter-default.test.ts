@@ -26,7 +26,9 @@ for (const [what, rc] of [
   ['the standalone rc', STANDALONE],
   ['the Node rc', undefined],
 ] as const) {
-  test(`${what} with USER and LOGNAME unset names the uid's user, and a token bound to that user's prefix accepts the job`, { skip: rc !== undefined && !existsSync(rc) && `no ${rc}` }, async () => {
+  test(`${what} with USER and LOGNAME unset names the uid's user, and a token bound to that user's prefix accepts the job`, {
+    skip: rc !== undefined && !existsSync(rc) && `no ${rc}`,
+  }, async () => {
     // The helper passes only PATH and HOME (no USER, no LOGNAME); an empty RC_SUBMITTER is as unset.
     const r = await stack.cli(['run', '--', 'true'], { env: { RC_TOKEN: bound, RC_SUBMITTER: '' }, ...(rc ? { rc } : {}) });
     assert.equal(r.code, 0, r.stderr);

@@ -40,7 +40,10 @@ test('the Queue page gives each waiting job its bound, or says none is known', {
   await page.goto(`${stack.controllerUrl}/queue`);
   const until = (id: string) => page.locator(`[data-job="${id}"] [data-until]`);
   await until(bounded).waitFor({ timeout: 5000 });
-  assert.match((await until(bounded).textContent()) ?? '', /^Until: a matching device frees by \d\d:\d\d:\d\d \(in (9m\d+s|10m)\) at the latest, if nothing else changes$/);
+  assert.match(
+    (await until(bounded).textContent()) ?? '',
+    /^Until: a matching device frees by \d\d:\d\d:\d\d \(in (9m\d+s|10m)\) at the latest, if nothing else changes$/,
+  );
   assert.match((await until(open).textContent()) ?? '', /^Until: no bound is known/);
   const shot = await screenshot(page, 'queue-until');
   if (process.env.RC_SHOTS_DIR) {

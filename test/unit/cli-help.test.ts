@@ -85,8 +85,5 @@ test('rc usage names CPU slots only on a fleet that used some; GPUs without a si
   assert.doesNotMatch(gpuOnly, /CPU slot/);
   assert.equal(gpuOnly, '31% of the leased GPU time was idle; 20s on GPUs that sent no signal, counted neither idle nor busy');
   assert.equal(summary({ ...row, noSignalS: 50, cpuSlotS: 50 }), '50% of the leased GPU time was idle; 50s on CPU slots, with no GPU signal');
-  assert.equal(
-    summary({ ...row, idleS: 0, noSignalS: 100, cpuSlotS: 100 }),
-    'no GPU time with a signal in this window; 2m on CPU slots, with no GPU signal',
-  );
+  assert.equal(summary({ ...row, idleS: 0, noSignalS: 100, cpuSlotS: 100 }), 'no GPU time with a signal in this window; 2m on CPU slots, with no GPU signal');
 });

@@ -66,19 +66,19 @@ test('several GPUs: the k-th earliest on one host, the earliest host; a host wit
 });
 
 test('the fleet of the e2e test: runs of 10m and 20m and a hold of 5m give 5m; only a job without a limit gives none', () => {
-  const fleet = [dev('a', 0, 'busy', 'r10'), dev('a', 1, 'busy', 'r20'), dev('b', 0, 'busy', 'h5'), dev('c', 0, 'busy', 'open', { labels: { kind: 'gpu', pool: 'x' } })];
+  const fleet = [
+    dev('a', 0, 'busy', 'r10'),
+    dev('a', 1, 'busy', 'r20'),
+    dev('b', 0, 'busy', 'h5'),
+    dev('c', 0, 'busy', 'open', { labels: { kind: 'gpu', pool: 'x' } }),
+  ];
   const bounds = new Map<string, number | null>([
     ['r10', NOW + 10 * MIN],
     ['r20', NOW + 20 * MIN],
     ['h5', NOW + 5 * MIN],
     ['open', null],
   ]);
-  const got = untilOf(
-    [job('j1'), job('j2', { terms: terms('pool=x') }), job('j3', { gpus: 2 }), job('j4', { deviceName: 'a:gpu1' })],
-    fleet,
-    bounds,
-    NOW,
-  );
+  const got = untilOf([job('j1'), job('j2', { terms: terms('pool=x') }), job('j3', { gpus: 2 }), job('j4', { deviceName: 'a:gpu1' })], fleet, bounds, NOW);
   assert.equal(got.get('j1'), NOW + 5 * MIN);
   assert.equal(got.get('j2'), null);
   assert.equal(got.get('j3'), NOW + 20 * MIN, 'two on host a');
