@@ -96,11 +96,38 @@ function defaultSubmitter(): string {
   }
   // os is loaded only here: most agents set RC_SUBMITTER, and every import costs start-up time.
   const os = process.getBuiltinModule('node:os');
-  let user = process.env.USER ?? 'user';
+  return `${userName(os)}@${os.hostname()}/s${session}`;
+}
+
+/**
+ * The uid's name, as a token bound to `<user>@<host>/` expects it: from
+ * /etc/passwd first, since the standalone rc's runtime (Bun) answers
+ * os.userInfo() with $USER, or `unknown` where $USER is unset (a service,
+ * cron, an agent's sandbox); then os.userInfo(), $USER, $LOGNAME; `uid<N>`
+ * for a uid with no name at all.
+ */
+function userName(os: typeof import('node:os')): string {
+  const uid = process.getuid?.() ?? -1;
   try {
-    user = os.userInfo().username;
+    const name = passwdName(readFileSync('/etc/passwd', 'utf8'), uid);
+    if (name) return name;
+  } catch {
+    /* no /etc/passwd here */
+  }
+  try {
+    const name = os.userInfo().username;
+    if (name && name !== 'unknown') return name;
   } catch {
     /* no passwd entry */
   }
-  return `${user}@${os.hostname()}/s${session}`;
+  return process.env.USER || process.env.LOGNAME || (uid >= 0 ? `uid${uid}` : 'user');
+}
+
+/** The name /etc/passwd gives `uid` (`name:x:uid:gid:…` lines), or null. */
+export function passwdName(passwd: string, uid: number): string | null {
+  for (const line of passwd.split('\n')) {
+    const [name, , id] = line.split(':');
+    if (name && id !== undefined && Number(id) === uid && /^\d+$/.test(id)) return name;
+  }
+  return null;
 }

@@ -1,9 +1,11 @@
 'use client';
 // The queue in the order the scheduler will consider it, each job with its
-// place and why it waits (its selector's --explain answer, counted).
+// place, why it waits (its selector's --explain answer, counted) and until
+// when at the latest (core/until.ts).
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { call } from './api-client';
+import { localClock, untilText } from '../core/until-text';
 import { commandText } from './format';
 import { StopButton } from './jobs/job-view';
 import { keys } from './query-keys';
@@ -44,6 +46,9 @@ export function QueueView() {
                 {j.priority ? ` --priority ${j.priority}` : ''}
               </span>{' '}
               <span data-why>{j.why.text}</span>
+            </div>
+            <div className="mt-1 pl-13 text-sm text-zinc-700" data-until>
+              Until: {untilText(j.freesBy, j.gpus, Date.now(), localClock(Date.now()))}
             </div>
             <div className="mt-1 flex flex-wrap gap-3 pl-13 text-xs text-zinc-600">
               <span>{j.why.matching} matching</span>

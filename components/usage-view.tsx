@@ -7,7 +7,7 @@ import Link from 'next/link';
 import { useState } from 'react';
 import type { UsageBy, UsageRow } from '../protocol/wire';
 import { call } from './api-client';
-import { idleSharePct } from '../core/idle';
+import { idleSharePct, noSignalText } from '../core/idle';
 import { hoursText } from './format';
 import { keys } from './query-keys';
 import { Ago, Card, ErrorBox, Loading, PageTitle } from './ui';
@@ -74,7 +74,7 @@ export function UsageView() {
               {share === null
                 ? 'of leased GPU time was idle: no GPU time with a signal in this window'
                 : `of ${hoursText(r.total.leasedS - r.total.noSignalS)} of leased GPU time was idle (${hoursText(r.total.idleS)}), in the last ${since}`}
-              {r.total.noSignalS >= 0.5 ? `; ${hoursText(r.total.noSignalS)} on CPU slots, which have no GPU signal` : ''}
+              {noSignalText(r.total, hoursText)}
             </div>
             <div className="mt-1 text-xs text-zinc-500">
               jobs {hoursText(r.total.jobsS)} · terminals {hoursText(r.total.terminalsS)} · holds {hoursText(r.total.holdsS)}

@@ -52,3 +52,17 @@ export function idleSharePct(row: { leasedS: number; idleS: number; noSignalS: n
   const signal = row.leasedS - row.noSignalS;
   return signal < 1 ? null : Math.round((100 * row.idleS) / signal);
 }
+
+/**
+ * The leased time with no GPU signal, in words after the idle share (rc usage, the Usage page): CPU slots
+ * only where there were some, and GPUs that sent none (a job shorter than a heartbeat, a GPU that reports
+ * no utilisation) as such; '' when all of it had a signal. `cpuSlotS` absent: a controller from before it.
+ */
+export function noSignalText(row: { noSignalS: number; cpuSlotS?: number }, hours: (s: number) => string): string {
+  const cpu = row.cpuSlotS ?? 0;
+  const gpu = row.noSignalS - cpu;
+  return (
+    (cpu >= 0.5 ? `; ${hours(cpu)} on CPU slots, with no GPU signal` : '') +
+    (gpu >= 0.5 ? `; ${hours(gpu)} on GPUs that sent no signal, counted neither idle nor busy` : '')
+  );
+}

@@ -303,9 +303,11 @@ export const Explain = z
     device: z.string().max(300).nullish(),
     /** rc run --explain --gpu: each choice's matches, free count and queue. */
     gpu: z.string().max(1000).nullish(),
+    /** rc run --explain --gpus: how many devices on one host its bound (freesBy) waits for. */
+    gpus: JOB_PLACEMENT.gpus,
   })
   .strict()
-  .superRefine((j, ctx) => checkPlacement({ ...j, gpus: 1 }, ctx));
+  .superRefine((j, ctx) => checkPlacement(j, ctx));
 export type Explain = z.infer<typeof Explain>;
 
 /** The browser's sign-in (POST /api/session): a token pasted into the sign-in page. */

@@ -99,7 +99,9 @@ const JOB_VIEW = {
 
 export const JobViewSchema = z.object(JOB_VIEW).strict();
 
-export const PsEntrySchema = z.object({ ...JOB_VIEW, position: z.number().nullable(), waits: z.string().optional() }).strict();
+export const PsEntrySchema = z
+  .object({ ...JOB_VIEW, position: z.number().nullable(), waits: z.string().optional(), freesBy: time.nullable().optional() })
+  .strict();
 
 /** rc ps --json. */
 export const PsPageSchema = z
@@ -233,6 +235,7 @@ export const ExplanationSchema = z
     notMatching: z.array(z.object({ name: z.string(), reasons: z.array(z.string()) }).strict()),
     hostsOff: z.array(HostOffSchema),
     hint: z.string().optional(),
+    freesBy: time.nullable(),
     choices: z.array(ChoiceExplanationSchema).optional(),
   })
   .strict();
@@ -250,6 +253,7 @@ export const UsageRowSchema = z
     holdsS: z.number(),
     idleS: z.number(),
     noSignalS: z.number(),
+    cpuSlotS: z.number(),
   })
   .strict();
 
@@ -259,6 +263,7 @@ export const UsageLeaseSchema = z
     kind: z.enum(['run', 'tty', 'hold']),
     submitter: z.string(),
     device: z.string(),
+    cpuSlot: z.boolean(),
     from: time,
     to: time.nullable(),
     leasedS: z.number(),

@@ -117,6 +117,8 @@ export interface PsEntry extends JobView {
   position: number | null;
   /** A queued job its --gpus limit holds back: `quota: team vision holds 4 of its 4 GPUs …` (absent otherwise). */
   waits?: string;
+  /** Queued jobs: until when at the latest, as GET /api/queue's freesBy (null: no bound is known); absent on running jobs. */
+  freesBy?: string | null;
 }
 
 /** The events of a job's frame stream (core/frames.ts encodes them). */
@@ -324,6 +326,8 @@ export interface WaitReason {
 export interface QueueEntry extends PsEntry {
   position: number;
   why: WaitReason;
+  /** Until when at the latest, if nothing else changes (core/untilOf): the time enough matching devices are free, each busy one by its job's start + --max-runtime or its hold's expiry; null: no bound is known. */
+  freesBy: string | null;
 }
 
 /** An audit row: who did what, to what, when, and from where. */
@@ -396,6 +400,8 @@ export interface Explanation {
   hostsOff: HostOff[];
   /** What to write instead where the selector names a family as a model (`gpu_model=A100`: did you mean gpu_family=A100?). */
   hint?: string;
+  /** Until when at the latest a job of this selector (and --gpus, or its --gpu choices) would wait, if nothing else changes: as GET /api/queue's freesBy. */
+  freesBy: string | null;
   /** With --gpu: each choice in order, what it matches (the selector and its family or model), how much is free, and its queue. */
   choices?: ChoiceExplanation[];
 }
@@ -628,8 +634,10 @@ export interface UsageRow {
   holdsS: number;
   /** Idle seconds among the leased ones that had a GPU signal. */
   idleS: number;
-  /** Leased seconds with no GPU signal (CPU slots): neither idle nor busy. */
+  /** Leased seconds with no GPU signal (CPU slots, and GPUs that sent none): neither idle nor busy. */
   noSignalS: number;
+  /** Of those, the seconds on CPU slots (devices without a GPU UUID); 0 on a fleet that has none. */
+  cpuSlotS: number;
 }
 
 /** One lease behind a usage row (the drill-down). */
@@ -644,6 +652,8 @@ export interface UsageLease {
   leasedS: number;
   /** null: no GPU signal. */
   idleS: number | null;
+  /** Its device is a CPU slot (no GPU UUID). */
+  cpuSlot: boolean;
 }
 
 export interface UsageReport {

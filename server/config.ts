@@ -200,7 +200,7 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
   RC_IDLE_HOLD_RELEASE: {
     default: '`off`',
     meaning:
-      'A hold idle this long is released by the controller: it ends `killed` with cause `idle_hold`, `rc hold` exits 216, and the audit log gets `hold.idle_release` (actor `controller`). A duration from `1s` to `30d`, or `off`.',
+      'A hold idle this long is released by the controller at once: it ends `killed` with cause `idle_hold`, no exit code of its own and the reason `idle hold released: its GPUs were idle for <dur> (RC_IDLE_HOLD_RELEASE)` (`rc hold`, `rc jobs`, `rc describe` and the dashboard say that one sentence), `rc hold` and `rc wait` exit 216, and the audit log gets `hold.idle_release` (actor `controller`). A duration from `1s` to `30d`, or `off`.',
   },
   RC_TTY_GRACE_S: {
     default: '`45`',

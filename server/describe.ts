@@ -1,7 +1,7 @@
 // What people and agents read before choosing a device: one device in full
 // (rc describe), and what a selector would match (rc run --explain).
 import { RcError } from '../core/errors';
-import { deviceMatches, parseDeviceName } from '../core/schedule';
+import { deviceMatches, parseDeviceName, type QueuedJob } from '../core/schedule';
 import { explainTerms, formatSelector, matchTerms, parseSelector } from '../core/selector';
 import { choiceKey, choiceTerms, formatGpuChoice, parseGpuChoices } from '../core/gpu-choices';
 import { familyAsModelHint, isKnownGpuName, unknownGpuNameMessage } from '../core/gpu-names';
@@ -14,6 +14,7 @@ import { type DeviceSummary, loadDevices, loadHosts } from './fleet';
 import { type JobRow, jobView } from './jobs/job-view';
 import { auditOrigin, auditTokenId } from './request-scope';
 import { type Reserved, shown } from './reservations';
+import { freesByOfJobs } from './until';
 
 type SheetRow = typeof sheets.$inferSelect;
 
@@ -127,6 +128,7 @@ export async function explain(
   selector: string,
   device: string | null,
   gpu: string | null = null,
+  gpus = 1,
 ): Promise<Explanation> {
   const parsed = parseSelector(selector);
   if (!parsed.ok) throw new RcError('bad_selector', parsed.error.message);
@@ -186,6 +188,18 @@ export async function explain(
       })
     : null;
   const hint = familyAsModelHint(parsed.terms);
+  // Until when a job of this placement would wait at the latest: the queue's rule (core/until.ts) for a job not yet submitted.
+  const asQueued: QueuedJob = {
+    id: '',
+    priority: 0,
+    seq: 0,
+    terms: parsed.terms,
+    deviceName: device,
+    gpus,
+    waitedS: 0,
+    ...(gpuChoices?.ok ? { choices: gpuChoices.choices.map((c) => ({ label: formatGpuChoice(c), terms: choiceTerms(parsed.terms, c), gpus: c.count })) } : {}),
+  };
+  const freesBy = (await freesByOfJobs(sql, [asQueued], devices)).get('') ?? null;
   return {
     selector: formatSelector(parsed.terms),
     device,
@@ -195,6 +209,7 @@ export async function explain(
     notMatching,
     hostsOff: hostsOff(matching, reasons),
     ...(hint ? { hint } : {}),
+    freesBy,
     ...(choices ? { choices } : {}),
   };
 }

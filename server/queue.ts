@@ -1,6 +1,7 @@
 // The queue as the scheduler will consider it (GET /api/queue), each job with
 // why it waits: core/wait-reason.ts over the whole fleet (every controller's
-// devices), the same walk a scheduling pass makes.
+// devices), the same walk a scheduling pass makes; and until when at the
+// latest (core/until.ts: freesBy), from the same fleet and one more query.
 import { TermsCache } from '../core/terms-cache';
 import { type FleetDevice, waitReasons } from '../core/wait-reason';
 import type { DeviceSummary, QueueEntry } from '../protocol/wire';
@@ -9,6 +10,7 @@ import { type JobRow, jobView } from './jobs/job-view';
 import type { FairShare } from './jobs/fair-share';
 import { type Quotas, withQuota } from './jobs/quota';
 import { FAIR_ORDER_COLUMNS, fairQueued, queueOrder } from './jobs/sql/queue-order';
+import { freesByOfJobs } from './until';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
 export const QUEUE_SHOWN = 1000;
@@ -39,5 +41,6 @@ export async function listQueue(
   const quota = (await quotas?.view()) ?? null;
   const queued = rows.map((j) => withQuota(terms.queued(j, now), quota, j.tokenId));
   const why = waitReasons(queued, fleet, reserveAfterS, quota);
-  return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)! }));
+  const freesBy = await freesByOfJobs(sql, queued, fleet, now);
+  return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)!, freesBy: freesBy.get(r.id) ?? null }));
 }

@@ -5,8 +5,9 @@
 // is in now), host or model. The leases are
 // the record: one row per device a job held, kept with the job. A lease only
 // partly inside the window counts for that part, and its idle seconds in the
-// same proportion. A lease with no GPU signal (a CPU slot) counts as leased
-// and in `noSignalS`, never as idle.
+// same proportion. A lease with no GPU signal (a CPU slot, or a GPU that sent
+// none) counts as leased and in `noSignalS`, never as idle; `cpuSlotS` is the
+// CPU slots' part of it (a device without a GPU UUID), so a GPU fleet's is 0.
 import { parseDuration } from '../core/duration';
 import { RcError } from '../core/errors';
 import { canonicalGpuModel } from '../core/gpu-names';
@@ -56,6 +57,7 @@ interface LeaseRow {
   fullS: number;
   idleS: number;
   signal: boolean;
+  cpuSlot: boolean;
 }
 
 export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
@@ -64,7 +66,7 @@ export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
       d.gpu_sample->>'name' as gpu_name, l.acquired_at, l.released_at,
       extract(epoch from coalesce(l.released_at, now()) - greatest(l.acquired_at, now() - make_interval(secs => ${f.sinceS})))::float8 as in_s,
       extract(epoch from coalesce(l.released_at, now()) - l.acquired_at)::float8 as full_s,
-      l.idle_s, l.idle_seen_at is not null as signal
+      l.idle_s, l.idle_seen_at is not null as signal, d.uuid is null as cpu_slot
     from leases l join jobs j on j.id = l.job_id join devices d on d.id = l.device_id left join tokens t on t.id = j.token_id
     where coalesce(l.released_at, now()) > now() - make_interval(secs => ${f.sinceS}) and j.kind <> 'cp'`;
   const byKey = new Map<string, UsageRow>();
@@ -90,6 +92,7 @@ export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
       row[KIND_FIELD[l.kind]] += l.leasedS;
       if (l.idleS === null) row.noSignalS += l.leasedS;
       else row.idleS += l.idleS;
+      if (l.cpuSlot) row.cpuSlotS += l.leasedS;
     }
     return { sinceS: f.sinceS, by: f.by, rows: [row], total: row, leases: leases.slice(0, LEASES_SHOWN) };
   }
@@ -114,7 +117,7 @@ function keyOf(r: LeaseRow, by: UsageBy): string {
 }
 
 function emptyRow(key: string): UsageRow {
-  return { key, leasedS: 0, jobsS: 0, terminalsS: 0, holdsS: 0, idleS: 0, noSignalS: 0 };
+  return { key, leasedS: 0, jobsS: 0, terminalsS: 0, holdsS: 0, idleS: 0, noSignalS: 0, cpuSlotS: 0 };
 }
 
 function add(into: UsageRow, r: LeaseRow, inS: number, idle: number): void {
@@ -123,6 +126,7 @@ function add(into: UsageRow, r: LeaseRow, inS: number, idle: number): void {
   into[KIND_FIELD[r.kind]] += inS;
   if (r.signal) into.idleS += idle;
   else into.noSignalS += inS;
+  if (r.cpuSlot) into.cpuSlotS += inS;
 }
 
 function leaseView(r: LeaseRow, inS: number, idle: number): UsageLease {
@@ -135,5 +139,6 @@ function leaseView(r: LeaseRow, inS: number, idle: number): UsageLease {
     to: r.releasedAt?.toISOString() ?? null,
     leasedS: inS,
     idleS: r.signal ? idle : null,
+    cpuSlot: r.cpuSlot,
   };
 }

@@ -93,9 +93,8 @@ export async function enforceLimits(deps: WatchdogDeps): Promise<number> {
       }
       if (releaseS !== null && j.idleS >= releaseS) {
         const reason = `idle hold released: its GPUs were idle for ${formatDuration(releaseS)} (RC_IDLE_HOLD_RELEASE)`;
-        // The first pass to ask writes the audit row; later passes (until the worker reports) only repeat the kill.
-        await engine.releaseIdleHold(j.id, reason, formatDuration(j.idleS), formatDuration(releaseS));
-        n += await stop(j, { cause: 'idle_hold', reason }, j.idleS - releaseS + 1);
+        // Ended here at once (a hold runs nothing to wait for); the first pass to ask writes the audit row.
+        if (await engine.releaseIdleHold(j, reason, formatDuration(j.idleS), formatDuration(releaseS))) n++;
         continue;
       }
       if (warnS !== null && j.idleS >= warnS && !j.warned) {

@@ -5,7 +5,8 @@ import { idleText } from '../../core/idle';
 import { reservedWhy } from '../../core/reserved';
 import { EXIT } from '../../core/exit-codes';
 import { formatSize } from '../../core/size';
-import type { DeviceDescription, JobView } from '../../protocol/wire';
+import type { DeviceDescription, JobView, QueueEntry } from '../../protocol/wire';
+import { localClock, untilText } from '../../core/until-text';
 import { formatDuration } from '../../core/duration';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
@@ -42,8 +43,13 @@ export async function describe(client: Client, args: readonly string[]): Promise
   // A device name has a colon; a job id or name never does (core/job-options.ts).
   if (!what.includes(':')) {
     const body = await client.call('GET /api/jobs/:id', { id: what });
-    if (parsed.flags.has('json')) json(body);
-    else out(renderJob(body.job));
+    if (parsed.flags.has('json')) {
+      json(body);
+      return EXIT.ok;
+    }
+    // A queued job: why it waits and until when at the latest, as the queue says (GET /api/queue: its first 1000).
+    const wait = body.job.state === 'queued' ? ((await client.call('GET /api/queue')).jobs.find((j) => j.id === body.job.id) ?? null) : undefined;
+    out(renderJob(body.job, Date.now(), wait));
     return EXIT.ok;
   }
   const d = await client.call('GET /api/devices/:name', { name: what });
@@ -106,13 +112,20 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
   return text;
 }
 
-/** One job in full, as rc describe <job> prints it. */
-export function renderJob(j: JobView, now = Date.now()): string {
+/** One job in full, as rc describe <job> prints it; a queued one with its place in the queue (null: past the queue's first 1000). */
+export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null): string {
   const lines: [string, string][] = [
     ['name', j.name ?? '-'],
     ...(j.comment ? [['comment', j.comment] as [string, string]] : []),
     ['kind', j.kind],
     ['state', j.state + (j.reason ? ` (${j.reason})` : '')],
+    ...(wait === null ? [['waits', 'past the first 1000 in the queue: rc ps --all gives its place'] as [string, string]] : []),
+    ...(wait
+      ? ([
+          ['waits', `#${wait.position} in line: ${wait.why.text}`],
+          ['until', untilText(wait.freesBy, j.gpus, now, localClock(now))],
+        ] as [string, string][])
+      : []),
     ['exit', j.exitCode === null ? '-' : String(j.exitCode)],
     ['submitter', j.submitter],
     ['command', j.kind === 'hold' ? '(hold)' : shortCommand(j.argv, 200)],

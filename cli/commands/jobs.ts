@@ -1,5 +1,6 @@
 // rc jobs, rc ps, rc logs, rc attach: finding jobs and reading their output.
 import { idleText } from '../../core/idle';
+import { localClock, untilShort } from '../../core/until-text';
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
 import type { JobsQuery, JobView, PsEntry, PsPage } from '../../protocol/wire';
@@ -159,9 +160,13 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
     json(body);
     return EXIT.ok;
   }
+  // Until when each queued job waits at the latest (core/until.ts): a column only while some job waits.
+  const now = Date.now();
+  const clock = localClock(now);
+  const until = body.jobs.some((j) => j.state === 'queued' && j.freesBy !== undefined);
   out(
     table(
-      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND', 'GPU'],
+      ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND', 'GPU', ...(until ? ['UNTIL (AT THE LATEST)'] : [])],
       body.jobs.map((j) => [
         j.id,
         (j.state === 'queued' ? `queued #${j.position}` : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
@@ -173,6 +178,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
         what(j),
         // Its GPUs' idleness (core/idle.ts): idle 42m, busy, or no GPU signal (a CPU slot).
         j.state === 'running' ? idleText(j.idleS, formatDuration) + (j.idleWarned ? ' (warned)' : '') : '-',
+        ...(until ? [j.state === 'queued' && j.freesBy !== undefined ? untilShort(j.freesBy, now, clock) : '-'] : []),
       ]),
     ),
   );

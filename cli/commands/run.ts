@@ -16,6 +16,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { jsonEventOf, outputLine } from '../json-stream';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
+import { localClock, untilText } from '../../core/until-text';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
 
@@ -116,8 +117,8 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     return EXIT.ok;
   }
   if (parsed.flags.has('explain')) {
-    const { selector, device, gpu } = placementOf(parsed);
-    return explain(client, selector, device, gpu ?? null, parsed.flags.has('json'));
+    const { selector, device, gpu, gpus } = placementOf(parsed);
+    return explain(client, selector, device, gpu ?? null, gpus, parsed.flags.has('json'));
   }
   const tty = parsed.flags.has('tty');
   if (parsed.rest.length === 0 && !tty) usage('rc run needs a command: rc run [flags] -- <command> [args...]');
@@ -451,12 +452,15 @@ function matchText(m: Explanation['matching'][number]): string {
 }
 
 /** --explain: what the selector would match, and why the rest does not; with --gpu, each choice. Submits nothing. */
-async function explain(client: Client, selector: string, device: string | null, gpu: string | null, asJson: boolean): Promise<number> {
-  const e = await client.call('POST /api/explain', { body: { selector, device, ...(gpu !== null ? { gpu } : {}) } });
+async function explain(client: Client, selector: string, device: string | null, gpu: string | null, gpus: number, asJson: boolean): Promise<number> {
+  const e = await client.call('POST /api/explain', { body: { selector, device, ...(gpu !== null ? { gpu } : { gpus }) } });
   if (asJson) {
     json(e);
     return EXIT.ok;
   }
+  // Until when it would wait at the latest, as rc ps and rc describe say it for a queued job (core/until.ts).
+  const now = Date.now();
+  const until = e.matching.length && e.freesBy !== undefined ? `until: ${untilText(e.freesBy, gpu !== null ? 1 : gpus, now, localClock(now))}\n` : '';
   const what = [e.selector && `selector ${e.selector}`, e.device && `device ${e.device}`].filter(Boolean).join(' and ') || 'no selector (any device)';
   let text = `${what}: ${e.matching.length} device(s) match, ${e.free} free now, ${e.queued} job(s) queued for them\n`;
   if (e.choices) {
@@ -475,7 +479,7 @@ async function explain(client: Client, selector: string, device: string | null, 
     const first = e.choices.find((c) => c.freeOnOneHost >= c.count);
     if (e.choices.some((c) => c.onOneHost < c.count)) text += `rc run would be refused with no_matching_device: drop the choices that can never start.\n`;
     else text += first ? `rc run would start on ${first.choice} now.\n` : `rc run would wait, and start on whichever choice frees first.\n`;
-    out(text);
+    out(text + until);
     return EXIT.ok;
   }
   for (const m of e.matching) text += `  match  ${m.name}  ${matchText(m)}\n`;
@@ -483,6 +487,6 @@ async function explain(client: Client, selector: string, device: string | null, 
   for (const h of e.hostsOff ?? []) text += `${hostOffText(h)}\n`;
   if (e.matching.length === 0) text += `nothing matches: rc run would be refused with no_matching_device. Widen the selector.\n`;
   if (e.hint) text += `${e.hint}\n`;
-  out(text);
+  out(text + until);
   return EXIT.ok;
 }

@@ -2,7 +2,7 @@
 // how many of them were idle, by submitter, token, team, host or model; with a key,
 // the leases behind it.
 import { EXIT } from '../../core/exit-codes';
-import { idleSharePct } from '../../core/idle';
+import { idleSharePct, noSignalText } from '../../core/idle';
 import type { UsageBy, UsageRow } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
@@ -81,8 +81,9 @@ export function share(row: Pick<UsageRow, 'leasedS' | 'idleS' | 'noSignalS'>): s
   return pct === null ? '-' : `${pct}%`;
 }
 
-function summary(t: UsageRow): string {
+/** The total's line: the idle share, then the time with no GPU signal (CPU slots only where there were some). */
+export function summary(t: UsageRow): string {
   const idle = share(t);
-  const cpu = t.noSignalS >= 0.5 ? `; ${hours(t.noSignalS)} on CPU slots, with no GPU signal` : '';
+  const cpu = noSignalText(t, hours);
   return idle === '-' ? `no GPU time with a signal in this window${cpu}` : `${idle} of the leased GPU time was idle${cpu}`;
 }

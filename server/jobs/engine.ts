@@ -142,9 +142,22 @@ export class JobEngine {
     return done !== null;
   }
 
-  /** An idle hold past RC_IDLE_HOLD_RELEASE: the stop asked and audited once. */
-  releaseIdleHold(jobId: string, reason: string, idle: string, release: string): Promise<void> {
-    return releaseIdleHold(this.deps.sql, jobId, reason, idle, release);
+  /**
+   * An idle hold past RC_IDLE_HOLD_RELEASE: the stop asked and audited once,
+   * and the hold ended here at once, killed with cause idle_hold, that reason
+   * and no exit code (a hold runs no command: the SIGTERM its worker reports
+   * is no code of its own, and there is no kill to wait for). Its leases stay
+   * until the worker, told now, reports, and that report changes nothing else
+   * (WorkerReports.exit). True when it ended it here.
+   */
+  async releaseIdleHold(j: { id: string; fence: number; hostName: string }, reason: string, idle: string, release: string): Promise<boolean> {
+    await releaseIdleHold(this.deps.sql, j.id, reason, idle, release);
+    const stop: StopRequest = { cause: 'idle_hold', reason };
+    // core's rule for a stop the controller carries out itself; a stop asked before this one keeps its cause and reason (endJob).
+    const end = step({ state: 'running', stop, ending: null }, { type: 'backstop', stop }).ending!;
+    const done = await endJob(this.deps, j.id, end, { from: ['running'], fence: j.fence, keepLeases: true });
+    this.deps.hub.killJob(j.hostName, { jobId: j.id, fence: j.fence, reason });
+    return done !== null;
   }
 
   /** An idle hold past RC_IDLE_HOLD_WARN, once per idle streak: true for the one pass that warns. */

@@ -13,6 +13,9 @@ import { unrankedRank } from '../../core/fair-share';
 import { FAIR_ORDER_COLUMNS, type FairRanks } from './sql/queue-order';
 import { quotaWait } from './quota';
 import type { QuotaView } from '../../core/quota';
+import { TermsCache } from '../../core/terms-cache';
+import type { UntilDevice } from '../../core/until';
+import { freesByOfJobs } from '../until';
 
 export interface JobFilter {
   states: string[];
@@ -193,6 +196,8 @@ export async function listActive(
   ranks: FairRanks | null = null,
   /** What the --gpus limits leave (server/jobs/quota.ts): a queued job one of them holds back says so. */
   quota: QuotaView | null = null,
+  /** The fleet (server/inventory.ts): each queued job of the page says until when at the latest (freesBy); null: not said. */
+  fleet: (() => Promise<readonly UntilDevice[]>) | null = null,
 ): Promise<{ jobs: PsEntry[]; counts: { running: number; queued: number }; next: string | null }> {
   const after = q.after;
   const n = q.limit + 1;
@@ -224,12 +229,25 @@ export async function listActive(
     ] as const;
   });
   const page = rows.slice(0, q.limit);
+  const waiting = page.filter((r) => r.part === 'q');
+  const now = Date.now();
+  const terms = new TermsCache();
+  const freesBy =
+    fleet && waiting.length
+      ? await freesByOfJobs(
+          sql,
+          waiting.map((r) => terms.queued(r, now)),
+          await fleet(),
+          now,
+        )
+      : null;
   let position = ahead!.n;
   const jobs = await withIdle(
     sql,
     page.map((r) => {
       const waits = r.part === 'q' && quota ? quotaWait(quota, r.tokenId, r.gpus) : null;
-      return { ...jobView(r), position: r.part === 'q' ? position++ : null, ...(waits ? { waits } : {}) };
+      const until = r.part === 'q' && freesBy ? { freesBy: freesBy.get(r.id) ?? null } : {};
+      return { ...jobView(r), position: r.part === 'q' ? position++ : null, ...(waits ? { waits } : {}), ...until };
     }),
   );
   const last = page.at(-1);

@@ -57,6 +57,10 @@ test('leased seconds per submitter match the leases; the idle part is the idle G
   near(bob.leasedS, await ran('cpu'), 1, 'bob leased');
   assert.equal(bob.idleS, 0);
   near(bob.noSignalS, bob.leasedS, 0.01, 'a CPU slot: no signal');
+  // Which of the time without a signal was on CPU slots: bob's all, alice's (GPUs) none.
+  near(bob.cpuSlotS, bob.leasedS, 0.01, 'bob on a CPU slot');
+  assert.equal(alice.cpuSlotS, 0);
+  near(r.total.cpuSlotS, bob.leasedS, 0.01, 'the total on CPU slots');
   // The total is the rows'.
   near(r.total.leasedS, alice.leasedS + bob.leasedS, 0.01, 'total');
   near(r.total.idleS, alice.idleS, 0.01, 'total idle');

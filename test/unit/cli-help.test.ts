@@ -8,7 +8,7 @@ import { parseFlags } from '../../cli/flags';
 import { HELP, helpOf, wantsHelp } from '../../cli/help';
 import { PLACEMENT_FLAGS, selectorOf } from '../../cli/placement';
 import { terminalSize } from '../../cli/tty';
-import { hours, share } from '../../cli/commands/usage';
+import { hours, share, summary } from '../../cli/commands/usage';
 
 test('--help anywhere among the flags asks for that command’s help; after -- (or rc run’s command) it is the command’s own', async () => {
   assert.equal(await wantsHelp('admin', ['token', 'create', '--help']), 'admin token create');
@@ -75,4 +75,15 @@ test('rc usage writes device time in hours, minutes or seconds, and the idle sha
   // CPU-slot time (no signal) is not in the denominator: of the 50 s with a signal, 25 were idle.
   assert.equal(share({ leasedS: 100, idleS: 25, noSignalS: 50 }), '50%');
   assert.equal(share({ leasedS: 100, idleS: 0, noSignalS: 100 }), '-');
+});
+
+test('rc usage names CPU slots only on a fleet that used some; GPUs without a signal are said as such', () => {
+  const row = { key: 'TOTAL', leasedS: 100, jobsS: 100, terminalsS: 0, holdsS: 0, idleS: 25, noSignalS: 0, cpuSlotS: 0 };
+  assert.equal(summary(row), '25% of the leased GPU time was idle');
+  // A GPU fleet where a short job ended before its first sample: no CPU slot to speak of.
+  const gpuOnly = summary({ ...row, noSignalS: 20 });
+  assert.doesNotMatch(gpuOnly, /CPU slot/);
+  assert.equal(gpuOnly, '31% of the leased GPU time was idle; 20s on GPUs that sent no signal, counted neither idle nor busy');
+  assert.equal(summary({ ...row, noSignalS: 50, cpuSlotS: 50 }), '50% of the leased GPU time was idle; 50s on CPU slots, with no GPU signal');
+  assert.equal(summary({ ...row, idleS: 0, noSignalS: 100, cpuSlotS: 100 }), 'no GPU time with a signal in this window; 2m on CPU slots, with no GPU signal');
 });

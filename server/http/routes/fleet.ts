@@ -94,7 +94,7 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
       const [rows, reserved] = await Promise.all([c.inventory.rows(), c.reservations.now()]);
       return rows.map((d) => shown(d, reserved));
     };
-    return explain(sql, fleet, body.selector, body.device ?? null, body.gpu ?? null);
+    return explain(sql, fleet, body.selector, body.device ?? null, body.gpu ?? null, body.gpus);
   });
 
   router.on('POST /api/admin/hosts/:name/probe', async ({ params }) => {

@@ -74,7 +74,9 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/jobs', async ({ query, identity }) => ({ jobs: await listJobs(sql, parseJobFilter(query, identity.tokenId)) }));
 
-  router.on('GET /api/ps', async ({ query }) => listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view()));
+  router.on('GET /api/ps', async ({ query }) =>
+    listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view(), () => c.inventory.rows()),
+  );
 
   // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
   router.on('GET /api/jobs/:id/stream', async ({ params, query, res }) => {
