@@ -200,9 +200,9 @@ export const SubmitArray = z
     const say = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message, params: { code: 'bad_array' } });
     const spec = parseArraySpec(a.array);
     if (!spec.ok) say(['array'], spec.message);
-    if (a.job.kind !== 'run') say(['job', 'kind'], 'an array\'s tasks are runs of a command: a hold or a terminal is not an array task');
+    if (a.job.kind !== 'run') say(['job', 'kind'], "an array's tasks are runs of a command: a hold or a terminal is not an array task");
     if (!a.job.wait) say(['job', 'wait'], 'an array always queues its tasks: drop --no-wait');
-    if (a.job.stdin) say(['job', 'stdin'], 'an array\'s tasks read no stdin: give --no-stdin, or --detach');
+    if (a.job.stdin) say(['job', 'stdin'], "an array's tasks read no stdin: give --no-stdin, or --detach");
     if (a.job.idempotencyKey !== undefined) say(['job', 'idempotencyKey'], 'an array is submitted once: drop idempotencyKey');
   });
 export type SubmitArray = z.infer<typeof SubmitArray>;

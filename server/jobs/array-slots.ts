@@ -56,5 +56,10 @@ export async function releaseArraySlots(sql: Sql, arrayIds: readonly (string | n
 export async function releaseStalledArrays(sql: Sql): Promise<string[]> {
   const rows = await sql<{ arrayId: string }[]>`
     select distinct array_id from jobs where state = 'queued' and waits = 'array' and array_id is not null`;
-  return rows.length ? releaseArraySlots(sql, rows.map((r) => r.arrayId)) : [];
+  return rows.length
+    ? releaseArraySlots(
+        sql,
+        rows.map((r) => r.arrayId),
+      )
+    : [];
 }

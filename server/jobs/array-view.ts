@@ -86,9 +86,7 @@ function view(r: Row): ArrayView {
     counts,
     done: r.queued + r.waiting + r.running === 0,
     firstFailure:
-      r.failId === null
-        ? null
-        : { jobId: r.failId, index: r.failIndex!, state: r.failState!, exitCode: r.failExit, cause: r.failCause, reason: r.failReason },
+      r.failId === null ? null : { jobId: r.failId, index: r.failIndex!, state: r.failState!, exitCode: r.failExit, cause: r.failCause, reason: r.failReason },
   };
 }
 

@@ -128,7 +128,10 @@ export async function endJobs(deps: EndDeps, ends: readonly JobEnd[], where: Pic
     select * from j`,
   );
   // rc run --array: an ended task may make room under its array's %N cap (a statement of its own, after the end's commit).
-  await releaseArraySlots(deps.sql, rows.filter((r) => !r.again).map((r) => r.arrayId));
+  await releaseArraySlots(
+    deps.sql,
+    rows.filter((r) => !r.again).map((r) => r.arrayId),
+  );
   return rows.map((row) => {
     const { attemptState, attemptCause, attemptReason, ...ended } = row;
     if (ended.again) {

@@ -47,11 +47,10 @@ export async function submitArray(deps: Omit<StartDeps, 'announce' | 'metrics'>,
   await queueWithinLimits(
     sql,
     limits.scopes,
+    // No `values` before the column list, and no `(` ending a line: postgres.js picks how to write ${fields.columns} from the words before it.
     (tx) => tx`
-      with a as (
-        insert into job_arrays (id, spec, size, max_running, name, submitter, token_id)
-        values (${arrayId}, ${asked.array.split('%')[0]!}, ${spec.indexes.length}, ${cap}, ${body.name ?? null}, ${body.submitter}, ${identity.tokenId})
-      )
+      with a as (insert into job_arrays (id, spec, size, max_running, name, submitter, token_id)
+        select ${arrayId}, ${asked.array.split('%')[0]!}, ${spec.indexes.length}, ${cap}::int, ${body.name ?? null}, ${body.submitter}, ${identity.tokenId})
       insert into jobs (${fields.columns}, array_id, array_index, waits)
       select ${fields.values}, ${arrayId}, t.idx, case when ${cap}::int is null or t.ord <= ${cap}::int then null else 'array' end
       from unnest(${jobIds}::text[], ${spec.indexes}::int[]) with ordinality as t(id, idx, ord)

@@ -12,7 +12,11 @@ export function registerArrayRoutes(router: Router, c: ApiDeps): void {
   router.on('POST /api/arrays', async ({ identity, body }) => {
     const { arrayId, maxRuntimeS, notices } = await c.engine.submitArray(identity, body);
     // A fleet's default --max-runtime applied to the tasks is said as for a job (rc run's notice).
-    const said = notices.length ? notices : body.job.maxRuntimeS == null && maxRuntimeS !== null ? [defaultedRuntimeNotice(arrayId, maxRuntimeS, c.runtimeLimits).replace(/^job /, 'each task of array ')] : [];
+    const said = notices.length
+      ? notices
+      : body.job.maxRuntimeS == null && maxRuntimeS !== null
+        ? [defaultedRuntimeNotice(arrayId, maxRuntimeS, c.runtimeLimits).replace(/^job /, 'each task of array ')]
+        : [];
     return created({ array: await viewOf(sql, arrayId), ...(said.length ? { notices: said } : {}) });
   });
 
