@@ -28,7 +28,11 @@ export function JobsTable({ jobs, empty = 'No jobs.', grouped = true }: { jobs: 
         </thead>
         <tbody>
           {(grouped ? groups(jobs) : jobs.map((j) => [j])).map((g) =>
-            g.length > 1 && g[0]!.array ? <ArrayLine key={`${g[0]!.array.id}:${g[0]!.id}`} tasks={g} now={now} /> : <JobLine key={g[0]!.id} j={g[0]!} now={now} />,
+            g.length > 1 && g[0]!.array ? (
+              <ArrayLine key={`${g[0]!.array.id}:${g[0]!.id}`} tasks={g} now={now} />
+            ) : (
+              <JobLine key={g[0]!.id} j={g[0]!} now={now} />
+            ),
           )}
         </tbody>
       </table>
@@ -41,7 +45,7 @@ function groups(jobs: readonly JobView[]): JobView[][] {
   const out: JobView[][] = [];
   for (const j of jobs) {
     const last = out.at(-1);
-    if (j.array && last?.[0]!.array?.id === j.array.id) last.push(j);
+    if (last && j.array && last[0]?.array?.id === j.array.id) last.push(j);
     else out.push([j]);
   }
   return out;
@@ -59,7 +63,13 @@ function ArrayLine({ tasks, now }: { tasks: readonly JobView[]; now: number }) {
     <>
       <tr data-array={a.id} className="border-t border-zinc-100 bg-zinc-50">
         <td className="py-1.5 pr-3 font-mono text-xs">
-          <button type="button" onClick={() => setOpen(!open)} className="mr-1 text-zinc-500" aria-expanded={open} aria-label={open ? 'Hide its tasks' : 'Show its tasks'}>
+          <button
+            type="button"
+            onClick={() => setOpen(!open)}
+            className="mr-1 text-zinc-500"
+            aria-expanded={open}
+            aria-label={open ? 'Hide its tasks' : 'Show its tasks'}
+          >
             {open ? '▾' : '▸'}
           </button>
           <Link href={`/arrays/${encodeURIComponent(a.id)}`} className="text-sky-800 hover:underline">
