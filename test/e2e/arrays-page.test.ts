@@ -46,7 +46,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 test('an array on the Jobs, Queue and array pages: grouped with counts, each task linked', { skip, timeout: 120_000 }, async () => {
-  // Two tasks run (two devices), the rest wait: four on the %2 cap... of 6, two ended already below.
+  // An array that has ended, and one with two tasks running (two devices, %2) and four waiting on its cap.
   const done = await stack.cli(['run', '--array', '0-1', '--name', 'quick', '--', 'true'], { timeoutMs: 60_000 });
   assert.equal(done.code, 0, done.stderr);
   const r = await stack.cli(['run', '--array', '0-5%2', '--detach', '--name', 'sweep', '--', 'sleep', '60']);

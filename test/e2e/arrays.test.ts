@@ -16,7 +16,6 @@ before(async () => {
   sql = postgres(stack.dbUrl, { max: 2, onnotice: () => {} });
 });
 after(async () => {
-  if (process.env.SHOW_LOG) console.error(stack.controllerLog.slice(-6000));
   await sql.end();
   await stack.stop();
 });
