@@ -60,9 +60,9 @@ test('an array on the Jobs, Queue and array pages: grouped with counts, each tas
   const jobs = await open('/jobs');
   const row = jobs.locator(`tr[data-array="${id}"]`);
   await row.waitFor();
-  assert.match(await row.innerText(), /array, 6 tasks/);
-  assert.match(await row.innerText(), /running\s*2/);
-  assert.match(await row.innerText(), /queued\s*4/);
+  assert.match((await row.textContent()) ?? '', /array, 6 tasks/);
+  assert.match((await row.textContent()) ?? '', /running\s*2/);
+  assert.match((await row.textContent()) ?? '', /queued\s*4/);
   assert.equal(await jobs.locator('tr[data-job]').count(), 0, 'tasks are folded into their arrays');
   await shot(jobs, 'jobs');
   await row.getByRole('button', { name: 'Show its tasks' }).click();
@@ -73,15 +73,15 @@ test('an array on the Jobs, Queue and array pages: grouped with counts, each tas
   const queue = await open('/queue');
   const card = queue.locator(`li[data-array="${id}"]`);
   await card.waitFor();
-  assert.match(await card.innerText(), /array: 4 tasks queued \(index 2–5\)/);
+  assert.match((await card.textContent()) ?? '', /array: 4 tasks queued \(index 2–5\)/);
   await shot(queue, 'queue');
 
   const page = await open(`/arrays/${id}`);
   await page.locator('[data-array-counts]').waitFor();
-  assert.match(await page.locator('[data-array-counts]').innerText(), /2 running/);
+  assert.match((await page.locator('[data-array-counts]').textContent()) ?? '', /2 running/);
   await page.locator('tr[data-job]').nth(5).waitFor();
   assert.equal(await page.locator('tr[data-job]').count(), 6);
-  assert.match(await page.innerText('body'), /0-5%2: 6 tasks, at most 2 at once/);
+  assert.match((await page.locator('main').textContent()) ?? '', /0-5%2: 6 tasks, at most 2 at once/);
   await shot(page, 'array');
   // A task's link goes to its job's page.
   const first = page.locator('tr[data-job] a').first();
