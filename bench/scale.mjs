@@ -4,6 +4,7 @@
 // bench/README.md says what each figure means and how it is measured.
 //   npm run bench:scale -- --devices 100|1000|10000 [--controllers 2] [--only submit,devices,grants,output,lost,heartbeats]
 //   npm run bench:scale -- --devices 10000 --only submit,grants --teams 50 --tokens 500 [--limits]   (fair share: the deep queue from 500 tokens in 50 teams; --limits: each team with --gpus, --queued and --gpu-hours limits)
+//   npm run bench:scale -- --devices 10000 --only array [--array-runs 7 --array-size 10000]   (issue 33: one POST /api/arrays of 10,000 tasks)
 //   npm run bench:scale -- --record before     (bench/results/before/*.json → the "before" block of bench/RESULTS.md)
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,11 +15,12 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { root, startFleet as startController } from '../scripts/bench-fleet.mjs';
 
-const PHASES = ['submit', 'devices', 'grants', 'output', 'lost', 'heartbeats'];
+/** `array` (issue 33) runs only when named: --only array. */
+const PHASES = ['submit', 'devices', 'grants', 'output', 'lost', 'heartbeats', 'array'];
 const OPTIONS = {
   devices: { type: 'string', default: '100' },
   controllers: { type: 'string', default: '1' },
-  only: { type: 'string', default: PHASES.join(',') },
+  only: { type: 'string', default: PHASES.filter((p) => p !== 'array').join(',') },
   label: { type: 'string', default: 'latest' },
   record: { type: 'string' },
   /** Caps, for a slow controller: jobs of the submit figure, deep-queue jobs (default 2 × devices), seconds the drain may take. */
@@ -41,6 +43,9 @@ const OPTIONS = {
   'out-s': { type: 'string', default: '5' },
   'out-start-s': { type: 'string', default: '120' },
   'lost-hosts': { type: 'string', default: '5' },
+  /** Array figure (issue 33): arrays submitted one after another, and the tasks of each (rc run --array 0-<n-1>). */
+  'array-runs': { type: 'string', default: '7' },
+  'array-size': { type: 'string', default: '10000' },
   'host-timeout-s': { type: 'string', default: '15' },
   /** A folder: the controllers run with --cpu-prof and write their profiles there. */
   profile: { type: 'string' },
@@ -122,7 +127,7 @@ try {
     out.setup.fairShare = { teams: teamCount, tokens: tokenCount, limits: withLimits, ms: Date.now() - t };
     log(`fair share: ${tokenCount} tokens in ${teamCount || 'the default'} team${teamCount === 1 ? '' : 's'}`);
   }
-  const needJobs = ['submit', 'devices', 'grants', 'output', 'lost'].some((p) => only.has(p));
+  const needJobs = ['submit', 'devices', 'grants', 'output', 'lost', 'array'].some((p) => only.has(p));
   if (needJobs) {
     // 8 devices per host (the last host takes the rest), split between the controllers.
     const hostCount = Math.ceil(devices / 8);
@@ -152,6 +157,7 @@ try {
   if (only.has('grants')) await phase('grants', grantsPhase);
   if (only.has('output')) await phase('output', outputPhase);
   if (only.has('lost')) await phase('lost', lostPhase);
+  if (only.has('array')) await phase('array', arrayPhase);
   if (jobFleets.length) {
     await Promise.all(jobFleets.map((f) => f.stop()));
     jobFleets = [];
@@ -209,6 +215,49 @@ async function submitPhase() {
     toExit.push(performance.now() - sent);
   }
   return { jobs: n, submitToStartMs: stats(lat), submitToExitMs: stats(toExit) };
+}
+
+/**
+ * rc run --array 0-<size-1> (issue 33), --array-runs times, one after another:
+ * `submitMs` is POST /api/arrays sent → its 201 received (the array and every
+ * task stored, in one transaction). Each array is killed and has ended before
+ * the next is sent, so each submit meets the same idle fleet; its tasks are
+ * uncapped, so the pass starts granting them as the answer leaves.
+ */
+async function arrayPhase() {
+  const runs = int('array-runs', 1, 100);
+  const size = int('array-size', 1, 10_000);
+  const ms = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    const r = await fetch(`${nextUrl()}/api/arrays`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${rc.clientToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ array: `0-${size - 1}`, job: { argv: ['sim:hold'], submitter: 'bench' } }),
+    });
+    const body = await r.json();
+    ms.push(performance.now() - t);
+    if (r.status !== 201) throw new Error(`POST /api/arrays: ${r.status} ${JSON.stringify(body)}`);
+    const id = body.array.id;
+    const [{ n }] = await sql`select count(*)::int as n from jobs where array_id = ${id}`;
+    if (n !== size) throw new Error(`array ${id} has ${n} tasks, not ${size}`);
+    log(`  array ${i + 1}/${runs}: ${size} tasks in ${Math.round(ms.at(-1))} ms`);
+    const k = await fetch(`${nextUrl()}/api/arrays/${id}/kill`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${rc.clientToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ submitter: 'bench' }),
+    });
+    if (k.status !== 200) throw new Error(`kill ${id}: ${k.status}`);
+    await waitFor(
+      async () => (await sql`select count(*)::int as n from jobs where array_id = ${id} and state in ('queued', 'running')`)[0].n === 0,
+      `array ${id} to end`,
+      300_000,
+    );
+    await waitFor(async () => (await sql`select count(*)::int as n from leases where released_at is null`)[0].n === 0, 'every lease released', 300_000);
+  }
+  const s = [...ms].sort((a, b) => a - b);
+  const p90 = s[Math.min(s.length - 1, Math.floor(0.9 * s.length))];
+  return { arrays: runs, tasks: size, submitMs: { ...stats(ms), p90: round(p90), all: ms.map(round) } };
 }
 
 /**

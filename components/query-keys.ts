@@ -9,6 +9,7 @@ export const keys = {
   samples: (what: string, window: string) => ['samples', what, window] as const,
   jobs: (filter: Record<string, string>) => ['jobs', filter] as const,
   job: (id: string) => ['job', id] as const,
+  array: (id: string) => ['array', id] as const,
   queue: ['queue'] as const,
   holds: ['holds'] as const,
   audit: (filter: Record<string, string>) => ['audit', filter] as const,

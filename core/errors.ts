@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   bad_gpu: 400,
   /** rc run --name: not a valid job name. */
   bad_name: 400,
+  /** rc run --array: a malformed range, a %0 cap, more than 10,000 tasks, an index past 1,000,000 (core/array-spec.ts). */
+  bad_array: 400,
   unauthorized: 401,
   forbidden: 403,
   not_job_owner: 403,
@@ -55,6 +57,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   bad_selector: 'A selector does not parse.',
   bad_gpu: 'A job\'s `gpu` choices do not parse, name a model neither rc nor the fleet knows, or come beside `gpus` or `device` ("GPU choices").',
   bad_name: 'A job\'s `name` is not a job name ("Job names and environments").',
+  bad_array:
+    'An array\'s `array` spec does not parse, has a `%0` cap, names an index twice or past 1,000,000, or more than 10,000 tasks; or its `job` is not a plain `rc run` ("Arrays").',
   bad_env: 'A job\'s `env` has a name that is not an environment variable name, or too many variables, or too many bytes ("Job names and environments").',
   reserved_env:
     "A job's `env` names a variable rc sets itself: `CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER`, `NVIDIA_VISIBLE_DEVICES`, `RC_JOB_ID`, `RC_DEVICES`, `RC_WORKSPACE`, `RC_SCRATCH`, `RC_SHARED`, `RC_SECRETS`.",

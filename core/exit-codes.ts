@@ -51,6 +51,7 @@ export function exitCodeForError(code: string): number {
     case 'reserved_env':
     case 'bad_name':
     case 'bad_gpu':
+    case 'bad_array':
       return EXIT.usage;
     case 'unauthorized':
     case 'forbidden':

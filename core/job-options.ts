@@ -35,6 +35,8 @@ export const RESERVED_ENV = [
   'RC_SECRETS',
   'RC_PREEMPT_FILE',
   'RC_FENCE',
+  'RC_ARRAY_ID',
+  'RC_ARRAY_INDEX',
 ] as const;
 
 export const ENV_MAX_VARS = 128;

@@ -230,8 +230,11 @@ export function budgetRefusal(l: ScopeLimits, use: BudgetUse, refillAt: Date | n
 }
 
 /** The refusal of a job that would wait past a scope's --queued limit, or null. */
-export function queuedRefusal(l: ScopeLimits, queuedNow: number): string | null {
-  if (l.queued === null || queuedNow < l.queued) return null;
+export function queuedRefusal(l: ScopeLimits, queuedNow: number, adding = 1): string | null {
+  if (l.queued === null || queuedNow + adding <= l.queued) return null;
+  // An array (rc run --array) counts every task: it is refused whole.
+  if (adding > 1)
+    return `${scopeWords(l.scope)} has ${queuedNow} jobs waiting and its limit is --queued ${l.queued}: an array of ${adding} tasks would pass it; submit a smaller array, or wait for some to start or end`;
   return `${scopeWords(l.scope)} has ${queuedNow} jobs waiting, its limit (--queued ${l.queued}): wait for one to start or end, or rc kill one you no longer need`;
 }
 

@@ -2,6 +2,7 @@
 // protocol/wire.ts names their input types for the callers. The CLI never
 // imports this file (zod stays out of its bundle).
 import { z } from 'zod';
+import { parseArraySpec } from '../core/array-spec';
 import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
 import { HOST_NAME } from '../core/schedule';
 import { parseGpuChoices } from '../core/gpu-choices';
@@ -183,6 +184,28 @@ export const SubmitJob = z
     }
   });
 export type SubmitJob = z.infer<typeof SubmitJob>;
+
+/**
+ * rc run --array: one submit of many tasks, each a run of `job` (its flags, its command) with
+ * RC_ARRAY_ID and RC_ARRAY_INDEX set. `array` is the spec (core/array-spec.ts: `0-99%8`).
+ * Its issues carry the code bad_array.
+ */
+export const SubmitArray = z
+  .object({
+    array: z.string().max(1000, 'an array spec is at most 1000 characters'),
+    job: SubmitJob,
+  })
+  .strict()
+  .superRefine((a, ctx) => {
+    const say = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message, params: { code: 'bad_array' } });
+    const spec = parseArraySpec(a.array);
+    if (!spec.ok) say(['array'], spec.message);
+    if (a.job.kind !== 'run') say(['job', 'kind'], "an array's tasks are runs of a command: a hold or a terminal is not an array task");
+    if (!a.job.wait) say(['job', 'wait'], 'an array always queues its tasks: drop --no-wait');
+    if (a.job.stdin) say(['job', 'stdin'], "an array's tasks read no stdin: give --no-stdin, or --detach");
+    if (a.job.idempotencyKey !== undefined) say(['job', 'idempotencyKey'], 'an array is submitted once: drop idempotencyKey');
+  });
+export type SubmitArray = z.infer<typeof SubmitArray>;
 
 /** Releasing a hold (its holder, or an admin). */
 export const ReleaseHold = z.object({ submitter: Submitter }).strict();

@@ -10,9 +10,10 @@
 // `Same<…>` lines at the end): change one and the other fails to compile.
 // The CLI imports this file's types only (`import type`): zod stays out of it.
 import { z } from 'zod';
-import { END_CAUSES, JOB_STATES } from '../core/job-state';
+import { END_CAUSES, JOB_STATES, type JobState } from '../core/job-state';
 import { OUTPUT_TRUNCATED_REASONS } from '../core/output-truncated';
 import type {
+  ArrayView,
   AttemptView,
   ChoiceExplanation,
   DeviceDescription,
@@ -90,6 +91,7 @@ const JOB_VIEW = {
   restarts: z.number(),
   preemptible: z.boolean(),
   retryOnPreempt: z.boolean(),
+  array: z.object({ id: z.string(), index: z.number() }).strict().nullable(),
   attempts: z.array(AttemptViewSchema).optional(),
   expiresAt: time.nullable(),
   createdAt: time,
@@ -103,12 +105,51 @@ export const PsEntrySchema = z
   .object({ ...JOB_VIEW, position: z.number().nullable(), waits: z.string().optional(), freesBy: time.nullable().optional() })
   .strict();
 
+/** rc describe <array> --json, and each array of rc ps --json. */
+export const ArrayViewSchema = z
+  .object({
+    id: z.string(),
+    spec: z.string(),
+    size: z.number(),
+    maxRunning: z.number().nullable(),
+    name: z.string().nullable(),
+    submitter: z.string(),
+    argv: z.array(z.string()),
+    createdAt: time,
+    counts: z
+      .object({ ...Object.fromEntries(JOB_STATES.map((s) => [s, z.number()])), waiting: z.number() } as Record<JobState | 'waiting', z.ZodNumber>)
+      .strict(),
+    done: z.boolean(),
+    firstFailure: z
+      .object({
+        jobId: z.string(),
+        index: z.number(),
+        state: jobState,
+        exitCode: z.number().nullable(),
+        cause: endCause.nullable(),
+        reason: z.string().nullable(),
+      })
+      .strict()
+      .nullable(),
+  })
+  .strict();
+
+/** rc run --array --detach --json: the array as submitted (the API's answer). */
+export const ArraySubmittedSchema = z.object({ array: ArrayViewSchema, notices: z.array(z.string()).optional() }).strict();
+
+/** rc describe <array> --json, rc kill <array> --json: the array as it is now. */
+export const OneArraySchema = z.object({ array: ArrayViewSchema }).strict();
+
+/** rc run --array --json (followed) and rc wait <array> --json: the array as it ended, and the code rc exits with. */
+export const JsonArrayExitSchema = z.object({ type: z.literal('array-exit'), array: ArrayViewSchema, exitCode: z.number() }).strict();
+
 /** rc ps --json. */
 export const PsPageSchema = z
   .object({
     jobs: z.array(PsEntrySchema),
     counts: z.object({ running: z.number(), queued: z.number() }).strict(),
     next: z.string().nullable(),
+    arrays: z.array(ArrayViewSchema).optional(),
   })
   .strict();
 
@@ -372,6 +413,7 @@ type Checks = [
   Same<z.infer<typeof JobViewSchema>, JobView>,
   Same<z.infer<typeof PsEntrySchema>, PsEntry>,
   Same<z.infer<typeof PsPageSchema>, PsPage>,
+  Same<z.infer<typeof ArrayViewSchema>, ArrayView>,
   Same<z.infer<typeof HolderSchema>, Holder>,
   Same<z.infer<typeof ReservedForSchema>, ReservedFor>,
   Same<z.infer<typeof GpuViewSchema>, GpuView>,
@@ -392,6 +434,7 @@ type Checks = [
 ];
 /** Fails to compile when a schema above and its wire type part. */
 export const SCHEMAS_MATCH_WIRE: Checks = [
+  true,
   true,
   true,
   true,

@@ -51,6 +51,8 @@ import type {
   SignInBody,
   StreamQuery,
   SubmitJobBody,
+  SubmitArrayBody,
+  ArrayView,
   TokenKind,
   TurnHostOffBody,
   TokenView,
@@ -87,6 +89,9 @@ export const ROUTES = {
   'GET /api/jobs/:id/stream': 'client',
   'GET /api/jobs/:id': 'client',
   'POST /api/jobs/:id/kill': 'client',
+  'POST /api/arrays': 'client',
+  'GET /api/arrays/:id': 'client',
+  'POST /api/arrays/:id/kill': 'client',
   'PUT /api/devices/:name/files': 'client',
   'POST /api/jobs/:id/stdin': 'client',
   'GET /api/devices/:name/files': 'client',
@@ -163,6 +168,12 @@ export interface RouteTypes {
   'GET /api/jobs/:id/stream': { query: StreamQuery; stream: true };
   'GET /api/jobs/:id': { response: { job: JobView } };
   'POST /api/jobs/:id/kill': { body: KillJobBody; response: { job: JobView } };
+  /** rc run --array: the array and every task stored in one transaction (201), all queued; `notices` as for a job. */
+  'POST /api/arrays': { body: SubmitArrayBody; response: { array: ArrayView; notices?: string[] } };
+  /** An array by its id (or its --name): its spec, cap and tasks' counts by state (GET /api/jobs?array= lists the tasks). */
+  'GET /api/arrays/:id': { response: { array: ArrayView } };
+  /** Every task: queued ones cancelled, running ones killed (by the array's submitter or an admin). */
+  'POST /api/arrays/:id/kill': { body: KillJobBody; response: { array: ArrayView } };
   /** The body is the file's bytes (application/octet-stream). */
   'PUT /api/devices/:name/files': { query: CopyQuery; body: Buffer; response: Copied };
   /** The next piece of a job's stdin (rc run reading a pipe); `closed`: send no more. */

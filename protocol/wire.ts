@@ -21,6 +21,7 @@ import type {
   SetTeam,
   SetToken,
   SignIn,
+  SubmitArray,
   SubmitJob,
   TurnHostOff,
   WriteSheet,
@@ -89,6 +90,8 @@ export interface JobView {
   /** rc run --preemptible, --retry-on-preempt. */
   preemptible: boolean;
   retryOnPreempt: boolean;
+  /** A task of an array (rc run --array): the array's id and its index (RC_ARRAY_INDEX); null for other jobs. */
+  array: { id: string; index: number } | null;
   /** The earlier attempts, oldest first, of a job run more than once (GET /api/jobs and GET /api/jobs/:id; absent elsewhere and for a first attempt). */
   attempts?: AttemptView[];
   /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
@@ -111,9 +114,33 @@ export interface AttemptView {
   endedAt: string;
 }
 
+/** An array's tasks by state; `waiting` counts the queued ones its %N cap (or another wait) holds back, `queued` the others. */
+export type ArrayCounts = Record<JobState, number> & { waiting: number };
+
+/** rc run --array: one submit of many tasks (jobs with `array`), at most `maxRunning` running at once. */
+export interface ArrayView {
+  /** `a` and 10 base32 digits. */
+  id: string;
+  /** As submitted: `0-99%8`. */
+  spec: string;
+  size: number;
+  /** The %N cap; null: as many as fit. */
+  maxRunning: number | null;
+  name: string | null;
+  submitter: string;
+  /** The command each task runs. */
+  argv: string[];
+  createdAt: string;
+  counts: ArrayCounts;
+  /** Every task has ended. */
+  done: boolean;
+  /** The lowest-index task that ended other than succeeded (rc run --array and rc wait exit as it did); null: none. */
+  firstFailure: { jobId: string; index: number; state: JobState; exitCode: number | null; cause: EndCause | null; reason: string | null } | null;
+}
+
 /** A line of rc ps: running jobs, then queued ones in the order they will be considered. */
 export interface PsEntry extends JobView {
-  /** Queued jobs: how many are ahead of it (0: next). Running jobs: null. */
+  /** Queued jobs: how many are ahead of it (0: next); in GET /api/ps without tasks=1, arrays' tasks are not counted. Running jobs: null. */
   position: number | null;
   /** A queued job its --gpus limit holds back: `quota: team vision holds 4 of its 4 GPUs …` (absent otherwise). */
   waits?: string;
@@ -561,6 +588,7 @@ export interface Whoami {
 // ---- request bodies and queries --------------------------------------------
 
 export type SubmitJobBody = z.input<typeof SubmitJob>;
+export type SubmitArrayBody = z.input<typeof SubmitArray>;
 export type KillJobBody = z.input<typeof KillJob>;
 export type ReleaseHoldBody = z.input<typeof ReleaseHold>;
 export type ExtendHoldBody = z.input<typeof ExtendHold>;
@@ -587,6 +615,8 @@ export interface JobsQuery {
   since?: string;
   /** `1`: only the jobs submitted with the caller's own token. */
   mine?: '1';
+  /** An array's id (rc jobs --array): its tasks only, by index (`before` is then the task to go on after). */
+  array?: string;
   before?: string;
   limit?: string;
 }
@@ -595,11 +625,16 @@ export interface JobsQuery {
 export interface PsQuery {
   limit?: string;
   after?: string;
+  /** 1: an array's tasks are listed as jobs too (rc ps --tasks); without it, each array is one line of `arrays`. */
+  tasks?: '1';
 }
 
 /** A page of GET /api/ps: its jobs, how many run and wait in all, and the cursor of the next page (null: this is the last). */
 export interface PsPage {
+  /** Without tasks=1, jobs that are no array's task; each array with a task queued or running is a line of `arrays` instead. */
   jobs: PsEntry[];
+  /** The arrays with a task queued or running (absent from an older controller). */
+  arrays?: ArrayView[];
   counts: { running: number; queued: number };
   next: string | null;
 }

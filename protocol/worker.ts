@@ -141,6 +141,8 @@ export interface StartJob {
   seqFrom?: number;
   /** rc run --preemptible: the job's environment names RC_PREEMPT_FILE, where a preemption's notice appears. */
   preemptible?: boolean;
+  /** A task of an array (rc run --array): set as RC_ARRAY_ID and RC_ARRAY_INDEX in its environment. */
+  array?: { id: string; index: number };
   /** Set by the worker itself for its runtime, never sent: RC_PREEMPT_FILE's path as the job sees it. */
   preemptFile?: string;
   /** rc run with a piped standard input: the command's stdin is a pipe that job:stdin writes (else /dev/null). */

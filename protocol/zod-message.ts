@@ -15,7 +15,7 @@ export function zodMessage(error: z.ZodError, say?: (issue: z.core.$ZodIssue, wh
 }
 
 /** The codes a custom issue may carry (protocol/api.ts's checkJobOptions and checkPlacement). */
-const ISSUE_CODES = ['bad_name', 'bad_env', 'reserved_env', 'bad_gpu'] as const;
+const ISSUE_CODES = ['bad_name', 'bad_env', 'reserved_env', 'bad_gpu', 'bad_array'] as const;
 type IssueCode = (typeof ISSUE_CODES)[number];
 
 /**

@@ -13,6 +13,11 @@ import type { LiveChange } from '../protocol/events';
 import type { JobKind } from '../protocol/wire';
 
 export const BUS_CHANNEL = 'rc';
+/**
+ * A poke sent by a statement itself (`pg_notify(BUS_CHANNEL, POKE_FROM_DATABASE)`, at its commit): from no
+ * controller, so every controller's pass looks, the sender's too (a job let into the queue by the database).
+ */
+export const POKE_FROM_DATABASE = JSON.stringify({ from: 'database', m: { t: 'poke' } });
 /** Postgres refuses a payload of 8000 bytes or more. */
 export const MAX_PAYLOAD_BYTES = 7900;
 /** Waits between tries to listen while the database refuses (doubling up to the second). */

@@ -471,6 +471,8 @@ export class Controller {
         void this.scheduler.poke();
       }, 5000),
     );
+    // Repair: an array's task left waiting on its %N cap by a controller that died between a task's end and the release.
+    this.every(5000, () => this.engine.releaseStalledArrays().catch((err: unknown) => log(`releasing arrays' waiting tasks failed: ${String(err)}`)));
     // A device becomes reserved when its job has waited long enough, which no event tells: the pages followed here hear it from this.
     this.every(RESERVATIONS_WATCH_MS, async () => {
       if (!this.live.watched) return;

@@ -118,6 +118,8 @@ export class WorkerHub implements Dispatcher {
     // A later attempt's output follows the earlier attempts' (job_output is numbered per job).
     if (job.outputBase > 0) order.seqFrom = job.outputBase;
     if (job.preemptible) order.preemptible = true;
+    // A task of an array (rc run --array): RC_ARRAY_ID and RC_ARRAY_INDEX, from the row, never from its --env.
+    if (job.arrayId !== null && job.arrayIndex !== null) order.array = { id: job.arrayId, index: job.arrayIndex };
     // Its stdin came from rc run once: a later attempt (a restart) reads /dev/null rather than wait for input nobody sends.
     if (job.stdin && job.attempt === 1) order.stdin = true;
     if (job.kind === 'tty') order.tty = this.tty?.sizeOf(job.id) ?? { cols: 80, rows: 24 };

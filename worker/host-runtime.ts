@@ -95,6 +95,10 @@ export function jobEnv(order: StartJob, base: NodeJS.ProcessEnv = process.env, p
   // Which attempt: clean-up after a worker's restart kills its own attempt, never another worker's attempt of the same job.
   env.RC_FENCE = String(order.fence);
   env.RC_DEVICES = order.devices.map((d) => d.name).join(',');
+  if (order.array) {
+    env.RC_ARRAY_ID = order.array.id;
+    env.RC_ARRAY_INDEX = String(order.array.index);
+  }
   // --preemptible: where a preemption's notice (its deadline) appears, before the SIGTERM.
   if (order.preemptFile) env.RC_PREEMPT_FILE = order.preemptFile;
   if (paths) {

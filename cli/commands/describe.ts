@@ -12,15 +12,19 @@ import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import { age, indent, json, out, shortCommand, table, usage } from '../output';
 import { stateText } from './devices';
+import { parseTaskRef } from '../../core/array-spec';
+import { describeArray, isArrayRef } from './arrays';
 
-export const DESCRIBE_HELP = `usage: rc describe <host:gpuN|job-id|name> [--json]
+export const DESCRIBE_HELP = `usage: rc describe <host:gpuN|job-id|name|array-id|array-id:index> [--json]
 
 Prints the device's state and holder (or, when it is reserved, the queued job
 it is held back for), every label with where it came from and how old it is, the host's usage sheet, and its recent jobs. Read the sheet
 before you use the host: it is the operator talking to you.
 Given a job id or a job name (rc run --name) instead, prints that job: its
 state, name, submitter, command, devices, limits, and the names of the
-variables set with --env (never their values).
+variables set with --env (never their values). Given an array's id, prints
+the array: its spec, its cap and its tasks' counts by state; <array-id>:<index>
+is one of its tasks.
       --json   the API's JSON (docs/api.md, GET /api/devices/:name or GET /api/jobs/:id)
 `;
 
@@ -40,8 +44,9 @@ export async function describe(client: Client, args: readonly string[]): Promise
   }
   if (parsed.rest.length !== 1) usage('rc describe takes one device or job: rc describe host:gpu0, rc describe <job-id|name>');
   const what = parsed.rest[0]!;
-  // A device name has a colon; a job id or name never does (core/job-options.ts).
-  if (!what.includes(':')) {
+  if (isArrayRef(what)) return describeArray(client, what, parsed.flags.has('json'));
+  // A device name has a colon; a job id or name never does (core/job-options.ts); a task is <array-id>:<index>.
+  if (!what.includes(':') || parseTaskRef(what)) {
     const body = await client.call('GET /api/jobs/:id', { id: what });
     if (parsed.flags.has('json')) {
       json(body);
@@ -116,6 +121,7 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
 export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null): string {
   const lines: [string, string][] = [
     ['name', j.name ?? '-'],
+    ...(j.array ? [['array', `${j.array.id}, task ${j.array.index} (RC_ARRAY_INDEX)`] as [string, string]] : []),
     ...(j.comment ? [['comment', j.comment] as [string, string]] : []),
     ['kind', j.kind],
     ['state', j.state + (j.reason ? ` (${j.reason})` : '')],

@@ -33,7 +33,7 @@ function limit(j: JobView, now = Date.now()): string {
 }
 
 export const JOBS_HELP = `usage: rc jobs [--state s1,s2] [--device host:gpuN] [--submitter name] [--name name]
-               [--since 2h|7d|<ISO time>] [--mine] [--limit n] [--json]
+               [--since 2h|7d|<ISO time>] [--mine] [--array id] [--limit n] [--json]
 
 Current and past jobs across the fleet, newest first (50 by default, at most 1000).
 States: queued, running, succeeded, failed, killed, lost, cancelled, preempted.
@@ -42,6 +42,8 @@ States: queued, running, succeeded, failed, killed, lost, cancelled, preempted.
       --since <when>    only jobs created since: a duration back from now (30m, 2h,
                         7d) or an ISO time (2026-05-01, 2026-05-01T12:00Z)
       --mine            only jobs submitted with your token (RC_TOKEN)
+      --array <id>      the tasks of this array (rc run --array), by index; the
+                        NAME column shows <array>:<index>
       --json            { "jobs": [ ... ] } (docs/cli.md, "JSON output")
 `;
 
@@ -56,6 +58,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
       { name: 'name', type: 'string' },
       { name: 'since', type: 'string' },
       { name: 'mine', type: 'boolean' },
+      { name: 'array', type: 'string' },
       { name: 'limit', type: 'string' },
       { name: 'json', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
@@ -66,7 +69,8 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
     out(JOBS_HELP);
     return EXIT.ok;
   }
-  if (parsed.rest.length) usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter, --name, --since, --mine`);
+  if (parsed.rest.length)
+    usage(`rc jobs takes no arguments (got ${parsed.rest[0]}); filter with --state, --device, --submitter, --name, --since, --mine, --array`);
   // Checked here as the controller checks them, so that a mistake is a usage error that sends nothing.
   const limit = intFlag(parsed, 'limit', 1, 1000);
   const name = stringFlag(parsed, 'name');
@@ -75,7 +79,7 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
   const since = stringFlag(parsed, 'since');
   if (since !== undefined && parseSince(since) === null) usage(`--since takes ${SINCE_RULE}; not ${since}`);
   const query: JobsQuery = { name, since, limit: limit === undefined ? undefined : String(limit), mine: parsed.flags.has('mine') ? '1' : undefined };
-  for (const k of ['state', 'device', 'submitter'] as const) query[k] = stringFlag(parsed, k);
+  for (const k of ['state', 'device', 'submitter', 'array'] as const) query[k] = stringFlag(parsed, k);
   const body = await client.call('GET /api/jobs', { query });
   if (parsed.flags.has('json')) {
     json(body);
@@ -91,12 +95,17 @@ export async function jobs(client: Client, args: readonly string[]): Promise<num
         (j.devices ?? []).join(',') || j.device || '-',
         j.submitter,
         `${age(j.createdAt)} ago`,
-        j.name ?? '-',
+        nameOf(j),
         what(j),
       ]),
     ),
   );
   return EXIT.ok;
+}
+
+/** A job's name as the tables show it: an array's task is `<array>:<index>` (what rc logs takes). */
+function nameOf(j: JobView): string {
+  return j.array ? `${j.array.id}:${j.array.index}` : (j.name ?? '-');
 }
 
 /** A job run more than once: which attempt this is, and how each earlier one ended. */
@@ -106,32 +115,34 @@ export function attemptNote(j: JobView): string {
   return ` [attempt ${j.attempt}${earlier ? `; ${earlier}` : ''}]`;
 }
 
-export const PS_HELP = `usage: rc ps [--limit n | --all] [--json]
+export const PS_HELP = `usage: rc ps [--limit n | --all] [--tasks] [--json]
 
 What is running and queued now, whose it is, and each queued job's position
 (0 is next). Running jobs come first; queued jobs are listed in the order
 they will be considered. The table shows the first 500 (--limit n: the
 first n; --all: every one) and says on stderr how many more there are.
 --json lists every one unless --limit is given.
+An array (rc run --array) with tasks left is one line after the jobs, with
+its tasks counted by state; --tasks lists its tasks as jobs too.
 `;
 
 /** Jobs asked for per request: the API's largest page. */
 const PS_PAGE = 5000;
 
 /** The first `want` jobs of GET /api/ps (null: all of them), a page at a time. */
-async function psJobs(client: Client, want: number | null): Promise<PsPage> {
+async function psJobs(client: Client, want: number | null, tasks: boolean): Promise<PsPage> {
   const jobs: PsEntry[] = [];
   let page: PsPage;
   let after: string | undefined;
   do {
     const limit = want === null ? PS_PAGE : Math.min(PS_PAGE, want - jobs.length);
-    page = await client.call('GET /api/ps', { query: { limit: String(limit), after } });
+    page = await client.call('GET /api/ps', { query: { limit: String(limit), after, ...(tasks ? { tasks: '1' as const } : {}) } });
     jobs.push(...page.jobs);
     after = page.next ?? undefined;
   } while (after !== undefined && (want === null || jobs.length < want));
   // A controller from before pages (rc upgraded first) answers every job, with neither counts nor next: all are shown.
   const counts = page.counts ?? { running: jobs.filter((j) => j.state === 'running').length, queued: jobs.filter((j) => j.state === 'queued').length };
-  return { jobs, counts, next: page.next ?? null };
+  return { jobs, counts, next: page.next ?? null, arrays: page.arrays ?? [] };
 }
 
 export async function ps(client: Client, args: readonly string[]): Promise<number> {
@@ -141,6 +152,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
     [
       { name: 'limit', type: 'string' },
       { name: 'all', type: 'boolean' },
+      { name: 'tasks', type: 'boolean' },
       { name: 'json', type: 'boolean' },
       { name: 'help', short: 'h', type: 'boolean' },
     ],
@@ -155,7 +167,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
   const all = parsed.flags.has('all');
   if (all && first !== undefined) usage('rc ps takes --limit or --all, not both');
   const asJson = parsed.flags.has('json');
-  const body = await psJobs(client, all || (asJson && first === undefined) ? null : (first ?? 500));
+  const body = await psJobs(client, all || (asJson && first === undefined) ? null : (first ?? 500), parsed.flags.has('tasks'));
   if (asJson) {
     json(body);
     return EXIT.ok;
@@ -174,7 +186,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
         j.submitter,
         age(j.startedAt ?? j.createdAt),
         limit(j),
-        j.name ?? '-',
+        nameOf(j),
         what(j),
         // Its GPUs' idleness (core/idle.ts): idle 42m, busy, or no GPU signal (a CPU slot).
         j.state === 'running' ? idleText(j.idleS, formatDuration) + (j.idleWarned ? ' (warned)' : '') : '-',
@@ -182,6 +194,28 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       ]),
     ),
   );
+  const arrays = body.arrays ?? [];
+  if (arrays.length)
+    out(
+      `\n${table(
+        ['ARRAY', 'TASKS', 'RUNNING', 'QUEUED', 'DONE', 'FAILED', 'SUBMITTER', 'NAME', 'COMMAND'],
+        arrays.map((a) => {
+          const c = a.counts;
+          const bad = c.failed + c.killed + c.cancelled + c.lost + c.preempted;
+          return [
+            a.id,
+            `${a.size}${a.maxRunning === null ? '' : ` (%${a.maxRunning})`}`,
+            String(c.running),
+            String(c.queued + c.waiting),
+            String(c.succeeded),
+            String(bad),
+            a.submitter,
+            a.name ?? '-',
+            shortCommand(a.argv, 50),
+          ];
+        }),
+      )}`,
+    );
   if (body.next !== null) {
     const { running, queued } = body.counts;
     const more = running + queued - body.jobs.length;

@@ -17,6 +17,8 @@ import { jsonEventOf, outputLine } from '../json-stream';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 import { localClock, untilText } from '../../core/until-text';
+import { parseArraySpec } from '../../core/array-spec';
+import { runArray } from './arrays';
 
 export const RUN_HELP = `usage: rc run [flags] -- <command> [args...]
 
@@ -77,6 +79,17 @@ matching device is busy.
       --no-stdin            the job reads nothing (/dev/null) even when rc's stdin is a
                             pipe or a file; without it, a piped stdin reaches the job
                             and its end is the job's end of file (as with srun, ssh)
+      --array <spec>        an array: one task per index, each a run of the command
+                            with RC_ARRAY_ID and RC_ARRAY_INDEX set: 0-99, 1,5,7,
+                            0-20:2 (every 2nd), or a mix (0-9,20,30-40:5); %N runs
+                            at most N at once (0-99%8). At most 10,000 tasks,
+                            indexes up to 1,000,000. Prints the array's id; without
+                            --detach follows it, a line each time its counts
+                            change, and exits 0 when every task succeeded, else as
+                            rc run would for the lowest-index task that did not
+                            (its command's code; 200 and up when rc ended it).
+                            --name names the array; rc logs <array>:<index> shows a
+                            task's output, rc jobs --array <array> lists them
       --explain             print which devices match, how many are free (a device
                             reserved for a queued job is not) and how deep their
                             queue is, and why the others do not match; then exit
@@ -97,6 +110,7 @@ export const RUN_SPECS: FlagSpec[] = [
   { name: 'env', type: 'string', repeat: true },
   { name: 'explain', type: 'boolean' },
   { name: 'json', type: 'boolean' },
+  { name: 'array', type: 'string' },
   { name: 'detach', type: 'boolean' },
   { name: 'no-stdin', type: 'boolean' },
   { name: 'tty', short: 't', type: 'boolean' },
@@ -149,6 +163,14 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   };
   if (tty && parsed.flags.has('detach')) usage('--detach is for jobs with stored output: a terminal (--tty) needs you attached');
   if (tty && parsed.flags.has('json')) usage('--json is for jobs with stored output: a terminal (--tty) is a screen, not lines');
+  const array = stringFlag(parsed, 'array');
+  if (array !== undefined) {
+    if (tty) usage('--array runs commands with stored output: a terminal (--tty) is not an array task');
+    if (body.wait === false) fail('bad_array', 'an array always queues its tasks: drop --no-wait', EXIT.usage);
+    const spec = parseArraySpec(array);
+    if (!spec.ok) fail('bad_array', spec.message, EXIT.usage);
+    return runArray(client, array, body, parsed.flags.has('detach'), parsed.flags.has('json'));
+  }
   if (tty) return runTtyJob(client, body);
   // A terminal opens on its socket once and is not sent again; a submit may be (resending), so it carries a key.
   body.idempotencyKey = idempotencyKey();

@@ -6,6 +6,7 @@ import { registerFileRoutes } from './routes/files';
 import { registerFleetRoutes } from './routes/fleet';
 import { registerHoldRoutes } from './routes/holds';
 import { registerInstallRoutes } from './routes/install';
+import { registerArrayRoutes } from './routes/arrays';
 import { registerJobRoutes } from './routes/jobs';
 import { registerSessionRoutes } from './routes/session';
 import type { ApiDeps } from './route-deps';
@@ -16,6 +17,7 @@ export type { ApiDeps };
 export function registerApi(router: Router, c: ApiDeps): void {
   registerFleetRoutes(router, c);
   registerJobRoutes(router, c);
+  registerArrayRoutes(router, c);
   registerFileRoutes(router, c);
   registerHoldRoutes(router, c);
   registerInstallRoutes(router);

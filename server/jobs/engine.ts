@@ -6,7 +6,7 @@
 // watchdogs, the reaper, rc cp) only parse, check who asks, and call one of
 // these. docs/architecture.md lists where each transition lives.
 import { ended, type Ending, outcome, type StopCause, type StopRequest, step } from '../../core/job-state';
-import type { SubmitJob } from '../../protocol/api';
+import type { SubmitArray, SubmitJob } from '../../protocol/api';
 import type { KillJobOrder, Quarantine, StdinOp, StdinReply } from '../../protocol/worker';
 import type { Identity } from '../auth';
 import { BUS_CHANNEL } from '../bus';
@@ -15,7 +15,11 @@ import type { JobEvents } from '../job-events';
 import { type BatchClaimed, claimBatch, type PlannedClaim } from './claim';
 import { type CopyDevice, takeCopyLease } from './copy-lease';
 import { type EndWhere, endJob } from './finish';
+import { releaseStalledArrays } from './array-slots';
+import type { ArrayRow } from './find';
 import { extendHold } from './hold';
+import { killArray } from './kill-array';
+import { type ArraySubmitted, submitArray } from './submit-array';
 import type { JobRow } from './job-view';
 import { killJob, stopJob } from './kill';
 import { RunningHere } from './running-here';
@@ -71,6 +75,16 @@ export class JobEngine {
   /** Submit: stored, started at once on a free device or queued (server/jobs/start.ts). */
   submit(identity: Identity, body: SubmitJob, attach: (job: JobRow, position: number, notices: string[]) => void): Promise<Started> {
     return startJob({ ...this.deps.start(), sql: this.deps.sql, events: this.deps.events }, identity, body, attach);
+  }
+
+  /** rc run --array: the array and its tasks stored at once, all queued (server/jobs/submit-array.ts). */
+  submitArray(identity: Identity, body: SubmitArray): Promise<ArraySubmitted> {
+    return submitArray({ ...this.deps.start(), sql: this.deps.sql, events: this.deps.events }, identity, body);
+  }
+
+  /** rc kill <array>: every task, by the array's submitter or an admin, audited once. */
+  killArray(identity: Identity, array: ArrayRow, submitter: string): Promise<number> {
+    return killArray(this.deps, identity, array, submitter);
   }
 
   /** rc kill, rc release: by its submitter or an admin, audited. */
@@ -168,6 +182,11 @@ export class JobEngine {
   /** A queued job ended without running (its --timeout), or any job ended with this end. */
   end(jobId: string, end: Ending, where: EndWhere): Promise<(JobRow & { again?: boolean }) | null> {
     return endJob(this.deps, jobId, end, where);
+  }
+
+  /** The repair sweep of arrays' caps: tasks waiting on a cap with room under it are let in (and every pass woken). Returns how many. */
+  async releaseStalledArrays(): Promise<number> {
+    return (await releaseStalledArrays(this.deps.sql)).length;
   }
 
   /** A host stopped answering: its running jobs are lost (or queued again, --restarts), their leases kept. Returns how many. */

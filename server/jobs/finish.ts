@@ -9,6 +9,7 @@
 import type { EndCause, Ending, JobState } from '../../core/job-state';
 import { retryDeadlock, type Sql } from '../db';
 import type { JobEvents } from '../job-events';
+import { releaseArraySlots } from './array-slots';
 import type { JobRow } from './job-view';
 
 export interface EndDeps {
@@ -125,6 +126,11 @@ export async function endJobs(deps: EndDeps, ends: readonly JobEnd[], where: Pic
       where ${!where.keepLeases} and leases.job_id = cur.id and leases.released_at is null and (leases.fence = cur.fence or leases.fence is null)
     )
     select * from j`,
+  );
+  // rc run --array: an ended task may make room under its array's %N cap (a statement of its own, after the end's commit).
+  await releaseArraySlots(
+    deps.sql,
+    rows.filter((r) => !r.again).map((r) => r.arrayId),
   );
   return rows.map((row) => {
     const { attemptState, attemptCause, attemptReason, ...ended } = row;

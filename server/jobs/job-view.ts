@@ -58,6 +58,7 @@ export function jobView(j: JobRow): JobView {
     restarts: j.restarts,
     preemptible: j.preemptible,
     retryOnPreempt: j.retryOnPreempt,
+    array: j.arrayId !== null && j.arrayIndex !== null ? { id: j.arrayId, index: j.arrayIndex } : null,
     expiresAt: j.expiresAt?.toISOString() ?? null,
     createdAt: j.createdAt.toISOString(),
     startedAt: j.startedAt?.toISOString() ?? null,

@@ -4,6 +4,7 @@ import { RcError } from '../../core/errors';
 import type postgres from 'postgres';
 import type { Sql } from '../db';
 import { JOB_STATES } from '../../core/job-state';
+import { ARRAY_ID } from '../../core/array-spec';
 import { JOB_ID, jobNameProblem } from '../../core/job-options';
 import { parseSince, SINCE_RULE } from '../../core/since';
 import { JOB_KINDS } from '../../db/schema';
@@ -28,6 +29,8 @@ export interface JobFilter {
   since: Date | null;
   /** Only jobs submitted with this token (rc jobs --mine: the caller's own). */
   tokenId: number | null;
+  /** An array's tasks only (rc jobs --array), by index. */
+  array: string | null;
   /** A job's id: only jobs submitted before it (a page further back). */
   before: string | null;
   limit: number;
@@ -62,6 +65,9 @@ export function parseJobFilter(query: URLSearchParams, callerTokenId: number): J
   const mine = query.get('mine') || null;
   if (mine !== null && mine !== '1')
     throw new RcError('bad_request', `mine: 1 (only your token's jobs), or leave it out; not ${JSON.stringify(mine.slice(0, 20))}`);
+  const array = query.get('array') || null;
+  if (array !== null && !ARRAY_ID.test(array))
+    throw new RcError('bad_request', `array: an array's id (a and 10 base32 digits, as rc run --array prints), not ${JSON.stringify(array.slice(0, 50))}`);
   return {
     states,
     kinds,
@@ -70,12 +76,13 @@ export function parseJobFilter(query: URLSearchParams, callerTokenId: number): J
     name,
     since,
     tokenId: mine === '1' ? callerTokenId : null,
+    array,
     before,
     limit,
   };
 }
 
-/** Newest first; `before` pages back from a job (by submission order, along jobs_seq_idx). */
+/** Newest first; `before` pages back from a job (by submission order, along jobs_seq_idx). An array's tasks come by index, `before` then the task the page goes on after. */
 export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
   let beforeSeq: number | null = null;
   if (f.before !== null) {
@@ -93,8 +100,9 @@ export async function listJobs(sql: Sql, f: JobFilter): Promise<JobView[]> {
       ${f.name === null ? sql`` : sql`and name = ${f.name}`}
       ${f.since === null ? sql`` : sql`and created_at >= ${f.since.toISOString()}::timestamptz`}
       ${f.tokenId === null ? sql`` : sql`and token_id = ${f.tokenId}`}
-      ${beforeSeq === null ? sql`` : sql`and seq < ${beforeSeq}`}
-    order by seq desc limit ${f.limit}`;
+      ${f.array === null ? sql`` : sql`and array_id = ${f.array}`}
+      ${beforeSeq === null ? sql`` : f.array === null ? sql`and seq < ${beforeSeq}` : sql`and seq > ${beforeSeq}`}
+    order by ${f.array === null ? sql`seq desc` : sql`array_index`} limit ${f.limit}`;
   return withAttempts(sql, rows);
 }
 
@@ -115,6 +123,8 @@ export async function withAttempts(sql: Sql, rows: readonly JobRow[]): Promise<J
 export interface PsPageQuery {
   limit: number;
   after: PsCursor | null;
+  /** Array tasks listed as jobs too (rc ps --tasks); false: left out, each array is one line (GET /api/ps's `arrays`). */
+  tasks?: boolean;
 }
 
 /** Where a page ended: its last job's place in the listing (running jobs first, each part in queue order). */
@@ -146,8 +156,11 @@ export function parsePsQuery(query: URLSearchParams): PsPageQuery {
   const limit = Number(limitText);
   if (!/^\d{1,6}$/.test(limitText) || limit < 1 || limit > PS_MAX_LIMIT)
     throw new RcError('bad_request', `limit must be a whole number from 1 to ${PS_MAX_LIMIT}, not ${JSON.stringify(limitText.slice(0, 20))}`);
+  const tasksText = query.get('tasks');
+  if (tasksText !== null && tasksText !== '1') throw new RcError('bad_request', 'tasks: 1 (list the tasks of arrays as jobs too), or leave it out');
+  const tasks = tasksText === '1';
   const afterText = query.get('after');
-  if (afterText === null) return { limit, after: null };
+  if (afterText === null) return { limit, after: null, tasks };
   const m = PS_CURSOR.exec(afterText);
   const priority = Number(m?.[2]);
   if (!m || priority < -10 || priority > 10)
@@ -157,6 +170,7 @@ export function parsePsQuery(query: URLSearchParams): PsPageQuery {
     );
   return {
     limit,
+    tasks,
     after: { part: m[1] as 'r' | 'q', priority, requeuedUs: m[3] === '-' ? null : Number(m[3]), seq: Number(m[4]), fairRank: Number(m[5] ?? 0) },
   };
 }
@@ -204,13 +218,15 @@ export async function listActive(
   type Row = JobRow & { part: 'r' | 'q'; requeuedUs: number | null; fairRank: number };
   const [rows, [counts], [ahead]] = await sql.begin('isolation level repeatable read read only', (tx) => {
     const order = tx.unsafe(FAIR_ORDER_COLUMNS);
+    // Without tasks, an array's tasks are left out here (and from the positions): the array is one line instead.
+    const noTasks = q.tasks ? tx`` : tx`and array_id is null`;
     const part = (state: 'running' | 'queued', from: PsCursor | null) => {
       // Running jobs are listed in the queue's own order, fair share aside.
       const r = state === 'queued' ? ranks : null;
       return tx`
       (select jobs.*, ${state === 'running' ? 'r' : 'q'}::text as part, (extract(epoch from requeued_at) * 1000000)::bigint as requeued_us,
          ${fairRankOf(tx, r)} as fair_rank
-       from jobs ${fairJoin(tx, r)} where state = ${state} ${from ? tx`and ${afterCursor(tx, from, fairRankOf(tx, r))}` : tx``}
+       from jobs ${fairJoin(tx, r)} where state = ${state} ${from ? tx`and ${afterCursor(tx, from, fairRankOf(tx, r))}` : tx``} ${noTasks}
        order by ${order} limit ${n})`;
     };
     // 'r' sorts after 'q': the running part first is `order by part desc`.
@@ -224,7 +240,7 @@ export async function listActive(
       // Queued jobs up to the cursor: the position of the page's first queued job.
       after?.part === 'q'
         ? tx<{ n: number }[]>`
-            select count(*)::int as n from jobs ${fairJoin(tx, ranks)} where state = 'queued' and not ${afterCursor(tx, after, fairRankOf(tx, ranks))}`
+            select count(*)::int as n from jobs ${fairJoin(tx, ranks)} where state = 'queued' ${noTasks} and not ${afterCursor(tx, after, fairRankOf(tx, ranks))}`
         : tx<{ n: number }[]>`select 0 as n`,
     ] as const;
   });

@@ -13,7 +13,8 @@ import type { Sql } from '../db';
 
 /** What a submit knows besides its body: the job's id, who sent it, and the body's parsed forms. */
 export interface SubmitContext {
-  id: string;
+  /** The job's id, or (an array's tasks, server/jobs/submit-array.ts) the expression that gives each row's. */
+  id: string | PendingQuery<Row[]>;
   identity: Identity;
   selectorText: string;
   choices: GpuChoice[] | null;

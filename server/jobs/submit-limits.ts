@@ -43,18 +43,18 @@ export async function admit(sql: Sql, tokenId: number, ask: Ask): Promise<Admitt
 
 /**
  * Queues a job (`insert`) unless a scope's --queued limit is reached
- * (`over_limit`). Each such scope's count is taken under a transaction-level
+ * (`over_limit`); `adding` jobs at once (an array's tasks) are refused whole. Each such scope's count is taken under a transaction-level
  * advisory lock of that scope, so two submits at the limit cannot both pass;
  * with no --queued limit it is the plain insert.
  */
-export async function queueWithinLimits<T>(sql: Sql, scopes: readonly ScopeLimits[], insert: (tx: Runner) => Promise<T>): Promise<T> {
+export async function queueWithinLimits<T>(sql: Sql, scopes: readonly ScopeLimits[], insert: (tx: Runner) => Promise<T>, adding = 1): Promise<T> {
   const limited = scopes.filter((l) => l.queued !== null);
   if (!limited.length) return insert(sql);
   return sql.begin(async (tx) => {
     // Locks in one order (team before token, as limitsFor reads them): two submits never wait on each other crosswise.
     for (const l of limited) {
       await tx`select pg_advisory_xact_lock(${QUEUED_LOCK}, hashtext(${l.scope.kind === 'team' ? `team:${l.scope.team}` : `token#${l.scope.tokenId}`}))`;
-      const refusal = queuedRefusal(l, await queuedNow(tx, l.scope));
+      const refusal = queuedRefusal(l, await queuedNow(tx, l.scope), adding);
       if (refusal) throw new RcError('over_limit', refusal);
     }
     return insert(tx);

@@ -16,7 +16,7 @@ import { isKeyConflict, targetsOf, withLeases, type Target } from './claim';
 import type { JobRow } from './job-view';
 import { holderOf } from './holder';
 import { submitColumns } from './submit-columns';
-import { admit, queueWithinLimits } from './submit-limits';
+import { type Admitted, admit, queueWithinLimits } from './submit-limits';
 
 const NO_LIMITS: RuntimeLimits = { defaultS: null, maxS: null };
 
@@ -93,8 +93,23 @@ async function priorSubmit(sql: Sql, identity: Identity, body: SubmitJob): Promi
   return { job, position, targets: null, announced: false, replayed: true };
 }
 
-/** Validates the job against the fleet and stores it: started at once where it can, else queued. */
-async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts: SubmitOptions): Promise<Submitted> {
+/** A submit checked against the fleet and its token's limits: what store() and an array's submit (server/jobs/submit-array.ts) store. */
+export interface Checked {
+  /** The body with its --max-runtime as bounded by the fleet's and the limits' ceilings. */
+  body: SubmitJob;
+  selectorText: string;
+  choices: GpuChoice[] | null;
+  ways: Way[];
+  limits: Admitted;
+  notices: { notices?: string[] };
+}
+
+/**
+ * Validates a submit against the fleet (the selector, -d, --gpu, quarantined
+ * devices) and its token's and team's limits (all but --queued, checked where it
+ * is queued): refused with the error that says why, else what to store.
+ */
+export async function checkSubmit(deps: SubmitDeps, identity: Identity, body: SubmitJob): Promise<Checked> {
   const { sql, inventory } = deps;
   const runtime = boundRuntime(body.kind, body.maxRuntimeS, deps.runtimeLimits ?? NO_LIMITS);
   if (!runtime.ok) throw new RcError('bad_request', runtime.message);
@@ -134,6 +149,14 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
   });
   body = { ...body, maxRuntimeS: limits.maxRuntimeS };
   const notices = limits.notice ? { notices: [limits.notice] } : {};
+  return { body, selectorText, choices, ways, limits, notices };
+}
+
+/** Validates the job against the fleet and stores it: started at once where it can, else queued. */
+async function store(deps: SubmitDeps, identity: Identity, asked: SubmitJob, opts: SubmitOptions): Promise<Submitted> {
+  const { sql, inventory } = deps;
+  const { body, selectorText, choices, ways, limits, notices } = await checkSubmit(deps, identity, asked);
+  const wanted = body.device ?? null;
   const id = newJobId();
   // Only the free ones can start it now (a new job has waited nothing: no reservation is made for it).
   const asQueued: QueuedJob = {
@@ -177,7 +200,7 @@ async function store(deps: SubmitDeps, identity: Identity, body: SubmitJob, opts
 }
 
 /** One way a new job may be placed (its --gpu choice, or its selector and --gpus), what it matches, and whether it could ever start. */
-interface Way {
+export interface Way {
   label: string;
   terms: readonly SelectorTerm[];
   gpus: number;

@@ -13,16 +13,19 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { z } from 'zod';
 import {
+  ArraySubmittedSchema,
   CopiedFileSchema,
   DeviceDescriptionSchema,
   DeviceListSchema,
   ExplanationSchema,
   JobListSchema,
+  JsonArrayExitSchema,
   JsonErrorSchema,
   JsonExitSchema,
   JsonHoldLineSchema,
   JsonNoticeSchema,
   JsonStreamLineSchema,
+  OneArraySchema,
   OneJobSchema,
   PsPageSchema,
   SubmittedSchema,
@@ -278,4 +281,29 @@ test('rc logs --tail n: the last n lines (--json with their offsets); with -f it
     assert.equal(b.code, 2, bad);
     assert.match(b.stderr, /^rc: usage: --tail must be a whole number from 0 to 100000/, bad);
   }
+});
+
+test('rc run --array, rc describe, rc wait and rc kill of an array: each --json parses with its schema', async () => {
+  const submitted = one(
+    ArraySubmittedSchema,
+    await stack.cli(['run', '--array', '0-2', '--detach', '--json', '--', 'sh', '-c', 'exit $RC_ARRAY_INDEX']),
+    'run --array --detach',
+  );
+  const id = submitted.array.id;
+  assert.equal(submitted.array.size, 3);
+  // Task 1 exits 1 and task 2 exits 2: the array exits as its lowest-index failure, task 1.
+  const waited = await stack.cli(['wait', id, '--json']);
+  assert.equal(waited.code, 1, waited.stderr);
+  const end = JsonArrayExitSchema.parse(JSON.parse(waited.stdout), { reportInput: true });
+  assert.equal(end.exitCode, 1);
+  assert.equal(end.array.firstFailure?.index, 1);
+  assert.equal(one(OneArraySchema, await stack.cli(['describe', id, '--json']), 'describe an array').array.counts.succeeded, 1);
+  // A followed array: one array-exit line, no progress text.
+  const followed = await stack.cli(['run', '--array', '0-1', '--json', '--', 'true']);
+  assert.equal(followed.code, 0, followed.stderr);
+  assert.equal(JsonArrayExitSchema.parse(JSON.parse(followed.stdout)).exitCode, 0);
+  assert.equal(followed.stderr, '');
+  const sleepers = one(ArraySubmittedSchema, await stack.cli(['run', '--array', '0-3%1', '--detach', '--json', '--', 'sleep', '30']), 'run --array %1');
+  const killed = one(OneArraySchema, await stack.cli(['kill', sleepers.array.id, '--json']), 'kill an array');
+  assert.equal(killed.array.id, sleepers.array.id);
 });

@@ -50,7 +50,9 @@ test('only server/jobs/ writes jobs, leases and job_attempts', () => {
 const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   engine: ['JobEngine'],
   'job-view': ['jobView', 'attemptView'],
-  find: ['findJob'],
+  find: ['findJob', 'findArray', 'arrayTaskIds'],
+  // An array as answers show it, and which arrays have tasks left (reads).
+  'array-view': ['arrayViews', 'activeArrayIds'],
   list: ['listJobs', 'listActive', 'parseJobFilter', 'parsePsQuery', 'withAttempts'],
   idle: ['withIdle', 'loadIdle'],
   holder: ['holderOf'],

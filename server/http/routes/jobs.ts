@@ -3,6 +3,7 @@ import { readStdinPiece } from '../../jobs/stdin';
 import { defaultedRuntimeNotice, type RuntimeLimits } from '../../../core/runtime-limit';
 import { RcError } from '../../../core/errors';
 import { Submitter } from '../../../protocol/api';
+import { activeArrayIds, arrayViews } from '../../jobs/array-view';
 import { findJob } from '../../jobs/find';
 import { type JobRow, jobView } from '../../jobs/job-view';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
@@ -74,9 +75,10 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/jobs', async ({ query, identity }) => ({ jobs: await listJobs(sql, parseJobFilter(query, identity.tokenId)) }));
 
-  router.on('GET /api/ps', async ({ query }) =>
-    listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view(), () => c.inventory.rows()),
-  );
+  router.on('GET /api/ps', async ({ query }) => {
+    const page = await listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view(), () => c.inventory.rows());
+    return { ...page, arrays: await arrayViews(sql, await activeArrayIds(sql)) };
+  });
 
   // Stored output as a frame stream; ?follow=1 keeps streaming until the job ends (rc logs -f, rc attach).
   router.on('GET /api/jobs/:id/stream', async ({ params, query, res }) => {
