@@ -21,8 +21,12 @@ export function QueueView() {
         {q.data?.jobs.map((j) => (
           <li key={j.id} data-job={j.id} className="rounded-lg border border-zinc-200 bg-white p-3 shadow-sm">
             <div className="flex flex-wrap items-center gap-x-3 gap-y-1">
-              <span className="w-10 text-lg font-semibold tabular-nums text-zinc-500" title={`${j.position} ahead of it`}>
-                #{j.position + 1}
+              {/* A job that waits on other jobs or a retry delay has no place in line yet. */}
+              <span
+                className="w-10 text-lg font-semibold tabular-nums text-zinc-500"
+                title={j.position === null ? 'not in line yet' : `${j.position} ahead of it`}
+              >
+                {j.position === null ? '–' : `#${j.position + 1}`}
               </span>
               <Link href={`/jobs/${encodeURIComponent(j.id)}`} className="font-mono text-sm text-sky-800 hover:underline">
                 {j.id}

@@ -86,6 +86,9 @@ export interface ControllerOptions {
   sampleRetention?: SampleRetention;
 }
 
+/** How often the sweep of waiting jobs runs (JobEngine.settleWaits): a missed release waits at most this long. */
+const WAITS_SWEEP_MS = 2000;
+
 export class Controller {
   readonly db: Db;
   readonly sql: Sql;
@@ -243,6 +246,7 @@ export class Controller {
       changed: (host) => live.changed({ what: 'devices', host }),
       freed: () => this.scheduler.pokeIfQueued(),
       quarantine: quarantines.quarantine,
+      released: () => void this.scheduler.pokeAll(),
     });
     this.hub = new WorkerHub({
       engine: this.engine,
@@ -461,6 +465,17 @@ export class Controller {
         pruneGpuSamples(this.sql, this.opts.sampleRetention).catch((err: unknown) => log(`pruning GPU samples failed: ${String(err)}`));
         this.calls.prune().catch((err: unknown) => log(`pruning file steps: ${String(err)}`));
       }, 600_000),
+    );
+    // Waiting jobs (server/jobs/waits.ts): the sweep that repairs a release an end's controller missed, and wakes
+    // at the next --retry-delay's end (rather than a fast poll) when that comes before its next tick.
+    this.every(WAITS_SWEEP_MS, () =>
+      this.engine
+        .settleWaits()
+        .then((nextMs) => (nextMs === null ? null : Math.max(nextMs, 20)))
+        .catch((err: unknown) => {
+          log(`settling waiting jobs failed: ${String(err)}`);
+          return null;
+        }),
     );
     // Fair share's ended leases into token_use, whether or not a read asked (a read asks when many wait): the reads stay small.
     this.every(FAIR_SHARE_CHARGE_MS, () => this.fairShare.charge());

@@ -34,6 +34,7 @@ import { runningOnHost } from './sql/running-on-host';
 import { stopForPreemption } from './sql/stop-for-preemption';
 import { type StartDeps, type Started, startJob } from './start';
 import { type StdinPiece, writeJobStdin } from './stdin';
+import { sweepWaits } from './waits';
 import { WorkerReports } from './worker-reports';
 
 export interface EngineDeps {
@@ -54,6 +55,8 @@ export interface EngineDeps {
   freed: () => void;
   /** Quarantines a device of a host (a report of its worker's). */
   quarantine: (hostName: string, q: Quarantine) => Promise<void>;
+  /** Queued jobs left their wait (dependencies met, a retry delay over): every controller's pass should look. */
+  released?: () => void;
 }
 
 export class JobEngine {
@@ -155,6 +158,15 @@ export class JobEngine {
   /** A queued job ended without running (its --timeout), or any job ended with this end. */
   end(jobId: string, end: Ending, where: EndWhere): Promise<(JobRow & { again?: boolean }) | null> {
     return endJob(this.deps, jobId, end, where);
+  }
+
+  /**
+   * The repair sweep of waiting jobs (server/jobs/waits.ts): dependencies an
+   * end's own follow-up missed (its controller died), and --retry-delay waits
+   * that are over. Returns when the next retry delay is over (ms; null: none).
+   */
+  async settleWaits(): Promise<number | null> {
+    return (await sweepWaits(this.deps)).nextRetryMs;
   }
 
   /** A host stopped answering: its running jobs are lost (or queued again, --restarts), their leases kept. Returns how many. */

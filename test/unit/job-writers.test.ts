@@ -67,6 +67,8 @@ const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   'sql/queue-head': ['queueHead', 'anyPreemptibleRunning', 'preemptibleRunning'],
   // The heartbeat's one statement keeps the leases' idle streaks: the fragment is the engine's, the statement the heartbeat's.
   'sql/lease-idle-streaks': ['leaseIdleStreaks'],
+  // What waiting jobs wait on, in words, and a job's dependencies (reads only).
+  'wait-texts': ['waitTexts', 'dependencyViews'],
 };
 
 /** Each value imported from server/jobs/ outside it that is not in CALLABLE_OUTSIDE. */

@@ -1,0 +1,8 @@
+// A submitted job's --after / --after-any jobs, stored beside it (job_deps).
+import type { Runner } from '../../limits';
+
+export async function insertDependencies(tx: Runner, jobId: string, deps: readonly { id: string; any: boolean }[]): Promise<void> {
+  await tx`
+    insert into job_deps (job_id, after_id, any)
+    select ${jobId}, d.id, d.any from unnest(${deps.map((d) => d.id)}::text[], ${deps.map((d) => d.any)}::boolean[]) as d(id, any)`;
+}
