@@ -13,7 +13,7 @@ export interface DependencyRow {
 
 export function dependenciesOf(sql: Sql, jobIds: readonly string[]): Promise<DependencyRow[]> {
   return sql<DependencyRow[]>`
-    select d.job_id, d.after_id, d.any, coalesce(a.state, 'cancelled') as state, a.exit_code, a.end_cause as cause
+    select d.job_id, d.after_id, d."any", coalesce(a.state, 'cancelled') as state, a.exit_code, a.end_cause as cause
     from job_deps d left join jobs a on a.id = d.after_id
     where d.job_id = any(${jobIds as string[]}::text[])
     order by d.job_id, a.seq nulls last`;

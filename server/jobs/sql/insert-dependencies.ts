@@ -1,8 +1,9 @@
 // A submitted job's --after / --after-any jobs, stored beside it (job_deps).
 import type { Runner } from '../../limits';
 
+// The flags travel as text: the driver sends a boolean array as one boolean.
 export async function insertDependencies(tx: Runner, jobId: string, deps: readonly { id: string; any: boolean }[]): Promise<void> {
   await tx`
-    insert into job_deps (job_id, after_id, any)
-    select ${jobId}, d.id, d.any from unnest(${deps.map((d) => d.id)}::text[], ${deps.map((d) => d.any)}::boolean[]) as d(id, any)`;
+    insert into job_deps (job_id, after_id, "any")
+    select ${jobId}, d.id, d.flag::boolean from unnest(${deps.map((d) => d.id)}::text[], ${deps.map((d) => (d.any ? 't' : 'f'))}::text[]) as d(id, flag)`;
 }

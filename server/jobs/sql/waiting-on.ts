@@ -31,11 +31,11 @@ export function waitingOn(sql: Sql, of: { ended: readonly string[] } | { jobs: r
           sql`select j.id from jobs j where j.state = 'queued' and j.waits = 'after'
             and (not exists (select 1 from job_deps d join jobs a on a.id = d.after_id where d.job_id = j.id and a.state in ('queued', 'running'))
               or exists (select 1 from job_deps d left join jobs a on a.id = d.after_id
-                         where d.job_id = j.id and not d.any and (a.id is null or a.state not in ('queued', 'running', 'succeeded'))))
+                         where d.job_id = j.id and not d."any" and (a.id is null or a.state not in ('queued', 'running', 'succeeded'))))
             limit ${SWEEP_MAX}`;
   return sql<WaitingOnRow[]>`
     with w as (${which})
-    select d.job_id, d.after_id, d.any, coalesce(a.state, 'cancelled') as state, a.exit_code, a.end_cause as cause
+    select d.job_id, d.after_id, d."any", coalesce(a.state, 'cancelled') as state, a.exit_code, a.end_cause as cause
     from job_deps d join w on w.id = d.job_id left join jobs a on a.id = d.after_id
     order by d.job_id, d.after_id`;
 }
