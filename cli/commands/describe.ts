@@ -162,14 +162,14 @@ export function renderJob(j: JobView, now = Date.now()): string {
     text += '\nEARLIER ATTEMPTS\n';
     text += indent(
       table(
-        ['#', 'STATE', 'CAUSE', 'EXIT', 'HOST', 'DEVICES', 'ENDED', 'REASON'],
+        ['#', 'STATE', 'CAUSE', 'HOST', 'DEVICES', 'EXIT', 'ENDED', 'REASON'],
         j.attempts.map((a) => [
           String(a.attempt),
           a.state,
           a.cause,
-          a.exitCode === null ? '-' : String(a.exitCode),
           a.host ?? '-',
           (a.devices ?? []).join(',') || '-',
+          a.exitCode === null ? '-' : String(a.exitCode),
           `${age(a.endedAt, now)} ago`,
           a.reason ?? '-',
         ]),

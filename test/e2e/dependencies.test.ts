@@ -123,7 +123,7 @@ test('--retries 2: a command that fails twice then succeeds runs three attempts;
   );
   const described = await stack.cli(['describe', id]);
   assert.match(described.stdout, /retries 2 of 2 used/);
-  assert.match(described.stdout, /EARLIER ATTEMPTS[\s\S]*1\s+failed\s+exit\s+5/);
+  assert.match(described.stdout, /EARLIER ATTEMPTS[\s\S]*1\s+failed\s+exit\s+alpha\s+alpha:gpu\d\s+5\s/);
 });
 
 test('--retries with --retry-delay: the retry waits its delay (waits retry), a dependent waits for the retried job, rc run exits with the last code', {
