@@ -190,6 +190,8 @@ export const SubmitJob = z
       });
     if (j.kind !== 'run' && (j.after?.length || j.afterAny?.length))
       ctx.addIssue({ code: 'custom', path: ['after'], message: '--after and --after-any are for rc run with a command' });
+    if (j.wait === false && (j.after?.length || j.afterAny?.length))
+      ctx.addIssue({ code: 'custom', path: ['wait'], message: 'wait: false starts now or never, and after waits for other jobs: give one or the other' });
     if (j.kind !== 'run' && ((j.retries ?? 0) > 0 || (j.retryDelayS ?? 0) > 0))
       ctx.addIssue({ code: 'custom', path: ['retries'], message: '--retries and --retry-delay are for rc run with a command' });
     if ((j.retryDelayS ?? 0) > 0 && !j.retries)
