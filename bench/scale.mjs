@@ -5,6 +5,7 @@
 //   npm run bench:scale -- --devices 100|1000|10000 [--controllers 2] [--only submit,devices,grants,output,lost,heartbeats]
 //   npm run bench:scale -- --devices 10000 --only submit,grants --teams 50 --tokens 500 [--limits]   (fair share: the deep queue from 500 tokens in 50 teams; --limits: each team with --gpus, --queued and --gpu-hours limits)
 //   npm run bench:scale -- --devices 10000 --only array [--array-runs 7 --array-size 10000]   (issue 33: one POST /api/arrays of 10,000 tasks)
+//   npm run bench:scale -- --devices 1000 --only grants --waiting 1000   (issue 33: the drain with 1,000 dependency-waiting jobs queued beside it)
 //   npm run bench:scale -- --record before     (bench/results/before/*.json → the "before" block of bench/RESULTS.md)
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -33,6 +34,8 @@ const OPTIONS = {
   tokens: { type: 'string', default: '0' },
   /** With --teams: each team gets --gpus, --queued and --gpu-hours limits (makeTokens). */
   limits: { type: 'boolean', default: false },
+  /** The grants figure with this many jobs waiting on a dependency (rc run --after) that stays unmet for the whole drain (issue 33). */
+  waiting: { type: 'string', default: '0' },
   /** Heartbeat figure: hosts (default: --devices, one device each), offered heartbeats/s, seconds measured. */
   'hb-hosts': { type: 'string' },
   'hb-rate': { type: 'string', default: '2500' },
@@ -346,6 +349,14 @@ async function grantsPhase() {
   const t1 = Date.now();
   await submitMany(queue, ['sim:exit', '0', 'deep-queue'], queueTokens);
   const queueS = (Date.now() - t1) / 1000;
+  // --waiting: jobs after one that runs only once the whole deep queue is done (priority -10, a hold nobody releases).
+  const waiting = int('waiting', 0, 100_000);
+  if (waiting) {
+    const blocker = await submitOne(nextUrl(), ['sim:hold'], undefined, undefined, { priority: -10 });
+    await submitMany(waiting, ['sim:exit', '0', 'waiting'], [], { after: [blocker] });
+    const [{ w }] = await sql`select count(*)::int as w from jobs where state = 'queued' and waits = 'after'`;
+    log(`grants: ${w} jobs wait on ${blocker} (--after)`);
+  }
   const [{ q }] = await sql`select count(*)::int as q from jobs where state = 'queued'`;
   log(`grants: ${q} queued in ${queueS.toFixed(1)} s; releasing the holds`);
   // Statistics as a fleet that has run a while has them (autovacuum analyzes within a minute of such a change): these
@@ -401,6 +412,7 @@ async function grantsPhase() {
   for (const f of jobFleets) f.releaseAll();
   return {
     queue,
+    waiting,
     queuedAtRelease: q,
     fillS: round(fillS),
     queueSubmitPerS: round(queue / queueS),
@@ -774,7 +786,7 @@ function teamName(i) {
 }
 
 /** Non-streamed submits, 16 at a time, alternated between the controllers; with `tokens`, each submit by the next of them in turn. */
-async function submitMany(n, argv, tokens = []) {
+async function submitMany(n, argv, tokens = [], extra = {}) {
   let next = 0;
   let done = 0;
   const every = Math.max(1000, Math.ceil(n / 10));
@@ -782,7 +794,7 @@ async function submitMany(n, argv, tokens = []) {
     Array.from({ length: Math.min(16, n) }, async () => {
       while (next < n) {
         const i = next++;
-        await submitOne(nextUrl(), argv, undefined, tokens.length ? tokens[i % tokens.length] : undefined);
+        await submitOne(nextUrl(), argv, undefined, tokens.length ? tokens[i % tokens.length] : undefined, extra);
         done++;
         if (done % every === 0) log(`  submitted ${done}/${n}`);
       }
@@ -790,11 +802,11 @@ async function submitMany(n, argv, tokens = []) {
   );
 }
 
-async function submitOne(url, argv, device, token = rc.clientToken) {
+async function submitOne(url, argv, device, token = rc.clientToken, extra = {}) {
   const r = await fetch(`${url}/api/jobs`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}) }),
+    body: JSON.stringify({ argv, submitter: 'bench', ...(device ? { device } : {}), ...extra }),
   });
   const body = await r.json();
   if (r.status !== 201) throw new Error(`submit: ${r.status} ${JSON.stringify(body)}`);

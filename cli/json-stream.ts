@@ -9,11 +9,11 @@ export function jsonEventOf(e: JobEvent): JsonStreamLine | null;
 export function jsonEventOf(e: JobEvent): JsonStreamLine | null {
   switch (e.type) {
     case 'queued':
-      return { type: 'queued', job: e.jobId, position: e.position };
+      return { type: 'queued', job: e.jobId, position: e.position, ...(e.waits ? { waits: e.waits } : {}) };
     case 'started':
       return { type: 'started', job: e.jobId, host: e.host, devices: e.devices };
     case 'requeued':
-      return { type: 'requeued', job: e.jobId, attempt: e.attempt, state: e.state, cause: e.cause, reason: e.reason };
+      return { type: 'requeued', job: e.jobId, attempt: e.attempt, state: e.state, cause: e.cause, reason: e.reason, ...(e.retry ? { retry: e.retry } : {}) };
     case 'exit':
       return { type: 'exit', job: e.jobId, state: e.state, exitCode: e.exitCode, cause: e.cause, reason: e.reason };
     case 'end':

@@ -37,12 +37,18 @@ function cardsOf(jobs: readonly QueueEntry[]): Card[] {
 /** An array's queued tasks as one card: where the first stands, how many wait, a link to the array's page. */
 function ArrayCard({ id, tasks }: { id: string; tasks: QueueEntry[] }) {
   const first = tasks[0]!;
-  const indexes = tasks.map((t) => t.array!.index);
+  const indexes = tasks.map((t) => t.array!.index).sort((a, b) => a - b);
+  // Tasks in line (a place in the queue) first; the others wait on the array's cap, their dependencies or a retry delay.
+  const lead = tasks.find((t) => t.position !== null) ?? null;
+  const waiting = tasks.filter((t) => t.position === null);
   return (
     <li data-array={id} className="rounded-lg border border-zinc-200 bg-white p-3 shadow-sm">
       <div className="flex flex-wrap items-center gap-x-3 gap-y-1">
-        <span className="w-10 text-lg font-semibold tabular-nums text-zinc-500" title={`${first.position} ahead of its first task`}>
-          #{first.position + 1}
+        <span
+          className="w-10 text-lg font-semibold tabular-nums text-zinc-500"
+          title={lead ? `${lead.position} ahead of its first task in line` : 'no task in line yet'}
+        >
+          {lead ? `#${lead.position! + 1}` : '–'}
         </span>
         <Link href={`/arrays/${encodeURIComponent(id)}`} className="font-mono text-sm text-sky-800 hover:underline">
           {id}
@@ -57,10 +63,20 @@ function ArrayCard({ id, tasks }: { id: string; tasks: QueueEntry[] }) {
           waiting since <Ago at={first.createdAt} />
         </span>
       </div>
-      <div className="mt-1 pl-13 text-sm text-zinc-800">
-        <span className="text-xs text-zinc-500">its first task: </span>
-        <span data-why>{first.why.text}</span>
-      </div>
+      {lead ? (
+        <div className="mt-1 pl-13 text-sm text-zinc-800">
+          <span className="text-xs text-zinc-500">its first task in line: </span>
+          <span data-why>{lead.why.text}</span>
+        </div>
+      ) : null}
+      {waiting.length ? (
+        <div className="mt-1 pl-13 text-sm text-zinc-800">
+          <span className="text-xs text-zinc-500">
+            {waiting.length} task{waiting.length === 1 ? '' : 's'} not in line yet:{' '}
+          </span>
+          <span data-waits>{waiting[0]!.why.text}</span>
+        </div>
+      ) : null}
     </li>
   );
 }
@@ -86,8 +102,9 @@ function JobCard({ j }: { j: QueueEntry }) {
   return (
     <li key={j.id} data-job={j.id} className="rounded-lg border border-zinc-200 bg-white p-3 shadow-sm">
       <div className="flex flex-wrap items-center gap-x-3 gap-y-1">
-        <span className="w-10 text-lg font-semibold tabular-nums text-zinc-500" title={`${j.position} ahead of it`}>
-          #{j.position + 1}
+        {/* A job that waits on other jobs, its array's cap or a retry delay has no place in line yet. */}
+        <span className="w-10 text-lg font-semibold tabular-nums text-zinc-500" title={j.position === null ? 'not in line yet' : `${j.position} ahead of it`}>
+          {j.position === null ? '–' : `#${j.position + 1}`}
         </span>
         <Link href={`/jobs/${encodeURIComponent(j.id)}`} className="font-mono text-sm text-sky-800 hover:underline">
           {j.id}
@@ -110,9 +127,11 @@ function JobCard({ j }: { j: QueueEntry }) {
         </span>{' '}
         <span data-why>{j.why.text}</span>
       </div>
-      <div className="mt-1 pl-13 text-sm text-zinc-700" data-until>
-        Until: {untilText(j.freesBy, j.gpus, Date.now(), localClock(Date.now()))}
-      </div>
+      {j.position === null ? null : (
+        <div className="mt-1 pl-13 text-sm text-zinc-700" data-until>
+          Until: {untilText(j.freesBy, j.gpus, Date.now(), localClock(Date.now()))}
+        </div>
+      )}
       <div className="mt-1 flex flex-wrap gap-3 pl-13 text-xs text-zinc-600">
         <span>{j.why.matching} matching</span>
         <span>{j.why.free} free</span>

@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   bad_name: 400,
   /** rc run --array: a malformed range, a %0 cap, more than 10,000 tasks, an index past 1,000,000 (core/array-spec.ts). */
   bad_array: 400,
+  /** rc run --after / --after-any: a job named there does not exist (or this token may not see it). */
+  bad_dependency: 400,
   unauthorized: 401,
   forbidden: 403,
   not_job_owner: 403,
@@ -62,6 +64,7 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   bad_env: 'A job\'s `env` has a name that is not an environment variable name, or too many variables, or too many bytes ("Job names and environments").',
   reserved_env:
     "A job's `env` names a variable rc sets itself: `CUDA_VISIBLE_DEVICES`, `CUDA_DEVICE_ORDER`, `NVIDIA_VISIBLE_DEVICES`, `RC_JOB_ID`, `RC_DEVICES`, `RC_WORKSPACE`, `RC_SCRATCH`, `RC_SHARED`, `RC_SECRETS`.",
+  bad_dependency: 'A job\'s `after` or `afterAny` names a job that does not exist, or that the token may not see ("Dependencies"); nothing was stored.',
   unauthorized: 'No valid token.',
   forbidden:
     'The token is of the wrong kind; a bound token claims a submitter outside its binding ("Bound tokens"); a change authenticated by the session cookie that does not come from the dashboard\'s own origin ("The session cookie"); or a sign-in from another site\'s page (`POST /api/session`).',

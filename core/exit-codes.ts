@@ -31,6 +31,8 @@ export const EXIT = {
   idle_hold: 216,
   /** A limit of the token or its team refused the submit (rc admin limit): the message says which and when it frees. */
   over_limit: 217,
+  /** rc run --after: a job it runs after failed, was killed, cancelled or lost, so this one was cancelled (cause dependency) without running. */
+  dependency: 218,
 } as const;
 
 export type ExitName = keyof typeof EXIT;
@@ -52,6 +54,7 @@ export function exitCodeForError(code: string): number {
     case 'bad_name':
     case 'bad_gpu':
     case 'bad_array':
+    case 'bad_dependency':
       return EXIT.usage;
     case 'unauthorized':
     case 'forbidden':
@@ -93,5 +96,6 @@ export const EXIT_MEANING: Record<Exclude<ExitName, 'ok'>, string> = {
   ambiguous_name: '`ambiguous_name`: a job name matched several jobs.',
   preempted: '`preempted`: the `--preemptible` job was stopped for a job that could start nowhere else, and not queued again.',
   over_limit: '`over_limit`: a limit of the token or its team (`rc admin limit`) refused the submit; the message says which, and when a budget refills.',
+  dependency: '`dependency`: a job given to `--after` failed, was killed, cancelled or lost, so this job was cancelled without running; the message names it.',
   idle_hold: "`idle_hold`: `rc hold`'s GPUs were idle for the fleet's `RC_IDLE_HOLD_RELEASE` and the controller released the hold.",
 };

@@ -24,7 +24,8 @@ export function isFinal(state: JobState): state is FinalState {
  * - copy_failed: an rc cp that did not complete;
  * - preempted: a --preemptible job stopped (SIGTERM, notice, SIGKILL) to make room for a job that could start nowhere else;
  * - idle_hold: a hold whose GPUs were idle (core/idle.ts) for RC_IDLE_HOLD_RELEASE, released by the controller;
- * - gpu_idle: rc run --gpu-idle-timeout: its GPUs were idle that long.
+ * - gpu_idle: rc run --gpu-idle-timeout: its GPUs were idle that long;
+ * - dependency: rc run --after: a job it runs after ended other than succeeded, so it never runs (core/dependencies.ts).
  */
 export const END_CAUSES = [
   'exit',
@@ -41,6 +42,7 @@ export const END_CAUSES = [
   'preempted',
   'idle_hold',
   'gpu_idle',
+  'dependency',
 ] as const;
 export type EndCause = (typeof END_CAUSES)[number];
 
@@ -86,7 +88,7 @@ export const CAUSES_OF: Readonly<Record<FinalState, readonly EndCause[]>> = {
   failed: ['exit', 'copy_failed'],
   killed: ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended', 'idle_hold', 'gpu_idle'],
   lost: ['lost'],
-  cancelled: ['killed', 'released', 'unattended', 'no_wait', 'wait_timeout'],
+  cancelled: ['killed', 'released', 'unattended', 'no_wait', 'wait_timeout', 'dependency'],
   preempted: ['preempted'],
 };
 
@@ -140,13 +142,25 @@ export function stoppedState(cause: StopCause): 'killed' | 'preempted' {
 /**
  * Whether an attempt that ended so is followed by another (the job goes back
  * to the queue, at the front of its priority) rather than ending the job: a
- * lost one while `--restarts` has some left (attempt n of restarts+1), a
- * preempted one with `--retry-on-preempt` (as often as it is preempted).
+ * lost one while `--restarts` has some left (attempt n of restarts+1, the
+ * attempts --retries used not counted), a preempted one with
+ * `--retry-on-preempt` (as often as it is preempted), one whose command
+ * exited non-zero while `--retries` has some left (`retried` of them used).
+ * server/jobs/finish.ts's statement says the same (test/integration/leases.test.ts).
  */
-export function runsAgain(job: { attempt: number; restarts: number; retryOnPreempt: boolean }, end: Pick<Ending, 'state'>): boolean {
-  if (end.state === 'lost') return job.attempt <= job.restarts;
+export function runsAgain(
+  job: { attempt: number; restarts: number; retryOnPreempt: boolean; retries?: number; retried?: number },
+  end: Pick<Ending, 'state'> & { cause?: EndCause },
+): boolean {
+  if (end.state === 'lost') return job.attempt - (job.retried ?? 0) <= job.restarts;
   if (end.state === 'preempted') return job.retryOnPreempt;
+  if (end.state === 'failed' && end.cause === 'exit') return (job.retried ?? 0) < (job.retries ?? 0);
   return false;
+}
+
+/** Whether runsAgain's next attempt is a --retries one (it counts in `retried`, and waits --retry-delay). */
+export function isRetry(end: Pick<Ending, 'state'> & { cause?: EndCause }): boolean {
+  return end.state === 'failed' && end.cause === 'exit';
 }
 
 /** A job that ends without its command's report: cancelled in the queue, lost, or ended by the controller. */
@@ -175,6 +189,7 @@ export function exitCodeFor(end: { state: string; cause: EndCause | null; exitCo
       return EXIT.preempted;
     case 'cancelled':
       if (interrupted) return EXIT.interrupted;
+      if (end.cause === 'dependency') return EXIT.dependency;
       return end.cause === 'no_wait' ? EXIT.busy : EXIT.wait_timeout;
     default:
       return EXIT.error;
@@ -199,7 +214,7 @@ export type LifeEvent =
   /** The worker reports the command's end, and its own watchdog's stop if that ended it. */
   | { type: 'exit'; exitCode: number | null; signal: string | null; reported: StopRequest | null }
   /** A queued job is taken out of the queue. */
-  | { type: 'cancel'; cause: Extract<EndCause, 'no_wait' | 'wait_timeout' | 'killed' | 'released' | 'unattended'>; reason: string }
+  | { type: 'cancel'; cause: Extract<EndCause, 'no_wait' | 'wait_timeout' | 'killed' | 'released' | 'unattended' | 'dependency'>; reason: string }
   /** Its host stopped answering, or its worker came back without it. */
   | { type: 'lose'; reason: string }
   /** The controller ends it past a limit its worker did not enforce. */

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { parseArraySpec } from '../core/array-spec';
 import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
+import { MAX_DEPENDENCIES, MAX_RETRIES, MAX_RETRY_DELAY_S } from '../core/dependencies';
 import { HOST_NAME } from '../core/schedule';
 import { parseGpuChoices } from '../core/gpu-choices';
 import { LIMIT_FLAGS, type LimitField, parseLimitTexts, TEAM_NAME, TEAM_NAME_RULE } from '../core/limits';
@@ -109,6 +110,14 @@ const holdTtl = z
   .min(1)
   .max(HOLD_MAX_TTL_S, `a hold's TTL is at most ${HOLD_MAX_TTL_S / 3600}h; extend it later with rc hold extend`);
 
+/** rc run --after / --after-any: 1 to MAX_DEPENDENCIES job ids or names, each given once. */
+function dependencyList(field: 'after' | 'afterAny') {
+  return z
+    .array(z.string().trim().min(1, `${field}: a job id or name may not be empty`).max(200, `${field}: a job id or name is at most 200 characters`))
+    .min(1, `${field}: name at least one job (an id or a name), or leave it out`)
+    .max(MAX_DEPENDENCIES, `${field}: at most ${MAX_DEPENDENCIES} jobs`);
+}
+
 export const SubmitJob = z
   .object({
     /** run: a command; hold: a lease with a TTL and no command (tty: see the terminal socket). */
@@ -126,6 +135,24 @@ export const SubmitJob = z
       .int()
       .min(0)
       .max(MAX_RESTARTS, `at most ${MAX_RESTARTS} restarts; a job lost that often needs a person to look at its hosts`)
+      .optional(),
+    /** rc run --after: jobs (ids or names) that must each have succeeded before this one starts. */
+    after: dependencyList('after').optional(),
+    /** rc run --after-any: jobs (ids or names) that must each have ended, however, before this one starts. */
+    afterAny: dependencyList('afterAny').optional(),
+    /** rc run --retries: a run whose command exits non-zero is queued again (at the front of its priority) up to this many times. */
+    retries: z
+      .number()
+      .int('retries must be a whole number')
+      .min(0, 'retries must be 0 or more')
+      .max(MAX_RETRIES, `at most ${MAX_RETRIES} retries; a command that fails that often needs a person to look at it`)
+      .optional(),
+    /** rc run --retry-delay: seconds between a failed attempt and its retry (default 0). */
+    retryDelayS: z
+      .number()
+      .int('retryDelayS must be whole seconds')
+      .min(0, 'retryDelayS must be 0 or more')
+      .max(MAX_RETRY_DELAY_S, `retryDelayS is at most ${MAX_RETRY_DELAY_S / 3600}h`)
       .optional(),
     /** rc run --preemptible: may be stopped, with notice, for a job that can start nowhere else. */
     preemptible: z.boolean().optional(),
@@ -162,6 +189,14 @@ export const SubmitJob = z
         path: ['restarts'],
         message: `a ${j.kind === 'hold' ? 'hold' : 'terminal'} is not started over: --restarts is for rc run with a command`,
       });
+    if (j.kind !== 'run' && (j.after?.length || j.afterAny?.length))
+      ctx.addIssue({ code: 'custom', path: ['after'], message: '--after and --after-any are for rc run with a command' });
+    if (j.wait === false && (j.after?.length || j.afterAny?.length))
+      ctx.addIssue({ code: 'custom', path: ['wait'], message: 'wait: false starts now or never, and after waits for other jobs: give one or the other' });
+    if (j.kind !== 'run' && ((j.retries ?? 0) > 0 || (j.retryDelayS ?? 0) > 0))
+      ctx.addIssue({ code: 'custom', path: ['retries'], message: '--retries and --retry-delay are for rc run with a command' });
+    if ((j.retryDelayS ?? 0) > 0 && !j.retries)
+      ctx.addIssue({ code: 'custom', path: ['retryDelayS'], message: '--retry-delay needs --retries: without retries there is nothing to delay' });
     if (j.kind !== 'run' && j.stdin)
       ctx.addIssue({
         code: 'custom',

@@ -91,6 +91,12 @@ const JOB_VIEW = {
   restarts: z.number(),
   preemptible: z.boolean(),
   retryOnPreempt: z.boolean(),
+  retries: z.number(),
+  retried: z.number(),
+  retryDelayS: z.number(),
+  waiting: z.enum(['after', 'array', 'retry']).nullable(),
+  notBefore: time.nullable(),
+  after: z.array(z.object({ id: z.string(), any: z.boolean(), state: jobState, exitCode: z.number().nullable() }).strict()).optional(),
   array: z.object({ id: z.string(), index: z.number() }).strict().nullable(),
   attempts: z.array(AttemptViewSchema).optional(),
   expiresAt: time.nullable(),
@@ -358,14 +364,26 @@ export type CopiedFile = z.infer<typeof CopiedFileSchema>;
  * the chunk as UTF-8 text (a character split between two chunks comes whole in the later one). `exit` is the last
  * line of a job that has ended; `end` the last of rc logs (no -f) on a job still queued or running.
  */
-export const JsonQueuedSchema = z.object({ type: z.literal('queued'), job: z.string(), position: z.number() }).strict();
+/** `waits`: it waits on something besides a device first (its --after jobs, its array's cap, a retry delay): `position` is then 0. */
+export const JsonQueuedSchema = z
+  .object({ type: z.literal('queued'), job: z.string(), position: z.number(), waits: z.enum(['after', 'array', 'retry']).optional() })
+  .strict();
 export const JsonStartedSchema = z.object({ type: z.literal('started'), job: z.string(), host: z.string(), devices: z.array(z.string()) }).strict();
 export const JsonOutputSchema = z
   .object({ type: z.literal('output'), stream: z.enum(['stdout', 'stderr']), offset: z.number().int().min(0), data: z.string() })
   .strict();
 export const JsonNoticeEventSchema = z.object({ type: z.literal('notice'), message: z.string() }).strict();
 export const JsonRequeuedSchema = z
-  .object({ type: z.literal('requeued'), job: z.string(), attempt: z.number(), state: jobState, cause: endCause, reason: z.string().nullable() })
+  .object({
+    type: z.literal('requeued'),
+    job: z.string(),
+    attempt: z.number(),
+    state: jobState,
+    cause: endCause,
+    reason: z.string().nullable(),
+    /** --retries: the retry this attempt is (n of `of`), after its exit code, in delayS seconds. */
+    retry: z.object({ n: z.number(), of: z.number(), delayS: z.number(), exitCode: z.number().nullable() }).strict().optional(),
+  })
   .strict();
 export const JsonEndSchema = z.object({ type: z.literal('end'), job: z.string(), state: jobState }).strict();
 /** The job's end: `exitCode` is the command's own (null when it never ran or was lost); rc exits as rc run would (docs/cli.md, exit codes). */

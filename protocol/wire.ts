@@ -92,6 +92,19 @@ export interface JobView {
   retryOnPreempt: boolean;
   /** A task of an array (rc run --array): the array's id and its index (RC_ARRAY_INDEX); null for other jobs. */
   array: { id: string; index: number } | null;
+  /** rc run --retries: how many times a non-zero exit is run again; `retried`: how many of them are used; --retry-delay in seconds. */
+  retries: number;
+  retried: number;
+  retryDelayS: number;
+  /**
+   * What a queued job waits on besides a device (null: nothing): `after` (the jobs of `after`), `retry` (its
+   * --retry-delay, until `notBefore`), `array` (a place under its array's cap). Such a job has no place in the queue yet
+   * (its position is null).
+   */
+  waiting: 'after' | 'array' | 'retry' | null;
+  notBefore: string | null;
+  /** rc run --after / --after-any: the jobs it runs after and their states now (GET /api/jobs/:id; absent elsewhere and without any). */
+  after?: DependencyView[];
   /** The earlier attempts, oldest first, of a job run more than once (GET /api/jobs and GET /api/jobs/:id; absent elsewhere and for a first attempt). */
   attempts?: AttemptView[];
   /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
@@ -99,6 +112,15 @@ export interface JobView {
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
+}
+
+/** A job another runs after (rc run --after, --after-any), as it stands now. */
+export interface DependencyView {
+  id: string;
+  /** --after-any: any end will do; else only succeeded. */
+  any: boolean;
+  state: JobState;
+  exitCode: number | null;
 }
 
 /** An earlier attempt of a job queued again: where it ran and how it ended. */
@@ -142,7 +164,10 @@ export interface ArrayView {
 export interface PsEntry extends JobView {
   /** Queued jobs: how many are ahead of it (0: next); in GET /api/ps without tasks=1, arrays' tasks are not counted. Running jobs: null. */
   position: number | null;
-  /** A queued job its --gpus limit holds back: `quota: team vision holds 4 of its 4 GPUs …` (absent otherwise). */
+  /**
+   * A queued job its --gpus limit holds back: `quota: team vision holds 4 of its 4 GPUs …`; one that waits on
+   * something besides a device (JobView's waiting): `after j123 (running)`, `retry in 25s (attempt 2 of 3)` (absent otherwise).
+   */
   waits?: string;
   /** Queued jobs: until when at the latest, as GET /api/queue's freesBy (null: no bound is known); absent on running jobs. */
   freesBy?: string | null;
@@ -150,7 +175,8 @@ export interface PsEntry extends JobView {
 
 /** The events of a job's frame stream (core/frames.ts encodes them). */
 export type JobEvent =
-  | { type: 'queued'; jobId: string; position: number }
+  /** waits: it waits on something besides a device (JobView's waits), and `position` means nothing yet. */
+  | { type: 'queued'; jobId: string; position: number; waits?: 'after' | 'array' | 'retry' }
   /** kind and submitter: for the fleet views of every controller (server/inventory.ts); absent from controllers before them. */
   | { type: 'started'; jobId: string; host: string; devices: string[]; kind?: JobKind; submitter?: string }
   | JobExitEvent
@@ -182,6 +208,11 @@ export interface JobRequeuedEvent {
   reason: string | null;
   /** The ended attempt's processes may still run: its devices stay leased until its worker says they are gone. */
   leasesKept?: true;
+  /**
+   * rc run --retries: the attempt that ended exited non-zero (exitCode), and the next is run `n` of at most `of`
+   * (`attempt 2 of 3 after exit 1`), in delayS seconds.
+   */
+  retry?: { n: number; of: number; delayS: number; exitCode: number | null };
 }
 
 /** The last event of a job's stream: its final state. */
@@ -351,7 +382,8 @@ export interface WaitReason {
 
 /** GET /api/queue: a queued job, its place in line, and why it waits. */
 export interface QueueEntry extends PsEntry {
-  position: number;
+  /** null: it waits on something besides a device (JobView's waits; PsEntry's waits says what), so it has no place in line yet. */
+  position: number | null;
   why: WaitReason;
   /** Until when at the latest, if nothing else changes (core/untilOf): the time enough matching devices are free, each busy one by its job's start + --max-runtime or its hold's expiry; null: no bound is known. */
   freesBy: string | null;

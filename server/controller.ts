@@ -86,6 +86,9 @@ export interface ControllerOptions {
   sampleRetention?: SampleRetention;
 }
 
+/** How often the sweep of waiting jobs runs (JobEngine.settleWaits): a missed release waits at most this long. */
+const WAITS_SWEEP_MS = 2000;
+
 export class Controller {
   readonly db: Db;
   readonly sql: Sql;
@@ -243,6 +246,7 @@ export class Controller {
       changed: (host) => live.changed({ what: 'devices', host }),
       freed: () => this.scheduler.pokeIfQueued(),
       quarantine: quarantines.quarantine,
+      released: () => void this.scheduler.pokeAll(),
     });
     this.hub = new WorkerHub({
       engine: this.engine,
@@ -462,6 +466,17 @@ export class Controller {
         this.calls.prune().catch((err: unknown) => log(`pruning file steps: ${String(err)}`));
       }, 600_000),
     );
+    // Waiting jobs (server/jobs/waits.ts): the sweep that repairs a release an end's controller missed, and wakes
+    // at the next --retry-delay's end (rather than a fast poll) when that comes before its next tick.
+    this.every(WAITS_SWEEP_MS, () =>
+      this.engine
+        .settleWaits()
+        .then((nextMs) => (nextMs === null ? null : Math.max(nextMs, 20)))
+        .catch((err: unknown) => {
+          log(`settling waiting jobs failed: ${String(err)}`);
+          return null;
+        }),
+    );
     // Fair share's ended leases into token_use, whether or not a read asked (a read asks when many wait): the reads stay small.
     this.every(FAIR_SHARE_CHARGE_MS, () => this.fairShare.charge());
     // Safety nets only: every change pokes at once, here and (through the bus) on the other controllers.
@@ -471,8 +486,6 @@ export class Controller {
         void this.scheduler.poke();
       }, 5000),
     );
-    // Repair: an array's task left waiting on its %N cap by a controller that died between a task's end and the release.
-    this.every(5000, () => this.engine.releaseStalledArrays().catch((err: unknown) => log(`releasing arrays' waiting tasks failed: ${String(err)}`)));
     // A device becomes reserved when its job has waited long enough, which no event tells: the pages followed here hear it from this.
     this.every(RESERVATIONS_WATCH_MS, async () => {
       if (!this.live.watched) return;

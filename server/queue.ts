@@ -11,6 +11,7 @@ import type { FairShare } from './jobs/fair-share';
 import { type Quotas, withQuota } from './jobs/quota';
 import { FAIR_ORDER_COLUMNS, fairQueued, queueOrder } from './jobs/sql/queue-order';
 import { freesByOfJobs } from './until';
+import { waitTexts } from './jobs/wait-texts';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
 export const QUEUE_SHOWN = 1000;
@@ -31,9 +32,11 @@ export async function listQueue(
   const rows: (JobRow & { fairRank?: number })[] = ranks
     ? await sql<(JobRow & { fairRank: number })[]>`
         select * from ${fairQueued(sql, ranks, QUEUE_SHOWN)} as jobs order by ${sql.unsafe(FAIR_ORDER_COLUMNS)} limit ${QUEUE_SHOWN}`
-    : await sql<JobRow[]>`select * from jobs where state = 'queued' order by ${queueOrder(sql)} limit ${QUEUE_SHOWN}`;
+    : await sql<JobRow[]>`select * from jobs where state = 'queued' and waits is null order by ${queueOrder(sql)} limit ${QUEUE_SHOWN}`;
+  // Jobs that wait on other jobs or a retry delay (jobs.waits): after those in line, with no place in it (jobs_waiting_idx).
+  const waiting = await sql<JobRow[]>`select * from jobs where state = 'queued' and waits is not null order by ${queueOrder(sql)} limit ${QUEUE_SHOWN}`;
   // An empty queue needs no fleet.
-  if (!rows.length) return [];
+  if (!rows.length && !waiting.length) return [];
   // A removed host's devices are not in the fleet's listing (only with ?all=1): none counts here.
   const fleet = (await devices()).filter((d): d is DeviceSummary & { state: FleetDevice['state'] } => d.state !== 'removed');
   const terms = new TermsCache();
@@ -42,5 +45,22 @@ export async function listQueue(
   const queued = rows.map((j) => withQuota(terms.queued(j, now), quota, j.tokenId));
   const why = waitReasons(queued, fleet, reserveAfterS, quota);
   const freesBy = await freesByOfJobs(sql, queued, fleet, now);
-  return rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)!, freesBy: freesBy.get(r.id) ?? null }));
+  const inLine: QueueEntry[] = rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)!, freesBy: freesBy.get(r.id) ?? null }));
+  if (!waiting.length) return inLine;
+  // Their devices counted as if they were alone in line (a walk of their own: they take nothing from the jobs in line), and
+  // the sentence is what they wait on. No bound on when a device frees for them: what they wait on comes first.
+  const whyLater = waitReasons(
+    waiting.map((j) => withQuota(terms.queued(j, now), quota, j.tokenId)),
+    fleet,
+    reserveAfterS,
+    quota,
+  );
+  const texts = await waitTexts(sql, waiting);
+  return [
+    ...inLine,
+    ...waiting.map((r) => {
+      const text = texts.get(r.id) ?? 'waiting';
+      return { ...jobView(r), position: null, waits: text, why: { ...whyLater.get(r.id)!, text }, freesBy: null };
+    }),
+  ];
 }

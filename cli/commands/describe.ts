@@ -149,8 +149,20 @@ export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null
     [
       'attempt',
       `${j.attempt}${j.restarts ? ` (restarts ${j.restarts}: up to ${j.restarts + 1} attempts)` : ''}` +
+        (j.retries ? `, retries ${j.retried} of ${j.retries} used${j.retryDelayS ? ` (${formatDuration(j.retryDelayS)} apart)` : ''}` : '') +
         (j.preemptible ? `, preemptible${j.retryOnPreempt ? ', retried when preempted' : ''}` : ''),
     ],
+    // rc run --after / --after-any: each job it runs after, as it stands now.
+    ...(j.after?.length
+      ? [
+          ['after', j.after.map((d) => `${d.id} (${d.state}${d.exitCode !== null ? `, exit ${d.exitCode}` : ''})${d.any ? ' any end' : ''}`).join(', ')] as [
+            string,
+            string,
+          ],
+        ]
+      : []),
+    ...(j.waiting === 'retry' && j.notBefore ? [['waits', `retry after ${new Date(j.notBefore).toISOString()}`] as [string, string]] : []),
+    ...(j.waiting === 'after' ? [['waits', 'for the jobs it runs after (after:)'] as [string, string]] : []),
     [
       'limits',
       `max-runtime ${j.maxRuntimeS ? formatDuration(j.maxRuntimeS) : '-'}, idle-timeout ${j.idleTimeoutS ? formatDuration(j.idleTimeoutS) : '-'}, gpu-idle-timeout ${j.gpuIdleTimeoutS ? formatDuration(j.gpuIdleTimeoutS) : '-'}`,
@@ -169,13 +181,14 @@ export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null
     text += '\nEARLIER ATTEMPTS\n';
     text += indent(
       table(
-        ['#', 'STATE', 'CAUSE', 'HOST', 'DEVICES', 'ENDED', 'REASON'],
+        ['#', 'STATE', 'CAUSE', 'HOST', 'DEVICES', 'EXIT', 'ENDED', 'REASON'],
         j.attempts.map((a) => [
           String(a.attempt),
           a.state,
           a.cause,
           a.host ?? '-',
           (a.devices ?? []).join(',') || '-',
+          a.exitCode === null ? '-' : String(a.exitCode),
           `${age(a.endedAt, now)} ago`,
           a.reason ?? '-',
         ]),

@@ -181,7 +181,7 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND', 'GPU', ...(until ? ['UNTIL (AT THE LATEST)'] : [])],
       body.jobs.map((j) => [
         j.id,
-        (j.state === 'queued' ? `queued #${j.position}` : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
+        (j.state === 'queued' ? (j.position === null ? 'waiting' : `queued #${j.position}`) : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
         j.state === 'queued' ? queuedWhere(j) + (j.waits ? ` (${j.waits})` : '') : (j.devices ?? []).join(','),
         j.submitter,
         age(j.startedAt ?? j.createdAt),

@@ -15,6 +15,8 @@ import { err, errorLine, fail, json, jsonLine, out, setBrokenPipeHook, stderr, s
 import { StringDecoder } from 'node:string_decoder';
 import { jsonEventOf, outputLine } from '../json-stream';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
+import { MAX_DEPENDENCIES, MAX_RETRIES, MAX_RETRY_DELAY_S, retryNotice } from '../../core/dependencies';
+import { parseDuration } from '../../core/duration';
 import { PLACEMENT_FLAGS, placementOf } from '../placement';
 import { localClock, untilText } from '../../core/until-text';
 import { parseArraySpec } from '../../core/array-spec';
@@ -70,6 +72,20 @@ matching device is busy.
                             (the fleet's notice, 60 s unless set); ends preempted (exit 215)
       --retry-on-preempt    with --preemptible: queued again (at the front of its
                             priority) each time it is preempted
+      --after <job>[,<job>...]
+                            start only once each of these jobs (ids or names) has
+                            succeeded; if one fails, is killed, cancelled or lost,
+                            this job is cancelled without running (cause
+                            dependency, exit 218). Repeatable; at most 100 jobs
+      --after-any <job>[,<job>...]
+                            start only once each of these jobs has ended, however
+                            it ended. Both flags may be given
+      --retries <n>         if the command exits non-zero, queue it again (at the
+                            front of its priority) as a new attempt, up to n times
+                            (0-20, default 0); rc exits with the last attempt's
+                            code. Distinct from --restarts (a lost host)
+      --retry-delay <dur>   wait this long before each retry (e.g. 30s; default
+                            0, at most 24h)
   -t, --tty                 an interactive terminal: raw keys (Ctrl-C, Ctrl-D) go to
                             the program, window resizes follow; without a command,
                             a login shell (bash -l, else sh). Output is not stored
@@ -120,6 +136,10 @@ export const RUN_SPECS: FlagSpec[] = [
   { name: 'restarts', type: 'string' },
   { name: 'preemptible', type: 'boolean' },
   { name: 'retry-on-preempt', type: 'boolean' },
+  { name: 'after', type: 'string', repeat: true },
+  { name: 'after-any', type: 'string', repeat: true },
+  { name: 'retries', type: 'string' },
+  { name: 'retry-delay', type: 'string' },
   { name: 'help', short: 'h', type: 'boolean' },
 ];
 
@@ -146,6 +166,9 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   const retryOnPreempt = parsed.flags.has('retry-on-preempt');
   if (retryOnPreempt && !preemptible) usage('--retry-on-preempt needs --preemptible: only a preemptible job is preempted');
   if (tty && restarts) usage('--restarts is for jobs with stored output: a terminal (--tty) is not started over');
+  const waits = waitsOf(parsed);
+  if (tty && Object.keys(waits).length) usage('--after, --after-any, --retries and --retry-delay are for jobs with stored output, not a terminal (--tty)');
+  if (waits.after && parsed.flags.has('no-wait')) usage('--no-wait starts now or never, and --after waits for other jobs: give one or the other');
   const body: SubmitJobBody = {
     argv: parsed.rest,
     name: name ?? null,
@@ -164,14 +187,19 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
   if (tty && parsed.flags.has('detach')) usage('--detach is for jobs with stored output: a terminal (--tty) needs you attached');
   if (tty && parsed.flags.has('json')) usage('--json is for jobs with stored output: a terminal (--tty) is a screen, not lines');
   const array = stringFlag(parsed, 'array');
+  if (array !== undefined && tty) usage('--array runs commands with stored output: a terminal (--tty) is not an array task');
+  if (tty) {
+    // The terminal socket's open has no dependencies or retries (refused above): its own `after` is a replay offset.
+    const { after: _a, afterAny: _b, retries: _c, retryDelayS: _d, ...open } = body;
+    return runTtyJob(client, open);
+  }
+  Object.assign(body, waits);
   if (array !== undefined) {
-    if (tty) usage('--array runs commands with stored output: a terminal (--tty) is not an array task');
     if (body.wait === false) fail('bad_array', 'an array always queues its tasks: drop --no-wait', EXIT.usage);
     const spec = parseArraySpec(array);
     if (!spec.ok) fail('bad_array', spec.message, EXIT.usage);
     return runArray(client, array, body, parsed.flags.has('detach'), parsed.flags.has('json'));
   }
-  if (tty) return runTtyJob(client, body);
   // A terminal opens on its socket once and is not sent again; a submit may be (resending), so it carries a key.
   body.idempotencyKey = idempotencyKey();
   // A pipe or a file on rc's stdin goes to the job (as srun and ssh do); a terminal's keys stay rc's (Ctrl-C).
@@ -227,6 +255,35 @@ export function envOf(parsed: Parsed, from: Readonly<Record<string, string | und
   const bad = envProblem(env);
   if (bad) fail(bad.code, bad.key ? `--env ${bad.key}: ${bad.message}` : bad.message, EXIT.usage);
   return env;
+}
+
+/**
+ * --after, --after-any (comma-separated, repeatable), --retries and
+ * --retry-delay, checked as the controller will (core/dependencies.ts's bounds).
+ */
+export function waitsOf(parsed: Parsed): Pick<SubmitJobBody, 'after' | 'afterAny' | 'retries' | 'retryDelayS'> {
+  const out: Pick<SubmitJobBody, 'after' | 'afterAny' | 'retries' | 'retryDelayS'> = {};
+  for (const [flag, field] of [
+    ['after', 'after'],
+    ['after-any', 'afterAny'],
+  ] as const) {
+    const given = parsed.lists.get(flag);
+    if (!given) continue;
+    const refs = given.flatMap((g) => g.split(',')).map((r) => r.trim());
+    if (refs.some((r) => r === '')) usage(`--${flag} takes job ids or names, separated by commas (--${flag} j123,train); an empty one is not a job`);
+    if (refs.length > MAX_DEPENDENCIES) usage(`--${flag} takes at most ${MAX_DEPENDENCIES} jobs, not ${refs.length}`);
+    out[field] = [...new Set(refs)];
+  }
+  const retries = intFlag(parsed, 'retries', 0, MAX_RETRIES);
+  if (retries) out.retries = retries;
+  const delay = stringFlag(parsed, 'retry-delay');
+  if (delay !== undefined) {
+    const s = parseDuration(delay);
+    if (s === null || s < 0 || s > MAX_RETRY_DELAY_S) usage(`--retry-delay takes a duration such as 30s, 5m or 1h, at most 24h; not ${delay}`);
+    if (!retries) usage('--retry-delay needs --retries: without retries there is nothing to delay');
+    if (s) out.retryDelayS = s;
+  }
+  return out;
 }
 
 /** How long a lost stream may take to come back before rc gives up (exit 207); rc hold waits as long. */
@@ -355,7 +412,11 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
           if (state.interrupted) kill();
           if (state.quiet || state.json) break;
           queuedNotice = setTimeout(() => {
-            err(`rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`);
+            err(
+              event.waits === 'after'
+                ? `rc: job ${event.jobId} waits for the jobs it runs after (--after); rc describe ${event.jobId} shows them\n`
+                : `rc: waiting for a device: job ${event.jobId} is queued (${event.position} ahead of it)\n`,
+            );
           }, 1000);
           break;
         case 'started':
@@ -364,7 +425,10 @@ function readStream(body: Body, state: FollowState, kill: () => void, onStarted?
           break;
         case 'requeued':
           // Its next attempt comes: this rc keeps following, and exits as that one ends.
-          if (!state.quiet && !state.json)
+          if (state.quiet || state.json) break;
+          if (event.retry)
+            err(`rc: job ${event.jobId}: retrying: ${retryNotice(event.retry.n, event.retry.of, event.retry.exitCode, event.retry.delayS)} (--retries)\n`);
+          else
             err(
               `rc: job ${event.jobId}: attempt ${event.attempt - 1} ended ${event.state}: ${event.reason ?? event.cause}; queued again for attempt ${event.attempt} (it starts over)\n`,
             );
@@ -461,6 +525,7 @@ export function exitCodeOf(event: Extract<JobEvent, { type: 'exit' }>, interrupt
       err(`rc: lost: job ${event.jobId} was lost: ${event.reason ?? 'its worker went away'}; rc devices shows the host's state\n`);
     else if (event.state === 'preempted') err(`rc: preempted: job ${event.jobId} was preempted: ${event.reason ?? 'no reason given'}\n`);
     else if (event.state === 'cancelled' && event.cause === 'no_wait') err(`rc: busy: ${event.reason}\n`);
+    else if (event.state === 'cancelled' && event.cause === 'dependency') err(`rc: dependency: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
     else if (event.state === 'cancelled') err(`rc: job ${event.jobId} was cancelled: ${event.reason ?? ''}\n`);
   }
   return code;

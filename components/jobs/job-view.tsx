@@ -65,11 +65,30 @@ export function JobPage({ id }: { id: string }) {
             <Field term="Restarts">
               {[
                 j.restarts ? `up to ${j.restarts} when its host is lost` : 'none',
+                j.retries
+                  ? `retries: ${j.retried} of ${j.retries} used after a non-zero exit${j.retryDelayS ? ` (${durationText(j.retryDelayS)} apart)` : ''}`
+                  : null,
                 j.preemptible ? `preemptible${j.retryOnPreempt ? ', queued again when preempted' : ''}` : null,
               ]
                 .filter(Boolean)
                 .join('; ')}
             </Field>
+            {j.after?.length ? (
+              <Field term="Runs after">
+                <span data-after>
+                  {j.after.map((d, i) => (
+                    <span key={d.id}>
+                      {i ? ', ' : ''}
+                      <Link href={`/jobs/${encodeURIComponent(d.id)}`} className="font-mono text-sky-800 hover:underline">
+                        {d.id}
+                      </Link>{' '}
+                      ({d.state}
+                      {d.exitCode !== null ? `, exit ${d.exitCode}` : ''}){d.any ? ' any end' : ''}
+                    </span>
+                  ))}
+                </span>
+              </Field>
+            ) : null}
             <Field term="Limits">
               {[
                 j.maxRuntimeS ? `max runtime ${durationText(j.maxRuntimeS)}` : null,

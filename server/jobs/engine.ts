@@ -15,7 +15,6 @@ import type { JobEvents } from '../job-events';
 import { type BatchClaimed, claimBatch, type PlannedClaim } from './claim';
 import { type CopyDevice, takeCopyLease } from './copy-lease';
 import { type EndWhere, endJob } from './finish';
-import { releaseStalledArrays } from './array-slots';
 import type { ArrayRow } from './find';
 import { extendHold } from './hold';
 import { killArray } from './kill-array';
@@ -38,6 +37,7 @@ import { runningOnHost } from './sql/running-on-host';
 import { stopForPreemption } from './sql/stop-for-preemption';
 import { type StartDeps, type Started, startJob } from './start';
 import { type StdinPiece, writeJobStdin } from './stdin';
+import { sweepWaits } from './waits';
 import { WorkerReports } from './worker-reports';
 
 export interface EngineDeps {
@@ -58,6 +58,8 @@ export interface EngineDeps {
   freed: () => void;
   /** Quarantines a device of a host (a report of its worker's). */
   quarantine: (hostName: string, q: Quarantine) => Promise<void>;
+  /** Queued jobs left their wait (dependencies met, a retry delay over): every controller's pass should look. */
+  released?: () => void;
 }
 
 export class JobEngine {
@@ -184,9 +186,13 @@ export class JobEngine {
     return endJob(this.deps, jobId, end, where);
   }
 
-  /** The repair sweep of arrays' caps: tasks waiting on a cap with room under it are let in (and every pass woken). Returns how many. */
-  async releaseStalledArrays(): Promise<number> {
-    return (await releaseStalledArrays(this.deps.sql)).length;
+  /**
+   * The repair sweep of waiting jobs (server/jobs/waits.ts): dependencies an
+   * end's own follow-up missed (its controller died), and --retry-delay waits
+   * that are over. Returns when the next retry delay is over (ms; null: none).
+   */
+  async settleWaits(): Promise<number | null> {
+    return (await sweepWaits(this.deps)).nextRetryMs;
   }
 
   /** A host stopped answering: its running jobs are lost (or queued again, --restarts), their leases kept. Returns how many. */

@@ -59,6 +59,12 @@ export function jobView(j: JobRow): JobView {
     preemptible: j.preemptible,
     retryOnPreempt: j.retryOnPreempt,
     array: j.arrayId !== null && j.arrayIndex !== null ? { id: j.arrayId, index: j.arrayIndex } : null,
+    retries: j.retries,
+    retried: j.retried,
+    retryDelayS: j.retryDelayS,
+    // Only while queued: an ended job waits on nothing.
+    waiting: j.state === 'queued' ? j.waits : null,
+    notBefore: j.state === 'queued' ? (j.notBefore?.toISOString() ?? null) : null,
     expiresAt: j.expiresAt?.toISOString() ?? null,
     createdAt: j.createdAt.toISOString(),
     startedAt: j.startedAt?.toISOString() ?? null,

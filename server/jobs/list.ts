@@ -2,6 +2,7 @@
 import { withIdle } from './idle';
 import { RcError } from '../../core/errors';
 import type postgres from 'postgres';
+import { waitTexts } from './wait-texts';
 import type { Sql } from '../db';
 import { JOB_STATES } from '../../core/job-state';
 import { ARRAY_ID } from '../../core/array-spec';
@@ -240,30 +241,34 @@ export async function listActive(
       // Queued jobs up to the cursor: the position of the page's first queued job.
       after?.part === 'q'
         ? tx<{ n: number }[]>`
-            select count(*)::int as n from jobs ${fairJoin(tx, ranks)} where state = 'queued' ${noTasks} and not ${afterCursor(tx, after, fairRankOf(tx, ranks))}`
+            select count(*)::int as n from jobs ${fairJoin(tx, ranks)} where state = 'queued' and waits is null ${noTasks} and not ${afterCursor(tx, after, fairRankOf(tx, ranks))}`
         : tx<{ n: number }[]>`select 0 as n`,
     ] as const;
   });
   const page = rows.slice(0, q.limit);
-  const waiting = page.filter((r) => r.part === 'q');
+  // Until when at the latest, for the jobs in line (a job waiting on other jobs, its array's cap or a retry delay has none).
+  const inLine = page.filter((r) => r.part === 'q' && r.waits === null);
   const now = Date.now();
   const terms = new TermsCache();
   const freesBy =
-    fleet && waiting.length
+    fleet && inLine.length
       ? await freesByOfJobs(
           sql,
-          waiting.map((r) => terms.queued(r, now)),
+          inLine.map((r) => terms.queued(r, now)),
           await fleet(),
           now,
         )
       : null;
   let position = ahead!.n;
+  // Jobs that wait on other jobs or a retry delay are in the queued part, but have no place in line yet: their reason instead.
+  const waiting = await waitTexts(sql, page);
   const jobs = await withIdle(
     sql,
     page.map((r) => {
-      const waits = r.part === 'q' && quota ? quotaWait(quota, r.tokenId, r.gpus) : null;
-      const until = r.part === 'q' && freesBy ? { freesBy: freesBy.get(r.id) ?? null } : {};
-      return { ...jobView(r), position: r.part === 'q' ? position++ : null, ...(waits ? { waits } : {}), ...until };
+      const inLine = r.part === 'q' && r.waits === null;
+      const waits = waiting.get(r.id) ?? (inLine && quota ? quotaWait(quota, r.tokenId, r.gpus) : null);
+      const until = inLine && freesBy ? { freesBy: freesBy.get(r.id) ?? null } : {};
+      return { ...jobView(r), position: inLine ? position++ : null, ...(waits ? { waits } : {}), ...until };
     }),
   );
   const last = page.at(-1);

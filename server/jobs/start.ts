@@ -13,6 +13,7 @@ import { endJob } from './finish';
 import type { JobRow } from './job-view';
 import { type SubmitDeps, type SubmitOptions, submitJob } from './submit';
 import type { Metrics } from '../metrics';
+import { settleSubmitted } from './waits';
 
 export interface StartDeps {
   sql: Sql;
@@ -73,6 +74,8 @@ export async function startJob(
   if (replayed) return { job, position, refused: null, replayed, notices: [] };
   if (targets) deps.metrics.granted('submit', job);
   attach(job, position, notices);
+  // A job it runs after had already failed (or was killed...): cancelled at once, cause dependency; its follower hears the end.
+  if (job.waits === 'after') await settleSubmitted({ sql: deps.sql, events: deps.events, released: () => void deps.scheduler.pokeAll() }, job.id);
   if (targets) await deps.scheduler.dispatch(job, targets, announced);
   else {
     deps.live.changed({ what: 'jobs', jobId: job.id });

@@ -33,6 +33,11 @@ const FROM_BODY: { [K in keyof SubmitJob]-?: [Column, Value] | null } = {
   preemptible: ['preemptible', (sql, b) => sql`${b.preemptible ?? false}::boolean`],
   retryOnPreempt: ['retryOnPreempt', (sql, b) => sql`${b.retryOnPreempt ?? false}::boolean`],
   stdin: ['stdin', (sql, b) => sql`${b.stdin ?? false}::boolean`],
+  // Rows of their own (job_deps), stored in the same transaction (server/jobs/submit-deps.ts).
+  after: null,
+  afterAny: null,
+  retries: ['retries', (sql, b) => sql`${b.retries ?? 0}::int`],
+  retryDelayS: ['retryDelayS', (sql, b) => sql`${b.retryDelayS ?? 0}::int`],
   // As parsed and written back: one spelling of each selector.
   selector: ['selector', (sql, _b, c) => sql`${c.selectorText}`],
   device: ['deviceName', (sql, b) => sql`${b.device ?? null}`],

@@ -47,9 +47,20 @@ export async function admit(sql: Sql, tokenId: number, ask: Ask): Promise<Admitt
  * advisory lock of that scope, so two submits at the limit cannot both pass;
  * with no --queued limit it is the plain insert.
  */
-export async function queueWithinLimits<T>(sql: Sql, scopes: readonly ScopeLimits[], insert: (tx: Runner) => Promise<T>, adding = 1): Promise<T> {
+export async function queueWithinLimits<T>(
+  sql: Sql,
+  scopes: readonly ScopeLimits[],
+  insert: (tx: Runner) => Promise<T>,
+  opts: {
+    /** Jobs stored at once (an array's tasks): refused whole when they would pass a --queued limit. */
+    adding?: number;
+    /** The insert needs a transaction of its own anyway (a job with dependencies locks them and stores its job_deps rows). */
+    inTransaction?: boolean;
+  } = {},
+): Promise<T> {
+  const { adding = 1, inTransaction = false } = opts;
   const limited = scopes.filter((l) => l.queued !== null);
-  if (!limited.length) return insert(sql);
+  if (!limited.length && !inTransaction) return insert(sql);
   return sql.begin(async (tx) => {
     // Locks in one order (team before token, as limitsFor reads them): two submits never wait on each other crosswise.
     for (const l of limited) {

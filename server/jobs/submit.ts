@@ -17,6 +17,7 @@ import type { JobRow } from './job-view';
 import { holderOf } from './holder';
 import { submitColumns } from './submit-columns';
 import { type Admitted, admit, queueWithinLimits } from './submit-limits';
+import { resolveDependencies, storeDependencies, waitsFor } from './submit-deps';
 
 const NO_LIMITS: RuntimeLimits = { defaultS: null, maxS: null };
 
@@ -157,6 +158,8 @@ async function store(deps: SubmitDeps, identity: Identity, asked: SubmitJob, opt
   const { sql, inventory } = deps;
   const { body, selectorText, choices, ways, limits, notices } = await checkSubmit(deps, identity, asked);
   const wanted = body.device ?? null;
+  // --after / --after-any: refused now when one does not exist; such a job never starts at submit (the pass starts it).
+  const after = body.after?.length || body.afterAny?.length ? await resolveDependencies(sql, body) : [];
   const id = newJobId();
   // Only the free ones can start it now (a new job has waited nothing: no reservation is made for it).
   const asQueued: QueuedJob = {
@@ -169,7 +172,7 @@ async function store(deps: SubmitDeps, identity: Identity, asked: SubmitJob, opt
     waitedS: 0,
     ...(choices ? { choices: ways.map((w) => ({ label: w.label, terms: w.terms, gpus: w.gpus })) } : {}),
   };
-  const [plan] = !opts.startAtOnce || !limits.mayStartAtOnce ? [] : decide([asQueued], freeFor(ways));
+  const [plan] = !opts.startAtOnce || !limits.mayStartAtOnce || after.length ? [] : decide([asQueued], freeFor(ways));
   const fields = submitColumns(sql, { ...body, gpus: plan?.devices.length ?? asQueued.gpus }, { id, identity, selectorText, choices });
   if (plan) {
     const ids = plan.devices.map((d) => d.id);
@@ -188,13 +191,21 @@ async function store(deps: SubmitDeps, identity: Identity, asked: SubmitJob, opt
     if (!started) inventory.changed(plan.devices[0]!.hostName);
     if (started) return { job: started, position: 0, targets, announced: announce !== null, ...notices };
   }
-  // One statement inserts the job and counts the queued jobs ahead of it (within the --queued limits, if any).
+  // One statement inserts the job and counts the queued jobs ahead of it (within the --queued limits, if any). With
+  // dependencies, in one transaction with them locked and stored: it waits (waits 'after', no place in line) unless all are met.
   const [{ position, ...job }] = await queueWithinLimits(
     sql,
     limits.scopes,
-    (tx) => tx<[JobRow & { position: number }]>`
-    insert into jobs (${fields.columns}) values (${fields.values})
-    returning *, (select count(*)::int from jobs where state = 'queued' and waits is null and priority >= ${body.priority}) as position`,
+    async (tx) => {
+      const waits = after.length ? await waitsFor(tx, after) : null;
+      const rows = await tx<[JobRow & { position: number }]>`
+        insert into jobs (${fields.columns}, waits) values (${fields.values}, ${waits})
+        returning *, case when waits is null then (
+          select count(*)::int from jobs where state = 'queued' and waits is null and priority >= ${body.priority}) else 0 end as position`;
+      if (after.length) await storeDependencies(tx, id, after);
+      return rows;
+    },
+    { inTransaction: after.length > 0 },
   );
   return { job, position, targets: null, announced: false, ...notices };
 }

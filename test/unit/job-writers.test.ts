@@ -71,6 +71,8 @@ const CALLABLE_OUTSIDE: Record<string, readonly string[]> = {
   'sql/lease-idle-streaks': ['leaseIdleStreaks'],
   // When running jobs free their devices at the latest, for the queue's readers (a read: core/until.ts).
   'sql/frees-by': ['freesByOf'],
+  // What waiting jobs wait on, in words, and a job's dependencies (reads only).
+  'wait-texts': ['waitTexts', 'dependencyViews'],
 };
 
 /** Each value imported from server/jobs/ outside it that is not in CALLABLE_OUTSIDE. */

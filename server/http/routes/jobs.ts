@@ -5,6 +5,7 @@ import { RcError } from '../../../core/errors';
 import { Submitter } from '../../../protocol/api';
 import { activeArrayIds, arrayViews } from '../../jobs/array-view';
 import { findJob } from '../../jobs/find';
+import { dependencyViews } from '../../jobs/wait-texts';
 import { type JobRow, jobView } from '../../jobs/job-view';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
 import { listActive, listJobs, parseJobFilter, parsePsQuery, withAttempts } from '../../jobs/list';
@@ -50,7 +51,7 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
       res.cork();
       openStream(res);
       pipeJob(c.events, job.id, res);
-      writeEvent(res, { type: 'queued', jobId: job.id, position });
+      writeEvent(res, { type: 'queued', jobId: job.id, position, ...(job.waits ? { waits: job.waits } : {}) });
       // A limit's ceiling, when it applied, is the job's --max-runtime rather than the fleet's default.
       for (const message of limitNotices.length ? limitNotices : notices(job)) writeEvent(res, { type: 'notice', message });
       res.uncork();
@@ -95,7 +96,9 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/jobs/:id', async ({ params }) => {
     const [job] = await withAttempts(sql, [await findJob(sql, params.id)]);
-    return { job: job! };
+    // rc run --after / --after-any: the jobs it runs after, as they stand.
+    const after = await dependencyViews(sql, job!.id);
+    return { job: after.length ? { ...job!, after } : job! };
   });
 
   router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
