@@ -206,3 +206,36 @@ test('across two controllers: an end on one releases a dependent that the other 
     await other.stop();
   }
 });
+
+test('--after an array waits for every task of it; an array may itself run --after a job; a task held by its cap says so', { timeout: 90_000 }, async () => {
+  // An array whose tasks take a moment, at most one at once: the others wait on its cap, and say so.
+  const array = (await stack.cli(['run', '--array', '0-2%1', '--detach', '--', 'sh', '-c', 'sleep 1'])).stdout.trim();
+  assert.match(array, /^a\w{10}$/);
+  const queue = (await stack.api('GET', '/api/queue')).body as { jobs: { array: { id: string } | null; position: number | null; why: { text: string } }[] };
+  const held = queue.jobs.filter((j) => j.array?.id === array && j.position === null);
+  assert.ok(held.length >= 1, 'tasks past the cap are not in line');
+  assert.equal(held[0]!.why.text, `array ${array}'s cap: at most 1 of its tasks at once (--array %1)`);
+  // A job after the array starts only once all three tasks succeeded.
+  const after = await detach(stack, ['--after', array, '--', 'true']);
+  assert.deepEqual((await full(stack, after)).after?.map((d) => d.id).length, 3, 'the array stands for its three tasks');
+  await stack.waitFor(async () => (await full(stack, after)).state === 'succeeded', 'the job after the array to succeed', 60_000);
+  const tasks = ((await stack.api('GET', `/api/jobs?array=${array}`)).body as { jobs: { endedAt: string | null }[] }).jobs;
+  const startedAfter = Date.parse((await full(stack, after)).startedAt!);
+  for (const t of tasks) assert.ok(Date.parse(t.endedAt!) <= startedAfter, 'it started after every task ended');
+  // An array after a failing job: every task is cancelled for the dependency, and rc wait on the array says so.
+  const failing = await detach(stack, ['--', 'sh', '-c', 'sleep 1; exit 3']);
+  const dependent = (await stack.cli(['run', '--array', '0-4', '--after', failing, '--detach', '--', 'true'])).stdout.trim();
+  const waited = await stack.cli(['wait', dependent], { timeoutMs: 30_000 });
+  assert.equal(waited.code, 218, waited.stderr);
+  const states = ((await stack.api('GET', `/api/jobs?array=${dependent}`)).body as { jobs: { state: string; cause: string | null }[] }).jobs;
+  assert.deepEqual(
+    states.map((t) => `${t.state}/${t.cause}`),
+    Array(5).fill('cancelled/dependency'),
+  );
+  // An array that does not exist is refused at submit, nothing stored.
+  const before = await jobCount();
+  const refused = await stack.cli(['run', '--after', 'a0000000000', '--', 'true']);
+  assert.equal(refused.code, 2, refused.stderr);
+  assert.match(refused.stderr, /bad_dependency: --after a0000000000: no array has that id/);
+  assert.equal(await jobCount(), before);
+});
