@@ -45,6 +45,18 @@ const WAIT_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 
 export type GrantPath = 'submit' | 'pass';
 
+/**
+ * A scrape's count of live jobs: running ones, and queued ones by priority, those in line and those waiting on something
+ * besides a device (jobs.waits) apart. Each part reads a partial index of live jobs only, never the table of every job
+ * that ever ran (EXPLAIN: test/e2e/metrics.test.ts).
+ */
+export const LIVE_JOBS_STATEMENT = `
+  select 'running' as state, null::int as priority, count(*)::int as n from jobs where state = 'running'
+  union all
+  select 'queued', priority, count(*)::int from jobs where state = 'queued' and waits is null group by priority
+  union all
+  select 'queued', priority, count(*)::int from jobs where state = 'queued' and waits is not null group by priority`;
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly queueJobs: Gauge<'priority'>;
@@ -202,17 +214,15 @@ export class Metrics {
   }
 
   private async readJobs(): Promise<void> {
-    // Both parts use a partial index of live jobs only (EXPLAIN: test/e2e/metrics.test.ts).
-    const rows = await this.opts.sql<{ state: string; priority: number | null; n: number }[]>`
-      select 'running' as state, null::int as priority, count(*)::int as n from jobs where state = 'running'
-      union all
-      select 'queued', priority, count(*)::int from jobs where state = 'queued' group by priority`;
+    const rows = await this.opts.sql.unsafe<{ state: string; priority: number | null; n: number }[]>(LIVE_JOBS_STATEMENT);
     const byState: Record<string, number> = Object.fromEntries(LIVE_STATES.map((s) => [s, 0]));
-    this.queueJobs.reset();
+    const byPriority = new Map<number, number>();
     for (const r of rows) {
       byState[r.state] = (byState[r.state] ?? 0) + r.n;
-      if (r.state === 'queued') this.queueJobs.labels(String(r.priority)).set(r.n);
+      if (r.state === 'queued') byPriority.set(r.priority!, (byPriority.get(r.priority!) ?? 0) + r.n);
     }
+    this.queueJobs.reset();
+    for (const [priority, n] of byPriority) this.queueJobs.labels(String(priority)).set(n);
     for (const [state, n] of Object.entries(byState)) this.jobs.labels(state).set(n);
   }
 

@@ -91,3 +91,36 @@ test('an array on the Jobs, Queue and array pages: grouped with counts, each tas
   assert.equal((await stack.cli(['kill', id])).code, 0);
   assert.deepEqual(pageErrors, [], 'no page threw');
 });
+
+test('a job waiting on another in the Queue (no place in line, its reason); a retried job lists its attempts with their exit codes', {
+  skip,
+  timeout: 120_000,
+}, async () => {
+  // Both devices busy for a minute: a job --after the first of them waits on it, not on a device.
+  const sleepers = (await stack.cli(['run', '--array', '0-1', '--detach', '--', 'sleep', '60'])).stdout.trim();
+  const tasks = ((await stack.api('GET', `/api/jobs?array=${sleepers}`)).body as { jobs: { id: string }[] }).jobs;
+  await stack.waitFor(
+    async () => ((await stack.api('GET', `/api/arrays/${sleepers}`)).body as { array: { counts: { running: number } } }).array.counts.running === 2,
+    'both to run',
+  );
+  const waiter = (await stack.cli(['run', '--detach', '--after', tasks[0]!.id, '--', 'true'])).stdout.trim();
+  const queue = await open('/queue');
+  const card = queue.locator(`li[data-job="${waiter}"]`);
+  await card.waitFor();
+  assert.match((await card.textContent()) ?? '', new RegExp(`–.*after ${tasks[0]!.id} \\(running\\)`, 's'));
+  assert.equal(await card.locator('[data-until]').count(), 0, 'no until-when for a job not in line');
+  await shot(queue, 'queue-after');
+  assert.equal((await stack.cli(['kill', sleepers])).code, 0);
+  // A command that always fails, retried twice: three attempts, each exit 3.
+  const retried = await stack.cli(['run', '--retries', '2', '--', 'sh', '-c', 'exit 3'], { timeoutMs: 60_000 });
+  assert.equal(retried.code, 3, retried.stderr);
+  assert.match(retried.stderr, /retrying: attempt 2 of 3 after exit 3/);
+  const id = /job (j[0-9a-v]{10})/.exec(retried.stderr)![1]!;
+  const page = await open(`/jobs/${id}`);
+  const attempts = page.locator('[data-attempts]');
+  await attempts.waitFor();
+  assert.equal(await attempts.locator('tbody tr').count(), 3);
+  assert.match((await page.locator('main').textContent()) ?? '', /retries: 2 of 2 used after a non-zero exit/);
+  await shot(page, 'job-retried');
+  assert.deepEqual(pageErrors, [], 'no page threw');
+});

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import postgres from 'postgres';
+import { LIVE_JOBS_STATEMENT } from '../../server/metrics';
 import { Stack } from '../helpers/stack';
 
 let stack: Stack;
@@ -163,16 +164,27 @@ test('a scrape reads the partial indexes of live jobs, not the jobs table, howev
     await sql`analyze jobs`;
     const plan = async (query: string) => (await sql.unsafe<{ 'QUERY PLAN': string }[]>(`explain ${query}`)).map((r) => r['QUERY PLAN']).join('\n');
     // The scrape's statement (server/metrics.ts readJobs).
-    const text = await plan(`select 'running' as state, null::int as priority, count(*)::int as n from jobs where state = 'running'
-      union all select 'queued', priority, count(*)::int from jobs where state = 'queued' group by priority`);
+    const text = await plan(LIVE_JOBS_STATEMENT);
     assert.doesNotMatch(text, /Seq Scan on jobs/, text);
-    // Either partial index of queued jobs (priority, seq; or the queue order, requeued first) will do: not the table.
+    // Either partial index of queued jobs in line (priority, seq; or the queue order, requeued first) will do: not the table.
     assert.match(text, /jobs_queued_idx|jobs_queue_order_idx/, text);
+    assert.match(text, /jobs_waiting_idx/, text);
     assert.match(text, /jobs_running_host_idx/, text);
   } finally {
     await sql.end();
   }
   assert.equal(value(await scrape(), 'rc_jobs{state="queued"}'), 0);
+  // A queued job that waits on another (jobs.waits) is queued too.
+  const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
+  try {
+    await db`insert into jobs (id, submitter, argv, state, waits, priority) values ('jwaiting', 'tester', '[]'::jsonb, 'queued', 'after', 3)`;
+    const text = await scrape();
+    assert.equal(value(text, 'rc_jobs{state="queued"}'), 1);
+    assert.equal(value(text, 'rc_queue_jobs{priority="3"}'), 1);
+  } finally {
+    await db`delete from jobs where id = 'jwaiting'`;
+    await db.end();
+  }
 });
 
 test('credentials: none or a bad one 401, a host credential 403, other methods 405; no stack trace in any answer', async () => {

@@ -128,7 +128,7 @@ test('onScreen escapes for a terminal only: a pipe or a file gets the same strin
  * routed through output.ts or listed with its reason.
  */
 const RAW_WRITES: Record<string, string> = {
-  'cli/commands/run.ts|(type === FRAME_STDOUT ? stdout() : stderr()).write(data);': "a job's own output, byte for byte",
+  'cli/commands/run.ts|if (!state.json) return (type === FRAME_STDOUT ? stdout() : stderr()).write(data);': "a job's own output, byte for byte",
   'cli/tty.ts|stdout.write(a.bytes, () => act(client.written(n)));': "a terminal job's own output, byte for byte",
   "cli/tty.ts|stdout.write('', () => finish(o.exitCodeOf(a.exit, interrupted)));": 'an empty write, to wait for the output to drain',
 };
