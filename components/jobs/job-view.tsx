@@ -181,8 +181,15 @@ function Attempts({ job: j }: { job: Job }) {
             <td className="pr-3 text-xs text-zinc-600">{j.endedAt ? <Ago at={j.endedAt} /> : '–'}</td>
             <td className="pr-3">
               <JobBadge state={j.state} />
+              {j.exitCode !== null ? <span className="ml-1 text-xs text-zinc-500">exit {j.exitCode}</span> : null}
             </td>
-            <td className="pr-3 text-xs">{j.state === 'queued' ? 'queued again, ahead of the others of its priority' : (j.reason ?? '')}</td>
+            <td className="pr-3 text-xs">
+              {j.state === 'queued'
+                ? j.waiting === 'retry'
+                  ? 'waits out its --retry-delay, then runs again ahead of the others of its priority'
+                  : 'queued again, ahead of the others of its priority'
+                : (j.reason ?? j.cause ?? '')}
+            </td>
           </tr>
         </tbody>
       </table>

@@ -120,6 +120,8 @@ test('a job waiting on another in the Queue (no place in line, its reason); a re
   const attempts = page.locator('[data-attempts]');
   await attempts.waitFor();
   assert.equal(await attempts.locator('tbody tr').count(), 3);
+  // Every attempt, the last one too, with its exit code.
+  assert.equal(await attempts.locator('tbody tr', { hasText: 'exit 3' }).count(), 3);
   assert.match((await page.locator('main').textContent()) ?? '', /retries: 2 of 2 used after a non-zero exit/);
   await shot(page, 'job-retried');
   assert.deepEqual(pageErrors, [], 'no page threw');
