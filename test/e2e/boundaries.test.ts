@@ -434,3 +434,22 @@ test("a socket the session cookie authenticates opens only from the dashboard's 
     }
   }
 });
+
+test('an array (rc run --array) is neither submitted nor killed with the cookie from another origin', { timeout: 30_000 }, async () => {
+  const headers = { ...cookie(), origin: evil(), 'content-type': 'application/json' };
+  const jobs = async () => ((await stack.api('GET', '/api/jobs?limit=1000', undefined, stack.adminToken)).body as { jobs: unknown[] }).jobs.length;
+  const before = await jobs();
+  const submit = await raw('POST', '/api/arrays', headers, JSON.stringify({ array: '0-9', job: { argv: ['true'], submitter: 'forged' } }));
+  assert.equal(submit.status, 403, submit.body);
+  assert.equal(errorCode(submit.body), 'forbidden');
+  assert.equal(await jobs(), before, 'no task was stored');
+  // An array of the admin's own, sleeping; the forged kill leaves every task as it was.
+  const made = await stack.api('POST', '/api/arrays', { array: '0-1', job: { argv: ['sleep', '30'], submitter: 'admin' } }, stack.adminToken);
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const id = (made.body as { array: { id: string } }).array.id;
+  const kill = await raw('POST', `/api/arrays/${id}/kill`, headers, JSON.stringify({ submitter: 'admin' }));
+  assert.equal(kill.status, 403, kill.body);
+  const view = (await stack.api('GET', `/api/arrays/${id}`, undefined, stack.adminToken)).body as { array: { counts: { killed: number; cancelled: number } } };
+  assert.deepEqual([view.array.counts.killed, view.array.counts.cancelled], [0, 0], 'no task was stopped');
+  assert.equal((await stack.api('POST', `/api/arrays/${id}/kill`, { submitter: 'admin' }, stack.adminToken)).status, 200);
+});
