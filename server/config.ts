@@ -121,7 +121,7 @@ const Settings = z.object({
     .string()
     .optional()
     .transform((text, ctx) => {
-      if (text === undefined || text === '') return null;
+      if (text === undefined || text === '') return undefined;
       const r = parseLocalProviderConfig(text);
       if ('problem' in r) {
         ctx.addIssue({ code: 'custom', message: r.problem });
@@ -244,7 +244,7 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
   RC_LOCAL_PROVIDER: {
     default: 'unset',
     meaning:
-      'The local provider: machines are worker containers on this machine\'s Docker, priced from a table (simulated). A JSON file\'s path, or the JSON itself: `offers` (the price table), `prefix` (`rclocal`), `image` (`rc-job:stock`), and the faults it acts out for tests (`launchDelayMs`, `failLaunch`, `noCapacity`, `errorAfterCreate`, `spotLifetimeMs`). A wrong one stops the controller at start-up, saying what is wrong.',
+      "The local provider: machines are worker containers on this machine's Docker, priced from a table (simulated). A JSON file's path, or the JSON itself: `offers` (the price table), `prefix` (`rclocal`), `image` (`rc-job:stock`), and the faults it acts out for tests (`launchDelayMs`, `failLaunch`, `noCapacity`, `errorAfterCreate`, `spotLifetimeMs`). A wrong one stops the controller at start-up, saying what is wrong.",
   },
   RC_SWEEP_S: {
     default: '`600`',

@@ -165,7 +165,11 @@ export async function reconcileMachines(deps: MachineDeps): Promise<void> {
     for (const m of asked) {
       const state = states.get(m.instanceName) ?? 'gone';
       if (m.state === 'provisioning') {
-        await terminateMachine(deps, m.id, `launch interrupted: no answer from the provider within ${deps.launchTimeoutS} s (the controller that launched it stopped); found ${state}`);
+        await terminateMachine(
+          deps,
+          m.id,
+          `launch interrupted: no answer from the provider within ${deps.launchTimeoutS} s (the controller that launched it stopped); found ${state}`,
+        );
       } else if (state === 'preempted') {
         await terminateMachine(deps, m.id, 'preempted: the provider took the spot machine back');
       } else if (state === 'gone') {

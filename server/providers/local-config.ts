@@ -13,7 +13,10 @@ const LocalOffer = z
   .object({
     offerId,
     /** Canonical model (H100, RTX4090), or null for CPU slots. */
-    gpuModel: z.string().regex(/^[A-Z0-9][A-Z0-9-]{0,30}$/, 'a canonical GPU model such as H100 or RTX4090').nullable(),
+    gpuModel: z
+      .string()
+      .regex(/^[A-Z0-9][A-Z0-9-]{0,30}$/, 'a canonical GPU model such as H100 or RTX4090')
+      .nullable(),
     gpuCount: z.number().int().min(0).max(16),
     vramGiB: z.number().min(0).max(1024),
     cpus: z.number().int().min(1).max(1024),
@@ -34,7 +37,10 @@ const LocalOffer = z
 export const LocalProviderConfig = z
   .object({
     /** Instance names are `<prefix>-<machine id>`; the sweeper deletes only containers whose names start so. */
-    prefix: z.string().regex(/^[a-z][a-z0-9]{1,19}$/, 'a prefix is 2–20 lower-case letters and digits, starting with a letter').default('rclocal'),
+    prefix: z
+      .string()
+      .regex(/^[a-z][a-z0-9]{1,19}$/, 'a prefix is 2–20 lower-case letters and digits, starting with a letter')
+      .default('rclocal'),
     /** The worker containers' image: the stock job image by default (docker/worker-image). */
     image: z.string().min(1).max(200).default('rc-job:stock'),
     offers: z.array(LocalOffer).min(1).max(100),

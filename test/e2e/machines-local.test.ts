@@ -18,7 +18,8 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const IMAGE = 'rc-job:stock';
 const docker = new Docker();
 const info = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' });
-if (info.error || info.status !== 0) throw new Error(`the machines test needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
+if (info.error || info.status !== 0)
+  throw new Error(`the machines test needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
 const skip = spawnSync('docker', ['image', 'inspect', IMAGE]).status === 0 ? false : `${IMAGE} is not on this host: build it with docker/worker-image/build.sh`;
 if (skip) console.log(`# skipped: ${skip}`);
 
@@ -55,7 +56,11 @@ before(async () => {
 after(async () => {
   if (skip) return;
   // Every container this test may have made, by its exact name.
-  for (const name of made) await docker.getContainer(name).remove({ force: true }).catch(() => {});
+  for (const name of made)
+    await docker
+      .getContainer(name)
+      .remove({ force: true })
+      .catch(() => {});
   await database.close();
   await stack.stop();
 });
@@ -96,7 +101,10 @@ async function offer(id: string, config: object = CONFIG) {
 const audits = (target: string) =>
   database.client<{ action: string; actor: string; detail: { why?: string } }[]>`select action, actor, detail from audit where target = ${target} order by id`;
 
-test('a machine: its row before its container; its worker joins with the offer\'s GPUs; terminate removes it, says why, audited', { skip, timeout: 120_000 }, async () => {
+test("a machine: its row before its container; its worker joins with the offer's GPUs; terminate removes it, says why, audited", {
+  skip,
+  timeout: 120_000,
+}, async () => {
   const { deps: d } = deps();
   const h100 = await offer('h100x2');
   assert.equal(h100.simulated, true);
@@ -122,7 +130,7 @@ test('a machine: its row before its container; its worker joins with the offer\'
   // Its worker joins as the machine's host, with two fake H100s; the controller's reconcile makes it idle.
   await stack.waitFor(
     async () => (await stack.devices()).filter((x) => x.name.startsWith(`${m.hostName}:`) && x.state === 'free').length === 2,
-    'the machine\'s two GPUs to be free',
+    "the machine's two GPUs to be free",
     60_000,
   );
   const joinedMs = performance.now() - t0;
@@ -217,7 +225,7 @@ test('kill -9 of the launching controller mid-launch: once the controller looks 
   // The controller restarts too (kill -9), and on its own finds the machine and deletes it.
   await stack.stopController('SIGKILL');
   await stack.startController();
-  await stack.waitFor(async () => !(await containerExists(name)), 'the interrupted machine\'s container to be deleted', 20_000);
+  await stack.waitFor(async () => !(await containerExists(name)), "the interrupted machine's container to be deleted", 20_000);
   const [row] = await database.client<{ state: string; why: string }[]>`select state, terminated_why as why from machines where instance_name = ${name}`;
   assert.equal(row?.state, 'terminated');
   assert.match(row!.why, /^launch interrupted: /);
@@ -231,12 +239,23 @@ test('kill -9 of the launching controller mid-launch: once the controller looks 
 test('a wrong RC_LOCAL_PROVIDER stops the controller at start-up, saying what is wrong', { skip, timeout: 30_000 }, async () => {
   for (const [value, said] of [
     ['{"offers": []}', /RC_LOCAL_PROVIDER.*offers/],
-    ['{"offers": [{"offerId": "x", "gpuModel": "H100", "gpuCount": 1, "vramGiB": 80, "cpus": 4, "ramGiB": 8, "diskGiB": 10, "pricePerHour": -1}]}', /pricePerHour/],
+    [
+      '{"offers": [{"offerId": "x", "gpuModel": "H100", "gpuCount": 1, "vramGiB": 80, "cpus": 4, "ramGiB": 8, "diskGiB": 10, "pricePerHour": -1}]}',
+      /pricePerHour/,
+    ],
     ['/no/such/file.json', /neither JSON nor a file that exists/],
     ['{not json', /does not parse/],
   ] as const) {
     const r = spawnSync(process.execPath, [join(ROOT, 'dist/server.js')], {
-      env: { ...process.env, DATABASE_URL: stack.dbUrl, RC_DATA_DIR: stack.dataDir, PORT: '0', RC_LOCAL_WORKER: '0', RC_DASHBOARD: '0', RC_LOCAL_PROVIDER: value },
+      env: {
+        ...process.env,
+        DATABASE_URL: stack.dbUrl,
+        RC_DATA_DIR: stack.dataDir,
+        PORT: '0',
+        RC_LOCAL_WORKER: '0',
+        RC_DASHBOARD: '0',
+        RC_LOCAL_PROVIDER: value,
+      },
       encoding: 'utf8',
       timeout: 20_000,
     });
