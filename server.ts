@@ -21,6 +21,7 @@ import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
 import { answerClientError, answerConnect } from './server/http/bad-requests';
+import { configuredProviders } from './server/providers/configured';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
 /** The local worker's program, beside this one in dist/. */
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     sampleRetention: { rawDays: config.RC_SAMPLES_RAW_DAYS, coarseDays: config.RC_SAMPLES_COARSE_DAYS },
     authLimit: { failures: config.RC_AUTH_FAILURES, windowMs: config.RC_AUTH_FAILURE_WINDOW_S * 1000 },
+    machines: { providers: configuredProviders(config), sweepS: config.RC_SWEEP_S, launchTimeoutS: config.RC_LAUNCH_TIMEOUT_S },
     log,
   });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;
@@ -113,6 +115,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://${config.RC_BIND === '0.0.0.0' ? '127.0.0.1' : config.RC_BIND}:${port}`;
   await ensureLocalCredentials(database.db, config.RC_DATA_DIR, url);
+  controller.startMachines(url);
   log(`controller on ${url}; tokens for this checkout in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'local.json'))}`);
 
   let worker: LocalWorker | null = null;

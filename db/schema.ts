@@ -549,3 +549,41 @@ export const audit = pgTable('audit', {
   /** The token of the request that did it (server/request-scope.ts); null for the controller's own acts. */
   tokenId: bigint('token_id', { mode: 'number' }),
 });
+
+/** A machine's life (server/machines/): recorded (provisioning) before the provider is asked, booting once it took the request,
+ *  idle or busy once its worker joined, terminating while the provider deletes it, terminated for good. offline: a reserved one, later. */
+export const MACHINE_STATES = ['provisioning', 'booting', 'idle', 'busy', 'offline', 'terminating', 'terminated'] as const;
+
+/**
+ * A machine rented from a provider account (issue 34). The row, with the instance
+ * name it will carry, is inserted before launch() is called, so an instance the
+ * controller lost track of (a kill -9 mid-launch) is found by describe() or, having
+ * no live row, deleted by the sweeper.
+ */
+export const machines = pgTable(
+  'machines',
+  {
+    /** `m` and 10 base32 digits, like a job's id. */
+    id: text('id').primaryKey(),
+    /** The provider account (`local`, `runpod/lab-b`). */
+    account: text('account').notNull(),
+    /** `<prefix>-<id>`: the provider's name for it, and the sweeper's handle. */
+    instanceName: text('instance_name').notNull().unique(),
+    /** The offer it was launched from, whole (server/providers/provider.ts Offer). */
+    offer: jsonb('offer').$type<Record<string, unknown>>().notNull(),
+    pricePerHour: doublePrecision('price_per_hour').notNull(),
+    spot: boolean('spot').notNull(),
+    /** Its price is not real (the local provider's table): every view that shows it says so. */
+    simulated: boolean('simulated').notNull(),
+    state: text('state', { enum: MACHINE_STATES }).notNull().default('provisioning'),
+    /** The rc host its worker joins as (registered with the machine; its credential is the instance's join key). */
+    hostName: text('host_name').notNull(),
+    /** Why it was terminated: `launch failed: …`, `rm`, `sweeper`, `gone: …`. */
+    terminatedWhy: text('terminated_why'),
+    createdAt: ts('created_at').notNull().defaultNow(),
+    launchedAt: ts('launched_at'),
+    readyAt: ts('ready_at'),
+    terminatedAt: ts('terminated_at'),
+  },
+  (t) => [index('machines_live_idx').on(t.account).where(sql`state <> 'terminated'`)],
+);

@@ -7,6 +7,7 @@ import { parseIdleSetting } from '../core/idle';
 import { zodMessage } from '../protocol/zod-message';
 import { SAMPLE_RETENTION } from './sample-retention';
 import { databaseUrlProblem } from './database-url';
+import { parseLocalProviderConfig } from './providers/local-config';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -115,6 +116,23 @@ const Settings = z.object({
   RC_SAMPLES_RAW_DAYS: z.coerce.number().int().min(1).max(30).default(SAMPLE_RETENTION.rawDays),
   /** Days the 10-minute rows are kept. */
   RC_SAMPLES_COARSE_DAYS: z.coerce.number().int().min(1).max(3650).default(SAMPLE_RETENTION.coarseDays),
+  /** The local provider (server/providers/local.ts): a JSON file's path or the JSON itself; off when unset. */
+  RC_LOCAL_PROVIDER: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined || text === '') return undefined;
+      const r = parseLocalProviderConfig(text);
+      if ('problem' in r) {
+        ctx.addIssue({ code: 'custom', message: r.problem });
+        return z.NEVER;
+      }
+      return r.config;
+    }),
+  /** Seconds between the sweeper's passes (server/machines/sweeper.ts). */
+  RC_SWEEP_S: z.coerce.number().int().min(1).max(86_400).default(600),
+  /** Seconds a provider has to answer a launch; a machine recorded longer ago whose launch never answered is terminated. */
+  RC_LAUNCH_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(300),
 });
 
 /** One row of a settings table in docs/operators.md: npm run docs writes the tables from these (scripts/docs.ts). */
@@ -223,6 +241,21 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
       'Days every heartbeat\'s GPU sample is kept; older ones are thinned to one row per GPU and 10 minutes (1–30). See "What rc keeps, and for how long".',
   },
   RC_SAMPLES_COARSE_DAYS: { default: '`90`', meaning: 'Days the 10-minute rows are kept (1–3650, and at least `RC_SAMPLES_RAW_DAYS`).' },
+  RC_LOCAL_PROVIDER: {
+    default: 'unset',
+    meaning:
+      "The local provider: machines are worker containers on this machine's Docker, priced from a table (simulated). A JSON file's path, or the JSON itself: `offers` (the price table), `prefix` (`rclocal`), `image` (`rc-job:stock`), and the faults it acts out for tests (`launchDelayMs`, `failLaunch`, `noCapacity`, `errorAfterCreate`, `spotLifetimeMs`). A wrong one stops the controller at start-up, saying what is wrong.",
+  },
+  RC_SWEEP_S: {
+    default: '`600`',
+    meaning:
+      "Seconds between the sweeper's passes (1–86400): each provider account's instances whose names carry its prefix and that no machine owns are deleted, each audited (`machine.sweep`); nothing without the prefix is touched, and one controller sweeps at a time.",
+  },
+  RC_LAUNCH_TIMEOUT_S: {
+    default: '`300`',
+    meaning:
+      'Seconds a provider has to answer a launch (1–3600). A machine recorded longer ago whose launch never answered (its controller stopped mid-launch) is terminated, whatever the provider made of it.',
+  },
 };
 
 const Env = Settings.superRefine((env, ctx) => {

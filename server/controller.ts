@@ -8,6 +8,9 @@ import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
 import { formatSize } from '../core/size';
 import { markHostsAway, reapSilentHosts } from './reaper';
+import { type MachineDeps, reconcileMachines } from './machines/lifecycle';
+import { sweep } from './machines/sweeper';
+import type { Provider } from './providers/provider';
 import { PauseWatch } from './pause-watch';
 import { heartbeatAckMs, heartbeatMs as heartbeatEvery } from './heartbeat-timing';
 import { Scheduler } from './scheduler';
@@ -84,7 +87,12 @@ export interface ControllerOptions {
   authLimit?: AuthLimitOptions;
   /** How long GPU samples are kept, raw and coarse (RC_SAMPLES_RAW_DAYS, RC_SAMPLES_COARSE_DAYS); server/sample-retention.ts's defaults when absent. */
   sampleRetention?: SampleRetention;
+  /** Machines from providers (server/machines/): the configured accounts, RC_SWEEP_S and RC_LOCAL_PROVIDER's launch timeout; none when absent. */
+  machines?: { providers: readonly Provider[]; sweepS: number; launchTimeoutS: number };
 }
+
+/** How often live machines are described and moved on (server/machines/lifecycle.ts reconcileMachines). */
+const RECONCILE_MS = 2000;
 
 /** How often the sweep of waiting jobs runs (JobEngine.settleWaits): a missed release waits at most this long. */
 const WAITS_SWEEP_MS = 2000;
@@ -526,6 +534,26 @@ export class Controller {
       this.passes.add(p);
     };
     this.timers.push(setInterval(run, ms));
+  }
+
+  /**
+   * Once the controller listens at `controllerUrl` (where machines' workers join): live
+   * machines are reconciled every 2 s and the sweeper runs every RC_SWEEP_S, when any
+   * provider account is configured.
+   */
+  startMachines(controllerUrl: string): void {
+    const m = this.opts.machines;
+    if (!m?.providers.length || this.quiesced) return;
+    const deps: MachineDeps = {
+      db: this.db,
+      sql: this.sql,
+      providers: new Map(m.providers.map((p) => [p.account, p])),
+      controllerUrl,
+      launchTimeoutS: m.launchTimeoutS,
+      log: this.log,
+    };
+    this.every(RECONCILE_MS, () => reconcileMachines(deps).catch((err: unknown) => this.log(`reconciling machines failed: ${String(err)}`)));
+    this.every(m.sweepS * 1000, () => sweep(this.sql, m.providers, this.log).catch((err: unknown) => this.log(`sweeper failed: ${String(err)}`)));
   }
 
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {

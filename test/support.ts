@@ -1,3 +1,6 @@
 // What scripts/test.mjs needs from the sources, bundled to dist/test-support.js.
 export { startEmbeddedPostgres } from '../server/embedded-pg';
 export { connect, runMigrations } from '../server/db';
+export { launchMachine, terminateMachine, machineRow } from '../server/machines/lifecycle';
+export { LocalProvider } from '../server/providers/local';
+export { parseLocalProviderConfig } from '../server/providers/local-config';
