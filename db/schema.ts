@@ -584,6 +584,11 @@ export const machines = pgTable(
     launchedAt: ts('launched_at'),
     readyAt: ts('ready_at'),
     terminatedAt: ts('terminated_at'),
+    /** The job it was launched for (placement); at most one live machine per job, so two controllers never launch twice for one. */
+    jobId: text('job_id'),
   },
-  (t) => [index('machines_live_idx').on(t.account).where(sql`state <> 'terminated'`)],
+  (t) => [
+    index('machines_live_idx').on(t.account).where(sql`state <> 'terminated'`),
+    uniqueIndex('machines_job_live_idx').on(t.jobId).where(sql`state <> 'terminated'`),
+  ],
 );
