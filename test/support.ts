@@ -4,3 +4,5 @@ export { connect, runMigrations } from '../server/db';
 export { launchMachine, terminateMachine, machineRow } from '../server/machines/lifecycle';
 export { LocalProvider } from '../server/providers/local';
 export { parseLocalProviderConfig } from '../server/providers/local-config';
+export { placeJob } from '../server/machines/placement';
+export { FailedOffers } from '../core/cheapest-fit';

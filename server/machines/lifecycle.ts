@@ -4,6 +4,7 @@
 // with why. Every launch and termination is in the audit log. Placement (which
 // job wants which offer) calls launchMachine; it decides nothing itself.
 import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { audit as auditT, hosts as hostsT, machines as machinesT } from '../../db/schema';
 import type { Offer, Provider } from '../providers/provider';
 import { createToken } from '../auth';
@@ -55,10 +56,63 @@ function providerOf(deps: MachineDeps, account: string): Provider {
  * terminates the machine at once (whatever it may have created is deleted), with why.
  */
 export async function launchMachine(deps: MachineDeps, offer: Offer, actor = 'controller'): Promise<MachineRow> {
+  return (await launchMachineFor(deps, offer, {}, actor)) as MachineRow;
+}
+
+/** Placement's limits on a launch: the job it is for (one live machine each) and RC_MAX_MACHINES. */
+export interface LaunchLimits {
+  jobId?: string;
+  maxMachines?: number;
+}
+
+/** Why launchMachineFor launched nothing: the job has a live machine already (another pass's), or the cap is reached. */
+export type LaunchRefused = { refused: 'claimed' } | { refused: 'cap'; max: number };
+
+/** An advisory lock's key: launches counted against RC_MAX_MACHINES are recorded one at a time. */
+const MACHINE_CAP_LOCK = 0x7263_6d63; // 'rcmc'
+
+/**
+ * launchMachine for placement: the row is recorded only while fewer than
+ * `maxMachines` machines are live (counted under an advisory lock, so two
+ * controllers never both take the last place) and while `jobId` has no live
+ * machine (machines_job_live_idx: of two passes for one job, one records it).
+ */
+export async function launchMachineFor(deps: MachineDeps, offer: Offer, limits: LaunchLimits, actor = 'controller'): Promise<MachineRow | LaunchRefused> {
   const provider = providerOf(deps, offer.account);
   const id = newMachineId();
   const name = `${provider.prefix}-${id}`;
-  const joinKey = await deps.db.transaction(async (tx) => {
+  let joinKey: string | LaunchRefused;
+  try {
+    joinKey = await recordMachine(deps, offer, limits, actor, id, name);
+  } catch (err) {
+    if (isUniqueViolation(err, 'machines_job_live_idx')) return { refused: 'claimed' };
+    throw err;
+  }
+  if (typeof joinKey !== 'string') return joinKey;
+  try {
+    await provider.launch({ name, offer, controllerUrl: deps.controllerUrl, joinKey });
+  } catch (err) {
+    deps.log(`machine ${id} (${name}): launch failed: ${(err as Error).message}`);
+    return terminateMachine(deps, id, `launch failed: ${(err as Error).message}`, actor);
+  }
+  await deps.sql`update machines set state = 'booting', launched_at = now() where id = ${id} and state = 'provisioning'`;
+  return (await machineRow(deps.sql, id))!;
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  for (let e = err as { code?: string; constraint_name?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e)
+    if (e.code === '23505' && e.constraint_name === constraint) return true;
+  return false;
+}
+
+/** The machine's row, its host and the host's credential (returned: the join key), and the launch's audit, in one transaction. */
+function recordMachine(deps: MachineDeps, offer: Offer, limits: LaunchLimits, actor: string, id: string, name: string): Promise<string | LaunchRefused> {
+  return deps.db.transaction(async (tx): Promise<string | LaunchRefused> => {
+    if (limits.maxMachines !== undefined) {
+      await tx.execute(sql`select pg_advisory_xact_lock(${MACHINE_CAP_LOCK})`);
+      const [live] = await tx.execute<{ n: number }>(sql`select count(*)::int as n from machines where state <> 'terminated'`);
+      if ((live?.n ?? 0) >= limits.maxMachines) return { refused: 'cap', max: limits.maxMachines };
+    }
     await tx.insert(machinesT).values({
       id,
       account: offer.account,
@@ -68,6 +122,7 @@ export async function launchMachine(deps: MachineDeps, offer: Offer, actor = 'co
       spot: offer.spot,
       simulated: offer.simulated,
       hostName: name,
+      jobId: limits.jobId ?? null,
     });
     await tx.insert(hostsT).values({ name });
     await tx.insert(auditT).values({
@@ -80,14 +135,6 @@ export async function launchMachine(deps: MachineDeps, offer: Offer, actor = 'co
     });
     return createToken(tx, 'host', `machine ${id}`, name);
   });
-  try {
-    await provider.launch({ name, offer, controllerUrl: deps.controllerUrl, joinKey });
-  } catch (err) {
-    deps.log(`machine ${id} (${name}): launch failed: ${(err as Error).message}`);
-    return terminateMachine(deps, id, `launch failed: ${(err as Error).message}`, actor);
-  }
-  await deps.sql`update machines set state = 'booting', launched_at = now() where id = ${id} and state = 'provisioning'`;
-  return (await machineRow(deps.sql, id))!;
 }
 
 export async function machineRow(sql: Sql, id: string): Promise<MachineRow | null> {

@@ -1,0 +1,66 @@
+// Launching a machine for one job (issue 34, seed 002 "How rrun picks"): the
+// offers of the provider accounts it may use are gathered, the cheapest that
+// fits is launched (core/cheapest-fit.ts), and a launch that fails moves on to
+// the next offer, that one skipped for a while. The database holds the limits:
+// one live machine per job, and at most RC_MAX_MACHINES live machines
+// (launchMachineFor). Which queued job asks for a machine, and when, is the
+// caller's; this decides only the offer.
+import { cheapestFirst, type FailedOffers } from '../../core/cheapest-fit';
+import type { Offer, OfferQuery, Provider } from '../providers/provider';
+import { ProviderError } from '../providers/provider';
+import { type LaunchRefused, launchMachineFor, type MachineDeps, type MachineRow } from './lifecycle';
+
+/** RC_MAX_MACHINES's default: live provider machines at most. */
+export const DEFAULT_MAX_MACHINES = 16;
+
+export interface PlacementDeps extends MachineDeps {
+  /** RC_MAX_MACHINES. */
+  maxMachines: number;
+  /** Offers whose launch failed lately (per controller, kept across passes). */
+  failed: FailedOffers;
+}
+
+/** What the job asks of its machine: its shape (the providers' query) and the price rules. */
+export interface MachineWants {
+  query: OfferQuery;
+  /** --cloud: `local`, `runpod` (every account of it) or `runpod/lab-b`; null: every configured account. */
+  cloud: string | null;
+  spot: boolean;
+  maxPricePerHour: number | null;
+}
+
+export type Placed = { placed: 'launched'; machine: MachineRow; offer: Offer } | LaunchRefused | { refused: 'no_offer'; tried: number };
+
+/** Whether `account` is one --cloud names: the account itself, or its provider (the part before `/`). */
+export function cloudNames(cloud: string | null, account: string): boolean {
+  return cloud === null || cloud === account || account.startsWith(`${cloud}/`);
+}
+
+/**
+ * Launches one machine for `jobId` from the cheapest offer that fits. An account
+ * that does not answer (its credentials refused, or any failure) is left out of
+ * this round; a launch that fails marks its offer failed and the next is tried.
+ */
+export async function placeJob(deps: PlacementDeps, jobId: string, wants: MachineWants): Promise<Placed> {
+  const accounts = [...deps.providers.values()].filter((p) => cloudNames(wants.cloud, p.account));
+  const offers = (await Promise.all(accounts.map((p) => offersOf(deps, p, wants.query)))).flat();
+  let tried = 0;
+  for (const offer of cheapestFirst(offers, wants, deps.failed.skipped)) {
+    tried += 1;
+    const got = await launchMachineFor(deps, offer, { jobId, maxMachines: deps.maxMachines });
+    if ('refused' in got) return got;
+    if (got.state !== 'terminated') return { placed: 'launched', machine: got, offer };
+    deps.failed.failed(offer);
+  }
+  return { refused: 'no_offer', tried };
+}
+
+async function offersOf(deps: PlacementDeps, provider: Provider, query: OfferQuery): Promise<Offer[]> {
+  try {
+    return await provider.offers(query);
+  } catch (err) {
+    const why = err instanceof ProviderError && err.kind === 'bad_credentials' ? 'its credentials were refused' : (err as Error).message;
+    deps.log(`provider account ${provider.account} is left out of this round: ${why}`);
+    return [];
+  }
+}
