@@ -65,10 +65,19 @@ export async function offers(client: Client, args: readonly string[]): Promise<n
   out(
     table(
       ['CLOUD', 'GPU', 'VRAM', 'CPUS', 'RAM', '$/H', 'SPOT', 'REGION'],
-      r.offers.map((o) => [o.account, gpuText(o), o.vramGiB ? `${o.vramGiB}G` : '-', String(o.cpus), `${o.ramGiB}G`, price(o), o.spot ? 'spot' : '-', o.region ?? '-']),
+      r.offers.map((o) => [
+        o.account,
+        gpuText(o),
+        o.vramGiB ? `${o.vramGiB}G` : '-',
+        String(o.cpus),
+        `${o.ramGiB}G`,
+        price(o),
+        o.spot ? 'spot' : '-',
+        o.region ?? '-',
+      ]),
     ),
   );
-  if (r.offers.some((o) => o.simulated)) out('* simulated price (the local provider\'s table)\n');
+  if (r.offers.some((o) => o.simulated)) out("* simulated price (the local provider's table)\n");
   return EXIT.ok;
 }
 
@@ -106,7 +115,7 @@ export async function machines(client: Client, args: readonly string[]): Promise
       r.machines.map((m) => [m.id, m.state, m.account, gpuText(m), price(m), m.spot ? 'spot' : '-', age(m.createdAt), cost(m)]),
     ),
   );
-  if (r.machines.some((m) => m.simulated)) out('* simulated price (the local provider\'s table)\n');
+  if (r.machines.some((m) => m.simulated)) out("* simulated price (the local provider's table)\n");
   return EXIT.ok;
 }
 

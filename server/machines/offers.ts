@@ -46,7 +46,8 @@ export function parseOffersQuery(query: URLSearchParams): OffersFilter {
     gpus = parsed.choices;
   }
   const spot = query.get('spot');
-  if (spot !== null && spot !== '1' && spot !== '0') bad(`spot: 1 (spot and on-demand offers compete) or 0 (on-demand only), not ${JSON.stringify(spot.slice(0, 20))}`);
+  if (spot !== null && spot !== '1' && spot !== '0')
+    bad(`spot: 1 (spot and on-demand offers compete) or 0 (on-demand only), not ${JSON.stringify(spot.slice(0, 20))}`);
   const cloud = query.get('cloud');
   if (cloud !== null && !/^[a-z0-9][a-z0-9-]{0,39}(\/[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$/.test(cloud))
     bad(`cloud: a provider (local, runpod) or a provider/account (runpod/lab-b), not ${JSON.stringify(cloud.slice(0, 50))}`);
@@ -84,7 +85,9 @@ function fitsGpus(o: Offer, gpus: readonly GpuChoice[]): boolean {
 export async function cheapestOffers(providers: readonly Provider[], f: OffersFilter): Promise<OffersView> {
   const asked = providers.filter((p) => cloudNames(f.cloud, p.account));
   if (f.cloud !== null && !asked.length)
-    bad(`cloud: no configured account is ${f.cloud}; ${providers.length ? `the accounts are ${providers.map((p) => p.account).join(', ')}` : 'none is configured'}`);
+    bad(
+      `cloud: no configured account is ${f.cloud}; ${providers.length ? `the accounts are ${providers.map((p) => p.account).join(', ')}` : 'none is configured'}`,
+    );
   const answers = await Promise.allSettled(asked.map((p) => p.offers(f.query)));
   const offers: Offer[] = [];
   const warnings: string[] = [];
