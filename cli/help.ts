@@ -24,6 +24,8 @@ usage: rc <command> [flags]
   kill     stop a job you submitted
   usage    device-hours leased (jobs, terminals, holds) and how many sat idle, by submitter,
            token, team, host or model:  rc usage --since 7d --by submitter
+  offers   the cheapest machine shapes the provider accounts offer now:  rc offers --gpu H100
+  machines machines rented from providers, with cost so far (rc machines rm <id> deletes one)
   whoami   your token, its team, and its limits with what is left (GPUs, GPU-hours)
   admin    operator commands: host add/off/on/rm, hosts, audit, token create/set/revoke,
            tokens, team create/set/list, limit set/show, sheet set/clear, note set, probe,
@@ -51,6 +53,8 @@ const HELPS: Record<string, () => Promise<string>> = {
   attach: async () => (await import('./commands/jobs')).ATTACH_HELP,
   wait: async () => (await import('./commands/wait')).WAIT_HELP,
   usage: async () => (await import('./commands/usage')).USAGE_HELP,
+  offers: async () => (await import('./commands/machines')).OFFERS_HELP,
+  machines: async () => (await import('./commands/machines')).MACHINES_HELP,
   whoami: async () => (await import('./commands/whoami')).WHOAMI_HELP,
   admin: async () => (await import('./commands/admin')).ADMIN_HELP,
 };

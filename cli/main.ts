@@ -24,6 +24,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   attach: async () => (await import('./commands/jobs')).attach,
   wait: async () => (await import('./commands/wait')).wait,
   usage: async () => (await import('./commands/usage')).usage,
+  offers: async () => (await import('./commands/machines')).offers,
+  machines: async () => (await import('./commands/machines')).machines,
   whoami: async () => (await import('./commands/whoami')).whoami,
   admin: async () => (await import('./commands/admin')).admin,
 };

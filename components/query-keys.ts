@@ -12,6 +12,8 @@ export const keys = {
   array: (id: string) => ['array', id] as const,
   queue: ['queue'] as const,
   holds: ['holds'] as const,
+  /** The Machines page; no argument: both of its lists. */
+  machines: (all?: boolean) => (all === undefined ? (['machines'] as const) : (['machines', all] as const)),
   audit: (filter: Record<string, string>) => ['audit', filter] as const,
   usage: (filter: Record<string, string>) => ['usage', filter] as const,
   /** The Teams page; no argument: every window of it. */

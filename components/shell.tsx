@@ -16,6 +16,7 @@ const NAV = [
   { href: '/jobs', label: 'Jobs' },
   { href: '/queue', label: 'Queue' },
   { href: '/holds', label: 'Holds' },
+  { href: '/machines', label: 'Machines' },
   { href: '/usage', label: 'Usage' },
   { href: '/teams', label: 'Teams' },
   { href: '/audit', label: 'Audit' },

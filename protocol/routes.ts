@@ -58,6 +58,9 @@ import type {
   TokenView,
   Whoami,
   WriteSheetBody,
+  MachineView,
+  OffersQuery,
+  OffersView,
 } from './wire';
 
 /** client: a client or an admin token; admin: an admin token; host: a host credential; public: anyone (the browser's sign-in). */
@@ -117,6 +120,9 @@ export const ROUTES = {
   'PUT /api/admin/teams/:name': 'admin',
   'GET /api/admin/limits': 'admin',
   'PUT /api/admin/limits/:scope': 'admin',
+  'GET /api/offers': 'client',
+  'GET /api/machines': 'client',
+  'DELETE /api/machines/:id': 'admin',
   'POST /api/session': 'public',
   'DELETE /api/session': 'public',
   'GET /metrics': 'client',
@@ -212,6 +218,12 @@ export interface RouteTypes {
   'GET /api/admin/limits': { query: { scope?: string }; response: { limits: LimitView[] } };
   /** Sets or clears (null, `none`) some limits of a scope (`team:vision`, `token:agent-a`, `token:12`); the others are kept. */
   'PUT /api/admin/limits/:scope': { body: SetLimitsBody; response: { limits: LimitView } };
+  /** The cheapest offers that fit across the configured provider accounts (rc offers); an account that failed to answer is in `warnings`. */
+  'GET /api/offers': { query: OffersQuery; response: OffersView };
+  /** Machines rented from providers, live ones (all=1: terminated too), each with its cost so far. */
+  'GET /api/machines': { query: { all?: '1' | '0' }; response: { machines: MachineView[] } };
+  /** Deletes the machine's instance (rc machines rm): its state once asked (terminating until the provider says gone). */
+  'DELETE /api/machines/:id': { response: { machine: MachineView } };
   /** Sets the session cookie; a form post is answered 303 to /. */
   'POST /api/session': { body: SignInBody; response: { kind: Exclude<TokenKind, 'host'>; name: string }; form: true };
   'DELETE /api/session': { response: { ok: true } };

@@ -815,3 +815,63 @@ export interface TtyError {
   code: string;
   message: string;
 }
+
+/** GET /api/offers: the cheapest offers that fit, across the configured provider accounts (rc offers). */
+export interface OffersQuery {
+  /** Comma-separated GPU choices: `H100`, `A100:2` (a model and at least that many). */
+  gpu?: string;
+  cpus?: string;
+  /** GiB. */
+  ram?: string;
+  disk?: string;
+  spot?: '1' | '0';
+  /** `local`, `runpod`, `runpod/lab-b`: only that provider, or that one account. */
+  cloud?: string;
+  'max-price'?: string;
+  cuda?: string;
+  /** 1 to 200; 20. */
+  limit?: string;
+}
+
+/** One priced machine shape (server/providers/provider.ts Offer), as rc offers prints it. */
+export interface OfferView {
+  account: string;
+  offerId: string;
+  gpuModel: string | null;
+  gpuCount: number;
+  vramGiB: number;
+  cpus: number;
+  ramGiB: number;
+  diskGiB: number;
+  cuda: string | null;
+  region: string | null;
+  spot: boolean;
+  pricePerHour: number;
+  /** Not a real price (the local provider's table). */
+  simulated: boolean;
+}
+
+/** The cheapest offers; `warnings`: each account that failed to answer, and why (not a failure of the call). */
+export interface OffersView {
+  offers: OfferView[];
+  warnings: string[];
+}
+
+/** A machine rented from a provider (rc machines, the Machines page). */
+export interface MachineView {
+  id: string;
+  account: string;
+  instanceName: string;
+  hostName: string;
+  state: 'provisioning' | 'booting' | 'idle' | 'busy' | 'offline' | 'terminating' | 'terminated';
+  gpuModel: string | null;
+  gpuCount: number;
+  pricePerHour: number;
+  spot: boolean;
+  simulated: boolean;
+  createdAt: string;
+  terminatedAt: string | null;
+  terminatedWhy: string | null;
+  /** US dollars: the price × the hours from its creation until it was terminated, or now. */
+  costSoFar: number;
+}

@@ -8,7 +8,9 @@ import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
 import { formatSize } from '../core/size';
 import { markHostsAway, reapSilentHosts } from './reaper';
-import { type MachineDeps, reconcileMachines } from './machines/lifecycle';
+import { type MachineDeps, reconcileMachines, terminateMachine } from './machines/lifecycle';
+import { machineView } from './machines/list';
+import type { ApiDeps } from './http/route-deps';
 import { sweep } from './machines/sweeper';
 import type { Provider } from './providers/provider';
 import { PauseWatch } from './pause-watch';
@@ -130,6 +132,10 @@ export class Controller {
   readonly runtimeLimits: RuntimeLimits;
   /** Token guesses, limited per client address: the API, the sign-in and every socket's handshake share it. */
   readonly authLimit: AuthLimit;
+  /** Machines from providers, as the routes use them (GET /api/offers, DELETE /api/machines/:id). */
+  readonly machines: ApiDeps['machines'];
+  /** Where machines' workers join: known once the controller listens (startMachines); terminating needs none of it. */
+  private machinesUrl = '';
   private timers: NodeJS.Timeout[] = [];
   /** Set by quiesce(): no timer is armed after it. */
   private quiesced = false;
@@ -312,6 +318,14 @@ export class Controller {
       audited: () => live.changed({ what: 'audit' }),
       authLimit: this.authLimit,
     });
+    this.machines = {
+      providers: opts.machines?.providers ?? [],
+      terminate: async (id, why, actor) => {
+        if (!(await machineView(this.sql, id))) return null;
+        await terminateMachine(this.machineDeps(), id, why, actor);
+        return machineView(this.sql, id);
+      },
+    };
     registerApi(this.router, this);
     this.tty = new TtyHub(
       {
@@ -544,16 +558,22 @@ export class Controller {
   startMachines(controllerUrl: string): void {
     const m = this.opts.machines;
     if (!m?.providers.length || this.quiesced) return;
-    const deps: MachineDeps = {
-      db: this.db,
-      sql: this.sql,
-      providers: new Map(m.providers.map((p) => [p.account, p])),
-      controllerUrl,
-      launchTimeoutS: m.launchTimeoutS,
-      log: this.log,
-    };
+    this.machinesUrl = controllerUrl;
+    const deps = this.machineDeps();
     this.every(RECONCILE_MS, () => reconcileMachines(deps).catch((err: unknown) => this.log(`reconciling machines failed: ${String(err)}`)));
     this.every(m.sweepS * 1000, () => sweep(this.sql, m.providers, this.log).catch((err: unknown) => this.log(`sweeper failed: ${String(err)}`)));
+  }
+
+  private machineDeps(): MachineDeps {
+    const m = this.opts.machines;
+    return {
+      db: this.db,
+      sql: this.sql,
+      providers: new Map((m?.providers ?? []).map((p) => [p.account, p])),
+      controllerUrl: this.machinesUrl,
+      launchTimeoutS: m?.launchTimeoutS ?? 600,
+      log: this.log,
+    };
   }
 
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {

@@ -8,6 +8,7 @@ import { registerHoldRoutes } from './routes/holds';
 import { registerInstallRoutes } from './routes/install';
 import { registerArrayRoutes } from './routes/arrays';
 import { registerJobRoutes } from './routes/jobs';
+import { registerMachineRoutes } from './routes/machines';
 import { registerSessionRoutes } from './routes/session';
 import type { ApiDeps } from './route-deps';
 import type { Router } from './router';
@@ -20,6 +21,7 @@ export function registerApi(router: Router, c: ApiDeps): void {
   registerArrayRoutes(router, c);
   registerFileRoutes(router, c);
   registerHoldRoutes(router, c);
+  registerMachineRoutes(router, c);
   registerInstallRoutes(router);
   registerAdminRoutes(router, c);
   registerSessionRoutes(router, c);

@@ -19,6 +19,8 @@ import type { LiveFeed } from '../live';
 import type { Metrics } from '../metrics';
 import type { Notice } from '../../protocol/wire';
 import type { AuthLimit } from '../auth-limit';
+import type { Provider } from '../providers/provider';
+import type { MachineView } from '../../protocol/wire';
 
 /** What the routes need of the controller: its parts, not the controller itself. */
 export interface ApiDeps {
@@ -55,6 +57,11 @@ export interface ApiDeps {
   runtimeLimits: RuntimeLimits;
   /** Token guesses, limited per client address (server/auth-limit.ts): the sign-in counts its refusals too. */
   authLimit: AuthLimit;
+  /** Machines from providers: the configured accounts (GET /api/offers), and deleting one (server/machines/lifecycle.ts; null: no such machine). */
+  machines: {
+    providers: readonly Provider[];
+    terminate(id: string, why: string, actor: string): Promise<MachineView | null>;
+  };
   /** What this controller wants people to know now (GET /api/notices). */
   notices(): Notice[];
 }

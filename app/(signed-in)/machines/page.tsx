@@ -1,0 +1,5 @@
+import { MachinesView } from '../../../components/machines-view';
+
+export default function Page() {
+  return <MachinesView />;
+}
