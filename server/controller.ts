@@ -1,4 +1,5 @@
 // The controller's parts, wired once: database, scheduler, worker hub, API.
+import { RcError } from '../core/errors';
 import type { RuntimeLimits } from '../core/runtime-limit';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from 'socket.io';
@@ -321,7 +322,14 @@ export class Controller {
     this.machines = {
       providers: opts.machines?.providers ?? [],
       terminate: async (id, why, actor) => {
-        if (!(await machineView(this.sql, id))) return null;
+        const machine = await machineView(this.sql, id);
+        if (!machine) return null;
+        // Only its own account's provider can delete the instance: without it nothing is changed (the row stays, for when it is configured again).
+        if (machine.state !== 'terminated' && !(opts.machines?.providers ?? []).some((p) => p.account === machine.account))
+          throw new RcError(
+            'conflict',
+            `machine ${id} is on the account ${machine.account}, which this controller has no settings for: configure that account again and delete it then (nothing was changed)`,
+          );
         await terminateMachine(this.machineDeps(), id, why, actor);
         return machineView(this.sql, id);
       },

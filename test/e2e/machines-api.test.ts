@@ -173,6 +173,17 @@ test('rc machines: a launched machine with its cost so far; rc machines rm delet
   assert.equal(code(none.body), 'not_found');
   assert.equal(await containerExists(m.instanceName), true, 'still there after the refusals');
 
+  // A machine on an account this controller has no settings for: refused with a sentence (never a 500), nothing changed.
+  await database.client`insert into machines (id, account, instance_name, offer, price_per_hour, spot, simulated, state, host_name)
+    values ('m0000orphan', 'runpod/gone', 'rc-m0000orphan', '{}'::jsonb, 1, false, false, 'idle', 'orphan-host')`;
+  const orphan = await stack.api('DELETE', '/api/machines/m0000orphan', undefined, stack.adminToken);
+  assert.equal(orphan.status, 409, JSON.stringify(orphan.body));
+  assert.equal(code(orphan.body), 'conflict');
+  assert.match(JSON.stringify(orphan.body), /account runpod\/gone, which this controller has no settings for/);
+  const [kept] = await database.client<{ state: string }[]>`select state from machines where id = 'm0000orphan'`;
+  assert.equal(kept!.state, 'idle', 'nothing was changed');
+  await database.client`delete from machines where id = 'm0000orphan'`;
+
   const rm = await stack.cli(['machines', 'rm', m.id], { env: { RC_TOKEN: stack.adminToken } });
   assert.equal(rm.code, 0, rm.stderr);
   assert.match(rm.stdout, new RegExp(`${m.id}: terminated \\(rm by `));
