@@ -3,15 +3,9 @@
 import type { EndCause, JobState } from '../../core/job-state';
 import type { ArrayView } from '../../protocol/wire';
 import type { Sql } from '../db';
+import type { ArrayRow } from './find';
 
-interface Row {
-  id: string;
-  spec: string;
-  size: number;
-  maxRunning: number | null;
-  name: string | null;
-  submitter: string;
-  createdAt: Date;
+interface Row extends Omit<ArrayRow, 'tokenId'> {
   argv: string[] | null;
   queued: number;
   waiting: number;

@@ -5,6 +5,7 @@ import { ARRAY_ID, parseTaskRef } from '../../core/array-spec';
 import { RcError } from '../../core/errors';
 import { JOB_ID, JOB_NAME } from '../../core/job-options';
 import type { Sql } from '../db';
+import type { jobArrays } from '../../db/schema';
 import type { JobRow } from './job-view';
 
 /** How many of the matching ids an ambiguous name's error lists. */
@@ -52,16 +53,7 @@ export async function findJob(sql: Sql, ref: string, what = 'job'): Promise<JobR
 }
 
 /** An array's row (server/jobs/array-view.ts reads its counts). */
-export interface ArrayRow {
-  id: string;
-  spec: string;
-  size: number;
-  maxRunning: number | null;
-  name: string | null;
-  submitter: string;
-  tokenId: number | null;
-  createdAt: Date;
-}
+export type ArrayRow = typeof jobArrays.$inferSelect;
 
 /**
  * The array `ref` names: its id (`a` and 10 base32 digits), or its --name

@@ -4,30 +4,10 @@
 // name it will carry, before launch is called), placement and the cheapest
 // fit, keep timers, restarts and the sweeper (the only reader of list()).
 // A provider never decides; it answers for one account.
+import type { OfferView } from '../../protocol/wire';
 
-/** One priced machine shape an account offers now. */
-export interface Offer {
-  /** The provider and account it comes from: `local`, `runpod/lab-b`. */
-  account: string;
-  /** The provider's own name for the shape (what launch() gets back in its spec). */
-  offerId: string;
-  /** Canonical GPU model (core/gpu-names.ts canonicalGpuModel), or null for a CPU-only shape. */
-  gpuModel: string | null;
-  gpuCount: number;
-  /** GiB of memory per GPU; 0 without GPUs. */
-  vramGiB: number;
-  cpus: number;
-  ramGiB: number;
-  diskGiB: number;
-  /** The highest CUDA version its driver supports (`12.8`), or null when not known. */
-  cuda: string | null;
-  region: string | null;
-  spot: boolean;
-  /** US dollars per hour. */
-  pricePerHour: number;
-  /** The price is not a real one (the local provider's table): every view that shows it says so. */
-  simulated: boolean;
-}
+/** One priced machine shape an account offers now: the wire's OfferView (rc offers prints them as they are). */
+export type Offer = OfferView;
 
 /** What offers() is asked: every field optional; an offer must satisfy all that are given. */
 export interface OfferQuery {

@@ -4,20 +4,16 @@
 // far and deleted by rc machines rm (its container gone, audited with why);
 // each route's wrong credentials and bad input; a cross-origin cookie DELETE refused.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
+import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const IMAGE = 'rc-job:stock';
+const IMAGE = STOCK_IMAGE;
 const docker = new Docker();
-const info = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' });
-if (info.error || info.status !== 0)
-  throw new Error(`the machines test needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
-const skip = spawnSync('docker', ['image', 'inspect', IMAGE]).status === 0 ? false : `${IMAGE} is not on this host: build it with docker/worker-image/build.sh`;
-if (skip) console.log(`# skipped: ${skip}`);
+const skip = stockImageSkip('the machines test');
 
 const PREFIX = `rcm${process.pid}`;
 const CONFIG = {

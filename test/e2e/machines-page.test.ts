@@ -5,7 +5,6 @@
 // through the page (after a confirm), a client session sees no Delete button.
 // Screenshots go under /tmp/machines-shots/.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -13,10 +12,11 @@ import { after, afterEach, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import postgres from 'postgres';
 import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
+import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
-const IMAGE = 'rc-job:stock';
-const skip = noChromium || (spawnSync('docker', ['image', 'inspect', IMAGE]).status === 0 ? false : `${IMAGE} is not on this host`);
+const IMAGE = STOCK_IMAGE;
+const skip = noChromium || stockImageSkip('the Machines page test');
 const docker = new Docker();
 const ids: Record<string, string> = {};
 const SHOTS = '/tmp/machines-shots';

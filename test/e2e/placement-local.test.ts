@@ -4,20 +4,16 @@
 // passes for one job launch one machine; RC_MAX_MACHINES holds under 20
 // concurrent placements. Which queued job asks (rc run --cloud-only) comes later.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
+import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const IMAGE = 'rc-job:stock';
+const IMAGE = STOCK_IMAGE;
 const docker = new Docker();
-const info = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' });
-if (info.error || info.status !== 0)
-  throw new Error(`the placement test needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
-const skip = spawnSync('docker', ['image', 'inspect', IMAGE]).status === 0 ? false : `${IMAGE} is not on this host: build it with docker/worker-image/build.sh`;
-if (skip) console.log(`# skipped: ${skip}`);
+const skip = stockImageSkip('the placement test');
 
 const PREFIX = `rcp${process.pid}`;
 const gpu = { gpuModel: 'H100', gpuCount: 1, vramGiB: 80, cpus: 4, ramGiB: 16, diskGiB: 50 };

@@ -7,16 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
-const IMAGE = 'rc-job:stock';
+const IMAGE = STOCK_IMAGE;
 const docker = (...args: string[]) => spawnSync('docker', args, { encoding: 'utf8' });
-const info = docker('info', '--format', '{{.ServerVersion}}');
-if (info.error || info.status !== 0)
-  throw new Error(`the stock image's test needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
-const present = docker('image', 'inspect', IMAGE).status === 0;
-const skip = present ? false : `${IMAGE} is not on this host: build it with docker/worker-image/build.sh (.ci/run does)`;
-if (skip) console.log(`# skipped: ${skip}`);
+const skip = stockImageSkip("the stock image's test");
 
 let stack: Stack;
 const host = `si${process.pid}`;

@@ -42,3 +42,22 @@ export async function ensureTestImage(): Promise<string> {
   }
   return TEST_IMAGE;
 }
+
+/** The stock job image (docker/worker-image/build.sh, which .ci/run runs once): the local provider's machines and the stock image's test run in it. */
+export const STOCK_IMAGE = 'rc-job:stock';
+
+/**
+ * For a test that needs the stock image: throws when dockerd does not answer
+ * (a missing dockerd is a broken machine, not a reason to skip), and returns
+ * why to skip when the image was not built here (false: it is there).
+ */
+export function stockImageSkip(what: string): string | false {
+  const info = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' });
+  if (info.error || info.status !== 0) throw new Error(`${what} needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
+  const skip =
+    docker(['image', 'inspect', STOCK_IMAGE]).status === 0
+      ? false
+      : `${STOCK_IMAGE} is not on this host: build it with docker/worker-image/build.sh (.ci/run does)`;
+  if (skip) console.log(`# skipped: ${skip}`);
+  return skip;
+}

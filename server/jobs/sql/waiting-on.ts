@@ -4,18 +4,11 @@
 // submitted), or (null: the sweep) every waiting one whose wait could be
 // over, found through jobs_waiting_idx.
 // The decision itself is core's (core/dependencies.ts settle).
-import type { EndCause, JobState } from '../../../core/job-state';
 import type { Sql } from '../../db';
+import type { DependencyRow } from './dependencies-of';
 
-/** One job a waiting job runs after; a job that is gone (never the case but for a refused rc cp) reads as cancelled. */
-export interface WaitingOnRow {
-  jobId: string;
-  afterId: string;
-  any: boolean;
-  state: JobState;
-  exitCode: number | null;
-  cause: EndCause | null;
-}
+/** One job a waiting job runs after, as rc describe reads them; a job that is gone (never the case but for a refused rc cp) reads as cancelled. */
+export type WaitingOnRow = DependencyRow;
 
 /** How many waiting jobs one sweep settles at most (the next sweep takes the rest). */
 export const SWEEP_MAX = 1000;
