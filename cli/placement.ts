@@ -43,6 +43,33 @@ export function placementOf(parsed: Parsed): {
   };
 }
 
+/** rc run's flags for a machine launched for the job (protocol/api.ts JOB_CLOUD): a job's only, not a hold's. */
+export const CLOUD_FLAGS: readonly FlagSpec[] = [
+  { name: 'cloud-only', type: 'boolean' },
+  { name: 'cloud', type: 'string' },
+  { name: 'max-price', type: 'string' },
+  { name: 'spot', type: 'boolean' },
+];
+
+/** --cloud-only and its flags as submit fields; each of the others without it is refused here, as the controller would (bad_cloud). */
+export function cloudOf(parsed: Parsed): { cloudOnly?: true; cloud?: string; maxPrice?: number; spot?: true } {
+  const cloudOnly = parsed.flags.has('cloud-only');
+  if (!cloudOnly)
+    for (const name of ['cloud', 'max-price', 'spot'])
+      if (parsed.flags.has(name)) fail('bad_cloud', `--${name} is for a machine launched for the job: add --cloud-only`, EXIT.usage);
+  const cloud = stringFlag(parsed, 'cloud');
+  const priceText = stringFlag(parsed, 'max-price');
+  const maxPrice = priceText === undefined ? undefined : Number(priceText.replace(/^\$/, ''));
+  if (priceText !== undefined && (!/^\$?\d+(\.\d+)?$/.test(priceText) || maxPrice! < 0.01 || maxPrice! > 10_000))
+    usage(`--max-price must be US dollars an hour from 0.01 to 10000 (2.5), not ${priceText}`);
+  return {
+    ...(cloudOnly ? { cloudOnly: true as const } : {}),
+    ...(cloud !== undefined ? { cloud } : {}),
+    ...(maxPrice !== undefined ? { maxPrice } : {}),
+    ...(parsed.flags.has('spot') ? { spot: true as const } : {}),
+  };
+}
+
 /** Every --select given, ANDed (`-s a -s b` is `a,b`): a second one adds to the first, never replaces it. */
 export function selectorOf(parsed: Parsed): string {
   return (parsed.lists.get('select') ?? []).filter((s) => s.trim() !== '').join(',');

@@ -326,6 +326,14 @@ export const jobs = pgTable(
     retryOnPreempt: boolean('retry_on_preempt').notNull().default(false),
     /** rc run with a piped standard input: its first attempt's stdin is a pipe that POST /api/jobs/:id/stdin writes. */
     stdin: boolean('stdin').notNull().default(false),
+    /** rc run --cloud-only: runs only on a provider machine launched for it (server/machines/placement.ts), never on a joined host. */
+    cloudOnly: boolean('cloud_only').notNull().default(false),
+    /** rc run --cloud: the provider (`local`) or account (`runpod/lab-b`) its machine comes from; null: any configured. */
+    cloud: text('cloud'),
+    /** rc run --max-price: US dollars an hour its machine may cost at most; null: no bound. */
+    maxPricePerHour: doublePrecision('max_price_per_hour'),
+    /** rc run --spot: spot offers compete with on-demand ones on price. */
+    spot: boolean('spot').notNull().default(false),
     /** Set when an attempt ended and the job was queued again: it goes before the jobs of its priority that were not (core/schedule.ts queueOrder). */
     requeuedAt: ts('requeued_at'),
     /** Output seqs of earlier attempts: this attempt's worker numbers its chunks after them. */

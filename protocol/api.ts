@@ -71,6 +71,45 @@ export const JOB_PLACEMENT = {
 };
 
 /**
+ * rc run --cloud-only and the price rules of the machine launched for it (issue 34, seed 002 "How rrun picks").
+ * A job's fields only (not a terminal's): without cloudOnly they are refused (checkCloud), so a job without
+ * them is placed as before, on the joined hosts.
+ */
+export const JOB_CLOUD = {
+  /** Runs only on a provider machine launched for it (server/machines/placement.ts), never on a joined host. */
+  cloudOnly: z.boolean().optional(),
+  /** A provider (`local`, `runpod`) or one account (`runpod/lab-b`); which are configured is the controller's to say. */
+  cloud: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,39}(\/[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$/, 'cloud is a provider (local, runpod) or a provider/account (runpod/lab-b)')
+    .nullish(),
+  /** US dollars an hour the machine may cost at most. */
+  maxPrice: z
+    .number({ error: 'maxPrice must be a number of US dollars an hour' })
+    .min(0.01, 'maxPrice must be at least 0.01 US dollars an hour')
+    .max(10_000, 'maxPrice must be at most 10000 US dollars an hour')
+    .nullish(),
+  /** Spot offers compete with on-demand ones on price. */
+  spot: z.boolean().optional(),
+};
+
+/** Adds the issues of --cloud-only's flags (JOB_CLOUD): each of the others needs it, and it is for rc run with a command on no named device. */
+export function checkCloud(
+  j: { cloudOnly?: boolean; cloud?: string | null; maxPrice?: number | null; spot?: boolean; kind: string; device?: string | null },
+  ctx: z.RefinementCtx,
+): void {
+  const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message, params: { code: 'bad_cloud' } });
+  if (!j.cloudOnly) {
+    if (j.cloud != null) say('cloud', '--cloud picks the provider of a launched machine: add --cloud-only');
+    if (j.maxPrice != null) say('maxPrice', '--max-price bounds the price of a launched machine: add --cloud-only');
+    if (j.spot) say('spot', '--spot lets a launched machine be a spot one: add --cloud-only');
+    return;
+  }
+  if (j.kind !== 'run') say('cloudOnly', '--cloud-only is for rc run with a command');
+  if (j.device != null) say('cloudOnly', '-d names a device of a joined host, and --cloud-only runs on a launched machine: give one or the other');
+}
+
+/**
  * What a job (or a terminal, protocol/tty.ts) is called and what it gets in
  * its environment (core/job-options.ts has the rules; checkJobOptions tells
  * them). An issue carries its error code in `params.code` (bad_name, bad_env,
@@ -171,12 +210,14 @@ export const SubmitJob = z
       .regex(/^[A-Za-z0-9._:-]+$/, 'idempotencyKey may hold only letters, digits and . _ : -')
       .optional(),
     ...JOB_PLACEMENT,
+    ...JOB_CLOUD,
     ...JOB_OPTIONS,
   })
   .strict()
   .superRefine((j, ctx) => {
     checkJobOptions(j, ctx);
     checkPlacement(j, ctx);
+    checkCloud(j, ctx);
     if (j.retryOnPreempt && !j.preemptible)
       ctx.addIssue({
         code: 'custom',
@@ -237,6 +278,7 @@ export const SubmitArray = z
     if (!spec.ok) say(['array'], spec.message);
     if (a.job.kind !== 'run') say(['job', 'kind'], "an array's tasks are runs of a command: a hold or a terminal is not an array task");
     if (!a.job.wait) say(['job', 'wait'], 'an array always queues its tasks: drop --no-wait');
+    if (a.job.cloudOnly) say(['job', 'cloudOnly'], '--cloud-only launches one machine per job: it is not for an array yet');
     if (a.job.stdin) say(['job', 'stdin'], "an array's tasks read no stdin: give --no-stdin, or --detach");
     if (a.job.idempotencyKey !== undefined) say(['job', 'idempotencyKey'], 'an array is submitted once: drop idempotencyKey');
   });

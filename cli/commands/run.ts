@@ -17,7 +17,7 @@ import { jsonEventOf, outputLine } from '../json-stream';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { MAX_DEPENDENCIES, MAX_RETRIES, MAX_RETRY_DELAY_S, retryNotice } from '../../core/dependencies';
 import { parseDuration } from '../../core/duration';
-import { PLACEMENT_FLAGS, placementOf } from '../placement';
+import { CLOUD_FLAGS, cloudOf, PLACEMENT_FLAGS, placementOf } from '../placement';
 import { localClock, untilText } from '../../core/until-text';
 import { parseArraySpec } from '../../core/array-spec';
 import { runArray } from './arrays';
@@ -52,6 +52,15 @@ matching device is busy.
                             'RTX 5090' are one). Starts on the first choice free
                             now, else on whichever frees first; --select must
                             hold too
+      --cloud-only          run only on a provider machine launched for this job
+                            (the cheapest offer that fits --gpu), never on a
+                            joined host; rc offers shows the offers
+      --cloud <p[/a]>       launch only from this provider (local, runpod) or
+                            account (runpod/lab-b); needs --cloud-only
+      --max-price <$>       the machine costs at most this many US dollars an
+                            hour; needs --cloud-only
+      --spot                spot offers compete with on-demand ones on price;
+                            needs --cloud-only
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
@@ -120,6 +129,7 @@ matching device is busy.
 
 export const RUN_SPECS: FlagSpec[] = [
   ...PLACEMENT_FLAGS,
+  ...CLOUD_FLAGS,
   { name: 'cwd', type: 'string' },
   { name: 'name', type: 'string' },
   { name: 'comment', type: 'string' },
@@ -175,6 +185,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     comment: stringFlag(parsed, 'comment') ?? null,
     env: envOf(parsed),
     ...placementOf(parsed),
+    ...cloudOf(parsed),
     cwd: cwd ?? null,
     maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),

@@ -45,6 +45,10 @@ const FROM_BODY: { [K in keyof SubmitJob]-?: [Column, Value] | null } = {
   gpus: ['gpus', (sql, b) => sql`${b.gpus}::int`],
   gpu: ['gpuChoices', (sql, _b, c) => json(sql, c.choices)],
   priority: ['priority', (sql, b) => sql`${b.priority}::int`],
+  cloudOnly: ['cloudOnly', (sql, b) => sql`${b.cloudOnly ?? false}::boolean`],
+  cloud: ['cloud', (sql, b) => sql`${b.cloud ?? null}`],
+  maxPrice: ['maxPricePerHour', (sql, b) => sql`${b.maxPrice ?? null}::float8`],
+  spot: ['spot', (sql, b) => sql`${b.spot ?? false}::boolean`],
   // Whether the client follows the job or returns at once: the client's business, not the job's.
   wait: null,
   waitTimeoutS: ['waitTimeoutS', (sql, b) => sql`${b.waitTimeoutS ?? null}::int`],

@@ -14,6 +14,7 @@ import { STREAM_CONTENT_TYPE } from '../../../core/frames';
 import { zodMessage } from '../../../protocol/zod-message';
 import type { ApiDeps } from '../route-deps';
 import { MAX_TAIL_LINES } from '../../../core/tail';
+import { unknownCloud } from '../../machines/offers';
 
 /** GET /api/jobs/:id/stream's `tail`: how many of the last lines to start at; null when not given. */
 function parseTail(text: string | null): number | null {
@@ -36,6 +37,9 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
   router.on('POST /api/jobs', async ({ req, res, identity, body }) => {
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
+    // --cloud-only launches from this controller's provider accounts: a --cloud that names none would wait for ever.
+    const unknown = body.cloudOnly ? unknownCloud(c.machines.providers, body.cloud ?? null) : null;
+    if (unknown) throw new RcError('bad_cloud', `--cloud-only: ${unknown}`);
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
     const {

@@ -37,7 +37,7 @@ export interface PreemptibleRow {
 }
 
 /**
- * The first `limit` queued jobs; in fair order when `ranks` are given (null: every token stands equal). Those of
+ * The first `limit` queued jobs (but --cloud-only ones: they run only on a machine launched for them, not on the joined hosts a pass places on); in fair order when `ranks` are given (null: every token stands equal). Those of
  * `skip`'s tokens are left out: their --gpus limits are reached, and a deep queue of them must not fill the head
  * while other tokens' jobs behind it could start.
  */
@@ -50,7 +50,7 @@ export function queueHead(sql: Sql, limit: number, ranks: FairRanks | null = nul
         select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
       ) end as avoid_hosts,
       ${ranks ? sql`fair_rank` : sql`0`} as fair_rank
-    from ${ranks ? sql`${fairQueued(sql, ranks, limit, skip)} as jobs` : sql`jobs where state = 'queued' and waits is null ${skipped}`}
+    from ${ranks ? sql`${fairQueued(sql, ranks, limit, skip)} as jobs` : sql`jobs where state = 'queued' and waits is null and not cloud_only ${skipped}`}
     order by ${ranks ? sql.unsafe(FAIR_ORDER_COLUMNS) : queueOrder(sql)} limit ${limit}`;
 }
 

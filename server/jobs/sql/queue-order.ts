@@ -50,13 +50,13 @@ export function fairQueued(sql: Sql, ranks: FairRanks, limit: number, skip: read
       -- In the order they are walked: the join keeps it, so the sort below takes one rank's jobs at a time and stops at the limit.
       select prio.p, grp.rank, grp.keys, coalesce(cardinality(grp.keys), 0) as n from prio, grp where prio.p is not null order by prio.p desc, grp.rank
     ) walk cross join lateral (
-      (select * from jobs where walk.n = 1 and state = 'queued' and waits is null and coalesce(token_id, 0) = walk.keys[1] and priority = walk.p ${skipped}
+      (select * from jobs where walk.n = 1 and state = 'queued' and waits is null and not cloud_only and coalesce(token_id, 0) = walk.keys[1] and priority = walk.p ${skipped}
         order by requeued_at nulls last, seq limit ${limit})
       union all
-      (select * from jobs where walk.n > 1 and state = 'queued' and waits is null and priority = walk.p and coalesce(token_id, 0) + 0 = any(walk.keys) ${skipped}
+      (select * from jobs where walk.n > 1 and state = 'queued' and waits is null and not cloud_only and priority = walk.p and coalesce(token_id, 0) + 0 = any(walk.keys) ${skipped}
         order by requeued_at nulls last, seq limit ${limit})
       union all
-      (select * from jobs where walk.n = 0 and state = 'queued' and waits is null and priority = walk.p and coalesce(token_id, 0) + 0 <> all(${keys}::bigint[]) ${skipped}
+      (select * from jobs where walk.n = 0 and state = 'queued' and waits is null and not cloud_only and priority = walk.p and coalesce(token_id, 0) + 0 <> all(${keys}::bigint[]) ${skipped}
         order by requeued_at nulls last, seq limit ${limit})
     ) h
     order by walk.p desc, walk.rank, h.requeued_at nulls last, h.seq limit ${limit})`;
