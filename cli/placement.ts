@@ -4,6 +4,9 @@ import { durationFlag, intFlag, stringFlag, type FlagSpec, type Parsed } from '.
 import { parseGpuChoices } from '../core/gpu-choices';
 import { EXIT } from '../core/exit-codes';
 import { fail, usage } from './output';
+import type { SubmitJob } from '../protocol/api';
+import { MAX_KEEP_S } from '../core/job-options';
+import { parseDuration } from '../core/duration';
 
 export const PLACEMENT_FLAGS: readonly FlagSpec[] = [
   { name: 'select', short: 's', type: 'string', repeat: true },
@@ -41,6 +44,50 @@ export function placementOf(parsed: Parsed): {
     wait: !parsed.flags.has('no-wait'),
     waitTimeoutS: durationFlag(parsed, 'timeout', 1),
   };
+}
+
+/** rc run's flags for where it may run besides the joined hosts, and what a provider machine for it must be (protocol/api.ts JOB_MACHINE). */
+export const MACHINE_FLAGS: readonly FlagSpec[] = [
+  { name: 'cloud-only', type: 'boolean' },
+  { name: 'reserved-only', type: 'boolean' },
+  { name: 'cloud', type: 'string' },
+  { name: 'max-price', type: 'string' },
+  { name: 'spot', type: 'boolean' },
+  { name: 'cpus', type: 'string' },
+  { name: 'ram', type: 'string' },
+  { name: 'disk', type: 'string' },
+  { name: 'cuda', type: 'string' },
+  { name: 'keep', type: 'string' },
+];
+
+/** The machine flags as submit fields; how they combine is the controller's rule (checkMachine), so it answers those. */
+export function machineOf(
+  parsed: Parsed,
+): Partial<Pick<SubmitJob, 'placement' | 'cloud' | 'maxPrice' | 'spot' | 'cpus' | 'ramGiB' | 'diskGiB' | 'cuda' | 'keepS'>> {
+  const cloudOnly = parsed.flags.has('cloud-only');
+  const reservedOnly = parsed.flags.has('reserved-only');
+  if (cloudOnly && reservedOnly) fail('bad_cloud', '--cloud-only and --reserved-only contradict each other: give one', EXIT.usage);
+  const priceText = stringFlag(parsed, 'max-price');
+  const maxPrice = priceText === undefined ? undefined : Number(priceText.replace(/^\$/, ''));
+  if (priceText !== undefined && (!/^\$?\d+(\.\d+)?$/.test(priceText) || maxPrice! < 0.01 || maxPrice! > 10_000))
+    usage(`--max-price must be US dollars an hour from 0.01 to 10000 (2.5), not ${priceText}`);
+  const cuda = stringFlag(parsed, 'cuda');
+  if (cuda !== undefined && !/^\d{1,2}\.\d{1,2}$/.test(cuda)) usage(`--cuda takes a CUDA version such as 12.4, not ${cuda}`);
+  const keep = stringFlag(parsed, 'keep');
+  const keepS = keep === undefined ? undefined : parseDuration(keep);
+  if (keep !== undefined && (keepS === null || keepS! > MAX_KEEP_S)) usage(`--keep takes a duration from 0 (delete at once) to 24h, such as 5m; not ${keep}`);
+  const fields = {
+    placement: cloudOnly ? ('cloud' as const) : reservedOnly ? ('reserved' as const) : undefined,
+    cloud: stringFlag(parsed, 'cloud'),
+    maxPrice,
+    spot: parsed.flags.has('spot') ? true : undefined,
+    cpus: intFlag(parsed, 'cpus', 1, 1024),
+    ramGiB: intFlag(parsed, 'ram', 1, 65_536),
+    diskGiB: intFlag(parsed, 'disk', 1, 1_000_000),
+    cuda,
+    keepS: keepS ?? undefined,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 }
 
 /** Every --select given, ANDed (`-s a -s b` is `a,b`): a second one adds to the first, never replaces it. */

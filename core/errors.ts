@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   reserved_env: 400,
   /** rc run --gpu: a malformed choice, a model neither rc nor the fleet knows, or --gpu beside --gpus or -d. */
   bad_gpu: 400,
+  /** rc run --cloud-only, --cloud, --max-price, --spot: one without --cloud-only, or a --cloud that names no configured provider account. */
+  bad_cloud: 400,
   /** rc run --name: not a valid job name. */
   bad_name: 400,
   /** rc run --array: a malformed range, a %0 cap, more than 10,000 tasks, an index past 1,000,000 (core/array-spec.ts). */
@@ -58,6 +60,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
     'The body is not valid JSON, or it fails its schema (the message names the field); a query parameter is invalid; a path has a malformed `%`-escape; a query value or a string in the body holds a NUL byte; Postgres refused a value the request carried; or the request target is not a path (an absolute URL, `*`, a path that starts with `//` or holds a `\\`), or the request is not valid HTTP/1.1 (431 for headers that are too large, 408 for a request that does not arrive in time).',
   bad_selector: 'A selector does not parse.',
   bad_gpu: 'A job\'s `gpu` choices do not parse, name a model neither rc nor the fleet knows, or come beside `gpus` or `device` ("GPU choices").',
+  bad_cloud:
+    "A job's `cloud`, `maxPrice` or `spot` comes without `cloudOnly`, or `cloudOnly` comes on a hold or beside `device`, or `cloud` names no provider account this controller has (the message lists them).",
   bad_name: 'A job\'s `name` is not a job name ("Job names and environments").',
   bad_array:
     'An array\'s `array` spec does not parse, has a `%0` cap, names an index twice or past 1,000,000, or more than 10,000 tasks; or its `job` is not a plain `rc run` ("Arrays").',

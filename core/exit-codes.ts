@@ -53,6 +53,7 @@ export function exitCodeForError(code: string): number {
     case 'reserved_env':
     case 'bad_name':
     case 'bad_gpu':
+    case 'bad_cloud':
     case 'bad_array':
     case 'bad_dependency':
       return EXIT.usage;

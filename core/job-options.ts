@@ -95,5 +95,13 @@ export function envProblem(env: Readonly<Record<string, string>>): EnvProblem | 
   return null;
 }
 
+/** rc run --keep's bound: an idle machine kept longer than a day is a machine forgotten. */
+export const MAX_KEEP_S = 86_400;
+/** rc run --keep's default: the machine a job ran on stays idle this long for the next job (seed 002). */
+export const DEFAULT_KEEP_S = 300;
+
+/** A --spot job's --restarts unless it says: a spot machine taken back starts the job over on another (seed 002). */
+export const SPOT_RESTARTS = 10;
+
 /** The most restarts rc run --restarts may ask for: a job lost that often needs a person to look at its hosts. */
 export const MAX_RESTARTS = 20;

@@ -29,6 +29,8 @@ export interface QueuedJob {
   choices?: readonly Choice[];
   /** The --gpus limits it is charged to (core/quota.ts: its token's and its team's); none: no limit applies. */
   quota?: readonly QuotaKey[];
+  /** --cloud-only: it runs on a provider machine's devices held for it (heldFor), never on a joined host's. Absent: either. */
+  cloudOnly?: boolean;
 }
 
 /** One --gpu choice as the scheduler sees it. */
@@ -60,6 +62,8 @@ export interface DeviceView {
   labels: Labels;
   /** Free means: present, host online, healthy and no active lease. */
   free: boolean;
+  /** A provider machine's device: free only to this job, the one its machine is for (server/machines/). */
+  forJob?: string;
 }
 
 export interface Assignment {
@@ -99,7 +103,7 @@ export function decide(
   queued: readonly QueuedJob[],
   devices: readonly DeviceView[],
   reserveAfterS = DEFAULT_RESERVE_AFTER_S,
-  /** Devices being freed by preemption for a queued job (device id → that job's id): no other job may take them. */
+  /** Devices held for one queued job (device id → that job's id): being freed by preemption for it, or its provider machine's. No other job may take them. */
   heldFor: ReadonlyMap<number, string> = new Map(),
   /** What each --gpus limit leaves (core/quota.ts): a job past one waits, and holds nothing back; taken from as jobs are placed. */
   quotaNow: Pick<QuotaView, 'left'> | null = null,
@@ -171,7 +175,7 @@ export function decide(
   };
   for (const job of [...queued].sort(queueOrder)) {
     if (freeLeft === 0) break;
-    if (placed.has(job.id)) continue;
+    if (placed.has(job.id) || job.cloudOnly) continue;
     // Its --gpu choices in order: the first that fits now (and its limits leave room for).
     const variants = variantsOf(job).filter(within);
     // Past its --gpus limit: it waits for its own scope's devices, and holds back none meanwhile.

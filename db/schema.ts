@@ -326,6 +326,23 @@ export const jobs = pgTable(
     retryOnPreempt: boolean('retry_on_preempt').notNull().default(false),
     /** rc run with a piped standard input: its first attempt's stdin is a pipe that POST /api/jobs/:id/stdin writes. */
     stdin: boolean('stdin').notNull().default(false),
+    /**
+     * Where it may run (seed 002 "How rrun picks"): `any` takes a free joined host first, else a provider machine
+     * (an idle one, else one launched for it); `reserved` only joined hosts; `cloud` only provider machines.
+     */
+    placement: text('placement', { enum: ['any', 'reserved', 'cloud'] })
+      .notNull()
+      .default('any'),
+    /** rc run --cloud: the provider (`local`) or account (`runpod/lab-b`) its machine comes from; null: any configured. */
+    cloud: text('cloud'),
+    /** rc run --max-price: US dollars an hour its machine may cost at most; null: no bound. */
+    maxPricePerHour: doublePrecision('max_price_per_hour'),
+    /** rc run --spot: spot offers compete with on-demand ones on price. */
+    spot: boolean('spot').notNull().default(false),
+    /** rc run --cpus, --ram, --disk (GiB), --cuda: what its machine must have at least (an offer's shape; joined hosts are not asked). */
+    machineMin: jsonb('machine_min').$type<{ cpus?: number; ramGiB?: number; diskGiB?: number; cuda?: string }>(),
+    /** rc run --keep: seconds the machine it ran on stays idle for the next job once it ends; null: 300. */
+    keepS: integer('keep_s'),
     /** Set when an attempt ended and the job was queued again: it goes before the jobs of its priority that were not (core/schedule.ts queueOrder). */
     requeuedAt: ts('requeued_at'),
     /** Output seqs of earlier attempts: this attempt's worker numbers its chunks after them. */
@@ -586,6 +603,8 @@ export const machines = pgTable(
     terminatedAt: ts('terminated_at'),
     /** The job it was launched for (placement); at most one live machine per job, so two controllers never launch twice for one. */
     jobId: text('job_id'),
+    /** An idle machine is deleted at this time (its last job's --keep after it ended); null while busy or booting. */
+    idleUntil: ts('idle_until'),
   },
   (t) => [
     index('machines_live_idx').on(t.account).where(sql`state <> 'terminated'`),

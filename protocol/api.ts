@@ -3,10 +3,11 @@
 // imports this file (zod stays out of its bundle).
 import { z } from 'zod';
 import { parseArraySpec } from '../core/array-spec';
-import { envProblem, jobNameProblem, MAX_RESTARTS } from '../core/job-options';
+import { envProblem, jobNameProblem, MAX_KEEP_S, MAX_RESTARTS } from '../core/job-options';
 import { MAX_DEPENDENCIES, MAX_RETRIES, MAX_RETRY_DELAY_S } from '../core/dependencies';
 import { HOST_NAME } from '../core/schedule';
 import { parseGpuChoices } from '../core/gpu-choices';
+import type { MachineMin } from '../core/machine-fit';
 import { LIMIT_FLAGS, type LimitField, parseLimitTexts, TEAM_NAME, TEAM_NAME_RULE } from '../core/limits';
 
 /**
@@ -69,6 +70,101 @@ export const JOB_PLACEMENT = {
     .max(30 * 86400, 'gpuIdleTimeoutS must be at most 30 days (2592000 seconds)')
     .nullish(),
 };
+
+const whole = (what: string, min: number, max: number) =>
+  z
+    .number({ error: `${what} must be a number` })
+    .int(`${what} must be a whole number`)
+    .min(min, `${what} must be at least ${min}`)
+    .max(max, `${what} must be at most ${max}`)
+    .nullish();
+
+/**
+ * Where a job may run and what a provider machine for it must be (issue 34, seed 002 "How rrun picks"). A job's
+ * fields only (not a terminal's or a hold's): checkMachine refuses them there, and where they contradict.
+ */
+export const JOB_MACHINE = {
+  /** `any` (the default): a free joined host first, else a provider machine; `reserved`: joined hosts only; `cloud`: provider machines only. */
+  placement: z.enum(['any', 'reserved', 'cloud'], { error: 'placement is any, reserved (--reserved-only) or cloud (--cloud-only)' }).optional(),
+  /** A provider (`local`, `runpod`) or one account (`runpod/lab-b`); which are configured is the controller's to say. Implies placement cloud. */
+  cloud: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,39}(\/[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$/, 'cloud is a provider (local, runpod) or a provider/account (runpod/lab-b)')
+    .nullish(),
+  /** US dollars an hour the machine may cost at most. */
+  maxPrice: z
+    .number({ error: 'maxPrice must be a number of US dollars an hour' })
+    .min(0.01, 'maxPrice must be at least 0.01 US dollars an hour')
+    .max(10_000, 'maxPrice must be at most 10000 US dollars an hour')
+    .nullish(),
+  /** Spot offers compete with on-demand ones on price. */
+  spot: z.boolean().optional(),
+  /** What the machine must have at least: CPUs, GiB of RAM and of disk, a CUDA version (an offer's shape). */
+  cpus: whole('cpus', 1, 1024),
+  ramGiB: whole('ramGiB', 1, 65_536),
+  diskGiB: whole('diskGiB', 1, 1_000_000),
+  cuda: z
+    .string()
+    .regex(/^\d{1,2}\.\d{1,2}$/, 'cuda is a CUDA version such as 12.4')
+    .nullish(),
+  /** Seconds its machine stays idle for the next job once it ends (0: deleted at once). */
+  keepS: whole('keepS', 0, MAX_KEEP_S),
+};
+
+/** A job's placement as stored: --cloud never takes a joined host (seed 002), so it makes an `any` job a `cloud` one. */
+export function placementOf(j: { placement?: 'any' | 'reserved' | 'cloud'; cloud?: string | null }): 'any' | 'reserved' | 'cloud' {
+  return j.placement ?? (j.cloud != null ? 'cloud' : 'any');
+}
+
+/** What a job's machine must have at least, as stored (jobs.machine_min); null: nothing asked. */
+export function machineMinOf(j: { cpus?: number | null; ramGiB?: number | null; diskGiB?: number | null; cuda?: string | null }): MachineMin | null {
+  const min: MachineMin = {
+    ...(j.cpus != null ? { cpus: j.cpus } : {}),
+    ...(j.ramGiB != null ? { ramGiB: j.ramGiB } : {}),
+    ...(j.diskGiB != null ? { diskGiB: j.diskGiB } : {}),
+    ...(j.cuda != null ? { cuda: j.cuda } : {}),
+  };
+  return Object.keys(min).length ? min : null;
+}
+
+/** Adds the issues of JOB_MACHINE's fields: a provider machine is for rc run with a command on no named device, and never for --reserved-only. */
+export function checkMachine(
+  j: {
+    placement?: string;
+    cloud?: string | null;
+    maxPrice?: number | null;
+    spot?: boolean;
+    cpus?: number | null;
+    ramGiB?: number | null;
+    diskGiB?: number | null;
+    cuda?: string | null;
+    keepS?: number | null;
+    kind: string;
+    device?: string | null;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message, params: { code: 'bad_cloud' } });
+  const flags: [string, string, boolean][] = [
+    ['cloud', '--cloud', j.cloud != null],
+    ['maxPrice', '--max-price', j.maxPrice != null],
+    ['spot', '--spot', j.spot === true],
+    ['cpus', '--cpus', j.cpus != null],
+    ['ramGiB', '--ram', j.ramGiB != null],
+    ['diskGiB', '--disk', j.diskGiB != null],
+    ['cuda', '--cuda', j.cuda != null],
+    ['keepS', '--keep', j.keepS != null],
+  ];
+  const given = flags.filter(([, , on]) => on);
+  if (j.placement === 'cloud' || given.length) {
+    const what = j.placement === 'cloud' ? '--cloud-only' : given[0]![1];
+    if (j.kind !== 'run')
+      say(j.placement === 'cloud' ? 'placement' : given[0]![0], `${what} is for rc run with a command: a provider machine runs jobs, not holds or terminals`);
+    if (j.device != null) say('device', `-d names a device of a joined host, and ${what} is for a provider machine: give one or the other`);
+  }
+  if (j.placement === 'reserved')
+    for (const [path, flag] of given) say(path, `${flag} is for a provider machine, and --reserved-only never launches one: drop one of them`);
+}
 
 /**
  * What a job (or a terminal, protocol/tty.ts) is called and what it gets in
@@ -171,12 +267,14 @@ export const SubmitJob = z
       .regex(/^[A-Za-z0-9._:-]+$/, 'idempotencyKey may hold only letters, digits and . _ : -')
       .optional(),
     ...JOB_PLACEMENT,
+    ...JOB_MACHINE,
     ...JOB_OPTIONS,
   })
   .strict()
   .superRefine((j, ctx) => {
     checkJobOptions(j, ctx);
     checkPlacement(j, ctx);
+    checkMachine(j, ctx);
     if (j.retryOnPreempt && !j.preemptible)
       ctx.addIssue({
         code: 'custom',

@@ -15,13 +15,13 @@ export function zodMessage(error: z.ZodError, say?: (issue: z.core.$ZodIssue, wh
 }
 
 /** The codes a custom issue may carry (protocol/api.ts's checkJobOptions and checkPlacement). */
-const ISSUE_CODES = ['bad_name', 'bad_env', 'reserved_env', 'bad_gpu', 'bad_array'] as const;
+const ISSUE_CODES = ['bad_name', 'bad_env', 'reserved_env', 'bad_gpu', 'bad_cloud', 'bad_array'] as const;
 type IssueCode = (typeof ISSUE_CODES)[number];
 
 /**
  * The error code for a failed parse: the one its first issue carries in
  * `params.code` (protocol/api.ts's checkJobOptions sets bad_name, bad_env,
- * reserved_env; checkPlacement bad_gpu), else bad_request.
+ * reserved_env; checkPlacement bad_gpu; checkCloud bad_cloud), else bad_request.
  */
 export function zodCode(error: z.ZodError): 'bad_request' | IssueCode {
   const issue = error.issues[0];

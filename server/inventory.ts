@@ -62,6 +62,11 @@ export class Inventory {
   private readonly matches = new Map<string, { version: number; entries: Entry[] }>();
   /** candidates()' count of each match it was asked for (a match is a new array whenever it changes). */
   private readonly mostOf = new WeakMap<readonly Entry[], number>();
+  /**
+   * The hosts that are provider machines (server/machines/), each with the job it is for (null: none now). A
+   * machine runs only the job placement gave it: its devices are never free to the rest of the queue.
+   */
+  private readonly machines = new Map<string, string | null>();
   /** Bumped whenever parts (and so labels or presence) are replaced. */
   private version = 0;
 
@@ -261,6 +266,11 @@ export class Inventory {
     if (all) {
       for (const [host, part] of this.parts) if (here(host)) for (const e of part) out.push(e.view);
     } else for (const e of this.free) if (here(e.row.hostName)) out.push(e.view);
+    // A provider machine's free devices, for the one job it is for (the pass holds them for it: core/schedule.ts heldFor).
+    for (const [host, job] of this.machines) {
+      if (job === null || !here(host)) continue;
+      for (const e of this.parts.get(host) ?? []) if (e.row.state === 'free' && !this.pending.has(e.row.id)) out.push({ ...e.view, free: true, forJob: job });
+    }
     return out;
   }
 
@@ -296,7 +306,7 @@ export class Inventory {
     e.json = null;
     const state = deviceState(e.row.unhealthy !== null, e.row.hostStatus, e.row.holder !== null, e.row.hostOff);
     e.row.state = state;
-    e.view.free = state === 'free' && !this.pending.has(e.row.id);
+    e.view.free = state === 'free' && !this.pending.has(e.row.id) && !this.machines.has(e.row.hostName);
     if (e.view.free) this.free.add(e);
     else this.free.delete(e);
   }
@@ -325,7 +335,9 @@ export class Inventory {
   private async load(whole: boolean): Promise<void> {
     const seq = this.seq;
     if (whole || this.loadedAt === 0 || this.wholeStaleAt > 0 || this.staleHosts.size > MAX_HOST_LOADS) {
-      const [hosts, rows] = await Promise.all([loadHosts(this.sql), loadDevices(this.sql)]);
+      const [hosts, rows, machines] = await Promise.all([loadHosts(this.sql), loadDevices(this.sql), machineHosts(this.sql)]);
+      this.machines.clear();
+      for (const [h, job] of machines) this.machines.set(h, job);
       const byHost = new Map<string, DeviceRow[]>(hosts.map((h) => [h.name, []]));
       for (const r of rows) byHost.get(r.hostName)?.push(r);
       for (const h of this.parts.keys()) if (!byHost.has(h)) this.store(h, null, [], seq);
@@ -336,7 +348,11 @@ export class Inventory {
       return;
     }
     const names = [...this.staleHosts.keys()];
-    const [hosts, rows] = await Promise.all([loadHosts(this.sql, names), loadDevices(this.sql, { hosts: names })]);
+    const [hosts, rows, machines] = await Promise.all([loadHosts(this.sql, names), loadDevices(this.sql, { hosts: names }), machineHosts(this.sql, names)]);
+    for (const h of names) {
+      if (machines.has(h)) this.machines.set(h, machines.get(h)!);
+      else this.machines.delete(h);
+    }
     const hostRows = new Map(hosts.map((h) => [h.name, h]));
     const byHost = new Map<string, DeviceRow[]>(names.map((h) => [h, []]));
     for (const r of rows) byHost.get(r.hostName)?.push(r);
@@ -390,6 +406,14 @@ export class Inventory {
       if (held?.size === 0) this.holdings.delete(e.row.holder.jobId);
     }
   }
+}
+
+/** The live provider machines' hosts (all, or those `names`), each with the job placement gave it (null: none now). */
+async function machineHosts(sql: Sql, names?: readonly string[]): Promise<Map<string, string | null>> {
+  const rows = await sql<{ host: string; job: string | null }[]>`
+    select host_name as host, job_id as job from machines
+    where state <> 'terminated' ${names ? sql`and host_name = any(${names as string[]}::text[])` : sql``}`;
+  return new Map(rows.map((r) => [r.host, r.job]));
 }
 
 /** What matches a job's selector (Inventory.candidates). */

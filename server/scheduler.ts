@@ -248,6 +248,7 @@ export class Scheduler {
       jobs = queued.filter((j) => !this.takenElsewhere.has(j.id)).map((j) => this.toQueued(j, quota));
       heldFor.clear();
       for (const j of queued) for (const id of j.heldDevices ?? []) heldFor.set(id, j.id);
+      for (const d of free) if (d.forJob) heldFor.set(d.id, d.forJob);
       // Reservations for multi-GPU jobs that waited long enough hold back busy devices too.
       const reserving = jobs.some((j) => mayReserve(j, this.reserveAfterS));
       plan = free.length ? decide(jobs, reserving ? await this.inventory.schedulable(here, true) : free, this.reserveAfterS, heldFor, quota) : [];
@@ -264,13 +265,20 @@ export class Scheduler {
     this.maybeQueued = plan.length < queued.length || queued.length === window;
     // A job past its --gpus limit preempts nobody: it waits for its own scope's devices.
     if (plan.length < queued.length)
-      await this.preempt(queued, quota ? jobs.filter((j) => !overQuota(quota, j.quota ?? [], j.gpus)) : jobs, plan, heldFor, here);
+      await this.preempt(
+        queued,
+        // A --cloud-only job waits for its provider machine: joined hosts' devices freed for it would be no use to it.
+        jobs.filter((j) => !j.cloudOnly && !(quota && overQuota(quota, j.quota ?? [], j.gpus))),
+        plan,
+        heldFor,
+        here,
+      );
     if (!plan.length) return;
     const ids = plan.flatMap((a) => a.devices.map((d) => d.id));
     this.inventory.reserve(ids);
     let claimed: Claimed<DeviceView>[] = [];
     let unusable: PlannedClaim<DeviceView>[] = [];
-    const alternates = alternatesOf(queued, jobs);
+    const alternates = alternatesOf(queued, jobs, new Set(heldFor.values()));
     const claims = plan.map((a) => ({ jobId: a.jobId, hostName: a.devices[0]!.hostName, devices: a.devices, alternates: alternates.get(a.jobId) }));
     try {
       ({ claimed, unusable } = await this.planner.claimPass(claims));
@@ -409,7 +417,8 @@ export class Scheduler {
 
   private toQueued(j: QueuedRow, quota: QuotaView | null): QueuedJob {
     const job = withQuota(this.terms.queued(j, Date.now()), quota, j.tokenId);
-    return j.avoidHosts?.length ? { ...job, avoidHosts: j.avoidHosts } : job;
+    const placed = j.placement === 'cloud' ? { ...job, cloudOnly: true } : job;
+    return j.avoidHosts?.length ? { ...placed, avoidHosts: j.avoidHosts } : placed;
   }
 }
 
@@ -417,16 +426,16 @@ export class Scheduler {
  * For each queued job that any other of the pass's jobs could stand in for:
  * the jobs of its shape (selector, device name, count, --gpu choices), in
  * queue order (the order the pass read them in), one array per shape. A job with devices held for it
- * (preemption) or hosts to avoid (an earlier attempt's) fits differently: it
+ * (preemption, its provider machine), a --cloud-only one, or one with hosts to avoid (an earlier attempt's) fits differently: it
  * has none, and is claimed only as itself.
  */
-function alternatesOf(rows: readonly QueuedRow[], jobs: readonly QueuedJob[]): Map<string, readonly string[]> {
+function alternatesOf(rows: readonly QueuedRow[], jobs: readonly QueuedJob[], heldFor: ReadonlySet<string>): Map<string, readonly string[]> {
   const byId = new Map(rows.map((r) => [r.id, r]));
   const byShape = new Map<string, string[]>();
   const out = new Map<string, readonly string[]>();
   for (const j of jobs) {
     const r = byId.get(j.id)!;
-    if (r.heldDevices?.length || r.avoidHosts?.length) continue;
+    if (r.heldDevices?.length || r.avoidHosts?.length || heldFor.has(j.id) || r.placement === 'cloud') continue;
     const shape = JSON.stringify([r.selector, r.deviceName, r.gpus, r.gpuChoices]);
     const same = byShape.get(shape) ?? [];
     byShape.set(shape, same);

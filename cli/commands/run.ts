@@ -17,7 +17,7 @@ import { jsonEventOf, outputLine } from '../json-stream';
 import { envKeyProblem, envProblem, jobNameProblem, MAX_RESTARTS } from '../../core/job-options';
 import { MAX_DEPENDENCIES, MAX_RETRIES, MAX_RETRY_DELAY_S, retryNotice } from '../../core/dependencies';
 import { parseDuration } from '../../core/duration';
-import { PLACEMENT_FLAGS, placementOf } from '../placement';
+import { MACHINE_FLAGS, machineOf, PLACEMENT_FLAGS, placementOf } from '../placement';
 import { localClock, untilText } from '../../core/until-text';
 import { parseArraySpec } from '../../core/array-spec';
 import { runArray } from './arrays';
@@ -52,6 +52,23 @@ matching device is busy.
                             'RTX 5090' are one). Starts on the first choice free
                             now, else on whichever frees first; --select must
                             hold too
+      --cloud-only          run only on a provider machine (an idle one, else
+                            the cheapest offer that fits is launched), never
+                            on a joined host; rc offers shows the offers
+      --reserved-only       run only on joined hosts, never launch a machine
+                            (by default a job takes a free joined host first,
+                            else a provider machine when providers are set up)
+      --cloud <p[/a]>       only machines of this provider (local, runpod) or
+                            account (runpod/lab-b); implies --cloud-only
+      --max-price <$>       its machine costs at most this many dollars an hour
+      --spot                spot offers compete with on-demand ones on price;
+                            a spot machine taken back starts the job over on
+                            another (--restarts, 10 by default with --spot)
+      --cpus/--ram/--disk   its machine has at least this many CPUs, GiB of
+                            RAM, GiB of disk
+      --cuda <version>      its machine's driver supports this CUDA version
+      --keep <dur>          its machine stays idle this long for the next job
+                            once it ends (default 5m; 0 deletes it at once)
       --priority <n>        -10..10, higher goes first (default 0)
       --no-wait             fail with busy instead of queueing
       --timeout <dur>       give up waiting for a device after this long (e.g. 30m)
@@ -120,6 +137,7 @@ matching device is busy.
 
 export const RUN_SPECS: FlagSpec[] = [
   ...PLACEMENT_FLAGS,
+  ...MACHINE_FLAGS,
   { name: 'cwd', type: 'string' },
   { name: 'name', type: 'string' },
   { name: 'comment', type: 'string' },
@@ -175,6 +193,7 @@ export async function run(client: Client, args: readonly string[]): Promise<numb
     comment: stringFlag(parsed, 'comment') ?? null,
     env: envOf(parsed),
     ...placementOf(parsed),
+    ...machineOf(parsed),
     cwd: cwd ?? null,
     maxRuntimeS: durationFlag(parsed, 'max-runtime', 1),
     idleTimeoutS: durationFlag(parsed, 'idle-timeout', 0),

@@ -7,7 +7,8 @@ import { getTableColumns } from 'drizzle-orm';
 import type { PendingQuery, Row } from 'postgres';
 import type { GpuChoice } from '../../core/gpu-choices';
 import { jobs } from '../../db/schema';
-import type { SubmitJob } from '../../protocol/api';
+import { machineMinOf, placementOf, type SubmitJob } from '../../protocol/api';
+import { SPOT_RESTARTS } from '../../core/job-options';
 import type { Identity } from '../auth';
 import type { Sql } from '../db';
 
@@ -29,7 +30,8 @@ const FROM_BODY: { [K in keyof SubmitJob]-?: [Column, Value] | null } = {
   argv: ['argv', (sql, b) => json(sql, b.argv)],
   ttlS: ['holdTtlS', (sql, b) => sql`${b.ttlS ?? null}::int`],
   submitter: ['submitter', (sql, b) => sql`${b.submitter}`],
-  restarts: ['restarts', (sql, b) => sql`${b.restarts ?? 0}::int`],
+  // A spot machine may be taken back: a --spot job starts over on another up to 10 times unless --restarts says (seed 002).
+  restarts: ['restarts', (sql, b) => sql`${b.restarts ?? (b.spot ? SPOT_RESTARTS : 0)}::int`],
   preemptible: ['preemptible', (sql, b) => sql`${b.preemptible ?? false}::boolean`],
   retryOnPreempt: ['retryOnPreempt', (sql, b) => sql`${b.retryOnPreempt ?? false}::boolean`],
   stdin: ['stdin', (sql, b) => sql`${b.stdin ?? false}::boolean`],
@@ -45,6 +47,17 @@ const FROM_BODY: { [K in keyof SubmitJob]-?: [Column, Value] | null } = {
   gpus: ['gpus', (sql, b) => sql`${b.gpus}::int`],
   gpu: ['gpuChoices', (sql, _b, c) => json(sql, c.choices)],
   priority: ['priority', (sql, b) => sql`${b.priority}::int`],
+  // --cloud never takes a joined host (seed 002): its placement is cloud.
+  placement: ['placement', (sql, b) => sql`${placementOf(b)}`],
+  cloud: ['cloud', (sql, b) => sql`${b.cloud ?? null}`],
+  maxPrice: ['maxPricePerHour', (sql, b) => sql`${b.maxPrice ?? null}::float8`],
+  spot: ['spot', (sql, b) => sql`${b.spot ?? false}::boolean`],
+  cpus: ['machineMin', (sql, b) => json(sql, machineMinOf(b))],
+  // With cpus, in machine_min.
+  ramGiB: null,
+  diskGiB: null,
+  cuda: null,
+  keepS: ['keepS', (sql, b) => sql`${b.keepS ?? null}::int`],
   // Whether the client follows the job or returns at once: the client's business, not the job's.
   wait: null,
   waitTimeoutS: ['waitTimeoutS', (sql, b) => sql`${b.waitTimeoutS ?? null}::int`],

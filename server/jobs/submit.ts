@@ -7,7 +7,7 @@ import { byHostThenIndex, decide, parseDeviceName, type DeviceView, type QueuedJ
 import { choiceTerms, formatGpuChoice, formatGpuChoices, type GpuChoice, parseGpuChoices } from '../../core/gpu-choices';
 import { familyAsModelHint, isKnownGpuName, unknownGpuNameMessage } from '../../core/gpu-names';
 import type { SelectorTerm } from '../../core/selector';
-import type { SubmitJob } from '../../protocol/api';
+import { placementOf, type SubmitJob } from '../../protocol/api';
 import { actsAs, type Identity } from '../auth';
 import type { Sql } from '../db';
 import type { Inventory, SchedDevice } from '../inventory';
@@ -126,10 +126,12 @@ export async function checkSubmit(deps: SubmitDeps, identity: Identity, body: Su
   }
   const choices = body.gpu == null ? null : gpuChoicesOf(body.gpu);
   const ways = await waysOf(inventory, terms, wanted, body.gpus, choices);
-  const impossible = ways.filter((w) => w.fit === 'never');
+  // A --cloud-only job runs on a provider machine: what the joined hosts have does not matter.
+  const cloudOnly = placementOf(body) === 'cloud';
+  const impossible = cloudOnly ? [] : ways.filter((w) => w.fit === 'never');
   if (impossible.length) throw new RcError('no_matching_device', refusal(impossible, terms, wanted, choices !== null));
   // Quarantined devices are never scheduled: say so now rather than queue forever.
-  if (ways.every((w) => w.fit === 'quarantined')) {
+  if (!cloudOnly && ways.every((w) => w.fit === 'quarantined')) {
     const candidates = ways.flatMap((w) => w.matching.map((m) => m.row));
     const [first] = candidates;
     throw new RcError(
@@ -172,7 +174,8 @@ async function store(deps: SubmitDeps, identity: Identity, asked: SubmitJob, opt
     waitedS: 0,
     ...(choices ? { choices: ways.map((w) => ({ label: w.label, terms: w.terms, gpus: w.gpus })) } : {}),
   };
-  const [plan] = !opts.startAtOnce || !limits.mayStartAtOnce || after.length ? [] : decide([asQueued], freeFor(ways));
+  // A --cloud-only job never starts at once: no joined host is its own (a provider machine is found for it, server/machines/).
+  const [plan] = !opts.startAtOnce || !limits.mayStartAtOnce || after.length || placementOf(body) === 'cloud' ? [] : decide([asQueued], freeFor(ways));
   const fields = submitColumns(sql, { ...body, gpus: plan?.devices.length ?? asQueued.gpus }, { id, identity, selectorText, choices });
   if (plan) {
     const ids = plan.devices.map((d) => d.id);

@@ -3,7 +3,7 @@
 // to answer is a warning, never a failure of the whole call (seed 002, "Asking
 // for a machine").
 import { parseGpuChoices, type GpuChoice } from '../../core/gpu-choices';
-import { gpuFamily } from '../../core/gpu-names';
+import { cloudNames, fitsGpus } from '../../core/machine-fit';
 import { RcError } from '../../core/errors';
 import type { OffersView } from '../../protocol/wire';
 import type { Offer, OfferQuery, Provider } from '../providers/provider';
@@ -69,25 +69,19 @@ export function parseOffersQuery(query: URLSearchParams): OffersFilter {
   };
 }
 
-/** Whether `--cloud` names this account: the provider (`runpod`) or the account itself (`runpod/lab-b`). */
-export function cloudNames(cloud: string | null, account: string): boolean {
-  return cloud === null || account === cloud || account.split('/')[0] === cloud;
-}
-
-function fitsGpus(o: Offer, gpus: readonly GpuChoice[]): boolean {
-  if (!gpus.length) return true;
-  if (o.gpuModel === null) return false;
-  const model = o.gpuModel;
-  return gpus.some((c) => (model === c.model || gpuFamily(model) === c.model) && o.gpuCount >= c.count);
+/** Why `cloud` (rc offers --cloud, rc run --cloud) names no account here, listing the configured ones; null: it names one, or is null while one is configured. */
+export function unknownCloud(providers: readonly Provider[], cloud: string | null): string | null {
+  if (providers.some((p) => cloudNames(cloud, p.account))) return null;
+  const accounts = providers.length ? `the accounts are ${providers.map((p) => p.account).join(', ')}` : 'none is configured';
+  return cloud === null ? `no provider account is configured here (${accounts})` : `no configured account is ${cloud}; ${accounts}`;
 }
 
 /** Every account `cloud` names, asked at once; the fitting offers, cheapest first, at most `limit`. */
 export async function cheapestOffers(providers: readonly Provider[], f: OffersFilter): Promise<OffersView> {
   const asked = providers.filter((p) => cloudNames(f.cloud, p.account));
-  if (f.cloud !== null && !asked.length)
-    bad(
-      `cloud: no configured account is ${f.cloud}; ${providers.length ? `the accounts are ${providers.map((p) => p.account).join(', ')}` : 'none is configured'}`,
-    );
+  // No --cloud and no account: no offers, not an error.
+  const unknown = f.cloud === null ? null : unknownCloud(providers, f.cloud);
+  if (unknown) bad(`cloud: ${unknown}`);
   const answers = await Promise.allSettled(asked.map((p) => p.offers(f.query)));
   const offers: Offer[] = [];
   const warnings: string[] = [];

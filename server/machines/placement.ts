@@ -6,6 +6,7 @@
 // (launchMachineFor). Which queued job asks for a machine, and when, is the
 // caller's; this decides only the offer.
 import { cheapestFirst, type FailedOffers } from '../../core/cheapest-fit';
+import { cloudNames, type MachineWants, offerFits, queryOf } from '../../core/machine-fit';
 import type { Offer, OfferQuery, Provider } from '../providers/provider';
 import { ProviderError } from '../providers/provider';
 import { type LaunchRefused, launchMachineFor, type MachineDeps, type MachineRow } from './lifecycle';
@@ -20,21 +21,7 @@ export interface PlacementDeps extends MachineDeps {
   failed: FailedOffers;
 }
 
-/** What the job asks of its machine: its shape (the providers' query) and the price rules. */
-export interface MachineWants {
-  query: OfferQuery;
-  /** --cloud: `local`, `runpod` (every account of it) or `runpod/lab-b`; null: every configured account. */
-  cloud: string | null;
-  spot: boolean;
-  maxPricePerHour: number | null;
-}
-
 export type Placed = { placed: 'launched'; machine: MachineRow; offer: Offer } | LaunchRefused | { refused: 'no_offer'; tried: number };
-
-/** Whether `account` is one --cloud names: the account itself, or its provider (the part before `/`). */
-export function cloudNames(cloud: string | null, account: string): boolean {
-  return cloud === null || cloud === account || account.startsWith(`${cloud}/`);
-}
 
 /**
  * Launches one machine for `jobId` from the cheapest offer that fits. An account
@@ -43,7 +30,8 @@ export function cloudNames(cloud: string | null, account: string): boolean {
  */
 export async function placeJob(deps: PlacementDeps, jobId: string, wants: MachineWants): Promise<Placed> {
   const accounts = [...deps.providers.values()].filter((p) => cloudNames(wants.cloud, p.account));
-  const offers = (await Promise.all(accounts.map((p) => offersOf(deps, p, wants.query)))).flat();
+  const query = queryOf(wants);
+  const offers = (await Promise.all(accounts.map((p) => offersOf(deps, p, query)))).flat().filter((o) => offerFits(o, wants));
   let tried = 0;
   for (const offer of cheapestFirst(offers, wants, deps.failed.skipped)) {
     tried += 1;

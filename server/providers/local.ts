@@ -7,6 +7,7 @@
 // Its prices are a table in its config, so every offer is simulated.
 import Docker from 'dockerode';
 import { ROOT } from '../paths';
+import { matchesQuery } from '../../core/machine-fit';
 import type { LocalProviderConfig } from './local-config';
 import { type InstanceStatus, type LaunchSpec, type Offer, type OfferQuery, type Provider, ProviderError } from './provider';
 
@@ -33,24 +34,6 @@ export function fakeNvidiaSmi(name: string, model: string, count: number, vramGi
     'esac',
     '',
   ].join('\n');
-}
-
-export function matchesQuery(o: Offer, q: OfferQuery): boolean {
-  if (q.gpuModels?.length && (o.gpuModel === null || !q.gpuModels.includes(o.gpuModel))) return false;
-  if (q.minGpus !== undefined && o.gpuCount < q.minGpus) return false;
-  if (q.minVramGiB !== undefined && o.vramGiB < q.minVramGiB) return false;
-  if (q.minCpus !== undefined && o.cpus < q.minCpus) return false;
-  if (q.minRamGiB !== undefined && o.ramGiB < q.minRamGiB) return false;
-  if (q.minDiskGiB !== undefined && o.diskGiB < q.minDiskGiB) return false;
-  if (q.spot === false && o.spot) return false;
-  if (q.maxPricePerHour !== undefined && o.pricePerHour > q.maxPricePerHour) return false;
-  if (q.minCuda !== undefined) {
-    if (o.cuda === null) return false;
-    const [a, b] = o.cuda.split('.').map(Number);
-    const [c, d] = q.minCuda.split('.').map(Number);
-    if (a! < c! || (a === c && b! < d!)) return false;
-  }
-  return true;
 }
 
 export class LocalProvider implements Provider {

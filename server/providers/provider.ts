@@ -9,18 +9,9 @@ import type { OfferView } from '../../protocol/wire';
 /** One priced machine shape an account offers now: the wire's OfferView (rc offers prints them as they are). */
 export type Offer = OfferView;
 
-/** What offers() is asked: every field optional; an offer must satisfy all that are given. */
-export interface OfferQuery {
-  gpuModels?: readonly string[];
-  minGpus?: number;
-  minVramGiB?: number;
-  minCpus?: number;
-  minRamGiB?: number;
-  minDiskGiB?: number;
-  spot?: boolean;
-  maxPricePerHour?: number;
-  minCuda?: string;
-}
+/** What offers() is asked (core/machine-fit.ts has the rule every offer is judged by). */
+export type { OfferQuery } from '../../core/machine-fit';
+import type { OfferQuery } from '../../core/machine-fit';
 
 /** What launch() is given: the instance's name (recorded before the call) and how it joins the controller. */
 export interface LaunchSpec {

@@ -71,7 +71,7 @@ function placement(maxMachines = 16, failed = new support.FailedOffers()) {
   };
 }
 
-const WANTS = { query: { gpuModels: ['H100'] }, cloud: null, spot: false, maxPricePerHour: null };
+const WANTS = { gpus: 1, choices: [{ model: 'H100', count: 1 }], terms: [], cloud: null, spot: false, maxPricePerHour: null, min: null };
 
 /** Every machine ends, so the next test counts from none live. */
 async function terminateAll(d: ReturnType<typeof placement>) {

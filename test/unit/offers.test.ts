@@ -3,7 +3,8 @@
 // the fitting offers cheapest first across accounts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { cheapestOffers, cloudNames, parseOffersQuery } from '../../server/machines/offers';
+import { cloudNames } from '../../core/machine-fit';
+import { cheapestOffers, parseOffersQuery } from '../../server/machines/offers';
 import type { Offer, Provider } from '../../server/providers/provider';
 
 const shape = (account: string, offerId: string, gpuModel: string, gpuCount: number, pricePerHour: number, spot = false): Offer => ({

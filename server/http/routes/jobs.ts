@@ -2,7 +2,7 @@
 import { readStdinPiece } from '../../jobs/stdin';
 import { defaultedRuntimeNotice, type RuntimeLimits } from '../../../core/runtime-limit';
 import { RcError } from '../../../core/errors';
-import { Submitter } from '../../../protocol/api';
+import { placementOf, Submitter } from '../../../protocol/api';
 import { activeArrayIds, arrayViews } from '../../jobs/array-view';
 import { findJob } from '../../jobs/find';
 import { dependencyViews } from '../../jobs/wait-texts';
@@ -14,6 +14,7 @@ import { STREAM_CONTENT_TYPE } from '../../../core/frames';
 import { zodMessage } from '../../../protocol/zod-message';
 import type { ApiDeps } from '../route-deps';
 import { MAX_TAIL_LINES } from '../../../core/tail';
+import { unknownCloud } from '../../machines/offers';
 
 /** GET /api/jobs/:id/stream's `tail`: how many of the last lines to start at; null when not given. */
 function parseTail(text: string | null): number | null {
@@ -36,6 +37,9 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
   router.on('POST /api/jobs', async ({ req, res, identity, body }) => {
     // A terminal needs someone attached from its start: it is opened on the /tty socket.
     if (body.kind === 'tty') throw new RcError('bad_request', 'kind: a terminal is opened on the /tty socket (rc run --tty, or the dashboard), not here');
+    // A cloud job runs on this controller's provider accounts' machines: one that names none would wait for ever.
+    const unknown = placementOf(body) === 'cloud' ? unknownCloud(c.machines.providers, body.cloud ?? null) : null;
+    if (unknown) throw new RcError('bad_cloud', `--cloud-only: ${unknown}`);
     const streaming = (req.headers.accept ?? '').includes(STREAM_CONTENT_TYPE);
     const notices = (job: JobRow) => (body.kind === 'run' && body.maxRuntimeS == null && job.maxRuntimeS !== null ? toldOnce(job, c.runtimeLimits) : []);
     const {

@@ -25,6 +25,8 @@ export interface QueuedRow {
   fairRank?: number;
   /** The token it was submitted with: its --gpus limits (core/quota.ts). */
   tokenId?: number | null;
+  /** Where it may run (jobs.placement): a `cloud` one only on its provider machine. */
+  placement?: 'any' | 'reserved' | 'cloud';
 }
 
 /** A running --preemptible job that is not being stopped already. */
@@ -44,7 +46,7 @@ export interface PreemptibleRow {
 export function queueHead(sql: Sql, limit: number, ranks: FairRanks | null = null, skip: readonly number[] = []): Promise<QueuedRow[]> {
   const skipped = skip.length ? sql`and coalesce(token_id, 0) <> all(${skip as number[]}::bigint[])` : sql``;
   return sql<QueuedRow[]>`
-    select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible, token_id,
+    select id, priority, seq, selector, device_name, gpus, gpu_choices, created_at, requeued_at, preemptible, token_id, placement,
       case when preempt_until > now() then preempt_devices end as held_devices,
       case when attempt > 1 then (
         select array_agg(distinct d.host_name) from leases l join devices d on d.id = l.device_id where l.job_id = jobs.id and l.released_at is null
