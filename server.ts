@@ -79,7 +79,12 @@ async function main(): Promise<void> {
     ttyReplayBytes: config.RC_TTY_REPLAY_BYTES,
     sampleRetention: { rawDays: config.RC_SAMPLES_RAW_DAYS, coarseDays: config.RC_SAMPLES_COARSE_DAYS },
     authLimit: { failures: config.RC_AUTH_FAILURES, windowMs: config.RC_AUTH_FAILURE_WINDOW_S * 1000 },
-    machines: { providers: configuredProviders(config), sweepS: config.RC_SWEEP_S, launchTimeoutS: config.RC_LAUNCH_TIMEOUT_S },
+    machines: {
+      providers: configuredProviders(config),
+      sweepS: config.RC_SWEEP_S,
+      launchTimeoutS: config.RC_LAUNCH_TIMEOUT_S,
+      maxMachines: config.RC_MAX_MACHINES,
+    },
     log,
   });
   const dashboard = config.RC_DASHBOARD ? new Dashboard(log) : null;

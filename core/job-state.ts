@@ -25,7 +25,8 @@ export function isFinal(state: JobState): state is FinalState {
  * - preempted: a --preemptible job stopped (SIGTERM, notice, SIGKILL) to make room for a job that could start nowhere else;
  * - idle_hold: a hold whose GPUs were idle (core/idle.ts) for RC_IDLE_HOLD_RELEASE, released by the controller;
  * - gpu_idle: rc run --gpu-idle-timeout: its GPUs were idle that long;
- * - dependency: rc run --after: a job it runs after ended other than succeeded, so it never runs (core/dependencies.ts).
+ * - dependency: rc run --after: a job it runs after ended other than succeeded, so it never runs (core/dependencies.ts);
+ * - spot: the provider took back the spot machine it ran on (server/machines/): it starts over on another, --restarts times.
  */
 export const END_CAUSES = [
   'exit',
@@ -43,6 +44,7 @@ export const END_CAUSES = [
   'idle_hold',
   'gpu_idle',
   'dependency',
+  'spot',
 ] as const;
 export type EndCause = (typeof END_CAUSES)[number];
 
@@ -89,7 +91,7 @@ export const CAUSES_OF: Readonly<Record<FinalState, readonly EndCause[]>> = {
   killed: ['killed', 'released', 'max_runtime', 'idle', 'hold_expired', 'unattended', 'idle_hold', 'gpu_idle'],
   lost: ['lost'],
   cancelled: ['killed', 'released', 'unattended', 'no_wait', 'wait_timeout', 'dependency'],
-  preempted: ['preempted'],
+  preempted: ['preempted', 'spot'],
 };
 
 export interface Ending {
@@ -144,7 +146,8 @@ export function stoppedState(cause: StopCause): 'killed' | 'preempted' {
  * to the queue, at the front of its priority) rather than ending the job: a
  * lost one while `--restarts` has some left (attempt n of restarts+1, the
  * attempts --retries used not counted), a preempted one with
- * `--retry-on-preempt` (as often as it is preempted), one whose command
+ * `--retry-on-preempt` (as often as it is preempted) or on a spot machine taken
+ * back while `--restarts` has some left (counted as a lost one's), one whose command
  * exited non-zero while `--retries` has some left (`retried` of them used).
  * server/jobs/finish.ts's statement says the same (test/integration/leases.test.ts).
  */
@@ -153,7 +156,7 @@ export function runsAgain(
   end: Pick<Ending, 'state'> & { cause?: EndCause },
 ): boolean {
   if (end.state === 'lost') return job.attempt - (job.retried ?? 0) <= job.restarts;
-  if (end.state === 'preempted') return job.retryOnPreempt;
+  if (end.state === 'preempted') return job.retryOnPreempt || (end.cause === 'spot' && job.attempt - (job.retried ?? 0) <= job.restarts);
   if (end.state === 'failed' && end.cause === 'exit') return (job.retried ?? 0) < (job.retries ?? 0);
   return false;
 }

@@ -133,6 +133,8 @@ const Settings = z.object({
   RC_SWEEP_S: z.coerce.number().int().min(1).max(86_400).default(600),
   /** Seconds a provider has to answer a launch; a machine recorded longer ago whose launch never answered is terminated. */
   RC_LAUNCH_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(300),
+  /** Live provider machines at most (server/machines/placement.ts; seed 002: 16); more jobs wait. */
+  RC_MAX_MACHINES: z.coerce.number().int().min(0).max(10_000).default(16),
 });
 
 /** One row of a settings table in docs/operators.md: npm run docs writes the tables from these (scripts/docs.ts). */
@@ -244,12 +246,17 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
   RC_LOCAL_PROVIDER: {
     default: 'unset',
     meaning:
-      "The local provider: machines are worker containers on this machine's Docker, priced from a table (simulated). A JSON file's path, or the JSON itself: `offers` (the price table), `prefix` (`rclocal`), `image` (`rc-job:stock`), and the faults it acts out for tests (`launchDelayMs`, `failLaunch`, `noCapacity`, `errorAfterCreate`, `spotLifetimeMs`). A wrong one stops the controller at start-up, saying what is wrong.",
+      "The local provider: machines are worker containers on this machine's Docker, priced from a table (simulated). A JSON file's path, or the JSON itself: `offers` (the price table), `prefix` (`rclocal`), `image` (`rc-job:stock`), and the faults it acts out for tests (`launchDelayMs`, `failLaunch`, `noCapacity`, `errorAfterCreate`, `spotLifetimeMs`, `spotTakeBacks`). A wrong one stops the controller at start-up, saying what is wrong.",
   },
   RC_SWEEP_S: {
     default: '`600`',
     meaning:
       "Seconds between the sweeper's passes (1–86400): each provider account's instances whose names carry its prefix and that no machine owns are deleted, each audited (`machine.sweep`); nothing without the prefix is touched, and one controller sweeps at a time.",
+  },
+  RC_MAX_MACHINES: {
+    default: '`16`',
+    meaning:
+      'Live provider machines at most (0–10000; joined hosts do not count): a job that wants a machine past it waits, saying so, until one is deleted. `0` launches none.',
   },
   RC_LAUNCH_TIMEOUT_S: {
     default: '`300`',

@@ -13,6 +13,8 @@ import { type MachineDeps, reconcileMachines, terminateMachine } from './machine
 import { machineView } from './machines/list';
 import type { ApiDeps } from './http/route-deps';
 import { sweep } from './machines/sweeper';
+import { MachinePass } from './machines/machine-pass';
+import { FailedOffers } from '../core/cheapest-fit';
 import type { Provider } from './providers/provider';
 import { PauseWatch } from './pause-watch';
 import { heartbeatAckMs, heartbeatMs as heartbeatEvery } from './heartbeat-timing';
@@ -91,7 +93,7 @@ export interface ControllerOptions {
   /** How long GPU samples are kept, raw and coarse (RC_SAMPLES_RAW_DAYS, RC_SAMPLES_COARSE_DAYS); server/sample-retention.ts's defaults when absent. */
   sampleRetention?: SampleRetention;
   /** Machines from providers (server/machines/): the configured accounts, RC_SWEEP_S and RC_LOCAL_PROVIDER's launch timeout; none when absent. */
-  machines?: { providers: readonly Provider[]; sweepS: number; launchTimeoutS: number };
+  machines?: { providers: readonly Provider[]; sweepS: number; launchTimeoutS: number; maxMachines: number };
 }
 
 /** How often live machines are described and moved on (server/machines/lifecycle.ts reconcileMachines). */
@@ -135,6 +137,8 @@ export class Controller {
   readonly authLimit: AuthLimit;
   /** Machines from providers, as the routes use them (GET /api/offers, DELETE /api/machines/:id). */
   readonly machines: ApiDeps['machines'];
+  /** Gives provider machines their jobs and takes them away (server/machines/machine-pass.ts): once startMachines ran, with a provider account. */
+  private machinePass: MachinePass | null = null;
   /** Where machines' workers join: known once the controller listens (startMachines); terminating needs none of it. */
   private machinesUrl = '';
   private timers: NodeJS.Timeout[] = [];
@@ -312,6 +316,7 @@ export class Controller {
       requeued: (host) => live.changed({ what: 'devices', host }),
       metrics,
       preemptNoticeS: opts.preemptNoticeS,
+      leftQueued: () => this.machinePass?.nudge(),
     });
     this.router = new Router(this.db, log, {
       publicUrl: opts.publicUrl ?? null,
@@ -568,7 +573,19 @@ export class Controller {
     if (!m?.providers.length || this.quiesced) return;
     this.machinesUrl = controllerUrl;
     const deps = this.machineDeps();
-    this.every(RECONCILE_MS, () => reconcileMachines(deps).catch((err: unknown) => this.log(`reconciling machines failed: ${String(err)}`)));
+    const pass = new MachinePass({
+      ...deps,
+      maxMachines: m.maxMachines,
+      failed: new FailedOffers(),
+      inventory: this.inventory,
+      changed: (host) => this.live.changed({ what: 'devices', host }),
+      poke: () => void this.scheduler.pokeAll(),
+    });
+    this.machinePass = pass;
+    this.every(RECONCILE_MS, async () => {
+      await reconcileMachines(deps).catch((err: unknown) => this.log(`reconciling machines failed: ${String(err)}`));
+      await pass.poke();
+    });
     this.every(m.sweepS * 1000, () => sweep(this.sql, m.providers, this.log).catch((err: unknown) => this.log(`sweeper failed: ${String(err)}`)));
   }
 
@@ -581,6 +598,7 @@ export class Controller {
       controllerUrl: this.machinesUrl,
       launchTimeoutS: m?.launchTimeoutS ?? 600,
       log: this.log,
+      takenBack: (host, machine) => this.engine.spotTakenBack(host, machine),
     };
   }
 
@@ -594,7 +612,7 @@ export class Controller {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
     this.pauses.stop();
-    await Promise.all([this.scheduler.stop(), this.fairShare.stop(), ...this.passes]);
+    await Promise.all([this.scheduler.stop(), this.fairShare.stop(), this.machinePass?.stop(), ...this.passes]);
   }
 
   /** After quiesce(): every socket told and closed (terminals, the live view, workers, their hosts marked away), stored output drained, the bus closed. */

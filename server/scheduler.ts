@@ -127,6 +127,8 @@ export interface SchedulerDeps {
   requeued?: ((host: string) => void) | null;
   /** Grant latency (server/metrics.ts). */
   metrics?: Pick<Metrics, 'granted'> | null;
+  /** A pass left jobs queued: provider machines may be found for them (server/machines/machine-pass.ts nudge). */
+  leftQueued?: (() => void) | null;
   /** Seconds between a preemption's SIGTERM and its SIGKILL (RC_PREEMPT_NOTICE_S). */
   preemptNoticeS?: number;
 }
@@ -152,6 +154,7 @@ export class Scheduler {
   private readonly requeued: SchedulerDeps['requeued'];
   private readonly metrics: SchedulerDeps['metrics'];
   private readonly preemptNoticeS: number;
+  private readonly leftQueued: SchedulerDeps['leftQueued'];
 
   constructor(deps: SchedulerDeps) {
     this.queue = deps.queue;
@@ -167,6 +170,7 @@ export class Scheduler {
     this.requeued = deps.requeued ?? null;
     this.metrics = deps.metrics ?? null;
     this.preemptNoticeS = deps.preemptNoticeS ?? DEFAULT_PREEMPT_NOTICE_S;
+    this.leftQueued = deps.leftQueued ?? null;
   }
 
   /** Whether the last pass left jobs queued (or one was submitted since): a freed device only matters then. */
@@ -230,7 +234,10 @@ export class Scheduler {
     const here = (host: string) => this.dispatcher.holds(host);
     const free = await this.inventory.schedulable(here);
     // Nothing free here: only preemption could start a job, and only where preemptible jobs run.
-    if (!free.length && !(await this.queue.anyPreemptibleRunning())) return;
+    if (!free.length && !(await this.queue.anyPreemptibleRunning())) {
+      if (this.maybeQueued) this.leftQueued?.();
+      return;
+    }
     // Jobs another controller's claim took from under the last pass (locked, about to commit): not planned
     // again for a moment, so this pass takes the next ones instead of colliding with that claim again.
     const now = Date.now();
@@ -263,6 +270,7 @@ export class Scheduler {
     }
     // Jobs stay queued when the plan cannot start them all, or when there are more than a pass reads.
     this.maybeQueued = plan.length < queued.length || queued.length === window;
+    if (this.maybeQueued) this.leftQueued?.();
     // A job past its --gpus limit preempts nobody: it waits for its own scope's devices.
     if (plan.length < queued.length)
       await this.preempt(

@@ -81,7 +81,7 @@ export async function storeEnds(
       select e.*, (f_state = 'failed' and f_cause = 'exit' and retried < retries) as retry from e
     ), r as (
       -- core/job-state.ts runsAgain
-      select t.*, ((f_state = 'lost' and attempt - retried <= restarts) or (f_state = 'preempted' and retry_on_preempt) or retry) as again from t
+      select t.*, ((f_state = 'lost' and attempt - retried <= restarts) or (f_state = 'preempted' and (retry_on_preempt or (f_cause = 'spot' and attempt - retried <= restarts))) or retry) as again from t
     ), a as (
       insert into job_attempts (job_id, attempt, host_name, devices, fence, state, end_cause, exit_code, reason, started_at)
       select jobs.id, jobs.attempt, jobs.host_name, jobs.devices, jobs.fence, r.f_state, r.f_cause, r.exit_code, r.f_reason, jobs.started_at

@@ -209,6 +209,19 @@ export class JobEngine {
     return lost;
   }
 
+  /**
+   * The provider took back the spot machine `hostName` was: its running jobs end their attempt preempted (cause spot)
+   * and start over on another machine while --restarts has some left. The machine is gone: their leases go too.
+   */
+  async spotTakenBack(hostName: string, machineId: string): Promise<number> {
+    let ended_ = 0;
+    for (const job of await runningOnHost(this.deps.sql, hostName)) {
+      const end = ended('preempted', 'spot', `the provider took back the spot machine ${machineId} it ran on`);
+      if (await endJob(this.deps, job.id, end, { from: ['running'], fence: job.fence })) ended_++;
+    }
+    return ended_;
+  }
+
   // ---- rc cp
 
   /** A short lease on a free device for one copy (a running `cp` job). */

@@ -21,6 +21,8 @@ export interface MachineDeps {
   /** A provisioning machine older than this whose launch never answered was launched by a controller that stopped (RC_LAUNCH_TIMEOUT_S). */
   launchTimeoutS: number;
   log: (msg: string) => void;
+  /** A spot machine was taken back: the jobs running on its host end their attempt preempted (the job engine's spotTakenBack). */
+  takenBack?: (hostName: string, machineId: string) => Promise<unknown>;
 }
 
 export interface MachineRow {
@@ -187,9 +189,9 @@ export async function terminateMachine(deps: MachineDeps, id: string, why: strin
  * terminated, whatever the provider made of it. Terminating: asked again.
  */
 export async function reconcileMachines(deps: MachineDeps): Promise<void> {
-  type Live = { id: string; account: string; instanceName: string; state: string; stale: boolean; hostOnline: boolean };
+  type Live = { id: string; account: string; instanceName: string; hostName: string; state: string; stale: boolean; hostOnline: boolean };
   const live: Live[] = await deps.sql<Live[]>`
-    select m.id, m.account, m.instance_name as "instanceName", m.state,
+    select m.id, m.account, m.instance_name as "instanceName", m.host_name as "hostName", m.state,
       m.created_at < now() - make_interval(secs => ${deps.launchTimeoutS}) as stale,
       coalesce(h.status = 'online', false) as "hostOnline"
     from machines m left join hosts h on h.name = m.host_name
@@ -218,11 +220,13 @@ export async function reconcileMachines(deps: MachineDeps): Promise<void> {
           `launch interrupted: no answer from the provider within ${deps.launchTimeoutS} s (the controller that launched it stopped); found ${state}`,
         );
       } else if (state === 'preempted') {
+        // Its job starts over elsewhere first: the machine's end must not leave it running on nothing.
+        await deps.takenBack?.(m.hostName, m.id);
         await terminateMachine(deps, m.id, 'preempted: the provider took the spot machine back');
       } else if (state === 'gone') {
         await terminateMachine(deps, m.id, 'gone: the provider no longer has it');
       } else if (m.state === 'booting' && state === 'running' && m.hostOnline) {
-        await deps.sql`update machines set state = 'idle', ready_at = now() where id = ${m.id} and state = 'booting'`;
+        await deps.sql`update machines set state = 'idle', ready_at = coalesce(ready_at, now()) where id = ${m.id} and state = 'booting'`;
       }
     }
   }

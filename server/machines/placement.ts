@@ -11,9 +11,6 @@ import type { Offer, OfferQuery, Provider } from '../providers/provider';
 import { ProviderError } from '../providers/provider';
 import { type LaunchRefused, launchMachineFor, type MachineDeps, type MachineRow } from './lifecycle';
 
-/** RC_MAX_MACHINES's default: live provider machines at most. */
-export const DEFAULT_MAX_MACHINES = 16;
-
 export interface PlacementDeps extends MachineDeps {
   /** RC_MAX_MACHINES. */
   maxMachines: number;

@@ -54,6 +54,8 @@ export const LocalProviderConfig = z
     errorAfterCreate: z.array(offerId).default([]),
     /** A spot machine is taken back this many milliseconds after it started (describe says preempted, its container is removed); null: never. */
     spotLifetimeMs: z.number().int().min(1).max(86_400_000).nullable().default(null),
+    /** With spotLifetimeMs: only this many spot machines are taken back (the first ones), the rest kept; null: every one. */
+    spotTakeBacks: z.number().int().min(0).max(1000).nullable().default(null),
   })
   .strict()
   .superRefine((c, ctx) => {

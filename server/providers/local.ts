@@ -121,7 +121,8 @@ export class LocalProvider implements Provider {
       }
       const spot = info.Config.Labels?.['rc.spot'] === '1';
       const started = Date.parse(info.State.StartedAt);
-      if (spot && this.config.spotLifetimeMs !== null && info.State.Running && Date.now() - started >= this.config.spotLifetimeMs) {
+      const mayTakeBack = this.config.spotTakeBacks === null || this.takenBack.size < this.config.spotTakeBacks;
+      if (spot && mayTakeBack && this.config.spotLifetimeMs !== null && info.State.Running && Date.now() - started >= this.config.spotLifetimeMs) {
         await this.terminate(name);
         this.takenBack.add(name);
         out.push({ name, state: 'preempted' });

@@ -165,3 +165,25 @@ test("the statement that queues a failed attempt again agrees with core's runsAg
     }
   }
 });
+
+test("a spot machine taken back: the statement queues the job again as core's runsAgain says, --restarts times, then it ends preempted", async () => {
+  for (const restarts of [0, 2]) {
+    const j = await submit({ restarts });
+    const outcomes: boolean[] = [];
+    for (let i = 0; i < 4; i++) {
+      const cur = (await db.client<{ attempt: number; retried: number; state: string }[]>`select * from jobs where id = ${j.id}`)[0]!;
+      if (cur.state !== 'queued') break;
+      const fence = (await run(j.id)).fence;
+      const end = ended('preempted', 'spot', 'the provider took back the spot machine m0 it ran on');
+      const want = runsAgain({ attempt: cur.attempt, restarts, retryOnPreempt: false, retries: 0, retried: cur.retried }, end);
+      const done = await endJob(deps(), j.id, end, { from: ['running'], fence });
+      await db.client`update leases set released_at = now() where released_at is null`;
+      assert.equal(done?.again ?? false, want, `restarts ${restarts} attempt ${cur.attempt}`);
+      outcomes.push(want);
+    }
+    // restarts+1 attempts: each but the last queued again; the last ends the job preempted, cause spot.
+    assert.deepEqual(outcomes, [...Array(restarts).fill(true), false]);
+    const last = (await db.client<{ state: string; endCause: string }[]>`select state, end_cause from jobs where id = ${j.id}`)[0]!;
+    assert.deepEqual({ ...last }, { state: 'preempted', endCause: 'spot' });
+  }
+});
