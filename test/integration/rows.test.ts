@@ -67,13 +67,13 @@ test('a transaction through drizzle reads and writes on the transformed client',
 });
 
 test('the migrator sees the migrations it applied: one forgotten is applied again, the others are not', async () => {
-  // Undo the last migration (0031_machines_job: a newer one changes these lines) by hand, and forget it:
+  // Undo the last migration (0032_provider_accounts: a newer one changes these lines) by hand, and forget it:
   // the migrator must find the one before it as the last applied.
-  await db.client.unsafe('drop index machines_job_live_idx; alter table machines drop column job_id');
+  await db.client.unsafe('drop table provider_accounts');
   await db.client`delete from drizzle.__drizzle_migrations where id = (select max(id) from drizzle.__drizzle_migrations)`;
   await runMigrations(db);
   const [column] = await db.client<{ n: number }[]>`
-    select count(*)::int as n from pg_indexes where indexname = 'machines_job_live_idx'`;
+    select count(*)::int as n from pg_tables where tablename = 'provider_accounts'`;
   assert.equal(column!.n, 1, 'the forgotten migration was applied again');
   // And run again, nothing is left to apply.
   await runMigrations(db);
