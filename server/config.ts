@@ -26,6 +26,9 @@ const idleSetting = (fallback: string) =>
       return r.seconds;
     });
 
+/** An optional setting that `VAR=` (empty) leaves unset, as if it were not there. */
+const unsetWhenEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
 const httpUrl = (name: string, fallback: string) =>
   z
     .string()
@@ -142,15 +145,13 @@ const Settings = z.object({
   /** Seconds a provider has to answer a launch; a machine recorded longer ago whose launch never answered is terminated. */
   RC_LAUNCH_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(300),
   /** A RunPod account's API key (server/providers/runpod.ts): the account is off when unset. Never passed to a worker or a job. */
-  RC_RUNPOD_API_KEY: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{8,256}$/, 'a RunPod API key is 8 to 256 letters, digits, _ and - (no spaces, quotes or line ends: paste the key alone)')
-    .optional(),
+  RC_RUNPOD_API_KEY: unsetWhenEmpty(
+    z.string().regex(/^[A-Za-z0-9_-]{8,256}$/, 'a RunPod API key is 8 to 256 letters, digits, _ and - (no spaces, quotes or line ends: paste the key alone)'),
+  ),
   /** The image RunPod's pods run: it needs what the worker's install script needs. */
-  RC_RUNPOD_IMAGE: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$/, 'an image reference such as docker.io/library/node:22 (no spaces)')
-    .optional(),
+  RC_RUNPOD_IMAGE: unsetWhenEmpty(
+    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$/, 'an image reference such as docker.io/library/node:22 (no spaces)'),
+  ),
   /** The account's name: `--cloud runpod/<name>`. */
   RC_RUNPOD_ACCOUNT: z
     .string()
@@ -295,7 +296,10 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
     default: 'required with the key',
     meaning: "The image each pod runs. It needs what the worker's install script needs: Node.js 20.16 or newer, curl, tar, sha256sum.",
   },
-  RC_RUNPOD_ACCOUNT: { default: '`default`', meaning: 'The account\'s name: `--cloud runpod/<name>`, and the `runpod/<name>` machines, offers and the audit log show.' },
+  RC_RUNPOD_ACCOUNT: {
+    default: '`default`',
+    meaning: "The account's name: `--cloud runpod/<name>`, and the `runpod/<name>` machines, offers and the audit log show.",
+  },
   RC_RUNPOD_PREFIX: {
     default: '`rc`',
     meaning:
