@@ -200,5 +200,7 @@ test('the RunPod key never reaches the local worker nor a job it runs', { timeou
   assert.match(run.stdout, /^RC_JOB_ID=/m, 'the job printed its environment');
   assert.match(run.stdout, /done\n$/);
   assert.ok(!run.stdout.includes(KEY), `the job saw the key:\n${run.stdout}`);
+  // As root the local worker runs its jobs as a user of their own, who may not read either process's environment.
+  assert.equal((run.stderr.match(/Permission denied/g) ?? []).length, 2, run.stderr);
   assert.doesNotMatch(run.stdout, /RC_RUNPOD_/);
 });
