@@ -21,7 +21,8 @@ import { takeOverSignals } from './server/signals';
 import { DbHealth } from './server/db-health';
 import { setSecurityHeaders } from './server/http/security-headers';
 import { answerClientError, answerConnect } from './server/http/bad-requests';
-import { configuredProviders } from './server/providers/configured';
+import { recordProviderAccounts } from './server/providers/accounts';
+import { configuredAccounts, configuredProviders } from './server/providers/configured';
 
 const log = (msg: string) => console.log(`[rc] ${msg}`);
 /** The local worker's program, beside this one in dist/. */
@@ -55,6 +56,9 @@ async function main(): Promise<void> {
   const databaseUrl = config.DATABASE_URL ?? embedded!.url;
   const database = connect(databaseUrl);
   await runMigrations(database);
+  // An account added, changed or removed in the settings since the last start is audited (never its key).
+  for (const c of await recordProviderAccounts(database.client, configuredAccounts(config)))
+    log(`provider account ${c.account}: ${c.action.replace('provider_account.', '')} (audited)`);
   const health = new DbHealth({ url: databaseUrl, log });
   health.start();
   const publicUrl = config.RC_PUBLIC_URL ?? null;

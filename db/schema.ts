@@ -611,3 +611,20 @@ export const machines = pgTable(
     uniqueIndex('machines_job_live_idx').on(t.jobId).where(sql`state <> 'terminated'`),
   ],
 );
+
+/**
+ * The provider accounts the controller's settings configured when it last
+ * started (server/providers/accounts.ts): what a start compares its settings
+ * with, to audit an account added, changed or removed. Never a credential:
+ * a fingerprint of it.
+ */
+export const providerAccounts = pgTable('provider_accounts', {
+  /** `local`, `runpod/lab-b`. */
+  account: text('account').primaryKey(),
+  provider: text('provider').notNull(),
+  prefix: text('prefix').notNull(),
+  image: text('image').notNull(),
+  /** `sha256:` and 12 hex digits of the key's SHA-256; null for an account without one. */
+  credential: text('credential'),
+  recordedAt: ts('recorded_at').notNull().defaultNow(),
+});

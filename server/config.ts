@@ -8,6 +8,7 @@ import { zodMessage } from '../protocol/zod-message';
 import { SAMPLE_RETENTION } from './sample-retention';
 import { databaseUrlProblem } from './database-url';
 import { parseLocalProviderConfig } from './providers/local-config';
+import { RUNPOD_GRAPHQL_URL, RUNPOD_REST_URL, runpodAccount } from './providers/runpod';
 
 const flag = z.enum(['0', '1', 'true', 'false']).transform((v) => v === '1' || v === 'true');
 
@@ -24,6 +25,16 @@ const idleSetting = (fallback: string) =>
       }
       return r.seconds;
     });
+
+/** An optional setting that `VAR=` (empty) leaves unset, as if it were not there. */
+const unsetWhenEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+const httpUrl = (name: string, fallback: string) =>
+  z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), `${name} must be an http:// or https:// URL`)
+    .default(fallback);
 
 const Settings = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -135,6 +146,26 @@ const Settings = z.object({
   RC_LAUNCH_TIMEOUT_S: z.coerce.number().int().min(1).max(3600).default(300),
   /** Live provider machines at most (server/machines/placement.ts; seed 002: 16); more jobs wait. */
   RC_MAX_MACHINES: z.coerce.number().int().min(0).max(10_000).default(16),
+  /** A RunPod account's API key (server/providers/runpod.ts): the account is off when unset. Never passed to a worker or a job. */
+  RC_RUNPOD_API_KEY: unsetWhenEmpty(
+    z.string().regex(/^[A-Za-z0-9_-]{8,256}$/, 'a RunPod API key is 8 to 256 letters, digits, _ and - (no spaces, quotes or line ends: paste the key alone)'),
+  ),
+  /** The image RunPod's pods run: it needs what the worker's install script needs. */
+  RC_RUNPOD_IMAGE: unsetWhenEmpty(
+    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$/, 'an image reference such as docker.io/library/node:22 (no spaces)'),
+  ),
+  /** The account's name: `--cloud runpod/<name>`. */
+  RC_RUNPOD_ACCOUNT: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'an account name is 1 to 32 lower-case letters, digits, _ and -, starting with a letter or digit')
+    .default('default'),
+  /** Its pods' names are `<prefix>-<machine id>`: the sweeper deletes only pods whose names start so. */
+  RC_RUNPOD_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'a prefix is 1 to 32 lower-case letters, digits and -, starting with a letter or digit')
+    .default('rc'),
+  RC_RUNPOD_REST_URL: httpUrl('RC_RUNPOD_REST_URL', RUNPOD_REST_URL),
+  RC_RUNPOD_GRAPHQL_URL: httpUrl('RC_RUNPOD_GRAPHQL_URL', RUNPOD_GRAPHQL_URL),
 });
 
 /** One row of a settings table in docs/operators.md: npm run docs writes the tables from these (scripts/docs.ts). */
@@ -263,9 +294,49 @@ export const CONTROLLER_SETTINGS: Record<keyof typeof Settings.shape, SettingDoc
     meaning:
       'Seconds a provider has to answer a launch (1–3600). A machine recorded longer ago whose launch never answered (its controller stopped mid-launch) is terminated, whatever the provider made of it.',
   },
+  RC_RUNPOD_API_KEY: {
+    default: 'unset',
+    meaning:
+      'A RunPod account\'s API key (sent as `Authorization: Bearer`): with it, the controller rents machines from RunPod (see "Machines from providers: RunPod"). Unset: no RunPod account. Letters, digits, `_` and `-` only. Only the controller holds it: its local worker and every job are started without it. A new, changed or removed key is audited (`provider_account.*`, with a fingerprint, never the key).',
+  },
+  RC_RUNPOD_IMAGE: {
+    default: 'required with the key',
+    meaning: "The image each pod runs. It needs what the worker's install script needs: Node.js 20.16 or newer, curl, tar, sha256sum.",
+  },
+  RC_RUNPOD_ACCOUNT: {
+    default: '`default`',
+    meaning: "The account's name: `--cloud runpod/<name>`, and the `runpod/<name>` machines, offers and the audit log show.",
+  },
+  RC_RUNPOD_PREFIX: {
+    default: '`rc`',
+    meaning:
+      "The start of every pod name rc gives (`<prefix>-<machine id>`). The sweeper deletes only pods whose names carry it: give each controller's account its own. It may not be, or start, another account's prefix (`RC_LOCAL_PROVIDER`'s): the controller refuses to start.",
+  },
+  RC_RUNPOD_REST_URL: { default: '`https://rest.runpod.io/v1`', meaning: "RunPod's REST API (pods)." },
+  RC_RUNPOD_GRAPHQL_URL: {
+    default: '`https://api.runpod.io/graphql`',
+    meaning: "RunPod's GraphQL API (GPU types and prices, which the REST API v1 does not give).",
+  },
 };
 
 const Env = Settings.superRefine((env, ctx) => {
+  if (env.RC_RUNPOD_API_KEY && !env.RC_RUNPOD_IMAGE)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['RC_RUNPOD_IMAGE'],
+      message: "required with RC_RUNPOD_API_KEY: the image RunPod's pods run (with Node.js 20.16+, curl, tar and sha256sum for the worker)",
+    });
+  // The sweeper deletes an account's instances that carry its prefix and that its machines do not own: a prefix shared
+  // (or one starting with another's) would let one account's pass see the other's machines as nobody's.
+  const prefixes = configuredPrefixes(env);
+  for (const [i, a] of prefixes.entries())
+    for (const b of prefixes.slice(i + 1))
+      if (`${a.prefix}-`.startsWith(`${b.prefix}-`) || `${b.prefix}-`.startsWith(`${a.prefix}-`))
+        ctx.addIssue({
+          code: 'custom',
+          path: [b.setting],
+          message: `${b.account}'s prefix ${JSON.stringify(b.prefix)} clashes with ${a.account}'s ${JSON.stringify(a.prefix)} (${a.setting}): the sweeper would delete each other's machines; give each account a prefix of its own`,
+        });
   // Coarse rows are made from raw samples as they age out: a shorter coarse retention would delete them as they are made.
   if (env.RC_SAMPLES_COARSE_DAYS < env.RC_SAMPLES_RAW_DAYS)
     ctx.addIssue({
@@ -276,7 +347,25 @@ const Env = Settings.superRefine((env, ctx) => {
 });
 export type ControllerConfig = z.infer<typeof Env>;
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): ControllerConfig {
+/** Each configured account's instance-name prefix, with the setting it comes from. */
+function configuredPrefixes(env: z.infer<typeof Settings>): { account: string; prefix: string; setting: string }[] {
+  const out: { account: string; prefix: string; setting: string }[] = [];
+  if (env.RC_LOCAL_PROVIDER) out.push({ account: 'local', prefix: env.RC_LOCAL_PROVIDER.prefix, setting: 'RC_LOCAL_PROVIDER' });
+  if (env.RC_RUNPOD_API_KEY) out.push({ account: runpodAccount(env.RC_RUNPOD_ACCOUNT), prefix: env.RC_RUNPOD_PREFIX, setting: 'RC_RUNPOD_PREFIX' });
+  return out;
+}
+
+/**
+ * Settings that stay in the controller: the local worker it starts gets its
+ * environment without them (server/local-worker.ts), so neither the worker nor
+ * a job that reads the worker's /proc/<pid>/environ sees them. The database's
+ * address carries its password; a provider account's settings carry its key.
+ */
+export function controllerOnly(name: string): boolean {
+  return name === 'DATABASE_URL' || name === 'RC_LOCAL_PROVIDER' || name.startsWith('RC_RUNPOD_');
+}
+
+export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): ControllerConfig {
   const parsed = Env.safeParse(env);
   if (!parsed.success) throw new Error(`bad environment variable ${zodMessage(parsed.error)}`);
   return parsed.data;

@@ -8,6 +8,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXIT_HOST_CONNECTED, EXIT_HOST_REMOVED } from '../protocol/worker';
 import { restartDelayMs } from '../core/restart-delay';
+import { controllerOnly } from './config';
 import { isAlive, parentIsLiveRc, readProc } from './postmaster';
 
 /** Where the running local worker's pid and start time are kept. */
@@ -111,8 +112,8 @@ export class LocalWorker {
       // The IPC channel is the worker's tie to this process: it closes when this process ends, however it ends.
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       env: {
-        // The worker has no use for the database's address and password.
-        ...withoutDatabaseUrl(process.env),
+        // The worker has no use for the database's password or a provider's key (config.ts controllerOnly).
+        ...withoutControllerSettings(process.env),
         ...this.o.jobEnv,
         RC_CONTROLLER: this.o.controller,
         RC_HOST_TOKEN: this.o.credential,
@@ -177,7 +178,6 @@ function readOr<T>(read: () => T, fallback: T): T {
   }
 }
 
-function withoutDatabaseUrl(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _, ...rest } = env;
-  return rest;
+function withoutControllerSettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !controllerOnly(name))) as NodeJS.ProcessEnv;
 }

@@ -6,3 +6,5 @@ export { LocalProvider } from '../server/providers/local';
 export { parseLocalProviderConfig } from '../server/providers/local-config';
 export { placeJob } from '../server/machines/placement';
 export { FailedOffers } from '../core/cheapest-fit';
+export { credentialFingerprint } from '../server/providers/configured';
+export { recordProviderAccounts } from '../server/providers/accounts';

@@ -48,22 +48,10 @@ const CUDA_VERSIONS = ['13.0', '12.9', '12.8', '12.7', '12.6', '12.5', '12.4', '
 
 const NO_CAPACITY = /no longer any instances available|no instances (are )?available|not enough free gpus/i;
 
-/** The controller's settings for one RunPod account: from its environment, never from a job. */
-export const RunpodSettings = z.object({
-  RC_RUNPOD_API_KEY: z.string().min(1),
-  /** The image the pod runs: it needs what the worker's install script needs (Node.js 20.16+, curl, tar, sha256sum). */
-  RC_RUNPOD_IMAGE: z.string().min(1),
-  RC_RUNPOD_ACCOUNT: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)
-    .default('default'),
-  RC_RUNPOD_PREFIX: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]{0,31}$/)
-    .default('rc'),
-  RC_RUNPOD_REST_URL: z.string().url().default(RUNPOD_REST_URL),
-  RC_RUNPOD_GRAPHQL_URL: z.string().url().default(RUNPOD_GRAPHQL_URL),
-});
+/** The account's name as --cloud, machines and the audit log spell it: `runpod/<RC_RUNPOD_ACCOUNT>`. */
+export function runpodAccount(name: string): string {
+  return `runpod/${name}`;
+}
 
 export interface RunpodOptions {
   apiKey: string;
@@ -73,25 +61,6 @@ export interface RunpodOptions {
   prefix?: string;
   restUrl?: string;
   graphqlUrl?: string;
-}
-
-/** The RunPod provider the controller's environment configures, or null without RC_RUNPOD_API_KEY; throws a sentence on a bad setting. */
-export function runpodFromEnv(env: Readonly<Record<string, string | undefined>> = process.env): RunpodProvider | null {
-  if (!env.RC_RUNPOD_API_KEY) return null;
-  const parsed = RunpodSettings.safeParse(env);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`RunPod settings: ${issue?.path.join('.')}: ${issue?.message} (set RC_RUNPOD_IMAGE with RC_RUNPOD_API_KEY)`);
-  }
-  const s = parsed.data;
-  return new RunpodProvider({
-    apiKey: s.RC_RUNPOD_API_KEY,
-    image: s.RC_RUNPOD_IMAGE,
-    accountName: s.RC_RUNPOD_ACCOUNT,
-    prefix: s.RC_RUNPOD_PREFIX,
-    restUrl: s.RC_RUNPOD_REST_URL,
-    graphqlUrl: s.RC_RUNPOD_GRAPHQL_URL,
-  });
 }
 
 // What we read of RunPod's answers; other fields pass (RunPod adds fields).
@@ -145,7 +114,7 @@ export class RunpodProvider implements Provider {
   private readonly graphql: string;
 
   constructor(private readonly o: RunpodOptions) {
-    this.account = `runpod/${o.accountName ?? 'default'}`;
+    this.account = runpodAccount(o.accountName ?? 'default');
     this.prefix = o.prefix ?? 'rc';
     this.rest = (o.restUrl ?? RUNPOD_REST_URL).replace(/\/+$/, '');
     this.graphql = o.graphqlUrl ?? RUNPOD_GRAPHQL_URL;

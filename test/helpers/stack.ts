@@ -29,7 +29,8 @@ export class Stack {
   dbUrl = '';
   controllerLog = '';
 
-  private controllerEnv: Record<string, string> = {};
+  /** The controller's environment beyond the stack's own; a test may change it between a stopController and a startController. */
+  controllerEnv: Record<string, string> = {};
 
   /**
    * `dashboard`: serve the Next.js pages (RC_DASHBOARD=1) and wait until they answer; the
@@ -83,10 +84,12 @@ export class Stack {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.controller = child;
+    // This start's own line: the log before it holds the last start's.
+    const from = this.controllerLog.length;
     const url = await new Promise<string>((resolve, reject) => {
       const onData = (c: Buffer) => {
         this.controllerLog += c.toString();
-        const m = /controller on (http:\/\/[^;\s]+)/.exec(this.controllerLog);
+        const m = /controller on (http:\/\/[^;\s]+)/.exec(this.controllerLog.slice(from));
         if (m) resolve(m[1]!);
       };
       child.stdout!.on('data', onData);

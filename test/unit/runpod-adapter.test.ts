@@ -11,7 +11,9 @@ import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
 import type { LaunchSpec, Offer } from '../../server/providers/provider';
 import { ProviderError } from '../../server/providers/provider';
-import { RunpodProvider, runpodFromEnv } from '../../server/providers/runpod';
+import { loadConfig } from '../../server/config';
+import { configuredProviders } from '../../server/providers/configured';
+import { RunpodProvider } from '../../server/providers/runpod';
 
 const KEY = 'rpa_test_key';
 
@@ -356,11 +358,13 @@ test('errors: a refused key is bad_credentials, no machine is no_capacity, a ser
   await rejectsWith(new RunpodProvider({ apiKey: KEY, image: 'x', restUrl: 'http://127.0.0.1:1/v1' }).list('rc-'), 'failed');
 });
 
-test('settings: from the controller environment only; none without a key, a sentence for a bad one', () => {
-  assert.equal(runpodFromEnv({}), null);
-  assert.throws(() => runpodFromEnv({ RC_RUNPOD_API_KEY: 'k' }), /RC_RUNPOD_IMAGE/);
-  assert.throws(() => runpodFromEnv({ RC_RUNPOD_API_KEY: 'k', RC_RUNPOD_IMAGE: 'i', RC_RUNPOD_PREFIX: 'Bad Prefix' }), /RC_RUNPOD_PREFIX/);
-  const p = runpodFromEnv({ RC_RUNPOD_API_KEY: 'k', RC_RUNPOD_IMAGE: 'i', RC_RUNPOD_ACCOUNT: 'lab-b' });
-  assert.equal(p?.account, 'runpod/lab-b');
-  assert.equal(p?.prefix, 'rc');
+test("settings: the controller's (server/config.ts); none without a key, a sentence for a bad one", () => {
+  const runpod = (env: Record<string, string>) => configuredProviders(loadConfig(env)).find((p) => p.account.startsWith('runpod/'));
+  assert.equal(runpod({}), undefined);
+  assert.throws(() => loadConfig({ RC_RUNPOD_API_KEY: 'rpa_0123456789' }), /RC_RUNPOD_IMAGE: required with RC_RUNPOD_API_KEY/);
+  assert.throws(() => loadConfig({ RC_RUNPOD_API_KEY: 'rpa_0123456789', RC_RUNPOD_IMAGE: 'i', RC_RUNPOD_PREFIX: 'Bad Prefix' }), /RC_RUNPOD_PREFIX/);
+  const p = runpod({ RC_RUNPOD_API_KEY: 'rpa_0123456789', RC_RUNPOD_IMAGE: 'i', RC_RUNPOD_ACCOUNT: 'lab-b' });
+  assert.ok(p instanceof RunpodProvider);
+  assert.equal(p.account, 'runpod/lab-b');
+  assert.equal(p.prefix, 'rc');
 });
