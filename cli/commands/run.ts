@@ -64,8 +64,9 @@ matching device is busy.
       --spot                spot offers compete with on-demand ones on price;
                             a spot machine taken back starts the job over on
                             another (--restarts, 10 by default with --spot)
-      --cpus/--ram/--disk   its machine has at least this many CPUs, GiB of
-                            RAM, GiB of disk
+      --cpus <n>            its machine has at least this many CPUs
+      --ram <GiB>           its machine has at least this much memory
+      --disk <GiB>          its machine has at least this much disk
       --cuda <version>      its machine's driver supports this CUDA version
       --keep <dur>          its machine stays idle this long for the next job
                             once it ends (default 5m; 0 deletes it at once)
