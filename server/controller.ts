@@ -9,7 +9,7 @@ import { JobEvents } from './job-events';
 import { OutputWriter } from './output-writer';
 import { formatSize } from '../core/size';
 import { markHostsAway, reapSilentHosts } from './reaper';
-import { type MachineDeps, reconcileMachines, terminateMachine } from './machines/lifecycle';
+import { beginTermination, type MachineDeps, reconcileMachines, terminateMachine } from './machines/lifecycle';
 import { machineView } from './machines/list';
 import type { ApiDeps } from './http/route-deps';
 import { sweep } from './machines/sweeper';
@@ -326,6 +326,7 @@ export class Controller {
     });
     this.machines = {
       providers: opts.machines?.providers ?? [],
+      maxMachines: opts.machines?.maxMachines ?? 0,
       terminate: async (id, why, actor) => {
         const machine = await machineView(this.sql, id);
         if (!machine) return null;
@@ -335,6 +336,10 @@ export class Controller {
             'conflict',
             `machine ${id} is on the account ${machine.account}, which this controller has no settings for: configure that account again and delete it then (nothing was changed)`,
           );
+        // Terminating first (its devices go to nobody), then a job running on it ends lost (restarted per its
+        // --restarts, elsewhere), then the instance goes.
+        if (machine.state !== 'terminated' && (await beginTermination(this.machineDeps(), id, why)))
+          await this.engine.machineGone(machine.hostName, id, 'deleted');
         await terminateMachine(this.machineDeps(), id, why, actor);
         return machineView(this.sql, id);
       },
@@ -598,7 +603,8 @@ export class Controller {
       controllerUrl: this.machinesUrl,
       launchTimeoutS: m?.launchTimeoutS ?? 600,
       log: this.log,
-      takenBack: (host, machine) => this.engine.spotTakenBack(host, machine),
+      takenBack: (host, machine) => this.engine.machineGone(host, machine, 'taken back'),
+      changed: (host) => this.live.changed({ what: 'devices', host }),
     };
   }
 

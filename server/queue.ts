@@ -12,6 +12,7 @@ import { type Quotas, withQuota } from './jobs/quota';
 import { FAIR_ORDER_COLUMNS, fairQueued, queueOrder } from './jobs/sql/queue-order';
 import { freesByOfJobs } from './until';
 import { waitTexts } from './jobs/wait-texts';
+import { machineWaits } from './machines/machine-waits';
 
 /** As many as a scheduling pass considers (server/scheduler.ts). */
 export const QUEUE_SHOWN = 1000;
@@ -27,6 +28,8 @@ export async function listQueue(
   devices: () => Promise<DeviceSummary[]>,
   fairShare: Pick<FairShare, 'ranks'> | null = null,
   quotas: Pick<Quotas, 'view'> | null = null,
+  /** RC_MAX_MACHINES where provider accounts are configured: jobs' machines say what they wait on (server/machines/machine-waits.ts). */
+  maxMachines: number | null = null,
 ): Promise<QueueEntry[]> {
   const ranks = (await fairShare?.ranks()) ?? null;
   const rows: (JobRow & { fairRank?: number })[] = ranks
@@ -45,7 +48,11 @@ export async function listQueue(
   const queued = rows.map((j) => withQuota(terms.queued(j, now), quota, j.tokenId));
   const why = waitReasons(queued, fleet, reserveAfterS, quota);
   const freesBy = await freesByOfJobs(sql, queued, fleet, now);
-  const inLine: QueueEntry[] = rows.map((r, position) => ({ ...jobView(r), position, why: why.get(r.id)!, freesBy: freesBy.get(r.id) ?? null }));
+  const onMachines = maxMachines === null ? new Map<string, string>() : await machineWaits(sql, rows, maxMachines);
+  const inLine: QueueEntry[] = rows.map((r, position) => {
+    const machine = onMachines.get(r.id);
+    return { ...jobView(r), position, why: machine ? { ...why.get(r.id)!, text: machine } : why.get(r.id)!, freesBy: freesBy.get(r.id) ?? null };
+  });
   if (!waiting.length) return inLine;
   // Their devices counted as if they were alone in line (a walk of their own: they take nothing from the jobs in line), and
   // the sentence is what they wait on. No bound on when a device frees for them: what they wait on comes first.

@@ -60,6 +60,8 @@ export interface ApiDeps {
   /** Machines from providers: the configured accounts (GET /api/offers), and deleting one (server/machines/lifecycle.ts; null: no such machine). */
   machines: {
     providers: readonly Provider[];
+    /** RC_MAX_MACHINES. */
+    maxMachines: number;
     terminate(id: string, why: string, actor: string): Promise<MachineView | null>;
   };
   /** What this controller wants people to know now (GET /api/notices). */

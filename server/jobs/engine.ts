@@ -210,16 +210,18 @@ export class JobEngine {
   }
 
   /**
-   * The provider took back the spot machine `hostName` was: its running jobs end their attempt preempted (cause spot)
-   * and start over on another machine while --restarts has some left. The machine is gone: their leases go too.
+   * A provider machine went away under the jobs running on `hostName`: taken back (a spot machine: each attempt ends
+   * preempted, cause spot) or deleted (rc machines rm: lost). Either way the job starts over on another machine while
+   * --restarts has some left. The machine is gone: their leases go too.
    */
-  async spotTakenBack(hostName: string, machineId: string): Promise<number> {
-    let ended_ = 0;
-    for (const job of await runningOnHost(this.deps.sql, hostName)) {
-      const end = ended('preempted', 'spot', `the provider took back the spot machine ${machineId} it ran on`);
-      if (await endJob(this.deps, job.id, end, { from: ['running'], fence: job.fence })) ended_++;
-    }
-    return ended_;
+  async machineGone(hostName: string, machineId: string, how: 'taken back' | 'deleted'): Promise<number> {
+    const end =
+      how === 'taken back'
+        ? ended('preempted', 'spot', `the provider took back the spot machine ${machineId} it ran on`)
+        : ended('lost', 'lost', `its machine ${machineId} was deleted`);
+    let done = 0;
+    for (const job of await runningOnHost(this.deps.sql, hostName)) if (await endJob(this.deps, job.id, end, { from: ['running'], fence: job.fence })) done++;
+    return done;
   }
 
   // ---- rc cp

@@ -21,8 +21,10 @@ export interface MachineDeps {
   /** A provisioning machine older than this whose launch never answered was launched by a controller that stopped (RC_LAUNCH_TIMEOUT_S). */
   launchTimeoutS: number;
   log: (msg: string) => void;
-  /** A spot machine was taken back: the jobs running on its host end their attempt preempted (the job engine's spotTakenBack). */
+  /** A spot machine was taken back: the jobs running on its host end their attempt preempted (the job engine's machineGone). */
   takenBack?: (hostName: string, machineId: string) => Promise<unknown>;
+  /** A machine's host changed as the scheduler sees it (it is being deleted): loaded again everywhere. */
+  changed?: (hostName: string) => void;
 }
 
 export interface MachineRow {
@@ -146,15 +148,30 @@ export async function machineRow(sql: Sql, id: string): Promise<MachineRow | nul
 }
 
 /**
+ * The first step of a termination, alone: the machine is terminating (its devices go to no job any more:
+ * server/inventory.ts), with why. Before its running jobs are ended, so that none starts on it again.
+ */
+export async function beginTermination(
+  deps: Pick<MachineDeps, 'sql' | 'changed'>,
+  id: string,
+  why: string,
+): Promise<{ account: string; instanceName: string } | undefined> {
+  const [m] = await deps.sql<{ account: string; instanceName: string; hostName: string; was: string }[]>`
+    update machines m set state = 'terminating', terminated_why = coalesce(m.terminated_why, ${why})
+    from machines old where m.id = ${id} and old.id = m.id and m.state <> 'terminated'
+    returning m.account, m.instance_name as "instanceName", m.host_name as "hostName", old.state as was`;
+  if (m && m.was !== 'terminating') deps.changed?.(m.hostName);
+  return m;
+}
+
+/**
  * Deletes the machine's instance and records why (`rm`, `launch failed: …`,
  * `sweeper`, `preempted`…): terminating until the provider says it is gone,
  * then terminated, its host removed and its credential revoked. A provider that
  * fails or is still deleting leaves it terminating: reconcile asks again.
  */
 export async function terminateMachine(deps: MachineDeps, id: string, why: string, actor = 'controller'): Promise<MachineRow> {
-  const [m] = await deps.sql<{ account: string; instanceName: string }[]>`
-    update machines set state = 'terminating', terminated_why = coalesce(terminated_why, ${why})
-    where id = ${id} and state <> 'terminated' returning account, instance_name as "instanceName"`;
+  const m = await beginTermination(deps, id, why);
   if (!m) {
     const done = await machineRow(deps.sql, id);
     if (!done) throw new Error(`no machine ${id}`);
@@ -220,9 +237,11 @@ export async function reconcileMachines(deps: MachineDeps): Promise<void> {
           `launch interrupted: no answer from the provider within ${deps.launchTimeoutS} s (the controller that launched it stopped); found ${state}`,
         );
       } else if (state === 'preempted') {
-        // Its job starts over elsewhere first: the machine's end must not leave it running on nothing.
+        // Terminating first (its devices go to nobody), then its job starts over elsewhere, then the instance goes.
+        const why = 'preempted: the provider took the spot machine back';
+        await beginTermination(deps, m.id, why);
         await deps.takenBack?.(m.hostName, m.id);
-        await terminateMachine(deps, m.id, 'preempted: the provider took the spot machine back');
+        await terminateMachine(deps, m.id, why);
       } else if (state === 'gone') {
         await terminateMachine(deps, m.id, 'gone: the provider no longer has it');
       } else if (m.state === 'booting' && state === 'running' && m.hostOnline) {

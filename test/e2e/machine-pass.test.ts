@@ -210,3 +210,27 @@ test('a spot machine taken back ends the attempt preempted (cause spot) and the 
   assert.notEqual(last.hostName, taken.hostName, 'the next attempt ran on another machine');
   assert.equal((await machineOn(last.hostName!))?.offerId, 'spotty');
 });
+
+test('rc machines rm of a busy machine: its job ends the attempt lost and starts over on another machine (--restarts 1)', {
+  skip,
+  timeout: 240_000,
+}, async () => {
+  const r = await stack.cli(['run', '--detach', '--cloud-only', '--gpu', 'H100', '--restarts', '1', '--keep', '0', '--', 'sleep', '120']);
+  assert.equal(r.code, 0, r.stderr);
+  const id = r.stdout.trim();
+  const onMachine = async (not?: string) => {
+    const j = await jobRow(id);
+    const state = (await stack.job(id)).state;
+    return state === 'running' && j.hostName && j.hostName !== not && (await machineOn(j.hostName)) ? j.hostName : undefined;
+  };
+  const host = await waitFor(() => onMachine(), 'the job running on a machine');
+  const machine = (await machineOn(host))!;
+  const rm = await stack.cli(['machines', 'rm', machine.id], { env: { RC_TOKEN: stack.adminToken } });
+  assert.equal(rm.code, 0, rm.stderr);
+  const [attempt] = await database.client<{ state: string; reason: string }[]>`select state, reason from job_attempts where job_id = ${id}`;
+  assert.deepEqual({ ...attempt }, { state: 'lost', reason: `its machine ${machine.id} was deleted` });
+  assert.equal(await containerGone(machine.instanceName), true);
+  const next = await waitFor(() => onMachine(host), 'the job running again on another machine', 60_000);
+  assert.notEqual(next, host);
+  await stack.cli(['kill', id]);
+});

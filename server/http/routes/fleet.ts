@@ -62,7 +62,9 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/samples', async ({ query }) => ({ samples: await loadSamples(sql, parseSamplesQuery(query)) }));
 
-  router.on('GET /api/queue', async () => ({ jobs: await listQueue(sql, c.reserveAfterS, () => c.inventory.rows(), c.fairShare, c.quotas) }));
+  router.on('GET /api/queue', async () => ({
+    jobs: await listQueue(sql, c.reserveAfterS, () => c.inventory.rows(), c.fairShare, c.quotas, c.machines.providers.length ? c.machines.maxMachines : null),
+  }));
 
   router.on('GET /api/audit', async ({ query, identity }) => ({
     entries: await listAudit(sql, parseAuditQuery(query), identity.kind === 'admin' ? { kind: 'admin' } : { kind: 'client', tokenId: identity.tokenId }),
