@@ -882,7 +882,7 @@ export interface MachineView {
   costSoFar: number;
   /** The job it is for now (launched for it, or given to it idle), or null. */
   jobId: string | null;
-  /** An idle machine is deleted then (its last job's --keep after it ended); null while busy or booting. */
+  /** An idle machine is deleted then (its last job's --keep after it ended); null while busy or booting and once terminating. */
   idleUntil: string | null;
 }
 

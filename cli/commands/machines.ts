@@ -111,31 +111,31 @@ export async function machines(client: Client, args: readonly string[]): Promise
     json(r);
     return EXIT.ok;
   }
-  if (!r.machines.length) {
-    out(parsed.flags.has('all') ? 'no machines\n' : 'no live machines (rc machines --all lists terminated ones)\n');
-    return EXIT.ok;
-  }
   const now = Date.now();
   const clock = localClock(now);
-  out(
-    table(
-      ['ID', 'STATE', 'CLOUD', 'GPU', '$/H', 'JOB', 'IDLE UNTIL', 'COST'],
-      r.machines.map((m) => [
-        m.id,
-        m.state,
-        m.account,
-        gpuText(m),
-        `${price(m)}${m.spot ? ' spot' : ''}`,
-        m.jobId ?? '-',
-        idleUntilText(m.idleUntil, now, clock),
-        dollars(m.costSoFar, m.simulated),
-      ]),
-    ),
-  );
+  if (!r.machines.length) out(parsed.flags.has('all') ? 'no machines\n' : 'no live machines (rc machines --all lists terminated ones)\n');
+  else
+    out(
+      table(
+        ['ID', 'STATE', 'CLOUD', 'GPU', '$/H', 'JOB', 'IDLE UNTIL', 'COST'],
+        r.machines.map((m) => [
+          m.id,
+          m.state,
+          m.account,
+          gpuText(m),
+          `${price(m)}${m.spot ? ' spot' : ''}`,
+          m.jobId ?? '-',
+          idleUntilText(m.idleUntil, now, clock),
+          dollars(m.costSoFar, m.simulated),
+        ]),
+      ),
+    );
   // What every machine cost so far (terminated ones too), by the team whose jobs ran on it; idle is no team's.
   const c = r.costs;
-  out(`\ncost so far, every machine: ${dollars(c.total.cost, c.total.simulated)}\n`);
-  out(table(['TEAM', 'COST'], [...c.byTeam.map((t) => [t.team, dollars(t.cost, t.simulated)]), ['idle', dollars(c.idle.cost, c.idle.simulated)]]));
+  if (c.total.cost > 0 || c.byTeam.length) {
+    out(`\ncost so far, every machine (terminated ones too): ${dollars(c.total.cost, c.total.simulated)}\n`);
+    out(table(['TEAM', 'COST'], [...c.byTeam.map((t) => [t.team, dollars(t.cost, t.simulated)]), ['idle', dollars(c.idle.cost, c.idle.simulated)]]));
+  }
   if (r.machines.some((m) => m.simulated) || c.total.simulated) out("* simulated price (the local provider's table): no one is billed for it\n");
   return EXIT.ok;
 }

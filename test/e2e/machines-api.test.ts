@@ -143,9 +143,10 @@ test('rc machines: a launched machine with its cost so far, JOB and IDLE UNTIL, 
   const m = await support.launchMachine(deps, l4);
   made.add(m.instanceName);
   // A machine that ran an hour, two hours ago, at $2.10 an hour: it cost $2.10.
-  await database.client`insert into machines (id, account, instance_name, offer, price_per_hour, spot, simulated, state, host_name, terminated_why, created_at, terminated_at)
+  // (Deleted while it was kept idle: its idle_until stays in the row, and means nothing now.)
+  await database.client`insert into machines (id, account, instance_name, offer, price_per_hour, spot, simulated, state, host_name, terminated_why, created_at, terminated_at, idle_until)
     values ('m0000000old', 'local', ${`${PREFIX}-m0000000old`}, ${JSON.stringify({ gpuModel: 'A100-80GB', gpuCount: 1 })}::text::jsonb, 2.1, false, true,
-      'terminated', 'gone-host', 'rm by someone', now() - interval '2 hours', now() - interval '1 hour')`;
+      'terminated', 'gone-host', 'rm by someone', now() - interval '2 hours', now() - interval '1 hour', now() + interval '1 hour')`;
 
   const live = await stack.cli(['machines']);
   assert.equal(live.code, 0, live.stderr);
@@ -153,7 +154,7 @@ test('rc machines: a launched machine with its cost so far, JOB and IDLE UNTIL, 
   assert.match(live.stdout, new RegExp(`${m.id}\\s+(booting|idle)\\s+local\\s+1x L4\\s+0\\.70\\*\\s+-\\s+-\\s+\\$0\\.\\d\\d\\*`));
   assert.doesNotMatch(live.stdout.split('\n\n')[0]!, /m0000000old/, 'a terminated machine only with --all');
   // Below, every machine's cost so far, terminated ones too: the old machine's $2.10 and the new one's, all idle (no job ran).
-  assert.match(live.stdout, /^cost so far, every machine: \$2\.1\d\*$/m);
+  assert.match(live.stdout, /^cost so far, every machine \(terminated ones too\): \$2\.1\d\*$/m);
   assert.match(live.stdout, /^TEAM\s+COST\nidle\s+\$2\.1\d\*$/m);
   assert.match(live.stdout, /\* simulated price/);
   const all = await stack.cli(['machines', '--all', '--json']);
@@ -163,6 +164,7 @@ test('rc machines: a launched machine with its cost so far, JOB and IDLE UNTIL, 
   const listed = whole.machines;
   const old = listed.find((x) => x.id === 'm0000000old')!;
   assert.equal(old.state, 'terminated');
+  assert.equal(old.idleUntil, null, 'no IDLE UNTIL once terminated');
   assert.ok(Math.abs(old.costSoFar - 2.1) < 0.01, String(old.costSoFar));
   assert.ok(listed.some((x) => x.id === m.id));
 
