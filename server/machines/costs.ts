@@ -19,23 +19,25 @@ export async function machineCosts(sql: Sql): Promise<MachineCosts> {
     with m as (
       select id, host_name, price_per_hour as price, simulated, created_at as t0, coalesce(terminated_at, now()) as t1 from machines
     ), runs as (
-      select a.job_id, a.host_name, a.started_at, a.ended_at from job_attempts a
+      -- Each run with its job's name and token, so the jobs are read once.
+      select a.job_id, j.name, j.token_id, a.host_name, a.started_at, a.ended_at from job_attempts a join jobs j on j.id = a.job_id
         where a.started_at is not null and a.host_name in (select host_name from m)
       union all
-      select j.id, j.host_name, j.started_at, coalesce(j.ended_at, now()) from jobs j
-        where j.started_at is not null and j.host_name in (select host_name from m) and j.kind <> 'cp'
+      select j.id, j.name, j.token_id, j.host_name, j.started_at, coalesce(j.ended_at, now()) from m join jobs j on j.host_name = m.host_name
+        where j.started_at is not null and j.kind <> 'cp'
     ), parts as (
-      select r.job_id, m.id as machine_id, m.simulated,
+      select r.job_id, r.name, r.token_id, m.id as machine_id, m.simulated,
         m.price * extract(epoch from least(r.ended_at, m.t1) - greatest(r.started_at, m.t0))::float8 / 3600 as cost
       from runs r join m on m.host_name = r.host_name and r.started_at < m.t1 and r.ended_at > m.t0
     ), per_job as (
-      select p.job_id, j.name, coalesce(t.team, 'default') as team, sum(p.cost)::float8 as cost, bool_or(p.simulated) as simulated
-      from parts p join jobs j on j.id = p.job_id left join tokens t on t.id = j.token_id
-      group by p.job_id, j.name, t.team
+      select p.job_id, p.name, coalesce(t.team, 'default') as team, sum(p.cost)::float8 as cost, bool_or(p.simulated) as simulated
+      from parts p left join tokens t on t.id = p.token_id
+      group by p.job_id, p.name, t.team
+    ), busy as (
+      select machine_id, sum(cost)::float8 as busy from parts group by machine_id
     ), per_machine as (
-      select m.simulated, m.price * extract(epoch from m.t1 - m.t0)::float8 / 3600 as cost,
-        coalesce((select sum(p.cost) from parts p where p.machine_id = m.id), 0)::float8 as busy
-      from m
+      select m.simulated, m.price * extract(epoch from m.t1 - m.t0)::float8 / 3600 as cost, coalesce(b.busy, 0) as busy
+      from m left join busy b on b.machine_id = m.id
     )
     select 'team' as kind, team as key, null as name, team, sum(cost)::float8 as cost, bool_or(simulated) as simulated
       from per_job group by team
