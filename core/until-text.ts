@@ -32,3 +32,15 @@ export function untilShort(freesByIso: string | null, now: number, clock: (d: Da
   const t = Date.parse(freesByIso);
   return t <= now ? 'free now' : `by ${clock(new Date(t))} (in ${formatDuration((t - now) / 1000)})`;
 }
+
+/**
+ * When an idle machine is deleted, for a table's cell (rc machines' IDLE UNTIL, the Machines page):
+ * `14:05:00 (in 4m)` (whole minutes from one on), `14:05:00 (due)` once past, `-` for none.
+ */
+export function idleUntilText(iso: string | null, now: number, clock: (d: Date) => string): string {
+  if (iso === null) return '-';
+  const t = Date.parse(iso);
+  const s = (t - now) / 1000;
+  if (s <= 0) return `${clock(new Date(t))} (due)`;
+  return `${clock(new Date(t))} (in ${formatDuration(s >= 60 ? Math.floor(s / 60) * 60 : s)})`;
+}

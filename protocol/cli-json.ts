@@ -26,6 +26,8 @@ import type {
   JobView,
   LabelView,
   LimitView,
+  MachineCosts,
+  MachineView,
   PsEntry,
   PsPage,
   ReservedFor,
@@ -352,6 +354,42 @@ export const WhoamiSchema = z
   })
   .strict();
 
+// ---- machines from providers -----------------------------------------------------
+
+/** A machine (rc machines --json's `machines`): GET /api/machines' view. */
+export const MachineViewSchema = z
+  .object({
+    id: z.string(),
+    account: z.string(),
+    instanceName: z.string(),
+    hostName: z.string(),
+    state: z.enum(['provisioning', 'booting', 'idle', 'busy', 'offline', 'terminating', 'terminated']),
+    gpuModel: z.string().nullable(),
+    gpuCount: z.number(),
+    pricePerHour: z.number(),
+    spot: z.boolean(),
+    simulated: z.boolean(),
+    createdAt: time,
+    terminatedAt: time.nullable(),
+    terminatedWhy: z.string().nullable(),
+    costSoFar: z.number(),
+    jobId: z.string().nullable(),
+    idleUntil: time.nullable(),
+  })
+  .strict();
+const costView = { cost: z.number(), simulated: z.boolean() };
+/** What every machine cost so far: by team, the 20 dearest jobs, idle, and the total (US dollars, full precision). */
+export const MachineCostsSchema = z
+  .object({
+    byTeam: z.array(z.object({ team: z.string(), ...costView }).strict()),
+    byJob: z.array(z.object({ jobId: z.string(), name: z.string().nullable(), team: z.string(), ...costView }).strict()),
+    idle: z.object(costView).strict(),
+    total: z.object(costView).strict(),
+  })
+  .strict();
+/** rc machines --json. */
+export const MachineListSchema = z.object({ machines: z.array(MachineViewSchema), costs: MachineCostsSchema }).strict();
+
 // ---- the CLI's own objects ------------------------------------------------------
 
 /** rc cp --json: what was copied where (`host:gpuN:/path` on the device side), and how many bytes. */
@@ -449,9 +487,13 @@ type Checks = [
   Same<z.infer<typeof LimitViewSchema>, LimitView>,
   Same<z.infer<typeof StandingSchema>, Standing>,
   Same<z.infer<typeof WhoamiSchema>, Whoami>,
+  Same<z.infer<typeof MachineViewSchema>, MachineView>,
+  Same<z.infer<typeof MachineCostsSchema>, MachineCosts>,
 ];
 /** Fails to compile when a schema above and its wire type part. */
 export const SCHEMAS_MATCH_WIRE: Checks = [
+  true,
+  true,
   true,
   true,
   true,

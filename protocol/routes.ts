@@ -58,6 +58,7 @@ import type {
   TokenView,
   Whoami,
   WriteSheetBody,
+  MachineCosts,
   MachineView,
   OffersQuery,
   OffersView,
@@ -220,8 +221,8 @@ export interface RouteTypes {
   'PUT /api/admin/limits/:scope': { body: SetLimitsBody; response: { limits: LimitView } };
   /** The cheapest offers that fit across the configured provider accounts (rc offers); an account that failed to answer is in `warnings`. */
   'GET /api/offers': { query: OffersQuery; response: OffersView };
-  /** Machines rented from providers, live ones (all=1: terminated too), each with its cost so far. */
-  'GET /api/machines': { query: { all?: '1' | '0' }; response: { machines: MachineView[] } };
+  /** Machines rented from providers, live ones (all=1: terminated too), each with its cost so far; what all of them cost by team and job. */
+  'GET /api/machines': { query: { all?: '1' | '0' }; response: { machines: MachineView[]; costs: MachineCosts } };
   /** Deletes the machine's instance (rc machines rm): its state once asked (terminating until the provider says gone). */
   'DELETE /api/machines/:id': { response: { machine: MachineView } };
   /** Sets the session cookie; a form post is answered 303 to /. */

@@ -880,4 +880,29 @@ export interface MachineView {
   terminatedWhy: string | null;
   /** US dollars: the price × the hours from its creation until it was terminated, or now. */
   costSoFar: number;
+  /** The job it is for now (launched for it, or given to it idle), or null. */
+  jobId: string | null;
+  /** An idle machine is deleted then (its last job's --keep after it ended); null while busy or booting and once terminating. */
+  idleUntil: string | null;
+}
+
+/** US dollars, full precision (views round to cents); `simulated`: some of it is at a simulated price. */
+export interface CostView {
+  cost: number;
+  simulated: boolean;
+}
+
+/**
+ * What the machines cost so far, every machine ever launched (terminated ones too): each job's part is its machine's
+ * price × the time each of its attempts ran there; the rest of a machine's time is `idle`, no team's.
+ */
+export interface MachineCosts {
+  /** Every team whose jobs ran on a machine (a job's team is its token's; no token: `default`), dearest first. */
+  byTeam: (CostView & { team: string })[];
+  /** The 20 dearest jobs. */
+  byJob: (CostView & { jobId: string; name: string | null; team: string })[];
+  /** Machine time no job ran in (booting, idle, kept). */
+  idle: CostView;
+  /** Every machine's cost: the teams' and idle together. */
+  total: CostView;
 }

@@ -2,10 +2,11 @@
 // rc machines: the machines rented from them, with what they cost so far;
 // rc machines rm: delete one now.
 import { EXIT } from '../../core/exit-codes';
-import type { MachineView, OfferView, OffersQuery } from '../../protocol/wire';
+import { idleUntilText, localClock } from '../../core/until-text';
+import type { OfferView, OffersQuery } from '../../protocol/wire';
 import type { Client } from '../client';
 import { parseFlags, stringFlag } from '../flags';
-import { age, err, json, out, table, usage } from '../output';
+import { err, json, out, table, usage } from '../output';
 
 export const OFFERS_HELP = `usage: rc offers [--gpu A100:2,H100] [--cpus n] [--ram GB] [--disk GB] [--spot]
                  [--cloud provider[/account]] [--max-price $] [--cuda 12.4] [--limit n] [--json]
@@ -28,11 +29,16 @@ export const MACHINES_HELP = `usage: rc machines [--all] [--json]
        rc machines rm <id>
 
 The machines rented from providers: provisioning, booting, idle, busy,
-offline, terminating (--all: terminated ones too), each with its price and
-cost so far (the price × the time since its launch; a price marked * is
-simulated). rc machines rm deletes one now (an admin token; audited).
+offline, terminating (--all: terminated ones too): ID STATE CLOUD GPU $/H
+JOB IDLE UNTIL COST. JOB is the job it is for now; IDLE UNTIL when an idle
+one is deleted (its last job's --keep after that job ended); COST its price
+× the time since its launch. Below, what every machine cost so far
+(terminated ones too) by team: a job's part is its machine's price × the
+time it ran there, charged to its token's team; idle is machine time no job
+ran in. A price marked * is simulated. rc machines rm deletes one now (an
+admin token; audited).
       --all                 terminated machines too
-      --json                the API's JSON: { "machines": [ ... ] } (docs/api.md)
+      --json                the API's JSON: { "machines": [ ... ], "costs": { ... } } (docs/api.md)
 `;
 
 const QUERY_FLAGS = ['gpu', 'cpus', 'ram', 'disk', 'cloud', 'max-price', 'cuda', 'limit'] as const;
@@ -105,17 +111,32 @@ export async function machines(client: Client, args: readonly string[]): Promise
     json(r);
     return EXIT.ok;
   }
-  if (!r.machines.length) {
-    out(parsed.flags.has('all') ? 'no machines\n' : 'no live machines (rc machines --all lists terminated ones)\n');
-    return EXIT.ok;
+  const now = Date.now();
+  const clock = localClock(now);
+  if (!r.machines.length) out(parsed.flags.has('all') ? 'no machines\n' : 'no live machines (rc machines --all lists terminated ones)\n');
+  else
+    out(
+      table(
+        ['ID', 'STATE', 'CLOUD', 'GPU', '$/H', 'JOB', 'IDLE UNTIL', 'COST'],
+        r.machines.map((m) => [
+          m.id,
+          m.state,
+          m.account,
+          gpuText(m),
+          `${price(m)}${m.spot ? ' spot' : ''}`,
+          m.jobId ?? '-',
+          idleUntilText(m.idleUntil, now, clock),
+          dollars(m.costSoFar, m.simulated),
+        ]),
+      ),
+    );
+  // What every machine cost so far (terminated ones too), by the team whose jobs ran on it; idle is no team's.
+  const c = r.costs;
+  if (c.total.cost > 0 || c.byTeam.length) {
+    out(`\ncost so far, every machine (terminated ones too): ${dollars(c.total.cost, c.total.simulated)}\n`);
+    out(table(['TEAM', 'COST'], [...c.byTeam.map((t) => [t.team, dollars(t.cost, t.simulated)]), ['idle', dollars(c.idle.cost, c.idle.simulated)]]));
   }
-  out(
-    table(
-      ['ID', 'STATE', 'CLOUD', 'GPU', '$/H', 'SPOT', 'AGE', 'COST'],
-      r.machines.map((m) => [m.id, m.state, m.account, gpuText(m), price(m), m.spot ? 'spot' : '-', age(m.createdAt), cost(m)]),
-    ),
-  );
-  if (r.machines.some((m) => m.simulated)) out("* simulated price (the local provider's table)\n");
+  if (r.machines.some((m) => m.simulated) || c.total.simulated) out("* simulated price (the local provider's table): no one is billed for it\n");
   return EXIT.ok;
 }
 
@@ -128,6 +149,7 @@ function price(o: Pick<OfferView, 'pricePerHour' | 'simulated'>): string {
   return `${o.pricePerHour.toFixed(2)}${o.simulated ? '*' : ''}`;
 }
 
-function cost(m: MachineView): string {
-  return `$${m.costSoFar.toFixed(2)}${m.simulated ? '*' : ''}`;
+/** `$2.10`, or `$2.10*` when some of it is at a simulated price: rounded to cents here, never in a sum. */
+function dollars(cost: number, simulated: boolean): string {
+  return `$${cost.toFixed(2)}${simulated ? '*' : ''}`;
 }

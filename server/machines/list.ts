@@ -14,11 +14,15 @@ export async function machineView(sql: Sql, id: string): Promise<MachineView | n
 }
 
 async function select(sql: Sql, where: ReturnType<Sql>): Promise<MachineView[]> {
-  const rows = await sql<(Omit<MachineView, 'createdAt' | 'terminatedAt'> & { createdAt: Date; terminatedAt: Date | null })[]>`
+  const rows = await sql<
+    (Omit<MachineView, 'createdAt' | 'terminatedAt' | 'idleUntil'> & { createdAt: Date; terminatedAt: Date | null; idleUntil: Date | null })[]
+  >`
     select id, account, instance_name as "instanceName", host_name as "hostName", state,
       offer->>'gpuModel' as "gpuModel", coalesce((offer->>'gpuCount')::int, 0) as "gpuCount",
       price_per_hour as "pricePerHour", spot, simulated, created_at as "createdAt", terminated_at as "terminatedAt",
-      terminated_why as "terminatedWhy",
+      terminated_why as "terminatedWhy", job_id as "jobId",
+      -- Kept idle until then; once it is being deleted that time means nothing.
+      case when state not in ('terminating', 'terminated') then idle_until end as "idleUntil",
       price_per_hour * extract(epoch from coalesce(terminated_at, now()) - created_at)::float8 / 3600 as "costSoFar"
     from machines
     ${where}
@@ -28,5 +32,6 @@ async function select(sql: Sql, where: ReturnType<Sql>): Promise<MachineView[]> 
     costSoFar: Math.round(r.costSoFar * 10_000) / 10_000,
     createdAt: r.createdAt.toISOString(),
     terminatedAt: r.terminatedAt?.toISOString() ?? null,
+    idleUntil: r.idleUntil?.toISOString() ?? null,
   }));
 }

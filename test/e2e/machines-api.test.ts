@@ -1,12 +1,14 @@
 // rc offers, rc machines and their routes on a stack with the local provider,
 // on real Docker (issue 34, second slice): offers from its price table sorted by
 // price with simulated prices marked; a launched machine listed with its cost so
-// far and deleted by rc machines rm (its container gone, audited with why);
+// far, the JOB it is for and IDLE UNTIL (every machine's cost by team below),
+// and deleted by rc machines rm (its container gone, audited with why);
 // each route's wrong credentials and bad input; a cross-origin cookie DELETE refused.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
+import { MachineListSchema } from '../../protocol/cli-json';
 import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
@@ -122,7 +124,7 @@ test('GET /api/offers: bad input is a 400 with a sentence, never a 500; no crede
   assert.equal((await stack.api('GET', '/api/machines?state=idle')).status, 400);
 });
 
-test('rc machines: a launched machine with its cost so far; rc machines rm deletes it (client refused, admin done, audited); --all', {
+test('rc machines: a launched machine with its cost so far, JOB and IDLE UNTIL, the cost of every machine by team; rc machines rm deletes it (client refused, admin done, audited); --all', {
   skip,
   timeout: 120_000,
 }, async () => {
@@ -141,22 +143,45 @@ test('rc machines: a launched machine with its cost so far; rc machines rm delet
   const m = await support.launchMachine(deps, l4);
   made.add(m.instanceName);
   // A machine that ran an hour, two hours ago, at $2.10 an hour: it cost $2.10.
-  await database.client`insert into machines (id, account, instance_name, offer, price_per_hour, spot, simulated, state, host_name, terminated_why, created_at, terminated_at)
+  // (Deleted while it was kept idle: its idle_until stays in the row, and means nothing now.)
+  await database.client`insert into machines (id, account, instance_name, offer, price_per_hour, spot, simulated, state, host_name, terminated_why, created_at, terminated_at, idle_until)
     values ('m0000000old', 'local', ${`${PREFIX}-m0000000old`}, ${JSON.stringify({ gpuModel: 'A100-80GB', gpuCount: 1 })}::text::jsonb, 2.1, false, true,
-      'terminated', 'gone-host', 'rm by someone', now() - interval '2 hours', now() - interval '1 hour')`;
+      'terminated', 'gone-host', 'rm by someone', now() - interval '2 hours', now() - interval '1 hour', now() + interval '1 hour')`;
 
   const live = await stack.cli(['machines']);
   assert.equal(live.code, 0, live.stderr);
-  assert.match(live.stdout, /^ID\s+STATE\s+CLOUD\s+GPU\s+\$\/H\s+SPOT\s+AGE\s+COST/);
-  assert.match(live.stdout, new RegExp(`${m.id}\\s+(booting|idle)\\s+local\\s+1x L4\\s+0\\.70\\*\\s+-\\s+\\S+\\s+\\$0\\.\\d\\d\\*`));
-  assert.doesNotMatch(live.stdout, /m0000000old/, 'a terminated machine only with --all');
+  assert.match(live.stdout, /^ID\s+STATE\s+CLOUD\s+GPU\s+\$\/H\s+JOB\s+IDLE UNTIL\s+COST$/m);
+  assert.match(live.stdout, new RegExp(`${m.id}\\s+(booting|idle)\\s+local\\s+1x L4\\s+0\\.70\\*\\s+-\\s+-\\s+\\$0\\.\\d\\d\\*`));
+  assert.doesNotMatch(live.stdout.split('\n\n')[0]!, /m0000000old/, 'a terminated machine only with --all');
+  // Below, every machine's cost so far, terminated ones too: the old machine's $2.10 and the new one's, all idle (no job ran).
+  assert.match(live.stdout, /^cost so far, every machine \(terminated ones too\): \$2\.1\d\*$/m);
+  assert.match(live.stdout, /^TEAM\s+COST\nidle\s+\$2\.1\d\*$/m);
   assert.match(live.stdout, /\* simulated price/);
   const all = await stack.cli(['machines', '--all', '--json']);
-  const listed = (JSON.parse(all.stdout) as { machines: { id: string; costSoFar: number; state: string; simulated: boolean }[] }).machines;
+  const whole = MachineListSchema.parse(JSON.parse(all.stdout));
+  assert.ok(Math.abs(whole.costs.idle.cost - whole.costs.total.cost) < 1e-9 && whole.costs.total.cost > 2.1, JSON.stringify(whole.costs));
+  assert.deepEqual([whole.costs.byTeam, whole.costs.byJob, whole.costs.total.simulated], [[], [], true]);
+  const listed = whole.machines;
   const old = listed.find((x) => x.id === 'm0000000old')!;
   assert.equal(old.state, 'terminated');
+  assert.equal(old.idleUntil, null, 'no IDLE UNTIL once terminated');
   assert.ok(Math.abs(old.costSoFar - 2.1) < 0.01, String(old.costSoFar));
   assert.ok(listed.some((x) => x.id === m.id));
+
+  // A machine for a job now, and an idle one kept until 4½ minutes from now: JOB and IDLE UNTIL (a local time, in 4m).
+  await database.client`insert into machines (id, account, instance_name, offer, price_per_hour, spot, simulated, state, host_name, job_id, idle_until)
+    values ('m000000busy', 'runpod/lab', 'rc-m000000busy', ${JSON.stringify({ gpuModel: 'H100', gpuCount: 8 })}::text::jsonb, 20, true, false, 'busy',
+      'busy-host', 'j0000000job', null),
+    ('m000000idle', 'runpod/lab', 'rc-m000000idle', '{}'::jsonb, 1.25, false, false, 'idle', 'idle-host', null, now() + interval '270 seconds')`;
+  const shown = await stack.cli(['machines']);
+  assert.equal(shown.code, 0, shown.stderr);
+  assert.match(shown.stdout, /^m000000busy\s+busy\s+runpod\/lab\s+8x H100\s+20\.00 spot\s+j0000000job\s+-\s+\$0\.\d\d$/m);
+  assert.match(shown.stdout, /^m000000idle\s+idle\s+runpod\/lab\s+-\s+1\.25\s+-\s+\d\d:\d\d:\d\d \(in 4m\)\s+\$0\.00$/m);
+  const keptJson = MachineListSchema.parse(JSON.parse((await stack.cli(['machines', '--json'])).stdout));
+  const idleOne = keptJson.machines.find((x) => x.id === 'm000000idle')!;
+  assert.ok(Math.abs(Date.parse(idleOne.idleUntil!) - Date.now() - 270_000) < 30_000, idleOne.idleUntil!);
+  assert.equal(keptJson.machines.find((x) => x.id === 'm000000busy')!.jobId, 'j0000000job');
+  await database.client`delete from machines where id in ('m000000busy', 'm000000idle')`;
 
   // Deleting: a client token is refused (a person with an admin token or session deletes), bad ids are 400, unknown 404.
   const asClient = await stack.cli(['machines', 'rm', m.id]);

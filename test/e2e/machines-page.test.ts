@@ -1,9 +1,10 @@
 // The dashboard's Machines page (issue 34) in a real Chromium: two machines
 // launched from the local provider on real Docker (their launch backdated, so
-// their cost is known) with state, account, GPU, price
-// and cost so far, simulated prices marked, and the total; an admin deletes one
-// through the page (after a confirm), a client session sees no Delete button.
-// Screenshots go under /tmp/machines-shots/.
+// their cost is known) with state, account, GPU, price, the job one is for (a
+// link), when the idle one is deleted, cost so far, simulated prices marked
+// with a badge, and the total; below, cost per team (idle apart) and the
+// dearest jobs. An admin deletes one through the page (after a confirm), a
+// client session sees no Delete button. Screenshots go under /tmp/costs-shots/.
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,7 +20,8 @@ const IMAGE = STOCK_IMAGE;
 const skip = noChromium || stockImageSkip('the Machines page test');
 const docker = new Docker();
 const ids: Record<string, string> = {};
-const SHOTS = '/tmp/machines-shots';
+const SHOTS = '/tmp/costs-shots';
+const JOB = 'j0000pagejob';
 const PREFIX = `rcp${process.pid}`;
 let stack: Stack;
 let sql: postgres.Sql;
@@ -60,6 +62,15 @@ before(
       await sql`update machines set created_at = now() - make_interval(secs => ${o.offerId === 'l4' ? 3600 : 7200}) where id = ${m.id}`;
     }
     await db.close();
+    // A job of team vision ran an hour on the H100s (from 90 to 30 minutes ago: $4.50) and the machine is for it;
+    // the L4 idles until 4½ minutes from now. The rest of their time is idle: no team's.
+    await sql`insert into teams (name) values ('vision')`;
+    const [token] = await sql<{ id: number }[]>`insert into tokens (kind, name, hash, team) values ('client', 'vis', 'page-test-hash', 'vision') returning id`;
+    await sql`insert into jobs (id, submitter, token_id, argv, name, state, host_name, started_at, ended_at)
+      select ${JOB}, 'vis', ${token!.id}, '["train.py"]'::jsonb, 'train-big', 'succeeded', host_name, now() - interval '90 minutes', now() - interval '30 minutes'
+      from machines where id = ${ids.h100x2!}`;
+    await sql`update machines set job_id = ${JOB} where id = ${ids.h100x2!}`;
+    await sql`update machines set idle_until = now() + interval '270 seconds' where id = ${ids.l4!}`;
     browser = await launchChromium();
     context = browser.context;
     context.on('page', (p) => p.on('pageerror', (e) => pageErrors.push(`${p.url()}: ${e.message}`)));
@@ -104,12 +115,23 @@ test('the machines with state, GPU, price and cost so far, simulated marked, and
   const h1 = (await page.locator(`[data-machine="${ids.h100x2}"]`).textContent()) ?? '';
   assert.match(h1, /booting|idle/);
   assert.match(h1, /2× H100/);
-  assert.match(h1, /4\.50\*/);
+  assert.match((await page.locator(`[data-machine="${ids.h100x2}"] [data-price]`).textContent()) ?? '', /^4\.50simulated$/);
   // Two hours at $4.50: $9.00 (a few seconds more by the time it is read).
-  assert.match((await page.locator(`[data-machine="${ids.h100x2}"] [data-cost]`).textContent()) ?? '', /^\$9\.0\d\*$/);
+  assert.match((await page.locator(`[data-machine="${ids.h100x2}"] [data-cost]`).textContent()) ?? '', /^\$9\.0\d$/);
+  assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] [data-simulated]`).count(), 2, 'its price and its cost say simulated');
+  // JOB: the job it is for, a link to its page; IDLE UNTIL: none while it is for a job.
+  assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] a[data-job]`).getAttribute('href'), `/jobs/${JOB}`);
+  assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] [data-idle-until]`).textContent(), '–');
   assert.match((await page.locator(`[data-machine="${ids.l4}"]`).textContent()) ?? '', /idle.*1× L4.*spot/);
-  assert.match((await page.locator('[data-total]').textContent()) ?? '', /^\$9\.7\d\*$/);
-  assert.match((await page.textContent('body')) ?? '', /simulated price/);
+  assert.match((await page.locator(`[data-machine="${ids.l4}"] [data-idle-until]`).textContent()) ?? '', /^\d\d:\d\d:\d\d \(in [1-4]m\)$/);
+  assert.match((await page.locator('[data-listed-total]').textContent()) ?? '', /^\$9\.7\dsimulated$/);
+  // Every machine's cost: vision's hour on the H100s ($4.50), the rest idle ($5.2x: an hour of H100s and an hour of L4); the total.
+  assert.match((await page.locator('[data-total]').textContent()) ?? '', /^\$9\.7\d$/);
+  assert.match((await page.locator('[data-costs-by-team] [data-team="vision"]').textContent()) ?? '', /^vision\$4\.50simulated$/);
+  assert.match((await page.locator('[data-costs-by-team] [data-team-idle]').textContent()) ?? '', /^idle\$5\.2\dsimulated$/);
+  const dearest = page.locator(`[data-costs-by-job] [data-job-cost="${JOB}"]`);
+  assert.match((await dearest.textContent()) ?? '', new RegExp(`^${JOB}train-bigvision\\$4\\.50simulated$`));
+  assert.equal(await dearest.locator('a').getAttribute('href'), `/jobs/${JOB}`);
   assert.equal(await page.getByRole('button', { name: /Delete machine/ }).count(), 0);
   copyFileSync(await screenshot(page, 'machines-client'), `${SHOTS}/machines-client.png`);
   await page.close();

@@ -1,6 +1,7 @@
 // Machines from providers: the offers they make (rc offers), the machines
 // rented (rc machines) and deleting one (rc machines rm).
 import { RcError } from '../../../core/errors';
+import { machineCosts } from '../../machines/costs';
 import { listMachines } from '../../machines/list';
 import { cheapestOffers, parseOffersQuery } from '../../machines/offers';
 import type { Router } from '../router';
@@ -15,7 +16,9 @@ export function registerMachineRoutes(router: Router, c: ApiDeps): void {
     for (const key of query.keys())
       if (key !== 'all')
         throw new RcError('bad_request', `${JSON.stringify(key.slice(0, 30))} is not a parameter of machines; all=1 lists terminated ones too`);
-    return { machines: await listMachines(c.sql, flag(query, 'all', 'all=1 lists terminated machines too')) };
+    const all = flag(query, 'all', 'all=1 lists terminated machines too');
+    const [machines, costs] = await Promise.all([listMachines(c.sql, all), machineCosts(c.sql)]);
+    return { machines, costs };
   });
 
   router.on('DELETE /api/machines/:id', async ({ params, identity }) => {
