@@ -22,6 +22,7 @@ const docker = new Docker();
 const ids: Record<string, string> = {};
 const SHOTS = '/tmp/costs-shots';
 const JOB = 'j0000pagejob';
+const NEXT = 'j0000nextjob';
 const PREFIX = `rcp${process.pid}`;
 let stack: Stack;
 let sql: postgres.Sql;
@@ -69,7 +70,11 @@ before(
     await sql`insert into jobs (id, submitter, token_id, argv, name, state, host_name, started_at, ended_at)
       select ${JOB}, 'vis', ${token!.id}, '["train.py"]'::jsonb, 'train-big', 'succeeded', host_name, now() - interval '90 minutes', now() - interval '30 minutes'
       from machines where id = ${ids.h100x2!}`;
-    await sql`update machines set job_id = ${JOB} where id = ${ids.h100x2!}`;
+    // The H100s are now for the next job, queued (its -d names a device no host has, so it stays queued: the
+    // machine pass keeps a machine for a queued job, and frees one whose job ended).
+    await sql`insert into jobs (id, submitter, token_id, argv, name, state, device_name)
+      values (${NEXT}, 'vis', ${token!.id}, '["train.py"]'::jsonb, 'next-up', 'queued', 'nowhere:gpu0')`;
+    await sql`update machines set job_id = ${NEXT} where id = ${ids.h100x2!}`;
     await sql`update machines set idle_until = now() + interval '270 seconds' where id = ${ids.l4!}`;
     browser = await launchChromium();
     context = browser.context;
@@ -120,7 +125,7 @@ test('the machines with state, GPU, price and cost so far, simulated marked, and
   assert.match((await page.locator(`[data-machine="${ids.h100x2}"] [data-cost]`).textContent()) ?? '', /^\$9\.0\d$/);
   assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] [data-simulated]`).count(), 2, 'its price and its cost say simulated');
   // JOB: the job it is for, a link to its page; IDLE UNTIL: none while it is for a job.
-  assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] a[data-job]`).getAttribute('href'), `/jobs/${JOB}`);
+  assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] a[data-job]`).getAttribute('href'), `/jobs/${NEXT}`);
   assert.equal(await page.locator(`[data-machine="${ids.h100x2}"] [data-idle-until]`).textContent(), '–');
   assert.match((await page.locator(`[data-machine="${ids.l4}"]`).textContent()) ?? '', /idle.*1× L4.*spot/);
   assert.match((await page.locator(`[data-machine="${ids.l4}"] [data-idle-until]`).textContent()) ?? '', /^\d\d:\d\d:\d\d \(in [1-4]m\)$/);
