@@ -25,7 +25,7 @@ export const EXIT = {
   quarantined: 213,
   /** A job name matched several jobs: use one of the ids the message lists. */
   ambiguous_name: 214,
-  /** The --preemptible job was preempted (stopped for a job that could start nowhere else) and not queued again. */
+  /** The --preemptible job was preempted (stopped for a job that could start nowhere else), or its spot machine taken back once more than --restarts allows, and not queued again. */
   preempted: 215,
   /** The hold's GPUs were idle for RC_IDLE_HOLD_RELEASE and the controller released it (cause idle_hold). */
   idle_hold: 216,
@@ -95,7 +95,8 @@ export const EXIT_MEANING: Record<Exclude<ExitName, 'ok'>, string> = {
   bad_selector: '`bad_selector`.',
   quarantined: '`quarantined`: the device asked for (or every device that matches) is unhealthy. Pick another device; an operator must clear it.',
   ambiguous_name: '`ambiguous_name`: a job name matched several jobs.',
-  preempted: '`preempted`: the `--preemptible` job was stopped for a job that could start nowhere else, and not queued again.',
+  preempted:
+    '`preempted`: the `--preemptible` job was stopped for a job that could start nowhere else, or the spot machine it ran on was taken back once more than `--restarts` allows, and not queued again.',
   over_limit: '`over_limit`: a limit of the token or its team (`rc admin limit`) refused the submit; the message says which, and when a budget refills.',
   dependency: '`dependency`: a job given to `--after` failed, was killed, cancelled or lost, so this job was cancelled without running; the message names it.',
   idle_hold: "`idle_hold`: `rc hold`'s GPUs were idle for the fleet's `RC_IDLE_HOLD_RELEASE` and the controller released the hold.",
