@@ -148,4 +148,6 @@ test('a --cloud-only job is stored with its flags and never takes a free joined 
   await stack.cli(['kill', h100.stdout.trim()]);
   const joined = await stack.cli(['run', '--detach', '--gpu', 'H100', '--', 'true']);
   assert.notEqual(joined.code, 0);
+  // Refused as before, and told how to run it on a provider machine (this controller has an account).
+  assert.match(joined.stderr, /no device could ever satisfy --gpu H100.*; or add --cloud-only to run it on a provider machine \(rc offers lists them\)/);
 });

@@ -2,7 +2,7 @@
 import { readStdinPiece } from '../../jobs/stdin';
 import { defaultedRuntimeNotice, type RuntimeLimits } from '../../../core/runtime-limit';
 import { RcError } from '../../../core/errors';
-import { placementOf, Submitter } from '../../../protocol/api';
+import { placementOf, type SubmitJob, Submitter } from '../../../protocol/api';
 import { activeArrayIds, arrayViews } from '../../jobs/array-view';
 import { findJob } from '../../jobs/find';
 import { dependencyViews } from '../../jobs/wait-texts';
@@ -48,18 +48,20 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
       replayed,
       position,
       notices: limitNotices,
-    } = await c.engine.submit(identity, body, (job, position, limitNotices) => {
-      // The answer already went (a 503 when the database stalled mid-submit): the job still starts; a retry with its key finds it.
-      if (!streaming || res.headersSent) return;
-      // The headers and the first event leave in one packet: one wake-up less for the client.
-      res.cork();
-      openStream(res);
-      pipeJob(c.events, job.id, res);
-      writeEvent(res, { type: 'queued', jobId: job.id, position, ...(job.waits ? { waits: job.waits } : {}) });
-      // A limit's ceiling, when it applied, is the job's --max-runtime rather than the fleet's default.
-      for (const message of limitNotices.length ? limitNotices : notices(job)) writeEvent(res, { type: 'notice', message });
-      res.uncork();
-    });
+    } = await withCloudHint(c, body, () =>
+      c.engine.submit(identity, body, (job, position, limitNotices) => {
+        // The answer already went (a 503 when the database stalled mid-submit): the job still starts; a retry with its key finds it.
+        if (!streaming || res.headersSent) return;
+        // The headers and the first event leave in one packet: one wake-up less for the client.
+        res.cork();
+        openStream(res);
+        pipeJob(c.events, job.id, res);
+        writeEvent(res, { type: 'queued', jobId: job.id, position, ...(job.waits ? { waits: job.waits } : {}) });
+        // A limit's ceiling, when it applied, is the job's --max-runtime rather than the fleet's default.
+        for (const message of limitNotices.length ? limitNotices : notices(job)) writeEvent(res, { type: 'notice', message });
+        res.uncork();
+      }),
+    );
     // A retry of a submit that was stored (its answer was lost): that job again, followed from its first line.
     if (replayed) {
       if (!streaming) return new Reply({ job: jobView(await findJob(sql, job.id)) }, 200, { 'idempotent-replayed': 'true' });
@@ -121,4 +123,17 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
     const data = await readStdinPiece(req);
     return c.engine.writeStdin(identity, params.id, { submitter: submitter.data, offset: Number(offsetText), data, eof: eof === '1' });
   });
+}
+
+/**
+ * A job no joined host could ever fit is refused as before; where provider accounts are configured, the refusal says
+ * how to run it on a provider machine instead (an `any` job takes one only while joined hosts that fit are busy).
+ */
+async function withCloudHint<T>(c: ApiDeps, body: SubmitJob, submit: () => Promise<T>): Promise<T> {
+  try {
+    return await submit();
+  } catch (err) {
+    if (!(err instanceof RcError) || err.code !== 'no_matching_device' || !c.machines.providers.length || placementOf(body) !== 'any' || body.device) throw err;
+    throw new RcError('no_matching_device', `${err.message}; or add --cloud-only to run it on a provider machine (rc offers lists them)`);
+  }
 }
