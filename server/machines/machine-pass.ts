@@ -22,7 +22,7 @@ import type { SelectorTerm } from '../../core/selector';
 import type { Offer } from '../providers/provider';
 import type { Inventory } from '../inventory';
 import { terminateMachine } from './lifecycle';
-import { type PlacementDeps, placeJob } from './placement';
+import { type PlacementDeps, placeJob, roundOffers } from './placement';
 
 /** Jobs one pass finds a machine for, at most (the rest wait for the next pass). */
 const PASS_JOBS = 32;
@@ -158,6 +158,8 @@ export class MachinePass {
       select id, host_name as "hostName", offer from machines
       where state = 'idle' and job_id is null and idle_until > now() order by price_per_hour, id`;
     let capped = false;
+    // Every account asked once a pass, whatever the number of jobs (a cloud's API is not asked 32 times in 2 s).
+    let offers: Promise<Offer[]> | null = null;
     for (const row of wanting) {
       const job = this.terms.queued(row, Date.now());
       if (row.placement === 'any' && (await this.joinedFits(job))) continue;
@@ -168,7 +170,8 @@ export class MachinePass {
         if (await this.give(machine, row.id)) continue;
       }
       if (capped) continue;
-      const placed = await placeJob(this.deps, row.id, wants);
+      offers ??= roundOffers(this.deps, null);
+      const placed = await placeJob(this.deps, row.id, wants, await offers);
       if ('refused' in placed && placed.refused === 'cap') capped = true;
       else if ('placed' in placed) this.deps.log(`machine ${placed.machine.id} launched for ${row.id} from ${placed.offer.account}'s ${placed.offer.offerId}`);
     }

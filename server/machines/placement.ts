@@ -24,13 +24,17 @@ export type Placed = { placed: 'launched'; machine: MachineRow; offer: Offer } |
  * Launches one machine for `jobId` from the cheapest offer that fits. An account
  * that does not answer (its credentials refused, or any failure) is left out of
  * this round; a launch that fails marks its offer failed and the next is tried.
+ * `offers`: every account's offers, asked once for many jobs (a machine pass: roundOffers);
+ * absent, the accounts the job may use are asked now.
  */
-export async function placeJob(deps: PlacementDeps, jobId: string, wants: MachineWants): Promise<Placed> {
-  const accounts = [...deps.providers.values()].filter((p) => cloudNames(wants.cloud, p.account));
-  const query = queryOf(wants);
-  const offers = (await Promise.all(accounts.map((p) => offersOf(deps, p, query)))).flat().filter((o) => offerFits(o, wants));
+export async function placeJob(deps: PlacementDeps, jobId: string, wants: MachineWants, offers?: readonly Offer[]): Promise<Placed> {
+  const asked = offers ?? (await roundOffers(deps, wants.cloud, queryOf(wants)));
   let tried = 0;
-  for (const offer of cheapestFirst(offers, wants, deps.failed.skipped)) {
+  for (const offer of cheapestFirst(
+    asked.filter((o) => offerFits(o, wants)),
+    wants,
+    deps.failed.skipped,
+  )) {
     tried += 1;
     const got = await launchMachineFor(deps, offer, { jobId, maxMachines: deps.maxMachines });
     if ('refused' in got) return got;
@@ -40,7 +44,13 @@ export async function placeJob(deps: PlacementDeps, jobId: string, wants: Machin
   return { refused: 'no_offer', tried };
 }
 
-async function offersOf(deps: PlacementDeps, provider: Provider, query: OfferQuery): Promise<Offer[]> {
+/** The offers of every account `cloud` names (null: all), asked at once; one that does not answer is left out of this round. */
+export async function roundOffers(deps: Pick<PlacementDeps, 'providers' | 'log'>, cloud: string | null, query: OfferQuery = {}): Promise<Offer[]> {
+  const accounts = [...deps.providers.values()].filter((p) => cloudNames(cloud, p.account));
+  return (await Promise.all(accounts.map((p) => offersOf(deps, p, query)))).flat();
+}
+
+async function offersOf(deps: Pick<PlacementDeps, 'log'>, provider: Provider, query: OfferQuery): Promise<Offer[]> {
   try {
     return await provider.offers(query);
   } catch (err) {
