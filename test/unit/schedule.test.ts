@@ -129,3 +129,26 @@ test('a submit decides over the free devices up to the first host with enough (f
     );
   }
 });
+
+test("a provider machine's devices go only to the job it is for; a --cloud-only job never takes a joined host's", () => {
+  // alpha is joined; m1 is a machine for j3 (its device held for j3, as the pass holds it: forJob).
+  const alpha = dev('alpha', 0);
+  const machine = { ...dev('m1', 0), forJob: 'j3' };
+  const held = new Map([[machine.id, 'j3']]);
+  // j1 (any) is first in line: it takes alpha, never the machine; j2 (cloud-only) takes nothing; j3 its machine.
+  const plan = decide([job('j1'), job('j2', { cloudOnly: true }), job('j3', { cloudOnly: true })], [alpha, machine], 30, held);
+  assert.deepEqual(
+    plan.map((a) => [a.jobId, a.devices.map((d) => d.name)]),
+    [
+      ['j3', ['m1:gpu0']],
+      ['j1', ['alpha:gpu0']],
+    ],
+  );
+  // With alpha busy, j1 does not take the machine held for j3, even with j3 not in this pass's window.
+  assert.deepEqual(decide([job('j1')], [dev('alpha', 0, {}, false), machine], 30, held), []);
+  // An `any` job a machine is for starts on it too (it was busy joined hosts that sent it there).
+  assert.deepEqual(
+    decide([job('j3')], [dev('alpha', 0, {}, false), machine], 30, held).map((a) => a.devices[0]!.name),
+    ['m1:gpu0'],
+  );
+});
