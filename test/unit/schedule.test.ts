@@ -144,6 +144,8 @@ test("a provider machine's devices go only to the job it is for; a --cloud-only 
       ['j1', ['alpha:gpu0']],
     ],
   );
+  // A --cloud-only job alone in line, alpha free: it waits for its machine.
+  assert.deepEqual(decide([job('j2', { cloudOnly: true })], [alpha], 30), []);
   // With alpha busy, j1 does not take the machine held for j3, even with j3 not in this pass's window.
   assert.deepEqual(decide([job('j1')], [dev('alpha', 0, {}, false), machine], 30, held), []);
   // An `any` job a machine is for starts on it too (it was busy joined hosts that sent it there).
