@@ -411,7 +411,7 @@ export class Inventory {
 /** The live provider machines' hosts (all, or those `names`), each with the job placement gave it (null: none now, or it is being deleted). */
 async function machineHosts(sql: Sql, names?: readonly string[]): Promise<Map<string, string | null>> {
   const rows = await sql<{ host: string; job: string | null }[]>`
-    select host_name as host, case when state in ('booting', 'idle', 'busy') then job_id end as job from machines
+    select host_name as host, case when state <> 'terminating' then job_id end as job from machines
     where state <> 'terminated' ${names ? sql`and host_name = any(${names as string[]}::text[])` : sql``}`;
   return new Map(rows.map((r) => [r.host, r.job]));
 }

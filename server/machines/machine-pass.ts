@@ -116,35 +116,50 @@ export class MachinePass {
     await this.placeWaiting();
   }
 
-  /** Step 1: busy, idle with its keep, deleted once the keep is over. */
+  /**
+   * Step 1, one statement: busy while its job runs on it; idle for the job's --keep once the job ended (or went
+   * elsewhere; a machine its job ran on is ready, whether or not a reconcile saw it so); deleted once the keep is
+   * over (--keep 0: at once). The cases are disjoint, so no row is changed twice.
+   */
   private async followJobs(): Promise<void> {
-    const sql = this.deps.sql;
-    const busy = await sql<{ hostName: string }[]>`
-      update machines m set state = 'busy', idle_until = null, ready_at = coalesce(m.ready_at, now())
-      from jobs j where m.job_id = j.id and m.state in ('booting', 'idle') and j.state = 'running' and j.host_name = m.host_name
-      returning m.host_name as "hostName"`;
-    // Its job neither waits for it nor runs on it any more: idle (booting stays booting) for the job's --keep.
-    const freed = await sql<{ hostName: string }[]>`
-      update machines m set job_id = null, state = case when m.state = 'busy' then 'idle' else m.state end,
-        idle_until = now() + make_interval(secs => coalesce(j.keep_s, ${DEFAULT_KEEP_S}))
-      from jobs j where m.job_id = j.id and m.state in ('booting', 'idle', 'busy')
-        and not (j.state = 'queued' and j.waits is null) and not (j.state = 'running' and j.host_name = m.host_name)
-      returning m.host_name as "hostName"`;
-    // Ready with no job ever (an admin's launch, a job that went elsewhere while it booted): the default keep.
-    await sql`update machines set idle_until = now() + make_interval(secs => ${DEFAULT_KEEP_S})
-      where state = 'idle' and job_id is null and idle_until is null`;
-    for (const { hostName } of [...busy, ...freed]) this.deps.changed(hostName);
-    const expired = await sql<{ id: string }[]>`
-      update machines set state = 'terminating', terminated_why = 'keep expired'
-      where state in ('booting', 'idle') and job_id is null and idle_until <= now()
-      returning id`;
-    for (const { id } of expired) await terminateMachine(this.deps, id, 'keep expired');
+    const rows = await this.deps.sql<{ hostName: string; deleted: string | null }[]>`
+      with busy as (
+        update machines m set state = 'busy', idle_until = null, ready_at = coalesce(m.ready_at, now())
+        from jobs j where m.job_id = j.id and m.state in ('booting', 'idle') and j.state = 'running' and j.host_name = m.host_name
+        returning m.host_name
+      ), freed as (
+        update machines m set job_id = null,
+          state = case when coalesce(j.keep_s, ${DEFAULT_KEEP_S}) = 0 then 'terminating'
+            when m.state = 'busy' or j.host_name = m.host_name then 'idle' else m.state end,
+          terminated_why = case when coalesce(j.keep_s, ${DEFAULT_KEEP_S}) = 0 then 'keep expired' else m.terminated_why end,
+          ready_at = case when j.host_name = m.host_name then coalesce(m.ready_at, now()) else m.ready_at end,
+          idle_until = now() + make_interval(secs => coalesce(j.keep_s, ${DEFAULT_KEEP_S}))
+        from jobs j where m.job_id = j.id and m.state in ('booting', 'idle', 'busy')
+          and not (j.state = 'queued' and j.waits is null) and not (j.state = 'running' and j.host_name = m.host_name)
+        returning m.id, m.host_name, m.state
+      ), kept as (
+        -- Ready with no job ever (an admin's launch, a job that went elsewhere while it booted): the default keep.
+        update machines set idle_until = now() + make_interval(secs => ${DEFAULT_KEEP_S})
+        where state = 'idle' and job_id is null and idle_until is null
+        returning id
+      ), expired as (
+        update machines set state = 'terminating', terminated_why = 'keep expired'
+        where state in ('booting', 'idle') and job_id is null and idle_until <= now()
+        returning id, host_name
+      )
+      select host_name, null as deleted from busy
+      union all select host_name, case when state = 'terminating' then id end from freed
+      union all select host_name, id from expired`;
+    for (const { hostName } of rows) this.deps.changed(hostName);
+    for (const { deleted } of rows) if (deleted) await terminateMachine(this.deps, deleted, 'keep expired');
   }
 
   /** Step 2: an idle machine, else a launch, for each queued job that wants one. */
   private async placeWaiting(): Promise<void> {
     const sql = this.deps.sql;
-    const wanting = await sql<WantingRow[]>`
+    // Both reads at once: a kept machine's next job waits on this pass (server/machines: bench:machines).
+    const [wanting, idleNow] = await Promise.all([
+      sql<WantingRow[]>`
       select j.id, j.priority, j.seq, j.selector, j.device_name, j.gpus, j.gpu_choices, j.created_at, j.requeued_at,
         j.placement, j.cloud, j.max_price_per_hour, j.spot, j.machine_min
       from jobs j
@@ -152,11 +167,14 @@ export class MachinePass {
         and (j.placement = 'cloud' or (j.placement = 'any' and coalesce(j.requeued_at, j.created_at) < now() - make_interval(secs => ${ANY_GRACE_S})))
         and not exists (select 1 from machines m where m.job_id = j.id and m.state <> 'terminated')
       order by j.priority desc, j.requeued_at nulls last, j.seq
-      limit ${PASS_JOBS}`;
+      limit ${PASS_JOBS}`,
+      // Idle ones, and booting ones whose job went elsewhere (ready soon: cheaper than a launch).
+      sql<IdleMachine[]>`
+        select id, host_name as "hostName", offer from machines
+        where state in ('idle', 'booting') and job_id is null and idle_until > now() order by state = 'idle' desc, price_per_hour, id`,
+    ]);
     if (!wanting.length) return;
-    let idle: IdleMachine[] = await sql<IdleMachine[]>`
-      select id, host_name as "hostName", offer from machines
-      where state = 'idle' and job_id is null and idle_until > now() order by price_per_hour, id`;
+    let idle: IdleMachine[] = idleNow;
     let capped = false;
     // Every account asked once a pass, whatever the number of jobs (a cloud's API is not asked 32 times in 2 s).
     let offers: Promise<Offer[]> | null = null;
@@ -192,12 +210,12 @@ export class MachinePass {
     return false;
   }
 
-  /** An idle machine becomes the job's, unless another pass gave it (or the job a machine) first. */
+  /** An idle (or booting, unclaimed) machine becomes the job's, unless another pass gave it (or the job a machine) first. */
   private async give(machine: IdleMachine, jobId: string): Promise<boolean> {
     try {
       const [given] = await this.deps.sql`
         update machines set job_id = ${jobId}, idle_until = null
-        where id = ${machine.id} and state = 'idle' and job_id is null and idle_until > now()
+        where id = ${machine.id} and state in ('idle', 'booting') and job_id is null and idle_until > now()
         returning id`;
       if (!given) return false;
     } catch (err) {

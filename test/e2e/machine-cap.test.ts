@@ -64,6 +64,7 @@ test(`RC_MAX_MACHINES=${MAX} holds under 50 concurrent submits through two contr
     if (running === MAX && Date.now() > end - 50_000) break;
     await new Promise((r) => setTimeout(r, 50));
   }
+  // Their workers join while the launch is still answering (launchDelayMs): the machine's job is theirs from the start.
   assert.equal(running, MAX, `${MAX} jobs run, one on each machine`);
   assert.ok(most <= MAX, `at most ${MAX} live machines, saw ${most}`);
   const twice = await database.client`select job_id from machines group by job_id having count(*) > 1`;
