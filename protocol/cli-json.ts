@@ -69,7 +69,10 @@ export const JobMachineAskSchema = z
     maxPrice: z.number().nullable(),
     spot: z.boolean(),
     keepS: z.number().nullable(),
-    min: z.object({ cpus: z.number().optional(), ramGiB: z.number().optional(), diskGiB: z.number().optional(), cuda: z.string().optional() }).strict().nullable(),
+    min: z
+      .object({ cpus: z.number().optional(), ramGiB: z.number().optional(), diskGiB: z.number().optional(), cuda: z.string().optional() })
+      .strict()
+      .nullable(),
   })
   .strict();
 

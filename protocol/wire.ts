@@ -136,10 +136,7 @@ export interface JobMachineAsk {
 }
 
 /** The provider machine a job's host is (GET /api/jobs/:id's `ranOn`), as it is now: its price and shape as rc machines shows them. */
-export type JobMachineView = Pick<
-  MachineView,
-  'id' | 'account' | 'state' | 'gpuModel' | 'gpuCount' | 'pricePerHour' | 'spot' | 'simulated' | 'terminatedWhy'
->;
+export type JobMachineView = Pick<MachineView, 'id' | 'account' | 'state' | 'gpuModel' | 'gpuCount' | 'pricePerHour' | 'spot' | 'simulated' | 'terminatedWhy'>;
 
 /** A job another runs after (rc run --after, --after-any), as it stands now. */
 export interface DependencyView {
