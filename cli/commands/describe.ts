@@ -22,8 +22,9 @@ Prints the device's state and holder (or, when it is reserved, the queued job
 it is held back for), every label with where it came from and how old it is, the host's usage sheet, and its recent jobs. Read the sheet
 before you use the host: it is the operator talking to you.
 Given a job id or a job name (rc run --name) instead, prints that job: its
-state, name, submitter, command, devices, limits, and the names of the
-variables set with --env (never their values). Given an array's id, prints
+state, name, submitter, command, devices, limits, its placement and
+machine flags (--cloud-only ...), the provider machine it ran on, and the
+names of the variables set with --env (never their values). Given an array's id, prints
 the array: its spec, its cap and its tasks' counts by state; <array-id>:<index>
 is one of its tasks.
       --json   the API's JSON (docs/api.md, GET /api/devices/:name or GET /api/jobs/:id)
