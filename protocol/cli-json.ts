@@ -23,6 +23,8 @@ import type {
   GpuView,
   Holder,
   HostRow,
+  JobMachineAsk,
+  JobMachineView,
   JobView,
   LabelView,
   LimitView,
@@ -60,6 +62,37 @@ export const AttemptViewSchema = z
   })
   .strict();
 
+/** A job's machine flags (rc run --cloud, --max-price, --spot, --keep, --cpus, --ram, --disk, --cuda). */
+export const JobMachineAskSchema = z
+  .object({
+    cloud: z.string().nullable(),
+    maxPrice: z.number().nullable(),
+    spot: z.boolean(),
+    keepS: z.number().nullable(),
+    min: z
+      .object({ cpus: z.number().optional(), ramGiB: z.number().optional(), diskGiB: z.number().optional(), cuda: z.string().optional() })
+      .strict()
+      .nullable(),
+  })
+  .strict();
+
+const machineState = z.enum(['provisioning', 'booting', 'idle', 'busy', 'offline', 'terminating', 'terminated']);
+
+/** The provider machine a job's host is (rc describe <job> --json's `ranOn`). */
+export const JobMachineViewSchema = z
+  .object({
+    id: z.string(),
+    account: z.string(),
+    state: machineState,
+    gpuModel: z.string().nullable(),
+    gpuCount: z.number(),
+    pricePerHour: z.number(),
+    spot: z.boolean(),
+    simulated: z.boolean(),
+    terminatedWhy: z.string().nullable(),
+  })
+  .strict();
+
 const JOB_VIEW = {
   id: z.string(),
   name: z.string().nullable(),
@@ -75,6 +108,8 @@ const JOB_VIEW = {
   gpus: z.number(),
   gpuChoices: z.string().nullable(),
   priority: z.number(),
+  placement: z.enum(['any', 'reserved', 'cloud']),
+  machine: JobMachineAskSchema.nullable(),
   host: z.string().nullable(),
   devices: z.array(z.string()).nullable(),
   exitCode: z.number().nullable(),
@@ -101,6 +136,7 @@ const JOB_VIEW = {
   after: z.array(z.object({ id: z.string(), any: z.boolean(), state: jobState, exitCode: z.number().nullable() }).strict()).optional(),
   array: z.object({ id: z.string(), index: z.number() }).strict().nullable(),
   attempts: z.array(AttemptViewSchema).optional(),
+  ranOn: JobMachineViewSchema.optional(),
   expiresAt: time.nullable(),
   createdAt: time,
   startedAt: time.nullable(),
@@ -363,7 +399,7 @@ export const MachineViewSchema = z
     account: z.string(),
     instanceName: z.string(),
     hostName: z.string(),
-    state: z.enum(['provisioning', 'booting', 'idle', 'busy', 'offline', 'terminating', 'terminated']),
+    state: machineState,
     gpuModel: z.string().nullable(),
     gpuCount: z.number(),
     pricePerHour: z.number(),
@@ -466,6 +502,8 @@ export const JsonNoticeSchema = z.object({ notice: z.object({ message: z.string(
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Checks = [
   Same<z.infer<typeof AttemptViewSchema>, AttemptView>,
+  Same<z.infer<typeof JobMachineAskSchema>, JobMachineAsk>,
+  Same<z.infer<typeof JobMachineViewSchema>, JobMachineView>,
   Same<z.infer<typeof JobViewSchema>, JobView>,
   Same<z.infer<typeof PsEntrySchema>, PsEntry>,
   Same<z.infer<typeof PsPageSchema>, PsPage>,
@@ -492,6 +530,8 @@ type Checks = [
 ];
 /** Fails to compile when a schema above and its wire type part. */
 export const SCHEMAS_MATCH_WIRE: Checks = [
+  true,
+  true,
   true,
   true,
   true,

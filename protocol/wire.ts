@@ -27,6 +27,7 @@ import type {
   WriteSheet,
 } from './api';
 import type { EndCause, JobState } from '../core/job-state';
+import type { MachineMin } from '../core/machine-fit';
 import type { OutputTruncatedReason } from '../core/output-truncated';
 import type { TtyOpen } from './tty';
 
@@ -58,6 +59,10 @@ export interface JobView {
   /** rc run --gpu as the controller read it (`A100:2,H100`): the models it may run on, in order of preference; null without. */
   gpuChoices: string | null;
   priority: number;
+  /** Where it may run (rc run): `any` (a free joined host first, else a provider machine), `reserved` (--reserved-only: joined hosts only), `cloud` (--cloud-only, --cloud: provider machines only). */
+  placement: 'any' | 'reserved' | 'cloud';
+  /** What it asks of a provider machine (rc run --cloud, --max-price, --spot, --keep, --cpus, --ram, --disk, --cuda); null when it asked none and its placement is not cloud. */
+  machine: JobMachineAsk | null;
   host: string | null;
   /** The devices it runs on, fixed when it starts. */
   devices: string[] | null;
@@ -107,12 +112,31 @@ export interface JobView {
   after?: DependencyView[];
   /** The earlier attempts, oldest first, of a job run more than once (GET /api/jobs and GET /api/jobs/:id; absent elsewhere and for a first attempt). */
   attempts?: AttemptView[];
+  /** The provider machine its host is (the one it runs or ran on, as that machine is now): GET /api/jobs/:id only; absent elsewhere and for a job of a joined host or none. */
+  ranOn?: JobMachineView;
   /** A running hold's end (start + TTL, moved by extend); null for other jobs. */
   expiresAt: string | null;
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
 }
+
+/** A job's machine flags as stored (rc run); each null or false where not asked. */
+export interface JobMachineAsk {
+  /** --cloud: a provider (`local`) or an account (`runpod/lab-b`); null: any configured. */
+  cloud: string | null;
+  /** --max-price: US dollars an hour at most. */
+  maxPrice: number | null;
+  /** --spot: spot offers compete with on-demand ones on price. */
+  spot: boolean;
+  /** --keep: seconds its machine idles for the next job once it ends; null: the default (5m). */
+  keepS: number | null;
+  /** --cpus, --ram, --disk (GiB), --cuda: what the machine must have at least; null: nothing asked. */
+  min: MachineMin | null;
+}
+
+/** The provider machine a job's host is (GET /api/jobs/:id's `ranOn`), as it is now: its price and shape as rc machines shows them. */
+export type JobMachineView = Pick<MachineView, 'id' | 'account' | 'state' | 'gpuModel' | 'gpuCount' | 'pricePerHour' | 'spot' | 'simulated' | 'terminatedWhy'>;
 
 /** A job another runs after (rc run --after, --after-any), as it stands now. */
 export interface DependencyView {

@@ -8,6 +8,7 @@ import { formatSize } from '../../core/size';
 import type { DeviceDescription, JobView, QueueEntry } from '../../protocol/wire';
 import { localClock, untilText } from '../../core/until-text';
 import { formatDuration } from '../../core/duration';
+import { placementText, ranOnText } from '../../core/machine-text';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import { age, indent, json, out, shortCommand, table, usage } from '../output';
@@ -21,8 +22,9 @@ Prints the device's state and holder (or, when it is reserved, the queued job
 it is held back for), every label with where it came from and how old it is, the host's usage sheet, and its recent jobs. Read the sheet
 before you use the host: it is the operator talking to you.
 Given a job id or a job name (rc run --name) instead, prints that job: its
-state, name, submitter, command, devices, limits, and the names of the
-variables set with --env (never their values). Given an array's id, prints
+state, name, submitter, command, devices, limits, its placement and
+machine flags (--cloud-only ...), the provider machine it ran on, and the
+names of the variables set with --env (never their values). Given an array's id, prints
 the array: its spec, its cap and its tasks' counts by state; <array-id>:<index>
 is one of its tasks.
       --json   the API's JSON (docs/api.md, GET /api/devices/:name or GET /api/jobs/:id)
@@ -119,6 +121,7 @@ export function renderDescription(d: DeviceDescription, now = Date.now()): strin
 
 /** One job in full, as rc describe <job> prints it; a queued one with its place in the queue (null: past the queue's first 1000). */
 export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null): string {
+  const placement = placementText(j);
   const lines: [string, string][] = [
     ['name', j.name ?? '-'],
     ...(j.array ? [['array', `${j.array.id}, task ${j.array.index} (RC_ARRAY_INDEX)`] as [string, string]] : []),
@@ -143,7 +146,11 @@ export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null
         .filter(Boolean)
         .join(' ') || 'any device',
     ],
+    // Where it may run and what it asks of a provider machine (rc run --cloud-only …); nothing for a plain job.
+    ...(placement ? [['placement', placement] as [string, string]] : []),
     ['devices', (j.devices ?? []).join(', ') || '-'],
+    // The provider machine its host is (GET /api/jobs/:id's ranOn).
+    ...(j.ranOn ? [['machine', ranOnText(j.ranOn)] as [string, string]] : []),
     // Why rc logs is not all of it (core/output-truncated.ts).
     ...(j.outputTruncated ? [['output', `truncated (${j.outputTruncatedReason ?? 'output_limit'})`] as [string, string]] : []),
     [

@@ -4,6 +4,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import dynamic from 'next/dynamic';
 import Link from 'next/link';
+import { machineShapeText, placementText } from '../../core/machine-text';
 import type { OutputTruncatedReason } from '../../core/output-truncated';
 import { mayStop, stopAs } from '../../core/web-submitter';
 import type { JobView as Job } from '../../protocol/wire';
@@ -22,6 +23,8 @@ export function JobPage({ id }: { id: string }) {
   if (!q.data) return <Loading what={`job ${id}`} />;
   const j = q.data;
   const active = j.state === 'queued' || j.state === 'running';
+  // Where it may run and what it asks of a provider machine (rc run --cloud-only …), as rc describe says it.
+  const placement = placementText(j);
   return (
     <div>
       <div className="flex flex-wrap items-start justify-between gap-2">
@@ -60,6 +63,22 @@ export function JobPage({ id }: { id: string }) {
                   ))
                 : '–'}
             </Field>
+            {placement ? (
+              <Field term="Placement">
+                <span data-placement>{placement}</span>
+              </Field>
+            ) : null}
+            {j.ranOn ? (
+              <Field term="Machine">
+                <span data-ran-on>
+                  <Link href="/machines" className="font-mono text-xs text-sky-800 hover:underline">
+                    {j.ranOn.id}
+                  </Link>{' '}
+                  ({machineShapeText(j.ranOn)}), now {j.ranOn.state}
+                  {j.ranOn.terminatedWhy ? ` (${j.ranOn.terminatedWhy})` : ''}
+                </span>
+              </Field>
+            ) : null}
             {j.cwd ? <Field term="Directory">{j.cwd}</Field> : null}
             {j.envKeys.length ? <Field term="Environment">{j.envKeys.join(', ')} (values not shown)</Field> : null}
             <Field term="Restarts">

@@ -1,6 +1,6 @@
 // A job row as API responses show it: the JobView of protocol/wire.ts.
 import type { jobAttempts, jobs } from '../../db/schema';
-import type { AttemptView, JobView } from '../../protocol/wire';
+import type { AttemptView, JobMachineAsk, JobView } from '../../protocol/wire';
 import { formatGpuChoices } from '../../core/gpu-choices';
 import { isOutputTruncatedReason } from '../../core/output-truncated';
 
@@ -22,6 +22,13 @@ export function attemptView(a: AttemptRow): AttemptView {
   };
 }
 
+/** The job's machine flags, from its own row (no query: lists build many views); null for the common job that asked none. */
+function machineAsk(j: JobRow): JobMachineAsk | null {
+  const min = j.machineMin && Object.keys(j.machineMin).length ? j.machineMin : null;
+  if (j.placement !== 'cloud' && j.cloud === null && j.maxPricePerHour === null && !j.spot && j.keepS === null && min === null) return null;
+  return { cloud: j.cloud, maxPrice: j.maxPricePerHour, spot: j.spot, keepS: j.keepS, min };
+}
+
 /** The job as answers show it: its environment's keys, never their values (they may be secrets). */
 export function jobView(j: JobRow): JobView {
   return {
@@ -39,6 +46,8 @@ export function jobView(j: JobRow): JobView {
     gpus: j.gpus,
     gpuChoices: j.gpuChoices?.length ? formatGpuChoices(j.gpuChoices) : null,
     priority: j.priority,
+    placement: j.placement,
+    machine: machineAsk(j),
     host: j.hostName,
     devices: j.devices,
     exitCode: j.exitCode,

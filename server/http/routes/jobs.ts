@@ -7,6 +7,7 @@ import { activeArrayIds, arrayViews } from '../../jobs/array-view';
 import { findJob } from '../../jobs/find';
 import { dependencyViews } from '../../jobs/wait-texts';
 import { type JobRow, jobView } from '../../jobs/job-view';
+import { machineRanOn } from '../../jobs/machine-ran-on';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
 import { listActive, listJobs, parseJobFilter, parsePsQuery, withAttempts } from '../../jobs/list';
 import { created, Reply, type Router } from '../router';
@@ -102,9 +103,9 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
 
   router.on('GET /api/jobs/:id', async ({ params }) => {
     const [job] = await withAttempts(sql, [await findJob(sql, params.id)]);
-    // rc run --after / --after-any: the jobs it runs after, as they stand.
-    const after = await dependencyViews(sql, job!.id);
-    return { job: after.length ? { ...job!, after } : job! };
+    // rc run --after / --after-any: the jobs it runs after, as they stand; and the provider machine it ran on, if any.
+    const [after, ranOn] = await Promise.all([dependencyViews(sql, job!.id), machineRanOn(sql, job!.host)]);
+    return { job: { ...job!, ...(after.length ? { after } : {}), ...(ranOn ? { ranOn } : {}) } };
   });
 
   router.on('POST /api/jobs/:id/kill', async ({ body, params, identity }) => {
