@@ -20,6 +20,7 @@
 // controller and Postgres stopped, even on failure.
 //   npm run bench:machines [-- --rounds 5 --strays 5]
 import { spawn } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
@@ -61,6 +62,9 @@ const sql = postgres(fleet.databaseUrl, { max: 2, onnotice: () => {} });
 const env = { ...process.env, RC_CONTROLLER: fleet.controller, RC_TOKEN: fleet.clientToken, RC_SUBMITTER: 'bench' };
 const rc = join(root, 'node_modules/.bin/rc');
 let failed = false;
+// The machine is shared: the load during the run says how noisy it was.
+const load = [];
+const loadTimer = setInterval(() => load.push(loadavg()[0]), 1000);
 try {
   console.log(
     `machine: ${process.env.NODE_EXTRA_CA_CERTS ? 'NODE_EXTRA_CA_CERTS is set: it adds ~40 ms to each Node start, so to each rc run wall time below' : 'no NODE_EXTRA_CA_CERTS'}`,
@@ -106,10 +110,7 @@ try {
   for (let i = 0; i < rounds; i++) {
     const names = Array.from({ length: strays }, (_, j) => `${PREFIX}-m${String(9_000_000_000 + i * 100 + j)}`);
     const madeAt = [];
-    for (const name of names) {
-      await run(name);
-      madeAt.push(performance.now());
-    }
+    for (const name of names) await run(name, (t) => madeAt.push(t));
     const gone = new Map();
     await until(
       async () => {
@@ -130,10 +131,15 @@ try {
   report(`sweep: one stray made → gone (RC_SWEEP_S=${SWEEP_S})`, each);
   report(`sweep: ${strays} strays, first made → all gone`, all);
   console.log(`sweep: ${audited} of ${rounds * strays} deletions audited; ${survivor} (no prefix at its start) survived all ${rounds} rounds`);
+  const l = [...load].sort((a, b) => a - b);
+  console.log(
+    `\nload average (1 min) during the run: median ${l[Math.floor(l.length / 2)]?.toFixed(2)}, max ${l[l.length - 1]?.toFixed(2)} (${cpus().length} CPUs)`,
+  );
 } catch (err) {
   failed = true;
   console.error(`bench: ${err.message}`);
 } finally {
+  clearInterval(loadTimer);
   // Every machine's container (the controller's, by the names it recorded) and this script's own, by exact name.
   const names = new Set(made);
   for (const { name } of await sql`select instance_name as name from machines`.catch(() => [])) names.add(name);
@@ -181,11 +187,20 @@ function cli(args) {
   });
 }
 
-/** A container of the stock image that sleeps, recorded for the clean-up before it exists. */
-async function run(name) {
+/**
+ * A container of the stock image that sleeps, recorded for the clean-up before it exists;
+ * `created` gets the moment it exists. A prefixed one may be swept between its creation
+ * and its start (the sweeper lists created ones too): then it is gone already, as it should be.
+ */
+async function run(name, created = () => {}) {
   made.add(name);
   const c = await docker.createContainer({ name, Image: IMAGE, Cmd: ['sleep', '600'] });
-  await c.start();
+  created(performance.now());
+  try {
+    await c.start();
+  } catch (err) {
+    if (!name.startsWith(`${PREFIX}-`) || (err.statusCode !== 404 && err.statusCode !== 409)) throw err;
+  }
 }
 
 function exists(name) {
