@@ -1,6 +1,7 @@
 // What a queued job waits on when it waits for a provider machine (GET /api/queue,
 // rc ps, the Queue page): `booting machine m… (local, 1× H100, $2.10/h simulated)`,
 // or the RC_MAX_MACHINES cap. Reads only.
+import { machineShapeText } from '../../core/machine-text';
 import type { Sql } from '../db';
 
 interface MachineOfJob {
@@ -10,6 +11,7 @@ interface MachineOfJob {
   state: string;
   pricePerHour: number;
   simulated: boolean;
+  spot: boolean;
   gpuModel: string | null;
   gpuCount: number;
 }
@@ -21,13 +23,9 @@ export async function machineWaits(sql: Sql, jobs: readonly { id: string; placem
   const out = new Map<string, string>();
   if (!jobs.length) return out;
   const machines = await sql<MachineOfJob[]>`
-    select job_id, id, account, state, price_per_hour, simulated, offer->>'gpuModel' as gpu_model, coalesce((offer->>'gpuCount')::int, 0) as gpu_count
+    select job_id, id, account, state, price_per_hour, simulated, spot, offer->>'gpuModel' as gpu_model, coalesce((offer->>'gpuCount')::int, 0) as gpu_count
     from machines where job_id = any(${jobs.map((j) => j.id)}::text[]) and state <> 'terminated'`;
-  for (const m of machines)
-    out.set(
-      m.jobId,
-      `${VERB[m.state] ?? m.state} machine ${m.id} (${m.account}, ${m.gpuCount}× ${m.gpuModel ?? 'no GPU'}, $${m.pricePerHour.toFixed(2)}/h${m.simulated ? ' simulated' : ''})`,
-    );
+  for (const m of machines) out.set(m.jobId, `${VERB[m.state] ?? m.state} machine ${m.id} (${machineShapeText(m)})`);
   const cloud = jobs.filter((j) => j.placement === 'cloud' && !out.has(j.id));
   if (!cloud.length) return out;
   const [live] = await sql<{ n: number }[]>`select count(*)::int as n from machines where state <> 'terminated'`;
