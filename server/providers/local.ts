@@ -21,7 +21,11 @@ export function fakeNvidiaSmi(name: string, model: string, count: number, vramGi
   const memMiB = Math.round(vramGiB * 1024);
   const rows = Array.from({ length: count }, (_, i) => {
     const uuid = `GPU-${name.slice(-8).padStart(8, '0')}-0000-4000-8000-${String(i).padStart(12, '0')}`;
-    return { csv: `${i}, ${uuid}, NVIDIA ${model}, ${memMiB}, 550.54.15`, sample: `${i}, ${memMiB}, 0, 0, NVIDIA ${model}` };
+    return {
+      csv: `${i}, ${uuid}, NVIDIA ${model}, ${memMiB}, 550.54.15`,
+      sample: `${i}, ${memMiB}, 0, 0, NVIDIA ${model}`,
+      list: `GPU ${i}: NVIDIA ${model} (UUID: ${uuid})`,
+    };
   });
   return [
     '#!/bin/sh',
@@ -30,6 +34,8 @@ export function fakeNvidiaSmi(name: string, model: string, count: number, vramGi
     `  *--query-gpu=index,memory.total,memory.used,utilization.gpu,name*) printf '%s\\n' ${rows.map((r) => `'${r.sample}'`).join(' ')} ;;`,
     '  *--query-gpu=*) exit 6 ;;',
     '  *--query-compute-apps=*) true ;;',
+    // What a job that looks at its GPUs runs first.
+    `  -L) printf '%s\\n' ${rows.map((r) => `'${r.list}'`).join(' ')} ;;`,
     "  *) echo '| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |' ;;",
     'esac',
     '',

@@ -112,10 +112,12 @@ test('a --cloud-only job on the cheapest fitting offer (a failed launch moves on
   skip,
   timeout: 240_000,
 }, async () => {
-  const cold = await stack.cli(['run', '--cloud-only', '--gpu', 'H100', '--keep', '2m', '--', 'sh', '-c', 'echo "on $RC_HOST_NAME"; exit 3'], {
+  const cold = await stack.cli(['run', '--cloud-only', '--gpu', 'H100', '--keep', '2m', '--', 'sh', '-c', 'nvidia-smi -L; exit 3'], {
     timeoutMs: 120_000,
   });
   assert.equal(cold.code, 3, cold.stderr);
+  // The machine's GPU as its job sees it: the offer's (a fake nvidia-smi in the local provider's container).
+  assert.match(cold.stdout, /^GPU 0: NVIDIA H100 \(UUID: GPU-/);
   const first = await jobRow(await lastJob());
   const machine = (await machineOn(first.hostName!))!;
   assert.ok(machine, `job ran on ${first.hostName}, a provider machine`);
