@@ -51,7 +51,9 @@ export async function listQueue(
   const onMachines = maxMachines === null ? new Map<string, string>() : await machineWaits(sql, rows, maxMachines);
   const inLine: QueueEntry[] = rows.map((r, position) => {
     const machine = onMachines.get(r.id);
-    return { ...jobView(r), position, why: machine ? { ...why.get(r.id)!, text: machine } : why.get(r.id)!, freesBy: freesBy.get(r.id) ?? null };
+    // The joined fleet's devices say nothing of when a provider machine comes.
+    const until = machine || r.placement === 'cloud' ? null : (freesBy.get(r.id) ?? null);
+    return { ...jobView(r), position, why: machine ? { ...why.get(r.id)!, text: machine } : why.get(r.id)!, freesBy: until };
   });
   if (!waiting.length) return inLine;
   // Their devices counted as if they were alone in line (a walk of their own: they take nothing from the jobs in line), and

@@ -213,6 +213,8 @@ export async function listActive(
   quota: QuotaView | null = null,
   /** The fleet (server/inventory.ts): each queued job of the page says until when at the latest (freesBy); null: not said. */
   fleet: (() => Promise<readonly UntilDevice[]>) | null = null,
+  /** What queued jobs that wait for a provider machine wait on (server/machines/machine-waits.ts); null: no provider account. */
+  onMachines: ((jobs: readonly JobRow[]) => Promise<Map<string, string>>) | null = null,
 ): Promise<{ jobs: PsEntry[]; counts: { running: number; queued: number }; next: string | null }> {
   const after = q.after;
   const n = q.limit + 1;
@@ -259,6 +261,7 @@ export async function listActive(
           now,
         )
       : null;
+  const machineWaits = onMachines && inLine.length ? await onMachines(inLine) : null;
   let position = ahead!.n;
   // Jobs that wait on other jobs or a retry delay are in the queued part, but have no place in line yet: their reason instead.
   const waiting = await waitTexts(sql, page);
@@ -266,8 +269,9 @@ export async function listActive(
     sql,
     page.map((r) => {
       const inLine = r.part === 'q' && r.waits === null;
-      const waits = waiting.get(r.id) ?? (inLine && quota ? quotaWait(quota, r.tokenId, r.gpus) : null);
-      const until = inLine && freesBy ? { freesBy: freesBy.get(r.id) ?? null } : {};
+      const waits = waiting.get(r.id) ?? machineWaits?.get(r.id) ?? (inLine && quota ? quotaWait(quota, r.tokenId, r.gpus) : null);
+      // The joined fleet's devices say nothing of when a provider machine comes.
+      const until = inLine && freesBy ? { freesBy: r.placement === 'cloud' || machineWaits?.has(r.id) ? null : (freesBy.get(r.id) ?? null) } : {};
       return { ...jobView(r), position: inLine ? position++ : null, ...(waits ? { waits } : {}), ...until };
     }),
   );

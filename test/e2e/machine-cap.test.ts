@@ -75,6 +75,11 @@ test(`RC_MAX_MACHINES=${MAX} holds under 50 concurrent submits through two contr
     queue.jobs.every((j) => j.why.text === `waiting for a provider machine: ${MAX} are live, RC_MAX_MACHINES allows ${MAX}`),
     queue.jobs[0]?.why.text,
   );
+  // rc ps says the same beside the job's place in line, with no bound from the joined fleet's devices.
+  const ps = (await two.api('GET', '/api/ps')).body as { jobs: { state: string; waits?: string; freesBy?: unknown }[] };
+  const queuedPs = ps.jobs.filter((j) => j.state === 'queued');
+  assert.equal(queuedPs.length, 50 - MAX);
+  assert.ok(queuedPs.every((j) => j.waits === `waiting for a provider machine: ${MAX} are live, RC_MAX_MACHINES allows ${MAX}` && j.freesBy == null));
   for (const { id } of await database.client<{ id: string }[]>`select id from jobs where state in ('queued', 'running')`)
     await one.api('POST', `/api/jobs/${id}/kill`, {});
 });

@@ -16,6 +16,7 @@ import { zodMessage } from '../../../protocol/zod-message';
 import type { ApiDeps } from '../route-deps';
 import { MAX_TAIL_LINES } from '../../../core/tail';
 import { unknownCloud } from '../../machines/offers';
+import { machineWaits } from '../../machines/machine-waits';
 
 /** GET /api/jobs/:id/stream's `tail`: how many of the last lines to start at; null when not given. */
 function parseTail(text: string | null): number | null {
@@ -84,7 +85,8 @@ export function registerJobRoutes(router: Router, c: ApiDeps): void {
   router.on('GET /api/jobs', async ({ query, identity }) => ({ jobs: await listJobs(sql, parseJobFilter(query, identity.tokenId)) }));
 
   router.on('GET /api/ps', async ({ query }) => {
-    const page = await listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view(), () => c.inventory.rows());
+    const onMachines = c.machines.providers.length ? (jobs: readonly JobRow[]) => machineWaits(sql, jobs, c.machines.maxMachines) : null;
+    const page = await listActive(sql, parsePsQuery(query), await c.fairShare.ranks(), await c.quotas.view(), () => c.inventory.rows(), onMachines);
     return { ...page, arrays: await arrayViews(sql, await activeArrayIds(sql)) };
   });
 
