@@ -103,6 +103,11 @@ export interface ApiErrorBody {
   error: { code: ErrorCode; message: string };
 }
 
+/** Whether `code` is one of rc's error codes (an answer read back, as an MCP tool reads the API's). */
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_STATUS, code);
+}
+
 /** An error that is meant for the user: a stable code and a sentence they can act on. */
 export class RcError extends Error {
   constructor(

@@ -214,7 +214,8 @@ function dependencyList(field: 'after' | 'afterAny') {
     .max(MAX_DEPENDENCIES, `${field}: at most ${MAX_DEPENDENCIES} jobs`);
 }
 
-export const SubmitJob = z
+/** A submit's fields, unchecked as a whole (SubmitJob adds the rules across fields): the MCP tools pick theirs from it. */
+export const SubmitJobFields = z
   .object({
     /** run: a command; hold: a lease with a TTL and no command (tty: see the terminal socket). */
     kind: z.enum(['run', 'tty', 'hold']).default('run'),
@@ -270,52 +271,53 @@ export const SubmitJob = z
     ...JOB_MACHINE,
     ...JOB_OPTIONS,
   })
-  .strict()
-  .superRefine((j, ctx) => {
-    checkJobOptions(j, ctx);
-    checkPlacement(j, ctx);
-    checkMachine(j, ctx);
-    if (j.retryOnPreempt && !j.preemptible)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['retryOnPreempt'],
-        message: 'only a --preemptible job is preempted: add --preemptible, or drop --retry-on-preempt',
-      });
-    if (j.kind !== 'run' && (j.restarts ?? 0) > 0)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['restarts'],
-        message: `a ${j.kind === 'hold' ? 'hold' : 'terminal'} is not started over: --restarts is for rc run with a command`,
-      });
-    if (j.kind !== 'run' && (j.after?.length || j.afterAny?.length))
-      ctx.addIssue({ code: 'custom', path: ['after'], message: '--after and --after-any are for rc run with a command' });
-    if (j.wait === false && (j.after?.length || j.afterAny?.length))
-      ctx.addIssue({ code: 'custom', path: ['wait'], message: 'wait: false starts now or never, and after waits for other jobs: give one or the other' });
-    if (j.kind !== 'run' && ((j.retries ?? 0) > 0 || (j.retryDelayS ?? 0) > 0))
-      ctx.addIssue({ code: 'custom', path: ['retries'], message: '--retries and --retry-delay are for rc run with a command' });
-    if ((j.retryDelayS ?? 0) > 0 && !j.retries)
-      ctx.addIssue({ code: 'custom', path: ['retryDelayS'], message: '--retry-delay needs --retries: without retries there is nothing to delay' });
-    if (j.kind !== 'run' && j.stdin)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['stdin'],
-        message: `a ${j.kind === 'hold' ? 'hold runs no command' : 'terminal takes its input as keys'}: stdin is for rc run`,
-      });
-    if (j.kind === 'hold' && j.preemptible)
-      ctx.addIssue({ code: 'custom', path: ['preemptible'], message: 'a hold is never preempted: --preemptible is for rc run' });
-    const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (j.kind === 'hold') {
-      if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
-      if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
-      if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
-      if (j.gpuIdleTimeoutS != null)
-        say('gpuIdleTimeoutS', 'a hold has no --gpu-idle-timeout: the fleet releases idle holds by its own setting (RC_IDLE_HOLD_RELEASE)');
-      if (j.env != null && Object.keys(j.env).length) say('env', 'a hold runs no command, so it has no environment to set: drop --env');
-    } else {
-      if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');
-      if (j.ttlS != null) say('ttlS', 'only a hold has a TTL; bound a job with --max-runtime');
-    }
-  });
+  .strict();
+
+export const SubmitJob = SubmitJobFields.superRefine((j, ctx) => {
+  checkJobOptions(j, ctx);
+  checkPlacement(j, ctx);
+  checkMachine(j, ctx);
+  if (j.retryOnPreempt && !j.preemptible)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['retryOnPreempt'],
+      message: 'only a --preemptible job is preempted: add --preemptible, or drop --retry-on-preempt',
+    });
+  if (j.kind !== 'run' && (j.restarts ?? 0) > 0)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['restarts'],
+      message: `a ${j.kind === 'hold' ? 'hold' : 'terminal'} is not started over: --restarts is for rc run with a command`,
+    });
+  if (j.kind !== 'run' && (j.after?.length || j.afterAny?.length))
+    ctx.addIssue({ code: 'custom', path: ['after'], message: '--after and --after-any are for rc run with a command' });
+  if (j.wait === false && (j.after?.length || j.afterAny?.length))
+    ctx.addIssue({ code: 'custom', path: ['wait'], message: 'wait: false starts now or never, and after waits for other jobs: give one or the other' });
+  if (j.kind !== 'run' && ((j.retries ?? 0) > 0 || (j.retryDelayS ?? 0) > 0))
+    ctx.addIssue({ code: 'custom', path: ['retries'], message: '--retries and --retry-delay are for rc run with a command' });
+  if ((j.retryDelayS ?? 0) > 0 && !j.retries)
+    ctx.addIssue({ code: 'custom', path: ['retryDelayS'], message: '--retry-delay needs --retries: without retries there is nothing to delay' });
+  if (j.kind !== 'run' && j.stdin)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['stdin'],
+      message: `a ${j.kind === 'hold' ? 'hold runs no command' : 'terminal takes its input as keys'}: stdin is for rc run`,
+    });
+  if (j.kind === 'hold' && j.preemptible)
+    ctx.addIssue({ code: 'custom', path: ['preemptible'], message: 'a hold is never preempted: --preemptible is for rc run' });
+  const say = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (j.kind === 'hold') {
+    if (j.ttlS == null) say('ttlS', 'a hold needs a TTL (--ttl 2h); it ends by itself when the TTL runs out');
+    if (j.argv.length) say('argv', 'a hold runs no command: drop the command, or use rc run');
+    if (j.maxRuntimeS != null || j.idleTimeoutS) say('maxRuntimeS', 'a hold has a TTL instead of --max-runtime and --idle-timeout');
+    if (j.gpuIdleTimeoutS != null)
+      say('gpuIdleTimeoutS', 'a hold has no --gpu-idle-timeout: the fleet releases idle holds by its own setting (RC_IDLE_HOLD_RELEASE)');
+    if (j.env != null && Object.keys(j.env).length) say('env', 'a hold runs no command, so it has no environment to set: drop --env');
+  } else {
+    if (j.kind === 'run' && j.argv.length === 0) say('argv', 'a command is required');
+    if (j.ttlS != null) say('ttlS', 'only a hold has a TTL; bound a job with --max-runtime');
+  }
+});
 export type SubmitJob = z.infer<typeof SubmitJob>;
 
 /**

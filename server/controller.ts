@@ -1,4 +1,5 @@
 // The controller's parts, wired once: database, scheduler, worker hub, API.
+import { randomBytes } from 'node:crypto';
 import { RcError } from '../core/errors';
 import type { RuntimeLimits } from '../core/runtime-limit';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,6 +15,7 @@ import { machineView } from './machines/list';
 import type { ApiDeps } from './http/route-deps';
 import { sweep } from './machines/sweeper';
 import { MachinePass } from './machines/machine-pass';
+import { McpEndpoint } from './mcp/endpoint';
 import { FailedOffers } from '../core/cheapest-fit';
 import type { Provider } from './providers/provider';
 import { PauseWatch } from './pause-watch';
@@ -52,6 +54,9 @@ import { pruneGpuSamples, type SampleRetention } from './sample-retention';
 
 /** Spans of stored output per bus message: a job id and two numbers each, well within a NOTIFY's 8000 bytes. */
 const OUT_SPANS_PER_MESSAGE = 80;
+
+/** The build's version (scripts/build.mjs defines it; `dev` where it is not built). */
+declare const RC_VERSION: string;
 
 /** How often the pages followed here are told of devices newly held back for a queued job, or no longer. */
 const RESERVATIONS_WATCH_MS = 2000;
@@ -137,6 +142,10 @@ export class Controller {
   readonly authLimit: AuthLimit;
   /** Machines from providers, as the routes use them (GET /api/offers, DELETE /api/machines/:id). */
   readonly machines: ApiDeps['machines'];
+  /** POST /mcp: rc's tools for agents (server/mcp/). */
+  private readonly mcp: McpEndpoint;
+  /** This controller as it reaches itself, once it listens (listening()): MCP tools make their API requests there. */
+  private selfUrl: string | null = null;
   /** Gives provider machines their jobs and takes them away (server/machines/machine-pass.ts): once startMachines ran, with a provider account. */
   private machinePass: MachinePass | null = null;
   /** Where machines' workers join: known once the controller listens (startMachines); terminating needs none of it. */
@@ -318,11 +327,24 @@ export class Controller {
       preemptNoticeS: opts.preemptNoticeS,
       leftQueued: () => this.machinePass?.nudge(),
     });
+    const mcpNonce = randomBytes(16).toString('hex');
     this.router = new Router(this.db, log, {
       publicUrl: opts.publicUrl ?? null,
       health: opts.health ?? null,
       audited: () => live.changed({ what: 'audit' }),
       authLimit: this.authLimit,
+      mcpNonce,
+    });
+    this.mcp = new McpEndpoint({
+      db: this.db,
+      sql: this.sql,
+      authLimit: this.authLimit,
+      publicUrl: opts.publicUrl ?? null,
+      version: typeof RC_VERSION === 'string' ? RC_VERSION : 'dev',
+      log,
+      selfUrl: () => this.selfUrl,
+      nonce: mcpNonce,
+      audited: () => live.changed({ what: 'audit' }),
     });
     this.machines = {
       providers: opts.machines?.providers ?? [],
@@ -573,7 +595,12 @@ export class Controller {
    * machines are reconciled every 2 s and the sweeper runs every RC_SWEEP_S, when any
    * provider account is configured.
    */
-  startMachines(controllerUrl: string): void {
+  listening(controllerUrl: string): void {
+    this.selfUrl = controllerUrl;
+    this.startMachines(controllerUrl);
+  }
+
+  private startMachines(controllerUrl: string): void {
     const m = this.opts.machines;
     if (!m?.providers.length || this.quiesced) return;
     this.machinesUrl = controllerUrl;
@@ -608,8 +635,8 @@ export class Controller {
     };
   }
 
-  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    return this.router.handle(req, res);
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    return (await this.mcp.handle(req, res)) || this.router.handle(req, res);
   }
 
   /** The first step of a stop: no timer fires, no pass starts; resolves once those running are done. */

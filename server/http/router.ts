@@ -24,6 +24,7 @@ import { type AuthLimit, RateLimited } from '../auth-limit';
 import { databaseDown, errorCode, outOfSpace, type Db } from '../db';
 import type { DbHealth } from '../db-health';
 import { crossSiteRefusal, ownOrigins, SESSION_ENDED, sessionCookie } from './session';
+import { MCP_HEADER } from '../mcp/loopback';
 import { zodCode, zodMessage } from '../../protocol/zod-message';
 import { inRequest, originOf, type RequestScope } from '../request-scope';
 import { sessionFrom } from '../sessions';
@@ -95,6 +96,8 @@ export interface RouterOptions {
   audited?: () => void;
   /** Token guesses, limited per client address (server/auth-limit.ts); none: no limit. */
   authLimit?: AuthLimit;
+  /** This process's secret for an MCP tool's own request (server/mcp/loopback.ts): its audit rows say `via mcp` and the agent's address. */
+  mcpNonce?: string;
 }
 
 interface Route {
@@ -210,7 +213,11 @@ export class Router {
     );
     const body = route.schema ? await readBody(req, route.schema) : undefined;
     // Where it came from, for the audit rows its use case writes (server/request-scope.ts).
-    const scope: RequestScope = { origin: originOf(req.socket.remoteAddress, via), tokenId: identity.tokenId, audited: false };
+    const scope: RequestScope = {
+      origin: mcpOrigin(req, this.opts.mcpNonce) ?? originOf(req.socket.remoteAddress, via),
+      tokenId: identity.tokenId,
+      audited: false,
+    };
     const result = await inRequest(scope, () => route.handler({ ...base, identity, body } as HandlerContext<RouteName>));
     // A refused change (a stale sheet) wrote nothing: only a request that succeeded is told.
     if (scope.audited) this.opts.audited?.();
@@ -315,6 +322,21 @@ function asRcError(err: unknown): RcError | null {
       "the controller's database is out of disk space; nothing was changed: an operator must free space where Postgres keeps its data, then try again",
     );
   return null;
+}
+
+/**
+ * An MCP tool's request to this controller (server/mcp/loopback.ts): its origin is the agent's address `via mcp`.
+ * Only from this machine and with this process's secret: nobody else can make an audit row say so.
+ */
+function mcpOrigin(req: IncomingMessage, nonce: string | undefined): string | null {
+  const header = req.headers[MCP_HEADER];
+  if (!nonce || typeof header !== 'string' || !isLoopback(req.socket.remoteAddress)) return null;
+  const [given, address] = header.split(' ');
+  return given === nonce && address ? `${originOf(address, 'token')} via mcp` : null;
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return address === '::1' || /^(::ffff:)?127\./.test(address ?? '');
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
