@@ -75,16 +75,31 @@ export class Client {
    * request that changes nothing and did not answer within RC_ANSWER_TIMEOUT_MS (frozen, overloaded).
    * A request that changes something is not sent twice: the one that did not answer may yet carry it out.
    */
-  private async send(name: RouteName, input: { query?: unknown; body?: unknown } = {}, accept: string): Promise<Response> {
+  private send(name: RouteName, input: { query?: unknown; body?: unknown } = {}, accept: string): Promise<Response> {
+    return this.reach(name.slice(0, name.indexOf(' ')), (controller) => this.sendTo(controller, name, input, accept));
+  }
+
+  /**
+   * A request outside the route table (rc mcp's POST /mcp), sent as `send` sends: the token, the same
+   * controllers and failover, the same errors. `answerMs` widens RC_ANSWER_TIMEOUT_MS for a request
+   * the controller may rightly take longer to answer. The answer comes back as it is, status and headers.
+   */
+  request(method: string, path: string, headers: Record<string, string>, payload: string, answerMs = 0): Promise<Response> {
+    const all = { authorization: `Bearer ${this.config.token}`, 'content-length': String(Buffer.byteLength(payload)), ...headers };
+    const deadlines: Deadlines = { connectMs: this.connectMs, answerMs: Math.max(answerMs, this.answerMs), stream: false };
+    return this.reach(method, (controller) => this.transport(new URL(controller + path), method, all, payload, deadlines));
+  }
+
+  /** Tries `attempt` at the controller in use, then the next ones of the list as `send` says. */
+  private async reach(method: string, attempt: (controller: string) => Promise<Response>): Promise<Response> {
     const list = this.controllers;
-    const method = name.slice(0, name.indexOf(' '));
     const start = Math.max(0, list.indexOf(this.current));
     let last: Error | null = null;
     let lastAt = list[start]!;
     for (let i = 0; i < list.length; i++) {
       const controller = list[(start + i) % list.length]!;
       try {
-        const res = await this.sendTo(controller, name, input, accept);
+        const res = await attempt(controller);
         this.current = controller;
         return res;
       } catch (err) {
@@ -121,7 +136,7 @@ export class Client {
   }
 
   /** A whole answer, held: at most RC_MAX_ANSWER_MIB of it (a controller's answers are far smaller; a stream is never held). */
-  private readAll(body: Body): Promise<Buffer> {
+  readAll(body: Body): Promise<Buffer> {
     const max = this.config.maxAnswerBytes ?? MAX_ANSWER_MIB * 1024 * 1024;
     const at = this.current;
     return new Promise<Buffer>((resolve, reject) => {
@@ -179,6 +194,11 @@ export class Client {
         : { 'content-type': raw ? 'application/octet-stream' : 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
     };
     const deadlines: Deadlines = { connectMs: this.connectMs, answerMs: this.answerMs, stream: accept === STREAM_CONTENT_TYPE };
+    return this.transport(url, method, headers, payload, deadlines);
+  }
+
+  /** One request to one controller, by this CLI's transport; a failure is named by its errno code (NOT_REACHED). */
+  private transport(url: URL, method: string, headers: Record<string, string>, payload: string | Buffer | undefined, deadlines: Deadlines): Promise<Response> {
     const sent: Promise<Response> =
       // The build's constant: esbuild keeps only one of these in each CLI.
       typeof RC_STANDALONE === 'boolean' && RC_STANDALONE
@@ -207,7 +227,9 @@ function httpsRequest(
     const { request } = process.getBuiltinModule('node:https');
     const req = request(url, { method, headers }, (msg) => {
       if (deadlines.stream) req.setTimeout(0);
-      resolve({ statusCode: msg.statusCode ?? 0, body: bodyOf(msg) });
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(msg.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+      resolve({ statusCode: msg.statusCode ?? 0, headers, body: bodyOf(msg) });
     });
     const connecting = setTimeout(() => req.destroy(deadlineError(CONNECT_TIMEOUT)), deadlines.connectMs);
     req.on('socket', (socket) => {

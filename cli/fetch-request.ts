@@ -83,5 +83,5 @@ export async function fetchRequest(
         body.end(timedOut ?? netError(err));
       }
     })();
-  return { statusCode: res.status, body };
+  return { statusCode: res.status, headers: Object.fromEntries(res.headers), body };
 }

@@ -27,6 +27,8 @@ usage: rc <command> [flags]
   offers   the cheapest machine shapes the provider accounts offer now:  rc offers --gpu H100
   machines machines rented from providers, with cost so far (rc machines rm <id> deletes one)
   whoami   your token, its team, and its limits with what is left (GPUs, GPU-hours)
+  mcp      rc's tools over MCP on stdin/stdout, for an agent harness that starts local
+           MCP servers: {"command": "rc", "args": ["mcp"]} (docs/agents.md)
   admin    operator commands: host add/off/on/rm, hosts, audit, token create/set/revoke,
            tokens, team create/set/list, limit set/show, sheet set/clear, note set, probe,
            clear (rc admin --help)
@@ -56,6 +58,7 @@ const HELPS: Record<string, () => Promise<string>> = {
   offers: async () => (await import('./commands/machines')).OFFERS_HELP,
   machines: async () => (await import('./commands/machines')).MACHINES_HELP,
   whoami: async () => (await import('./commands/whoami')).WHOAMI_HELP,
+  mcp: async () => (await import('./commands/mcp')).MCP_HELP,
   admin: async () => (await import('./commands/admin')).ADMIN_HELP,
 };
 

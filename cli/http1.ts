@@ -52,12 +52,6 @@ export class Body {
   }
 }
 
-export interface Http1Response {
-  statusCode: number;
-  headers: Record<string, string>;
-  body: Body;
-}
-
 /**
  * How long a controller may take. `connectMs`: to accept the connection (past it, the request never reached it).
  * `answerMs`: to begin its answer, and, unless `stream`, to send each next piece of it: a controller that accepts
@@ -83,11 +77,11 @@ export function http1Request(
   headers: Record<string, string>,
   payload: string | Buffer | undefined,
   deadlines: Deadlines,
-): Promise<Http1Response> {
+): Promise<Response> {
   return new Promise((resolve, reject) => {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     let head: Buffer | null = Buffer.alloc(0);
-    let res: Http1Response | null = null;
+    let res: Response | null = null;
     let feed: ((data: Buffer) => void) | null = null;
     // node:net is loaded here, when a command first talks to the controller: rc --version and --help do without it.
     const { connect } = process.getBuiltinModule('node:net');
@@ -216,8 +210,9 @@ export function chunkedFeed(out: Pick<Body, 'push' | 'end'>): (data: Buffer) => 
   };
 }
 
-/** What both transports (this one, and fetch in cli/fetch-request.ts) give back: a status, and the body. */
+/** What every transport (this one, https in client.ts, fetch in cli/fetch-request.ts) gives back: a status, the headers (names in lower case), and the body. */
 export interface Response {
   statusCode: number;
+  headers: Record<string, string>;
   body: Body;
 }

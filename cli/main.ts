@@ -27,6 +27,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   offers: async () => (await import('./commands/machines')).offers,
   machines: async () => (await import('./commands/machines')).machines,
   whoami: async () => (await import('./commands/whoami')).whoami,
+  mcp: async () => (await import('./commands/mcp')).mcp,
   admin: async () => (await import('./commands/admin')).admin,
 };
 

@@ -10,6 +10,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { RcError } from '../../core/errors';
+import { MCP_SUBMITTER_HEADER } from '../../core/mcp-headers';
 import type { AuthLimit } from '../auth-limit';
 import { bearer, identifyFrom, type Identity, requireKind } from '../auth';
 import type { Db, Sql } from '../db';
@@ -59,7 +60,7 @@ export class McpEndpoint {
       const address = req.socket.remoteAddress;
       const ctx: ToolContext = {
         call: new Loopback(self, bearer(req.headers.authorization)!, `${this.deps.nonce} ${address ?? 'unknown'}`),
-        submitter: defaultSubmitter(identity),
+        submitter: defaultSubmitter(identity, req.headers[MCP_SUBMITTER_HEADER]),
         audit: (tool, args) => this.audit(identity, `${originOf(address, 'token')} via mcp`, tool, args),
       };
       const server = new McpServer({ name: 'rc', version: this.deps.version }, { capabilities: { tools: {} } });
@@ -104,8 +105,9 @@ export class McpEndpoint {
   }
 }
 
-/** The token's bound name (a bound prefix `team/` gives `team/mcp`), else the token's own name. */
-export function defaultSubmitter(identity: Pick<Identity, 'name' | 'submitter'>): string {
+/** The name the client asks for (rc mcp's RC_SUBMITTER: the routes refuse one outside a bound token's), else the token's bound name (a bound prefix `team/` gives `team/mcp`), else the token's own name. */
+export function defaultSubmitter(identity: Pick<Identity, 'name' | 'submitter'>, asked?: string | string[]): string {
+  if (typeof asked === 'string' && asked !== '') return asked;
   if (identity.submitter === null) return identity.name;
   return identity.submitter.endsWith('/') ? `${identity.submitter}mcp` : identity.submitter;
 }
