@@ -405,11 +405,7 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
  * what is wrong. `form` also takes a urlencoded form (only the sign-in page
  * posts one).
  */
-export async function readBody<S extends z.ZodType>(
-  req: IncomingMessage,
-  schema: S,
-  opts: { form?: boolean; maxBytes?: number } = {},
-): Promise<z.infer<S>> {
+export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S, opts: { form?: boolean; maxBytes?: number } = {}): Promise<z.infer<S>> {
   const raw = await readRaw(req, opts.maxBytes);
   let value: unknown;
   const type = req.headers['content-type'] ?? '';

@@ -34,7 +34,11 @@ export async function readLogs(call: Loopback, args: { job: string; tail?: numbe
   // Past the page by a few bytes: to know that more is there, and to cut it between characters.
   const want = args.maxBytes + 4;
   const abort = new AbortController();
-  const body = await call.stream('GET /api/jobs/:id/stream', { id: job.id, query: { ...(args.tail !== undefined ? { tail: String(args.tail) } : {}) } }, abort.signal);
+  const body = await call.stream(
+    'GET /api/jobs/:id/stream',
+    { id: job.id, query: { ...(args.tail !== undefined ? { tail: String(args.tail) } : {}) } },
+    abort.signal,
+  );
   const parts: Buffer[] = [];
   let got = 0;
   /** The byte of the output the next chunk starts at (a tail's `offsets` event moves it). */

@@ -40,7 +40,13 @@ export function tool<S extends Shape>(
   server: McpServer,
   ctx: ToolContext,
   name: string,
-  config: { description: string; inputSchema: S; readOnly?: boolean },
+  config: {
+    description: string;
+    inputSchema: S;
+    readOnly?: boolean;
+    /** What the audit row keeps of the arguments, where not all of them (copy_in: a file's size, not its bytes). */
+    audited?: (args: z.infer<z.ZodObject<S>>) => Record<string, unknown>;
+  },
   run: (args: z.infer<z.ZodObject<S>>) => Promise<object>,
 ): void {
   server.registerTool(
@@ -49,7 +55,7 @@ export function tool<S extends Shape>(
     // The SDK's callback types are its own generic; the schema is ours, so the arguments are what it parsed.
     (async (args: z.infer<z.ZodObject<S>>) => {
       try {
-        await ctx.audit(name, args as Record<string, unknown>);
+        await ctx.audit(name, config.audited ? config.audited(args) : (args as Record<string, unknown>));
         return ok(await run(args));
       } catch (err) {
         return refused(err);

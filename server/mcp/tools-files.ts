@@ -30,6 +30,7 @@ export function registerFileTools(server: McpServer, ctx: ToolContext): void {
         contentBase64: z.base64().max(CP_MAX_BASE64).describe('The file, base64-encoded.'),
         submitter: submitterField,
       },
+      audited: ({ contentBase64, ...args }) => ({ ...args, bytes: Buffer.byteLength(contentBase64, 'base64') }),
     },
     async ({ device, path, contentBase64, submitter: who }) => {
       if (path.endsWith('/')) throw new RcError('bad_request', `path names the file to write, not a folder: ${path}<name>`);

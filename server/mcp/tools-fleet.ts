@@ -84,8 +84,11 @@ export function registerFleetTools(server: McpServer, ctx: ToolContext): void {
         "Device-hours leased over a window (rc usage), grouped by submitter, token, team, host or model, split into jobs, terminals and holds, with the hours the GPUs sat idle; key drills into one group's leases. Use it to see what you used and what sat idle. Costs nothing.",
       inputSchema: {
         since: z.string().max(100).optional().describe('How far back: a duration (12h, 7d; default 7d).'),
-        by: z.enum(['submitter', 'token', 'team', 'host', 'model'] satisfies UsageBy[]).optional().describe('How rows are grouped (default submitter).'),
-        key: z.string().max(300).optional().describe("One key of `by`: its leases, the longest first."),
+        by: z
+          .enum(['submitter', 'token', 'team', 'host', 'model'] satisfies UsageBy[])
+          .optional()
+          .describe('How rows are grouped (default submitter).'),
+        key: z.string().max(300).optional().describe('One key of `by`: its leases, the longest first.'),
       },
       readOnly: true,
     },

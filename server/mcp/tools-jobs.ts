@@ -55,13 +55,7 @@ const HOLD_INPUT = {
 };
 
 const waitS = (what: string, dflt: number) =>
-  z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_WAIT_S)
-    .default(dflt)
-    .describe(`Seconds to wait at most for ${what} (1 to ${MAX_WAIT_S}; default ${dflt}).`);
+  z.number().int().min(1).max(MAX_WAIT_S).default(dflt).describe(`Seconds to wait at most for ${what} (1 to ${MAX_WAIT_S}; default ${dflt}).`);
 
 /** GET /api/jobs/:id until `done` says so or `timeoutS` passes: quick at first (a short job ends in milliseconds), then once a second. */
 async function pollJob(ctx: ToolContext, job: string, timeoutS: number, done: (j: JobView) => boolean): Promise<JobView> {
@@ -116,13 +110,7 @@ export function registerJobTools(server: McpServer, ctx: ToolContext): void {
         job: jobField,
         tail: z.number().int().min(0).max(100_000).optional().describe('Start at the last this many lines (not with offset).'),
         offset: z.number().int().min(0).optional().describe('Start at this byte of the output (nextOffset of an earlier call); default 0.'),
-        maxBytes: z
-          .number()
-          .int()
-          .min(1)
-          .max(LOGS_MAX_BYTES)
-          .default(LOGS_MAX_BYTES)
-          .describe(`Bytes at most in this answer (1 to ${LOGS_MAX_BYTES}).`),
+        maxBytes: z.number().int().min(1).max(LOGS_MAX_BYTES).default(LOGS_MAX_BYTES).describe(`Bytes at most in this answer (1 to ${LOGS_MAX_BYTES}).`),
       },
       readOnly: true,
     },
@@ -135,8 +123,8 @@ export function registerJobTools(server: McpServer, ctx: ToolContext): void {
     'kill',
     {
       description:
-        'Stops a queued or running job you submitted (rc kill): its whole process group dies and its GPUs are free. Refused (not_job_owner) for a job of another submitter: leave other people\'s jobs alone. Returns the job as it stands (running: being stopped).',
-      inputSchema: { job: jobField, reason: KillJob.shape.reason.describe('Why, for the job\'s record and the audit log.'), submitter: submitterField },
+        "Stops a queued or running job you submitted (rc kill): its whole process group dies and its GPUs are free. Refused (not_job_owner) for a job of another submitter: leave other people's jobs alone. Returns the job as it stands (running: being stopped).",
+      inputSchema: { job: jobField, reason: KillJob.shape.reason.describe("Why, for the job's record and the audit log."), submitter: submitterField },
     },
     ({ job, reason, submitter: who }) =>
       ctx.call.call('POST /api/jobs/:id/kill', { id: job, body: { submitter: who ?? ctx.submitter, ...(reason ? { reason } : {}) } }),
@@ -163,7 +151,8 @@ export function registerJobTools(server: McpServer, ctx: ToolContext): void {
     ctx,
     'extend',
     {
-      description: "Makes a hold of yours end ttlS seconds from now (rc hold extend): at most 24h, and at most the token's --max-hold-ttl. Returns the hold with its new expiresAt.",
+      description:
+        "Makes a hold of yours end ttlS seconds from now (rc hold extend): at most 24h, and at most the token's --max-hold-ttl. Returns the hold with its new expiresAt.",
       inputSchema: { job: jobField.describe('The hold id (j…).'), ttlS: ExtendHold.shape.ttlS, submitter: submitterField },
     },
     ({ job, ttlS, submitter: who }) => ctx.call.call('POST /api/holds/:id/extend', { id: job, body: { submitter: who ?? ctx.submitter, ttlS } }),

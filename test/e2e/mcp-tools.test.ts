@@ -62,7 +62,24 @@ async function clientToken(name: string, submitter?: string): Promise<string> {
 }
 
 test('tools/list: every tool with a description and a schema; the admin tools only for an admin token', async () => {
-  const TOOLS = ['whoami', 'list_devices', 'describe', 'explain', 'run', 'wait', 'logs', 'kill', 'hold', 'extend', 'release', 'ps', 'jobs', 'usage', 'copy_in', 'copy_out'];
+  const TOOLS = [
+    'whoami',
+    'list_devices',
+    'describe',
+    'explain',
+    'run',
+    'wait',
+    'logs',
+    'kill',
+    'hold',
+    'extend',
+    'release',
+    'ps',
+    'jobs',
+    'usage',
+    'copy_in',
+    'copy_out',
+  ];
   const client = await connect();
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOLS].sort());
@@ -209,6 +226,15 @@ test('hold → copy_in → copy_out → extend → release; busy and no match; p
   const got = await use<{ bytes: number; contentBase64: string }>(client, 'copy_out', { device: 'alpha:gpu0', path: 'mcp-in.bin' });
   assert.equal(got.bytes, bytes.length);
   assert.deepEqual(Buffer.from(got.contentBase64, 'base64'), bytes);
+  // Past the API's 2 MiB body (the endpoint takes rc cp's 16 MiB as base64), and one byte past rc cp's cap.
+  const big = Buffer.alloc(3 * 1024 * 1024, 7);
+  const bigPut = await use<{ bytes: number }>(client, 'copy_in', { device: 'alpha:gpu0', path: 'mcp-big.bin', contentBase64: big.toString('base64') });
+  assert.equal(bigPut.bytes, big.length);
+  const over = Buffer.alloc(16 * 1024 * 1024 + 1).toString('base64');
+  assert.match(
+    await refusedWith(client, 'payload_too_large', 'copy_in', { device: 'alpha:gpu0', path: 'mcp-over.bin', contentBase64: over }),
+    /at most 16 MiB/,
+  );
   await refusedWith(client, 'bad_request', 'copy_in', { device: 'alpha:gpu0', path: '/etc/passwd', contentBase64: 'aGk=' });
   await refusedWith(client, 'not_found', 'copy_out', { device: 'alpha:gpu0', path: 'mcp-none.bin' });
 
@@ -235,6 +261,19 @@ test('hold → copy_in → copy_out → extend → release; busy and no match; p
   assert.deepEqual([byHost.by, byHost.rows.map((r) => r.key)], ['host', ['alpha']]);
   await refusedWith(client, 'bad_request', 'usage', { since: 'yesterday-ish' });
   await client.close();
+  // Each call is audited as mcp.<tool>, with what it was asked (a file's size, not its bytes).
+  const audit = (await stack.api('GET', '/api/audit?action=mcp.*&limit=500', undefined, stack.adminToken)).body as {
+    entries: { action: string; target: string | null; origin: string; detail: Record<string, unknown> | null }[];
+  };
+  for (const action of ['mcp.hold', 'mcp.copy_in', 'mcp.copy_out', 'mcp.extend', 'mcp.release', 'mcp.ps', 'mcp.jobs', 'mcp.usage', 'mcp.read_sheet'])
+    assert.ok(
+      audit.entries.some((e) => e.action === action && / via mcp$/.test(e.origin)),
+      action,
+    );
+  assert.ok(audit.entries.some((e) => e.action === 'mcp.release' && e.target === id));
+  const copied = audit.entries.filter((e) => e.action === 'mcp.copy_in');
+  assert.ok(copied.length >= 2);
+  for (const e of copied) assert.ok(!('contentBase64' in (e.detail ?? {})) && typeof e.detail?.bytes === 'number', 'a size, never the bytes');
   await allFree();
 });
 
@@ -291,10 +330,7 @@ test('the admin tools: a client token has none to call; an admin turns a host of
 test('50 MCP sessions at once, each whoami and list_devices: all answered', async () => {
   const one = async () => {
     const client = await connect();
-    const [who, devices] = await Promise.all([
-      use<{ name: string }>(client, 'whoami'),
-      use<{ devices: unknown[] }>(client, 'list_devices'),
-    ]);
+    const [who, devices] = await Promise.all([use<{ name: string }>(client, 'whoami'), use<{ devices: unknown[] }>(client, 'list_devices')]);
     await client.close();
     return [who.name, devices.devices.length] as const;
   };

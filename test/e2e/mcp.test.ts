@@ -20,7 +20,9 @@ after(async () => {
 
 async function connect(token = stack.clientToken): Promise<Client> {
   const client = new Client({ name: 'mcp-test', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.controllerUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${stack.controllerUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+  );
   return client;
 }
 
@@ -51,7 +53,10 @@ test('run → wait: the job runs on a matching device and wait returns its exit 
   assert.deepEqual([w.ended, w.job.state, w.job.exitCode], [true, 'failed', 7]);
   const audit = (await stack.api('GET', '/api/audit?action=mcp.*', undefined, stack.adminToken)).body as { entries?: { action: string; origin: string }[] };
   const rows = audit.entries ?? [];
-  assert.ok(rows.some((r) => r.action === 'mcp.run' && / via mcp$/.test(r.origin)), JSON.stringify(rows.slice(0, 3)));
+  assert.ok(
+    rows.some((r) => r.action === 'mcp.run' && / via mcp$/.test(r.origin)),
+    JSON.stringify(rows.slice(0, 3)),
+  );
   await client.close();
 });
 
@@ -69,7 +74,12 @@ test("rc's refusals come back as tool errors with rc's code and sentence", async
 });
 
 test('the endpoint: no token 401, a session cookie and a foreign origin 403, GET 405', async () => {
-  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+  const init = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+  };
   const post = (headers: Record<string, string>) =>
     fetch(`${stack.controllerUrl}/mcp`, {
       method: 'POST',
