@@ -405,8 +405,8 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
  * what is wrong. `form` also takes a urlencoded form (only the sign-in page
  * posts one).
  */
-export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S, opts: { form?: boolean } = {}): Promise<z.infer<S>> {
-  const raw = await readRaw(req);
+export async function readBody<S extends z.ZodType>(req: IncomingMessage, schema: S, opts: { form?: boolean; maxBytes?: number } = {}): Promise<z.infer<S>> {
+  const raw = await readRaw(req, opts.maxBytes);
   let value: unknown;
   const type = req.headers['content-type'] ?? '';
   if (opts.form && type.startsWith('application/x-www-form-urlencoded')) {
@@ -437,7 +437,7 @@ function nulPath(value: unknown, path: (string | number)[], depth = 0): (string 
   return null;
 }
 
-async function readRaw(req: IncomingMessage): Promise<string> {
-  const bytes = await readBounded(req, MAX_BODY, () => new RcError('payload_too_large', `the request body is over ${MAX_BODY / 1024 / 1024} MiB`));
+async function readRaw(req: IncomingMessage, max = MAX_BODY): Promise<string> {
+  const bytes = await readBounded(req, max, () => new RcError('payload_too_large', `the request body is over ${Math.round(max / 1024 / 1024)} MiB`));
   return bytes.toString('utf8');
 }

@@ -18,9 +18,12 @@ import { readBody, sendJson } from '../http/router';
 import { ownOrigins, sessionCookie } from '../http/session';
 import { originOf } from '../request-scope';
 import { Loopback } from './loopback';
+import { CP_MAX_BASE64 } from './tools-files';
 import { registerTools, type ToolContext } from './tools';
 
 export const MCP_PATH = '/mcp';
+/** A request's body at most: copy_in's file (rc cp's 16 MiB) as base64, and room for the rest. */
+const MCP_MAX_BODY = CP_MAX_BASE64 + 1024 * 1024;
 
 export interface McpDeps {
   db: Db;
@@ -56,14 +59,15 @@ export class McpEndpoint {
       const identity = await this.identity(req);
       const self = this.deps.selfUrl();
       if (!self) throw new RcError('database_unavailable', 'the controller is starting; try again in a moment');
-      const body = await readBody(req, z.unknown());
+      const body = await readBody(req, z.unknown(), { maxBytes: MCP_MAX_BODY });
       const address = req.socket.remoteAddress;
       const ctx: ToolContext = {
         call: new Loopback(self, bearer(req.headers.authorization)!, `${this.deps.nonce} ${address ?? 'unknown'}`),
         submitter: defaultSubmitter(identity, req.headers[MCP_SUBMITTER_HEADER]),
+        admin: identity.kind === 'admin',
         audit: (tool, args) => this.audit(identity, `${originOf(address, 'token')} via mcp`, tool, args),
       };
-      const server = new McpServer({ name: 'rc', version: this.deps.version }, { capabilities: { tools: {} } });
+      const server = new McpServer({ name: 'rc', version: this.deps.version }, { capabilities: { tools: {}, resources: {}, prompts: {} } });
       registerTools(server, ctx);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {

@@ -5,6 +5,7 @@
 // skips none. The `x-rc-mcp` header (this process's secret, and the agent's
 // address) makes the audit log say `via mcp` and name the agent's address.
 import { RcError, isErrorCode } from '../../core/errors';
+import { STREAM_CONTENT_TYPE } from '../../core/frames';
 import type { JsonRoute, ResponseOf, RouteArgs, RouteName } from '../../protocol/routes';
 import { splitRoute } from '../../protocol/routes';
 
@@ -36,7 +37,14 @@ export class Loopback {
     return data;
   }
 
-  private send(name: RouteName, input: Record<string, unknown>, accept: string): Promise<Response> {
+  /** A frame stream (GET /api/jobs/:id/stream, as rc logs reads it); `signal` leaves it early. */
+  async stream(name: RouteName, input: Record<string, unknown>, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+    const res = await this.send(name, input, STREAM_CONTENT_TYPE, signal);
+    if (!res.ok || !res.body) throw errorOf(res.status, await res.text());
+    return res.body;
+  }
+
+  private send(name: RouteName, input: Record<string, unknown>, accept: string, signal?: AbortSignal): Promise<Response> {
     const { method, path } = splitRoute(name);
     const { query, body, ...params } = input as { query?: Record<string, string | undefined>; body?: unknown } & Record<string, string>;
     const filled = path.replace(/:([A-Za-z]+)/g, (_, k: string) => encodeURIComponent(String(params[k] ?? '')));
@@ -47,6 +55,7 @@ export class Loopback {
     return fetch(`${this.base}${filled}${q.size ? `?${q}` : ''}`, {
       method,
       headers,
+      signal,
       body: body === undefined ? undefined : raw ? new Blob([body as Uint8Array<ArrayBuffer>]) : JSON.stringify(body),
     });
   }
