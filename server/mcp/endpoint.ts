@@ -44,7 +44,8 @@ export class McpEndpoint {
 
   /** Answers /mcp; false for any other path. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    if (new URL(req.url ?? '/', 'http://x').pathname !== MCP_PATH) return false;
+    // The path alone, as sent: a target that is not a path (`http://[::1`) is the router's to refuse, not a URL to parse here.
+    if ((req.url ?? '').split('?')[0] !== MCP_PATH) return false;
     try {
       // Stateless: no stream of the server's own to open (GET) and no session to end (DELETE).
       if (req.method !== 'POST') {
