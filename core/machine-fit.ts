@@ -4,10 +4,23 @@
 // and CUDA version asked, an allowed account, under --max-price, and spot only
 // with --spot. An offer and an idle machine (the offer it was launched from)
 // are judged alike, by this module alone.
-import type { OfferView } from '../protocol/wire';
 import type { GpuChoice } from './gpu-choices';
 import { gpuFamily, gpuLabels } from './gpu-names';
 import { type Labels, matchTerms, type SelectorTerm } from './selector';
+
+/** What the fit reads of an offer (protocol/wire.ts OfferView has it all; core imports no protocol). */
+export interface FitOffer {
+  account: string;
+  gpuModel: string | null;
+  gpuCount: number;
+  vramGiB: number;
+  cpus: number;
+  ramGiB: number;
+  diskGiB: number;
+  cuda: string | null;
+  spot: boolean;
+  pricePerHour: number;
+}
 
 /** What offers() is asked: every field optional; an offer must satisfy all that are given. */
 export interface OfferQuery {
@@ -43,7 +56,7 @@ export interface MachineWants {
   min: MachineMin | null;
 }
 
-export function matchesQuery(o: OfferView, q: OfferQuery): boolean {
+export function matchesQuery(o: FitOffer, q: OfferQuery): boolean {
   if (q.gpuModels?.length && (o.gpuModel === null || !q.gpuModels.includes(o.gpuModel))) return false;
   if (q.minGpus !== undefined && o.gpuCount < q.minGpus) return false;
   if (q.minVramGiB !== undefined && o.vramGiB < q.minVramGiB) return false;
@@ -67,7 +80,7 @@ export function cloudNames(cloud: string | null, account: string): boolean {
 }
 
 /** Whether the offer has one of the choices: its model or family, at least that many; no choices: any shape. */
-export function fitsGpus(o: Pick<OfferView, 'gpuModel' | 'gpuCount'>, choices: readonly GpuChoice[]): boolean {
+export function fitsGpus(o: Pick<FitOffer, 'gpuModel' | 'gpuCount'>, choices: readonly GpuChoice[]): boolean {
   if (!choices.length) return true;
   if (o.gpuModel === null) return false;
   const model = o.gpuModel;
@@ -75,7 +88,7 @@ export function fitsGpus(o: Pick<OfferView, 'gpuModel' | 'gpuCount'>, choices: r
 }
 
 /** The labels each GPU of the offer's machine will have (what its worker reports from nvidia-smi: core/gpu-names.ts gpuLabels). */
-export function offerLabels(o: Pick<OfferView, 'gpuModel' | 'vramGiB'>): Labels {
+export function offerLabels(o: Pick<FitOffer, 'gpuModel' | 'vramGiB'>): Labels {
   if (o.gpuModel === null) return {};
   return Object.fromEntries(gpuLabels(o.gpuModel, o.vramGiB > 0 ? o.vramGiB * 1024 : null).map((l) => [l.key, l.value]));
 }
@@ -94,7 +107,7 @@ export function queryOf(w: MachineWants): OfferQuery {
 }
 
 /** Whether a machine from this offer (a new one, or an idle one launched from it) fits the job. */
-export function offerFits(o: OfferView, w: MachineWants): boolean {
+export function offerFits(o: FitOffer, w: MachineWants): boolean {
   if (o.gpuCount < 1 || !cloudNames(w.cloud, o.account) || !matchesQuery(o, queryOf(w))) return false;
   return fitsGpus(o, w.choices ?? []) && matchTerms(w.terms, offerLabels(o));
 }

@@ -7,7 +7,7 @@ import { activeArrayIds, arrayViews } from '../../jobs/array-view';
 import { findJob } from '../../jobs/find';
 import { dependencyViews } from '../../jobs/wait-texts';
 import { type JobRow, jobView } from '../../jobs/job-view';
-import { machineRanOn } from '../../jobs/machine-ran-on';
+import { machineRanOn } from '../../machines/ran-on';
 import { openStream, pipeJob, replayJob, writeEvent } from '../job-stream';
 import { listActive, listJobs, parseJobFilter, parsePsQuery, withAttempts } from '../../jobs/list';
 import { created, Reply, type Router } from '../router';
