@@ -70,6 +70,8 @@ export class MachinePass {
   private again = false;
   private nudged: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** Jobs whose machine is being launched here now. */
+  private readonly launching = new Set<string>();
 
   constructor(private readonly deps: MachinePassDeps) {}
 
@@ -86,6 +88,8 @@ export class MachinePass {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.nudged) clearTimeout(this.nudged);
+    // Launches in flight are not waited for: one a stop cuts off is found again as any interrupted launch is
+    // (recorded before the provider was asked: lifecycle.ts reconcileMachines).
     await this.running;
   }
 
@@ -175,10 +179,10 @@ export class MachinePass {
     ]);
     if (!wanting.length) return;
     let idle: IdleMachine[] = idleNow;
-    let capped = false;
     // Every account asked once a pass, whatever the number of jobs (a cloud's API is not asked 32 times in 2 s).
     let offers: Promise<Offer[]> | null = null;
     for (const row of wanting) {
+      if (this.launching.has(row.id)) continue;
       const job = this.terms.queued(row, Date.now());
       if (row.placement === 'any' && (await this.joinedFits(job))) continue;
       const wants = wantsOf(row, job, this.terms.selector(row.selector));
@@ -187,12 +191,25 @@ export class MachinePass {
         idle = idle.filter((m) => m !== machine);
         if (await this.give(machine, row.id)) continue;
       }
-      if (capped) continue;
       offers ??= roundOffers(this.deps, null);
-      const placed = await placeJob(this.deps, row.id, wants, await offers);
-      if ('refused' in placed && placed.refused === 'cap') capped = true;
-      else if ('placed' in placed) this.deps.log(`machine ${placed.machine.id} launched for ${row.id} from ${placed.offer.account}'s ${placed.offer.offerId}`);
+      this.launch(row.id, wants, offers);
     }
+  }
+
+  /**
+   * A launch goes on beside the passes: a provider may take seconds to answer, and the next pass (a kept
+   * machine for the next job) must not wait for it. The database keeps two launches for one job, or past
+   * RC_MAX_MACHINES, from happening (placement.ts); this only spares a pass asking again meanwhile.
+   */
+  private launch(jobId: string, wants: MachineWants, offers: Promise<Offer[]>): void {
+    this.launching.add(jobId);
+    void offers
+      .then((o) => placeJob(this.deps, jobId, wants, o))
+      .then((placed) => {
+        if ('placed' in placed) this.deps.log(`machine ${placed.machine.id} launched for ${jobId} from ${placed.offer.account}'s ${placed.offer.offerId}`);
+      })
+      .catch((err: unknown) => this.deps.log(`launching a machine for ${jobId} failed: ${String(err)}`))
+      .finally(() => this.launching.delete(jobId));
   }
 
   /** Whether a free joined host fits the job now (any of its ways): the scheduler places it there, at no cost. */
