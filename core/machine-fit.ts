@@ -8,17 +8,22 @@ import type { GpuChoice } from './gpu-choices';
 import { gpuFamily, gpuLabels } from './gpu-names';
 import { type Labels, matchTerms, type SelectorTerm } from './selector';
 
-/** What the fit reads of an offer (protocol/wire.ts OfferView has it all; core imports no protocol). */
+/** What the fit reads of an offer (protocol/wire.ts OfferView adds the rest; core imports no protocol). */
 export interface FitOffer {
+  /** The provider and account it comes from: `local`, `runpod/lab-b`. */
   account: string;
+  /** Canonical GPU model (core/gpu-names.ts canonicalGpuModel), or null for a CPU-only shape. */
   gpuModel: string | null;
   gpuCount: number;
+  /** GiB of memory per GPU; 0 without GPUs. */
   vramGiB: number;
   cpus: number;
   ramGiB: number;
   diskGiB: number;
+  /** The highest CUDA version its driver supports (`12.8`), or null when not known. */
   cuda: string | null;
   spot: boolean;
+  /** US dollars per hour. */
   pricePerHour: number;
 }
 

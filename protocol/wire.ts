@@ -27,7 +27,7 @@ import type {
   WriteSheet,
 } from './api';
 import type { EndCause, JobState } from '../core/job-state';
-import type { MachineMin } from '../core/machine-fit';
+import type { FitOffer, MachineMin } from '../core/machine-fit';
 import type { OutputTruncatedReason } from '../core/output-truncated';
 import type { TtyOpen } from './tty';
 
@@ -857,26 +857,11 @@ export interface OffersQuery {
   limit?: string;
 }
 
-/** One priced machine shape an account offers now (server/providers/provider.ts Offer), as rc offers prints it. */
-export interface OfferView {
-  /** The provider and account it comes from: `local`, `runpod/lab-b`. */
-  account: string;
+/** One priced machine shape an account offers now (server/providers/provider.ts Offer), as rc offers prints it: what a fit reads (core/machine-fit.ts), and these. */
+export interface OfferView extends FitOffer {
   /** The provider's own name for the shape (what launch() gets back in its spec). */
   offerId: string;
-  /** Canonical GPU model (core/gpu-names.ts canonicalGpuModel), or null for a CPU-only shape. */
-  gpuModel: string | null;
-  gpuCount: number;
-  /** GiB of memory per GPU; 0 without GPUs. */
-  vramGiB: number;
-  cpus: number;
-  ramGiB: number;
-  diskGiB: number;
-  /** The highest CUDA version its driver supports (`12.8`), or null when not known. */
-  cuda: string | null;
   region: string | null;
-  spot: boolean;
-  /** US dollars per hour. */
-  pricePerHour: number;
   /** The price is not a real one (the local provider's table): every view that shows it says so. */
   simulated: boolean;
 }

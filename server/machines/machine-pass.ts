@@ -14,7 +14,7 @@
 //    offer is launched (placement.ts). A machine with a job is that job's
 //    alone: the scheduler starts it there (server/inventory.ts forJob).
 import { pickOnOneHost, variantsOf } from '../../core/schedule';
-import type { GpuChoice } from '../../core/gpu-choices';
+import type { QueuedRow } from '../jobs/sql/queue-head';
 import { type MachineMin, type MachineWants, offerFits } from '../../core/machine-fit';
 import { DEFAULT_KEEP_S } from '../../core/job-options';
 import { TermsCache } from '../../core/terms-cache';
@@ -40,17 +40,8 @@ export interface MachinePassDeps extends PlacementDeps {
   poke: () => void;
 }
 
-/** What the pass reads of a queued job that may want a machine. */
-interface WantingRow {
-  id: string;
-  priority: number;
-  seq: number;
-  selector: string;
-  deviceName: string | null;
-  gpus: number;
-  gpuChoices: GpuChoice[] | null;
-  createdAt: Date;
-  requeuedAt: Date | null;
+/** What the pass reads of a queued job that may want a machine: a pass's row (TermsCache.queued takes it) and its machine fields. */
+interface WantingRow extends Pick<QueuedRow, 'id' | 'priority' | 'seq' | 'selector' | 'deviceName' | 'gpus' | 'gpuChoices' | 'createdAt' | 'requeuedAt'> {
   placement: 'any' | 'cloud';
   cloud: string | null;
   maxPricePerHour: number | null;

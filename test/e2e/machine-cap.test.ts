@@ -5,12 +5,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import Docker from 'dockerode';
-import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
+import { STOCK_IMAGE, stockImageSkip, removeContainers } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const docker = new Docker();
 const skip = stockImageSkip('the machine cap test');
 const CONFIG = {
   prefix: `rcq${process.pid}`,
@@ -36,11 +34,7 @@ before(async () => {
 });
 after(async () => {
   if (skip) return;
-  for (const { name } of await database.client<{ name: string }[]>`select instance_name as name from machines`)
-    await docker
-      .getContainer(name)
-      .remove({ force: true })
-      .catch(() => {});
+  await removeContainers((await database.client<{ name: string }[]>`select instance_name as name from machines`).map((r) => r.name));
   await database.close();
   await two.stop();
   await one.stop();

@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
 import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
+import { untilAsync } from '../helpers/until';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const docker = new Docker();
@@ -46,22 +47,12 @@ after(async () => {
 const ours = async () =>
   (await docker.listContainers({ all: true })).flatMap((c) => c.Names.map((n) => n.replace(/^\//, ''))).filter((n) => n.startsWith(`${PREFIX}-`));
 
-async function waitFor<T>(check: () => Promise<T | undefined>, what: string, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 test('kill -9 of the controller mid-launch: after the restart the machine is deleted, and no container is left', { skip, timeout: 180_000 }, async () => {
   const r = await stack.cli(['run', '--detach', '--cloud-only', '--gpu', 'H100', '--keep', '0', '--', 'sleep', '60']);
   assert.equal(r.code, 0, r.stderr);
   const job = r.stdout.trim();
   // The container exists and its machine is still provisioning: the launch call has not answered.
-  const machine = await waitFor(async () => {
+  const machine = await untilAsync(async () => {
     const [m] = await database.client<{ id: string; state: string; instanceName: string }[]>`
       select id, state, instance_name from machines where job_id = ${job}`;
     return m && (await ours()).includes(m.instanceName) ? m : undefined;
@@ -72,12 +63,12 @@ test('kill -9 of the controller mid-launch: after the restart the machine is del
   // Nobody wants its machine any more: the job is cancelled, so no new machine is launched for it.
   const kill = await stack.cli(['kill', job]);
   assert.equal(kill.code, 0, kill.stderr);
-  const [gone] = await waitFor(async () => {
+  const [gone] = await untilAsync(async () => {
     const rows = await database.client<{ state: string; why: string }[]>`select state, terminated_why as why from machines where id = ${machine.id}`;
     return rows[0]?.state === 'terminated' ? rows : undefined;
   }, 'the interrupted launch deleted');
   assert.match(gone!.why, /^launch interrupted: no answer from the provider within 3 s/);
-  await waitFor(async () => ((await ours()).length === 0 ? true : undefined), 'no container of this test left');
+  await untilAsync(async () => ((await ours()).length === 0 ? true : undefined), 'no container of this test left');
   const live = await database.client`select id from machines where state <> 'terminated'`;
   assert.equal(live.length, 0, 'no machine is left live');
 });

@@ -10,8 +10,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
-import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
+import { STOCK_IMAGE, stockImageSkip, removeContainers } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
+import { untilAsync } from '../helpers/until';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const docker = new Docker();
@@ -50,26 +51,10 @@ before(async () => {
 });
 after(async () => {
   if (skip) return;
-  const names = await database.client<{ name: string }[]>`select instance_name as name from machines`;
-  for (const { name } of names)
-    await docker
-      .getContainer(name)
-      .remove({ force: true })
-      .catch(() => {});
+  await removeContainers((await database.client<{ name: string }[]>`select instance_name as name from machines`).map((r) => r.name));
   await database.close();
   await stack.stop();
 });
-
-/** Polls `check` until it gives a value (not undefined), or fails naming what it waited for. */
-async function waitFor<T>(check: () => Promise<T | undefined>, what: string, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface JobRow {
   id: string;
@@ -127,7 +112,7 @@ test('a --cloud-only job on the cheapest fitting offer (a failed launch moves on
   assert.equal(broken.length, 1);
   assert.match(broken[0]!.why, /^launch failed/);
   // The job ended: the machine is idle for its --keep (2m), and its container still runs.
-  const idle = await waitFor(async () => {
+  const idle = await untilAsync(async () => {
     const m = await machineOn(machine.hostName);
     return m?.state === 'idle' && m.jobId === null ? m : undefined;
   }, 'the machine idle after its job');
@@ -142,7 +127,7 @@ test('a --cloud-only job on the cheapest fitting offer (a failed launch moves on
   console.log(`cold launch to start: ${Math.round(first.startMs!)} ms; kept machine to start: ${Math.round(second.startMs!)} ms`);
   assert.ok(first.startMs! >= 5 * second.startMs!, `kept ${second.startMs} ms is not 5× faster than cold ${first.startMs} ms`);
   // --keep 3s: then it is deleted, its container with it, audited with why.
-  const gone = await waitFor(async () => {
+  const gone = await untilAsync(async () => {
     const m = await machineOn(machine.hostName);
     return m?.state === 'terminated' ? m : undefined;
   }, 'the kept machine deleted once its keep is over');
@@ -181,7 +166,7 @@ test('a free joined host is taken before any launch; while it is busy an `any` j
   assert.equal(machine.offerId, 'a100');
   assert.equal((await stack.job(reserved.stdout.trim())).state, 'queued', 'the --reserved-only job waits for alpha');
   assert.equal(await machineCount(), before + 1, 'one machine, for the any job only');
-  const gone = await waitFor(async () => {
+  const gone = await untilAsync(async () => {
     const m = await machineOn(ran.hostName!);
     return m?.state === 'terminated' ? m : undefined;
   }, 'the --keep 0 machine deleted');
@@ -225,14 +210,14 @@ test('rc machines rm of a busy machine: its job ends the attempt lost and starts
     const state = (await stack.job(id)).state;
     return state === 'running' && j.hostName && j.hostName !== not && (await machineOn(j.hostName)) ? j.hostName : undefined;
   };
-  const host = await waitFor(() => onMachine(), 'the job running on a machine');
+  const host = await untilAsync(() => onMachine(), 'the job running on a machine');
   const machine = (await machineOn(host))!;
   const rm = await stack.cli(['machines', 'rm', machine.id], { env: { RC_TOKEN: stack.adminToken } });
   assert.equal(rm.code, 0, rm.stderr);
   const [attempt] = await database.client<{ state: string; reason: string }[]>`select state, reason from job_attempts where job_id = ${id}`;
   assert.deepEqual({ ...attempt }, { state: 'lost', reason: `its machine ${machine.id} was deleted` });
   assert.equal(await containerGone(machine.instanceName), true);
-  const next = await waitFor(() => onMachine(host), 'the job running again on another machine', 60_000);
+  const next = await untilAsync(() => onMachine(host), 'the job running again on another machine', 60_000);
   assert.notEqual(next, host);
   await stack.cli(['kill', id]);
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
-import { STOCK_IMAGE, stockImageSkip } from '../helpers/docker';
+import { STOCK_IMAGE, stockImageSkip, removeContainers } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -45,12 +45,7 @@ before(async () => {
 });
 after(async () => {
   if (skip) return;
-  const names = await database.client<{ name: string }[]>`select instance_name as name from machines`;
-  for (const { name } of names)
-    await docker
-      .getContainer(name)
-      .remove({ force: true })
-      .catch(() => {});
+  await removeContainers((await database.client<{ name: string }[]>`select instance_name as name from machines`).map((r) => r.name));
   await database.close();
   await stack.stop();
 });

@@ -61,3 +61,8 @@ export function stockImageSkip(what: string): string | false {
   if (skip) console.log(`# skipped: ${skip}`);
   return skip;
 }
+
+/** Removes these containers, by their exact names, whether they run or not (the provider tests' clean-up); one already gone is no error. */
+export async function removeContainers(names: Iterable<string>): Promise<void> {
+  for (const name of names) docker(['rm', '-f', name]);
+}
