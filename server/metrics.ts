@@ -162,6 +162,16 @@ export class Metrics {
     return this.registry.metrics();
   }
 
+  /**
+   * Every series name this controller serves, as a query names it: a histogram's as `_bucket`, `_sum` and
+   * `_count`. deploy/grafana/rc.json's queries name only these (test/unit/grafana-dashboard.test.ts).
+   */
+  seriesNames(): string[] {
+    return this.registry
+      .getMetricsAsArray()
+      .flatMap((m) => (String(m.type) === 'histogram' ? ['_bucket', '_sum', '_count'].map((end) => m.name + end) : [m.name]));
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }

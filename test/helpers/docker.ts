@@ -66,3 +66,25 @@ export function stockImageSkip(what: string): string | false {
 export async function removeContainers(names: Iterable<string>): Promise<void> {
   for (const name of names) docker(['rm', '-f', name]);
 }
+
+/** The images compose.yaml runs (docker/compose-images.sh builds them; .ci/run does). */
+export const COMPOSE_IMAGES = ['rc-controller:latest', 'rc-postgres:latest', 'rc-proxy:latest'];
+
+/**
+ * For the compose test: throws when dockerd does not answer (as stockImageSkip), and returns why to skip when
+ * docker-compose or one of compose.yaml's images is not on this host (false: all there).
+ */
+export function composeSkip(what: string): string | false {
+  const info = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8' });
+  if (info.error || info.status !== 0) throw new Error(`${what} needs dockerd running (.ci/run starts it): ${info.error?.message ?? info.stderr.trim()}`);
+  const compose = spawnSync('docker-compose', ['version', '--short'], { encoding: 'utf8' });
+  const missing = COMPOSE_IMAGES.filter((image) => docker(['image', 'inspect', image]).status !== 0);
+  const skip =
+    compose.error || compose.status !== 0
+      ? 'docker-compose is not installed: apt-get install docker-compose (.ci/run does)'
+      : missing.length
+        ? `${missing.join(', ')} not on this host: build them with docker/compose-images.sh (.ci/run does)`
+        : false;
+  if (skip) console.log(`# skipped: ${skip}`);
+  return skip;
+}
