@@ -180,6 +180,7 @@ export class Controller {
       sql: this.sql,
       heartbeatMs,
       devicesByState: () => this.inventory.byState(),
+      idleLeased: () => this.inventory.idleLeased(),
       outputStore: () => ({ outOfSpace: this.writer.outOfSpaceSince !== null, waitingBytes: this.writer.waitingBytes }),
     });
     const metrics = this.metrics;

@@ -274,6 +274,13 @@ export class Inventory {
     return out;
   }
 
+  /** Leased devices whose GPU was idle at its last sample (the metrics): the holder's idle streak is running. */
+  idleLeased(): number {
+    let n = 0;
+    for (const e of this.byId.values()) if (e.row.holder && typeof e.row.holder.idleS === 'number' && e.row.holder.idleS > 0) n += 1;
+    return n;
+  }
+
   /** Devices by state as recorded (the metrics). */
   byState(): Record<Exclude<RecordedDeviceState, 'removed'>, number> {
     // A removed host's devices are not here, and none is `reserved` here (server/reservations.ts works that out).

@@ -23,6 +23,8 @@ export type DevicesByState = () => Record<string, number> | Promise<Record<strin
 export interface MetricsOptions {
   sql: Sql;
   devicesByState: DevicesByState;
+  /** Leased devices whose GPU has been idle since its previous sample (core/idle.ts gpuIdle), from the fleet in memory; absent: 0. */
+  idleLeased?: () => number;
   /** The heartbeat interval the controller asks workers for: lateness is measured against it. */
   heartbeatMs: number;
   /** The output writer now: its database out of disk space, the bytes waiting for it (read at scrape time). */
@@ -63,6 +65,7 @@ export class Metrics {
   private readonly jobs: Gauge<'state'>;
   private readonly jobsEnded: Counter<'state'>;
   private readonly devices: Gauge<'state'>;
+  private readonly idleLeased: Gauge;
   private readonly grant: Record<GrantPath, { observe(v: number): void }>;
   private readonly heartbeatHandling: Histogram;
   private readonly heartbeatLateness: Histogram;
@@ -98,6 +101,11 @@ export class Metrics {
       name: 'rc_devices',
       help: 'Devices by state: free, busy, off (a host turned off), unhealthy, offline.',
       labelNames: ['state'],
+      registers,
+    });
+    this.idleLeased = new Gauge({
+      name: 'rc_devices_idle_leased',
+      help: 'Leased devices whose GPU has been idle since at least its previous sample (no process, low use: the idle rule of rc\'s watchdogs and usage); over rc_devices{state="busy"}, the idle share of what is held.',
       registers,
     });
     const grant = new Histogram({
@@ -241,5 +249,6 @@ export class Metrics {
     this.devices.reset();
     for (const state of DEVICE_STATES) this.devices.labels(state).set(0);
     for (const [state, n] of Object.entries(counts)) this.devices.labels(state).set(n);
+    this.idleLeased.set(this.opts.idleLeased?.() ?? 0);
   }
 }

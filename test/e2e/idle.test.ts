@@ -56,10 +56,17 @@ test('idle seconds grow while utilisation <= 1% with no process, and reset on ac
   assert.ok(((await holderIdle('gpubox:gpu0')) ?? 0) > 0, 'the device view shows its holder idle');
   const devDescribed = await stack.cli(['describe', 'gpubox:gpu0']);
   assert.match(devDescribed.stdout, /idle \d+s/);
+  // The metrics count it among the leased GPUs idle now (rc_devices_idle_leased), and not once it is busy again.
+  const idleLeased = async () => {
+    const r = await fetch(`${stack.controllerUrl}/metrics`, { headers: { authorization: `Bearer ${stack.clientToken}` } });
+    return Number(/^rc_devices_idle_leased (\S+)$/m.exec(await r.text())?.[1] ?? Number.NaN);
+  };
+  assert.equal(await idleLeased(), 1);
 
   // Utilisation rises: the streak ends.
   setGpuUtilisation(smi, 0, 40);
   await stack.waitFor(async () => (await job(id)).idleS === 0, 'busy utilisation to reset the streak');
+  assert.equal(await idleLeased(), 0);
   const total = (await job(id)).idleTotalS;
   assert.ok(total !== null && total >= 1.5, `idle total kept: ${total}`);
 

@@ -75,6 +75,7 @@ test('every family is there, typed, and parses line by line', async () => {
     rc_jobs: 'gauge',
     rc_jobs_ended_total: 'counter',
     rc_devices: 'gauge',
+    rc_devices_idle_leased: 'gauge',
     rc_job_grant_latency_seconds: 'histogram',
     rc_heartbeat_handling_seconds: 'histogram',
     rc_heartbeat_lateness_seconds: 'histogram',
@@ -90,6 +91,7 @@ test('every family is there, typed, and parses line by line', async () => {
   for (const [name, type] of Object.entries(want)) assert.equal(s.types.get(name), type, `# TYPE ${name} ${type}`);
   assert.equal(value(s, 'rc_devices{state="free"}'), 2);
   assert.equal(value(s, 'rc_devices{state="unhealthy"}'), 0);
+  assert.equal(value(s, 'rc_devices_idle_leased'), 0, 'no lease, none idle');
   assert.ok(s.values.has('rc_devices{state="unhealthy"}'), 'a series for unhealthy devices even at 0');
   assert.equal(value(s, 'rc_heartbeat_interval_seconds'), 1);
   // An admin token reads it too.
