@@ -49,6 +49,8 @@ export default function UsageChart({ data }: { data: UsageSeries }) {
     ],
     [data],
   );
+  // The y axis's unit, from the tallest bar (every key's leased time in one bucket).
+  const unit = useMemo(() => unitFor(Math.max(0, ...data.at.map((_, i) => lines.reduce((sum, l) => sum + l.leasedS[i]!, 0)))), [data, lines]);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
@@ -64,7 +66,6 @@ export default function UsageChart({ data }: { data: UsageSeries }) {
       below = idleTop;
     }
     stack.reverse();
-    const unit = unitFor(Math.max(0, ...below));
     const x = data.at.map((t) => t + data.stepS / 2);
     const bars = uPlot.paths.bars!({ size: [0.85, 60], align: 0 });
     const plot = new uPlot(
@@ -101,11 +102,11 @@ export default function UsageChart({ data }: { data: UsageSeries }) {
       resize.disconnect();
       plot.destroy();
     };
-  }, [data, lines]);
+  }, [data, lines, unit]);
   const at = hovered === null ? null : hovered;
   const sum = (v: number[]) => v.reduce((a, b) => a + b, 0);
   return (
-    <figure className="min-w-0" aria-label={`Leased and idle GPU time over time, by ${data.by}`} data-usage-chart>
+    <figure className="min-w-0" aria-label={`Leased and idle ${unit.name} over time, by ${data.by}`} data-usage-chart data-unit={unit.name}>
       <div ref={box} className="w-full min-w-0" />
       <figcaption className="mt-2 text-xs text-zinc-600">
         <div className="mb-1 min-h-4" aria-live="polite">
