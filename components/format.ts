@@ -57,11 +57,19 @@ export function agoText(iso: string | null | undefined, now: number): string {
 }
 
 /** The exact instant, for a title: "2026-12-01 14:03:07 UTC". */
+/**
+ * The exact time for a title beside a relative one: ISO 8601 in the browser's time zone, with its offset and the
+ * zone's name (`2026-12-01T21:27:00+09:00 (Asia/Tokyo)`), so it lines up with other logs read in that zone.
+ */
 export function exactTime(iso: string | null | undefined): string {
   if (!iso) return '';
   const t = new Date(iso);
   if (Number.isNaN(t.getTime())) return '';
-  return `${t.toISOString().replace('T', ' ').slice(0, 19)} UTC`;
+  const offMin = -t.getTimezoneOffset();
+  const pad = (n: number) => String(Math.floor(Math.abs(n))).padStart(2, '0');
+  const local = new Date(t.getTime() + offMin * 60_000).toISOString().slice(0, 19);
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return `${local}${offMin < 0 ? '-' : '+'}${pad(offMin / 60)}:${pad(offMin % 60)} (${zone})`;
 }
 
 /** How long a job took or has been running: from start to end (or now). */

@@ -5,6 +5,7 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { DeviceSamples } from '../protocol/wire';
+import { fitAxis, GRID, inheritedColour } from './chart-axes';
 
 /** `windowS`: the x axis spans the last this many seconds, however few samples there are. */
 export default function GpuChart({ samples, windowS }: { samples: DeviceSamples; windowS: number }) {
@@ -27,7 +28,13 @@ export default function GpuChart({ samples, windowS }: { samples: DeviceSamples;
           { label: 'utilisation %', scale: 'pct', stroke: '#0284c7', width: 1.5, value: (_, v) => (v == null ? '–' : `${Math.round(v)}%`) },
           { label: 'memory GiB', scale: 'mem', stroke: '#7c3aed', width: 1.5, value: (_, v) => (v == null ? '–' : `${v.toFixed(1)} GiB`) },
         ],
-        axes: [{}, { scale: 'pct', values: (_, t) => t.map((v) => `${v}%`) }, { scale: 'mem', side: 1, values: (_, t) => t.map((v) => `${v} GiB`) }],
+        // Each axis as wide as its labels (the memory axis's "80 GiB" was cut off at the right edge); the memory
+        // axis draws no grid of its own, so the two scales' lines do not cross.
+        axes: [
+          { stroke: inheritedColour, grid: GRID, ticks: GRID },
+          { scale: 'pct', values: (_, t) => t.map((v) => `${v}%`), size: fitAxis, stroke: inheritedColour, grid: GRID, ticks: GRID },
+          { scale: 'mem', side: 1, values: (_, t) => t.map((v) => `${v} GiB`), size: fitAxis, stroke: inheritedColour, grid: { show: false }, ticks: GRID },
+        ],
       },
       [samples.at, samples.utilPct, gib] as uPlot.AlignedData,
       el,
@@ -39,5 +46,6 @@ export default function GpuChart({ samples, windowS }: { samples: DeviceSamples;
       plot.destroy();
     };
   }, [samples, windowS]);
-  return <div ref={box} className="w-full" />;
+  // min-w-0: inside a grid or flex cell the chart may shrink to the cell, rather than push the cell wider than the page.
+  return <div ref={box} className="w-full min-w-0" data-gpu-chart />;
 }

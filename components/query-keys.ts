@@ -16,6 +16,7 @@ export const keys = {
   machines: (all?: boolean) => (all === undefined ? (['machines'] as const) : (['machines', all] as const)),
   audit: (filter: Record<string, string>) => ['audit', filter] as const,
   usage: (filter: Record<string, string>) => ['usage', filter] as const,
+  usageSeries: (filter: Record<string, string>) => ['usage', 'series', filter] as const,
   /** The Teams page; no argument: every window of it. */
   teams: (days?: string) => (days === undefined ? (['teams'] as const) : (['teams', days] as const)),
 };

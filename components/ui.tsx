@@ -57,12 +57,14 @@ export function JobBadge({ state }: { state: JobState }) {
   );
 }
 
-/** "3 min ago", the exact time on hover. */
-export function Ago({ at }: { at: string | null | undefined }) {
+/** A relative time ("3 min ago"), its exact time on hover; `exact`: said to a screen reader too, where the exact time is the point. */
+export function Ago({ at, exact = false }: { at: string | null | undefined; exact?: boolean }) {
   const now = useNow(5000);
+  const full = exactTime(at);
   return (
-    <time dateTime={at ?? undefined} title={exactTime(at)}>
+    <time dateTime={at ?? undefined} title={full}>
       {agoText(at, now)}
+      {exact && full ? <span className="sr-only"> ({full})</span> : null}
     </time>
   );
 }

@@ -1,8 +1,11 @@
 'use client';
 // Usage: the share of leased GPU time that sat idle (the headline), device
 // time by submitter, token, host or model split into jobs, terminals and
-// holds, and a drill-down to the leases behind a row (GET /api/usage).
-import { useQuery } from '@tanstack/react-query';
+// holds, a chart of leased and idle time over the window by the same
+// grouping (GET /api/usage/series), and a drill-down to the leases behind a
+// row (GET /api/usage).
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import dynamic from 'next/dynamic';
 import Link from 'next/link';
 import { useState } from 'react';
 import type { UsageBy, UsageRow } from '../protocol/wire';
@@ -13,7 +16,8 @@ import { keys } from './query-keys';
 import { Ago, Card, ErrorBox, Loading, PageTitle } from './ui';
 
 const WINDOWS = ['24h', '7d', '30d', '90d'] as const;
-const BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model'];
+const BY: readonly UsageBy[] = ['submitter', 'token', 'team', 'host', 'model'];
+const UsageChart = dynamic(() => import('./usage-chart'), { ssr: false, loading: () => <div className="h-64" /> });
 
 export function UsageView() {
   const [since, setSince] = useState<(typeof WINDOWS)[number]>('7d');
@@ -21,6 +25,13 @@ export function UsageView() {
   const [key, setKey] = useState<string | null>(null);
   // Leased time grows while devices are held: read again every half minute.
   const q = useQuery({ queryKey: keys.usage({ since, by }), queryFn: () => call('GET /api/usage', { query: { since, by } }), refetchInterval: 30_000 });
+  const series = useQuery({
+    queryKey: keys.usageSeries({ since, by }),
+    queryFn: () => call('GET /api/usage/series', { query: { since, by } }),
+    refetchInterval: 30_000,
+    // The old chart stays while a new window or grouping loads, rather than the page jumping.
+    placeholderData: keepPreviousData,
+  });
   const r = q.data;
   const share = r ? idleSharePct(r.total) : null;
   return (
@@ -80,6 +91,12 @@ export function UsageView() {
               jobs {hoursText(r.total.jobsS)} · terminals {hoursText(r.total.terminalsS)} · holds {hoursText(r.total.holdsS)}
             </div>
           </section>
+          {r.rows.length && series.data?.series.length ? (
+            <section aria-label="Usage over time" className="mb-4 rounded-lg border border-zinc-200 bg-white p-4 shadow-sm">
+              <UsageChart data={series.data} />
+            </section>
+          ) : null}
+          <ErrorBox error={series.error} />
           {r.rows.length ? (
             <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm">
               <table className="w-full text-left text-sm" aria-label={`Usage by ${by}`}>

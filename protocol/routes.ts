@@ -16,6 +16,8 @@ import type {
   StdinQuery,
   UsageQuery,
   UsageReport,
+  UsageSeries,
+  UsageSeriesQuery,
   TeamsUsage,
   TeamsUsageQuery,
   CreatedToken,
@@ -80,6 +82,7 @@ export const ROUTES = {
   'GET /api/queue': 'client',
   'GET /api/audit': 'client',
   'GET /api/usage': 'client',
+  'GET /api/usage/series': 'client',
   'GET /api/usage/teams': 'client',
   'GET /api/devices/:name': 'client',
   'PUT /api/devices/:name/note': 'admin',
@@ -158,6 +161,8 @@ export interface RouteTypes {
   'GET /api/queue': { response: { jobs: QueueEntry[] } };
   'GET /api/audit': { query: AuditQuery; response: { entries: AuditEntry[] } };
   'GET /api/usage': { query: UsageQuery; response: UsageReport };
+  /** Leased and idle device-seconds per time bucket, per key (the Usage page's chart). */
+  'GET /api/usage/series': { query: UsageSeriesQuery; response: UsageSeries };
   /** Each team: members, limits, where it stands against them and in fair share, and its use per day (the Teams page). */
   'GET /api/usage/teams': { query: TeamsUsageQuery; response: TeamsUsage };
   'GET /api/devices/:name': { response: DeviceDescription };

@@ -756,6 +756,32 @@ export interface UsageReport {
   leases?: UsageLease[];
 }
 
+/** GET /api/usage/series: the window and grouping of GET /api/usage; nothing else is taken. */
+export interface UsageSeriesQuery {
+  since?: string;
+  by?: UsageBy;
+}
+
+/** One key's (or the rest's) device-seconds per bucket, and the idle part of them. */
+export interface UsageSeriesLine {
+  leasedS: number[];
+  idleS: number[];
+}
+
+/** Leased device time over the window in buckets (core/usage-series.ts), for a chart. */
+export interface UsageSeries {
+  sinceS: number;
+  by: UsageBy;
+  /** Each bucket's length: the shortest of 1m, 5m, 15m, 1h, 3h, 6h, 12h, 1d and 7d that makes at most 90 of them. */
+  stepS: number;
+  /** Each bucket's start, epoch seconds, oldest first; aligned to the step in UTC, so only the first's part inside the window counts, and the last runs to now. */
+  at: number[];
+  /** The 7 keys that leased the most in the window, the most first. */
+  series: (UsageSeriesLine & { key: string })[];
+  /** Every other key summed (`keys` of them), or null when there are none. */
+  others: (UsageSeriesLine & { keys: number }) | null;
+}
+
 /** GET /api/usage/teams: the last `days` whole UTC days and today (1 to 90; 14). */
 export interface TeamsUsageQuery {
   days?: string;

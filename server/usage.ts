@@ -11,8 +11,10 @@
 import { parseDuration } from '../core/duration';
 import { RcError } from '../core/errors';
 import { canonicalGpuModel } from '../core/gpu-names';
-import type { UsageBy, UsageLease, UsageReport, UsageRow } from '../protocol/wire';
+import { bucketUse } from '../core/usage-series';
+import type { UsageBy, UsageLease, UsageReport, UsageRow, UsageSeries } from '../protocol/wire';
 import type { Sql } from './db';
+import type { Runner } from './limits';
 
 export const USAGE_BY: readonly UsageBy[] = ['submitter', 'token', 'host', 'model', 'team'];
 /** The longest window (a year): the leases are kept as long as their jobs. */
@@ -28,15 +30,26 @@ export interface UsageFilter {
 }
 
 export function parseUsageQuery(query: URLSearchParams): UsageFilter {
+  const key = query.get('key');
+  if (key !== null && key.length > 300) throw new RcError('bad_request', 'key: at most 300 characters');
+  return { ...parseWindow(query), key };
+}
+
+/** GET /api/usage/series: the window and grouping only; any other key is refused rather than ignored. */
+export function parseUsageSeriesQuery(query: URLSearchParams): Omit<UsageFilter, 'key'> {
+  for (const k of query.keys())
+    if (k !== 'since' && k !== 'by') throw new RcError('bad_request', `${k.slice(0, 50)}: GET /api/usage/series takes only since and by`);
+  return parseWindow(query);
+}
+
+function parseWindow(query: URLSearchParams): Omit<UsageFilter, 'key'> {
   const sinceText = query.get('since') ?? '7d';
   const sinceS = parseDuration(sinceText);
   if (sinceS === null || sinceS < 60 || sinceS > MAX_SINCE_S)
     throw new RcError('bad_request', `since: a duration from 1m to 366d such as 12h, 7d or 30d, not ${JSON.stringify(sinceText.slice(0, 50))}`);
   const by = (query.get('by') ?? 'submitter') as UsageBy;
   if (!USAGE_BY.includes(by)) throw new RcError('bad_request', `by: one of ${USAGE_BY.join(', ')}, not ${JSON.stringify(String(by).slice(0, 50))}`);
-  const key = query.get('key');
-  if (key !== null && key.length > 300) throw new RcError('bad_request', 'key: at most 300 characters');
-  return { sinceS, by, key };
+  return { sinceS, by };
 }
 
 interface LeaseRow {
@@ -60,15 +73,20 @@ interface LeaseRow {
   cpuSlot: boolean;
 }
 
-export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
-  const rows = await sql<LeaseRow[]>`
+/** The leases (rc cp's left out) that overlap the last `sinceS` seconds. */
+function leasesIn(sql: Runner, sinceS: number) {
+  return sql<LeaseRow[]>`
     select l.job_id, j.kind, j.submitter, j.token_id, t.name as token_name, t.team, d.host_name, d.index as device_index,
       d.gpu_sample->>'name' as gpu_name, l.acquired_at, l.released_at,
-      extract(epoch from coalesce(l.released_at, now()) - greatest(l.acquired_at, now() - make_interval(secs => ${f.sinceS})))::float8 as in_s,
+      extract(epoch from coalesce(l.released_at, now()) - greatest(l.acquired_at, now() - make_interval(secs => ${sinceS})))::float8 as in_s,
       extract(epoch from coalesce(l.released_at, now()) - l.acquired_at)::float8 as full_s,
       l.idle_s, l.idle_seen_at is not null as signal, d.uuid is null as cpu_slot
     from leases l join jobs j on j.id = l.job_id join devices d on d.id = l.device_id left join tokens t on t.id = j.token_id
-    where coalesce(l.released_at, now()) > now() - make_interval(secs => ${f.sinceS}) and j.kind <> 'cp'`;
+    where coalesce(l.released_at, now()) > now() - make_interval(secs => ${sinceS}) and j.kind <> 'cp'`;
+}
+
+export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
+  const rows = await leasesIn(sql, f.sinceS);
   const byKey = new Map<string, UsageRow>();
   const total = emptyRow('total');
   const leases: UsageLease[] = [];
@@ -97,6 +115,19 @@ export async function usage(sql: Sql, f: UsageFilter): Promise<UsageReport> {
     return { sinceS: f.sinceS, by: f.by, rows: [row], total: row, leases: leases.slice(0, LEASES_SHOWN) };
   }
   return { sinceS: f.sinceS, by: f.by, rows: [...byKey.values()].sort((a, b) => b.leasedS - a.leasedS), total };
+}
+
+/** The same leases over time, per key of `by` (the Usage page's chart). */
+export async function usageSeries(sql: Sql, f: Omit<UsageFilter, 'key'>): Promise<UsageSeries> {
+  // One clock for the buckets and the leases: the database's, read in the same statement.
+  const [[clock], rows] = await sql.begin((tx) => [tx<{ nowS: number }[]>`select extract(epoch from now())::float8 as now_s`, leasesIn(tx, f.sinceS)]);
+  const spans = rows.map((r) => ({
+    key: keyOf(r, f.by),
+    fromS: r.acquiredAt.getTime() / 1000,
+    toS: r.releasedAt ? r.releasedAt.getTime() / 1000 : null,
+    idleS: r.signal ? r.idleS : null,
+  }));
+  return { sinceS: f.sinceS, by: f.by, ...bucketUse(spans, f.sinceS, clock!.nowS) };
 }
 
 const KIND_FIELD = { run: 'jobsS', tty: 'terminalsS', hold: 'holdsS' } as const;

@@ -40,7 +40,7 @@ export function DeviceView({ name }: { name: string }) {
         />
       </div>
       <QuarantinePanel device={device} />
-      <div className="grid gap-4 lg:grid-cols-2">
+      <div className="grid grid-cols-1 gap-4 lg:grid-cols-2">
         <Card title="State">
           <dl>
             <Field term="State">
@@ -81,7 +81,7 @@ export function DeviceView({ name }: { name: string }) {
       <Card title="Labels">
         <LabelsTable labels={device.labelDetails} />
       </Card>
-      <div className="grid gap-4 lg:grid-cols-2">
+      <div className="grid grid-cols-1 gap-4 lg:grid-cols-2">
         <SheetPanel title={`Usage sheet of ${device.hostName}`} what="usage sheet" sheet={sheet} target={{ host: device.hostName }} />
         <SheetPanel title="Device note" what="device note" sheet={note} target={{ device: device.name }} />
       </div>

@@ -191,15 +191,34 @@ const HostCard = memo(function HostCard({ group, host, samples }: { group: HostG
           <col className="hidden w-80 md:table-column" />
           <col className="w-24 sm:w-28" />
         </colgroup>
-        <thead className="sr-only">
+        {/* Each column says what it is: the state's badge, the model, and above all the two sparklines and their numbers. */}
+        <thead className="border-b border-zinc-100 text-left text-xs font-medium text-zinc-500">
           <tr>
-            <th>Device</th>
-            <th>State</th>
-            <th>Holder</th>
-            <th>Model</th>
-            <th>Memory</th>
-            <th>Utilisation and memory, last 10 minutes</th>
-            <th>Terminal</th>
+            <th scope="col" className="px-2 py-1 font-medium sm:px-3">
+              Device
+            </th>
+            <th scope="col" className="px-2 font-medium">
+              State
+            </th>
+            <th scope="col" className="px-2 font-medium">
+              Holder
+            </th>
+            <th scope="col" className="hidden px-2 font-medium sm:table-cell">
+              Model
+            </th>
+            <th scope="col" className="hidden px-2 font-medium sm:table-cell">
+              Memory
+            </th>
+            <th scope="col" className="hidden px-2 font-medium md:table-cell">
+              <span className="sr-only">Utilisation and memory, last 10 minutes: </span>
+              <span aria-hidden className="inline-flex gap-1.5">
+                <span className="w-[7.625rem]">GPU util · 10 min</span>
+                <span>memory used · 10 min</span>
+              </span>
+            </th>
+            <th scope="col" className="px-2 text-right font-medium">
+              <span className="sr-only">Terminal</span>
+            </th>
           </tr>
         </thead>
         <tbody>

@@ -1,11 +1,12 @@
 // rc usage and GET /api/usage against leases of known length: device-hours
 // by kind, the idle part from the (fake) GPU samples, CPU slots with no
-// signal, each grouping, the drill-down to the leases, and bad input.
+// signal, each grouping, the drill-down to the leases, the same over time in
+// buckets (GET /api/usage/series), and bad input.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { fakeNvidiaSmiDir, setGpuUtilisation } from '../helpers/fake-nvidia-smi';
 import { Stack } from '../helpers/stack';
-import type { UsageReport } from '../../protocol/wire';
+import type { UsageReport, UsageSeries } from '../../protocol/wire';
 
 const smi = fakeNvidiaSmiDir();
 let stack: Stack;
@@ -99,6 +100,36 @@ test('rc usage prints the table, the total and the idle share; --json is the API
   // Outside the window: nothing.
   const old = await report('by=submitter&since=1m');
   assert.ok(old.rows.length >= 1);
+});
+
+test('GET /api/usage/series: buckets that sum to the report; bad input and wrong credentials refused', async () => {
+  const series = (await stack.api('GET', '/api/usage/series?since=24h&by=submitter')).body as UsageSeries;
+  const report = (await stack.api('GET', '/api/usage?since=24h&by=submitter')).body as UsageReport;
+  assert.equal(series.stepS, 3600);
+  assert.equal(series.at.length, 24 + (series.at[0]! + 24 * 3600 < Date.now() / 1000 ? 1 : 0));
+  assert.deepEqual(series.series.map((s) => s.key).sort(), ['alice', 'bob']);
+  assert.equal(series.others, null);
+  for (const s of series.series) {
+    const row = report.rows.find((r) => r.key === s.key)!;
+    const sum = (v: number[]) => v.reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(sum(s.leasedS) - row.leasedS) < 0.5, `${s.key}: ${sum(s.leasedS)} leased in the buckets, ${row.leasedS} in the report`);
+    assert.ok(Math.abs(sum(s.idleS) - row.idleS) < 0.5, `${s.key}: ${sum(s.idleS)} idle in the buckets, ${row.idleS} in the report`);
+  }
+  for (const [q, message] of [
+    ['since=soon', /since: a duration from 1m to 366d/],
+    ['since=400d', /since: a duration from 1m to 366d/],
+    ['by=colour', /by: one of submitter, token, host, model, team/],
+    ['key=alice', /key: GET \/api\/usage\/series takes only since and by/],
+  ] as const) {
+    const r = await stack.api('GET', `/api/usage/series?${q}`);
+    assert.equal(r.status, 400, q);
+    assert.equal((r.body as { error: { code: string } }).error.code, 'bad_request', q);
+    assert.match((r.body as { error: { message: string } }).error.message, message, q);
+  }
+  assert.equal((await stack.api('GET', '/api/usage/series', undefined, null)).status, 401);
+  const host = await stack.api('GET', '/api/usage/series', undefined, stack.hostCredential('cpubox'));
+  assert.equal(host.status, 403);
+  assert.equal((host.body as { error: { code: string } }).error.code, 'forbidden');
 });
 
 test('bad input: --since, --by, a key too long; no token, a host credential', async () => {

@@ -1,7 +1,7 @@
 // The fleet as people and agents read it: devices, hosts, samples, the queue,
 // the audit log, usage, sheets and notes, explain, and a re-probe.
 import { hostStatus } from '../../host-admin';
-import { parseUsageQuery, usage } from '../../usage';
+import { parseUsageQuery, parseUsageSeriesQuery, usage, usageSeries } from '../../usage';
 import { parseTeamsUsageQuery, teamsUsage } from '../../team-usage';
 import { standingOf } from '../../limits';
 import { RcError } from '../../../core/errors';
@@ -70,6 +70,7 @@ export function registerFleetRoutes(router: Router, c: ApiDeps): void {
     entries: await listAudit(sql, parseAuditQuery(query), identity.kind === 'admin' ? { kind: 'admin' } : { kind: 'client', tokenId: identity.tokenId }),
   }));
   router.on('GET /api/usage', async ({ query }) => usage(sql, parseUsageQuery(query)));
+  router.on('GET /api/usage/series', async ({ query }) => usageSeries(sql, parseUsageSeriesQuery(query)));
   router.on('GET /api/usage/teams', async ({ query }) => teamsUsage(sql, parseTeamsUsageQuery(query), c.fairShare.halfLifeS));
 
   router.on('GET /api/devices/:name', async ({ params }) => describeDevice(sql, params.name, await c.reservations.now()));
