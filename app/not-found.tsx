@@ -7,7 +7,7 @@ export default function RootNotFound() {
   return (
     <Providers>
       <Shell>
-        <NotFound />
+        <NotFound address />
       </Shell>
     </Providers>
   );

@@ -3,6 +3,7 @@
 // serves an unknown URL and an unknown job, device, host or array) and the way back.
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
+import { useEffect, useState } from 'react';
 import { ApiError } from './api-client';
 
 const KINDS: Record<string, string> = { jobs: 'job', devices: 'device', hosts: 'host', arrays: 'array' };
@@ -12,10 +13,15 @@ export function isNotFound(error: unknown): boolean {
   return error instanceof ApiError && error.status === 404;
 }
 
-export function NotFound() {
-  const path = usePathname() ?? '/';
+/** `address`: no route matched (the root 404), so the address is all there is to name; else a page's notFound() for one thing. */
+export function NotFound({ address = false }: { address?: boolean }) {
+  const routed = usePathname() ?? '/';
+  // The root 404's server render does not know the address the browser asked for: it is filled in once mounted.
+  const [asked, setAsked] = useState('');
+  useEffect(() => setAsked(window.location.pathname), []);
+  const path = address ? asked : routed;
   const [, first = '', second] = path.split('/');
-  const kind = second ? KINDS[first] : undefined;
+  const kind = !address && second ? KINDS[first] : undefined;
   const name = second ? decodeURIComponent(second) : '';
   return (
     <section data-not-found className="mx-auto mt-8 max-w-xl rounded-lg border border-zinc-200 bg-white p-6 shadow-sm">

@@ -13,6 +13,7 @@ export async function notFoundUnless(path: string): Promise<void> {
   const cookie = (await headers()).get('cookie');
   if (!api || !cookie) return;
   const res = await fetch(`${api}${path}`, { headers: { cookie }, cache: 'no-store' }).catch(() => null);
-  await res?.body?.cancel();
+  // Read to the end (a small JSON answer): cancelling it instead never settles under Next's fetch.
+  await res?.text().catch(() => '');
   if (res?.status === 404) notFound();
 }
