@@ -1,12 +1,13 @@
 'use client';
 // The header's theme switch: the system's, light or dark (components/theme.ts).
 import { useEffect, useState } from 'react';
-import { chooseTheme, savedTheme, THEMES, type Theme } from './theme';
+import { chooseTheme, keepTheme, savedTheme, THEMES, type Theme } from './theme';
 
 export function ThemeSwitch() {
   // 'system' until mounted: the server cannot know the saved choice.
   const [theme, setTheme] = useState<Theme>('system');
   useEffect(() => setTheme(savedTheme()), []);
+  useEffect(keepTheme, []);
   return (
     <select
       aria-label="Theme"

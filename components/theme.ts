@@ -29,5 +29,22 @@ export function chooseTheme(theme: Theme): void {
   } catch {
     // Storage refused (a locked-down profile): this page still follows the choice.
   }
+  applyTheme(theme);
+}
+
+function applyTheme(theme: Theme): void {
   document.documentElement.classList.toggle('dark', theme === 'dark' || (theme === 'system' && matchMedia(SYSTEM_DARK).matches));
+}
+
+/**
+ * THEME_SCRIPT's work again, from the page's bundle, for a document the head
+ * script did not run in: Next builds a page's notFound() document in the
+ * browser, and a script React inserts never runs. Returns the unsubscribe.
+ */
+export function keepTheme(): () => void {
+  const apply = () => applyTheme(savedTheme());
+  apply();
+  const system = matchMedia(SYSTEM_DARK);
+  system.addEventListener('change', apply);
+  return () => system.removeEventListener('change', apply);
 }

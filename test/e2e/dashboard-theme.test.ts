@@ -215,6 +215,10 @@ test('an unknown address, job, device or host gets the 404 page, with status 404
   await shot(page, 'light-404-job');
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForFunction(() => document.documentElement.classList.contains('dark'));
+  // Loaded afresh too (Next builds this document in the browser, where the head's script does not run).
+  await page.reload();
+  await page.getByRole('heading', { name: 'No job j0000000000' }).waitFor();
+  await page.waitForFunction(() => document.documentElement.classList.contains('dark'), null, { timeout: 5000 });
   await shot(page, 'dark-404-job');
   await page.setViewportSize(PHONE);
   await shot(page, 'dark-404-job-phone');
