@@ -125,6 +125,7 @@ async function main(): Promise<void> {
   const url = `http://${config.RC_BIND === '0.0.0.0' ? '127.0.0.1' : config.RC_BIND}:${port}`;
   await ensureLocalCredentials(database.db, config.RC_DATA_DIR, url);
   controller.listening(url);
+  dashboard?.listening(url);
   log(`controller on ${url}; tokens for this checkout in ${relative(process.cwd(), join(config.RC_DATA_DIR, 'local.json'))}`);
 
   let worker: LocalWorker | null = null;

@@ -10,7 +10,7 @@ import { call } from './api-client';
 import { auditCsv, auditJson } from './audit-export';
 import { useIsAdmin } from './providers';
 import { keys } from './query-keys';
-import { Ago, Button, ErrorBox, Loading, PageTitle } from './ui';
+import { Ago, Button, Empty, ErrorBox, filtersText, Loading, PageTitle } from './ui';
 
 const PAGE = 100;
 /** The route's largest page: an export reads the whole filtered log in pages of this many. */
@@ -128,7 +128,15 @@ export function AuditView() {
       </div>
       <ErrorBox error={q.error} />
       {q.isPending ? <Loading what="the audit log" /> : null}
-      {q.data && !entries.length ? <p className="text-sm text-zinc-500">No entry matches.</p> : null}
+      {q.data && !entries.length ? (
+        filtersText(filters) ? (
+          <Empty action={<Button onClick={() => setF({ actor: '', action: '', target: '' })}>Clear the filters</Button>}>
+            No entry matches {filtersText({ who: filters.actor, what: filters.action, target: filters.target })}.
+          </Empty>
+        ) : (
+          <Empty>Nothing in the audit log yet: kills, releases, holds, sheets and tokens are written here as they happen.</Empty>
+        )
+      ) : null}
       {entries.length ? (
         <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm">
           <table className="w-full text-left text-sm">

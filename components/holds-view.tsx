@@ -13,7 +13,7 @@ import { countdownText } from './format';
 import { StopButton } from './jobs/job-view';
 import { useMe, useNow } from './providers';
 import { keys } from './query-keys';
-import { Ago, Button, ErrorBox, JobBadge, Loading, PageTitle } from './ui';
+import { Ago, Button, Empty, ErrorBox, JobBadge, Loading, PageTitle } from './ui';
 
 export function HoldsView() {
   const q = useQuery({
@@ -26,7 +26,11 @@ export function HoldsView() {
       <PageTitle sub="Devices kept with rc hold, without a command; each ends by itself when its time is up.">Holds</PageTitle>
       <ErrorBox error={q.error} />
       {q.isPending ? <Loading what="holds" /> : null}
-      {q.data && q.data.length === 0 ? <p className="text-sm text-zinc-500">No device is held.</p> : null}
+      {q.data && q.data.length === 0 ? (
+        <Empty>
+          No device is held. <code className="font-mono">rc hold --select &apos;vram&gt;=40G&apos; --ttl 2h</code> keeps one for you without a command.
+        </Empty>
+      ) : null}
       {q.data?.length ? (
         <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm">
           <table className="w-full text-left text-sm">

@@ -13,9 +13,12 @@ import { HostServicePanel } from './host-service-panel';
 import { SheetPanel } from './sheet-panel';
 import { reservedText } from '../core/reserved';
 import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle, ReservedForLink } from './ui';
+import { isNotFound, NotFound } from './not-found';
 
 export function HostView({ name }: { name: string }) {
   const q = useQuery({ queryKey: keys.host(name), queryFn: () => call('GET /api/hosts/:name', { name }) });
+  // Gone since the page was served (its server side answers 404 for an unknown one).
+  if (isNotFound(q.error)) return <NotFound />;
   if (q.error) return <ErrorBox error={q.error} />;
   if (!q.data) return <Loading what={name} />;
   const { host, devices, sheet, recentJobs } = q.data;

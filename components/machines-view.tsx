@@ -12,7 +12,7 @@ import type { CostView, MachineCosts, MachineView } from '../protocol/wire';
 import { call } from './api-client';
 import { useIsAdmin, useNow } from './providers';
 import { keys } from './query-keys';
-import { Ago, Button, ErrorBox, Loading, PageTitle } from './ui';
+import { Ago, Button, Empty, ErrorBox, Loading, PageTitle } from './ui';
 
 const STATE_STYLE: Record<MachineView['state'], string> = {
   provisioning: 'bg-sky-50 text-sky-800 ring-sky-200',
@@ -74,7 +74,12 @@ export function MachinesView() {
       </label>
       <ErrorBox error={q.error} />
       {q.isPending ? <Loading what="machines" /> : null}
-      {machines && machines.length === 0 ? <p className="text-sm text-zinc-500">No machine{all ? '' : ' is live'}.</p> : null}
+      {machines && machines.length === 0 ? (
+        <Empty>
+          No machine{all ? '' : ' is live'}. <code className="font-mono">rc run --cloud-only …</code> rents one from a provider account when no host here fits
+          {all ? '' : '; tick "terminated ones too" for past ones'}.
+        </Empty>
+      ) : null}
       {machines?.length ? (
         <div className="overflow-x-auto rounded-lg border border-zinc-200 bg-white shadow-sm">
           <table className="w-full text-left text-sm">

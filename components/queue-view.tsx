@@ -9,7 +9,7 @@ import { localClock, untilText } from '../core/until-text';
 import { commandText } from './format';
 import { StopButton } from './jobs/job-view';
 import { keys } from './query-keys';
-import { Ago, ErrorBox, Loading, PageTitle } from './ui';
+import { Ago, Empty, ErrorBox, Loading, PageTitle } from './ui';
 import type { QueueEntry } from '../protocol/wire';
 
 /** The queue as cards: a job alone, or every task of one array at its first task's place. */
@@ -88,7 +88,12 @@ export function QueueView() {
       <PageTitle sub="Waiting jobs, in the order they will be considered: priority first, then submission.">Queue</PageTitle>
       <ErrorBox error={q.error} />
       {q.isPending ? <Loading what="the queue" /> : null}
-      {q.data && q.data.jobs.length === 0 ? <p className="text-sm text-zinc-500">Nothing is waiting: every job got a device.</p> : null}
+      {q.data && q.data.jobs.length === 0 ? (
+        <Empty>
+          Nothing is waiting: every job got a device. A job that cannot start at once waits here, with why (<code className="font-mono">rc queue</code>
+          says the same).
+        </Empty>
+      ) : null}
       <ol className="space-y-2">
         {cardsOf(q.data?.jobs ?? []).map((c) =>
           c.kind === 'array' ? <ArrayCard key={c.id} id={c.id} tasks={c.tasks} /> : <JobCard key={c.job.id} j={c.job} />,

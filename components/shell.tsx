@@ -1,7 +1,8 @@
 'use client';
 // The frame around every signed-in page: the navigation, who is signed in,
 // whether the live view is connected, Sign out, and the controller's notices
-// (its database out of disk space) above every page while they last.
+// (its database out of disk space) above every page while they last, and the
+// theme switch.
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { usePathname } from 'next/navigation';
@@ -10,6 +11,7 @@ import { call } from './api-client';
 import { useLive } from './live';
 import { goToSignIn, useMe } from './providers';
 import { keys } from './query-keys';
+import { ThemeSwitch } from './theme-switch';
 
 const NAV = [
   { href: '/', label: 'Fleet' },
@@ -64,6 +66,7 @@ export function Shell({ children }: { children: ReactNode }) {
                 {me.name} <span className="rounded bg-zinc-100 px-1 text-xs">{me.kind === 'admin' ? 'admin' : 'read-only + own jobs'}</span>
               </span>
             ) : null}
+            <ThemeSwitch />
             <button type="button" onClick={signOut} className="rounded px-2 py-1 text-zinc-700 ring-1 ring-zinc-300 hover:bg-zinc-100">
               Sign out
             </button>

@@ -1,6 +1,7 @@
 // A small line of the last minutes' values (0–100), drawn as SVG: thousands
-// of these cost less than a chart library's canvases.
-export function Sparkline({ values, label, colour = '#0284c7' }: { values: readonly (number | null)[]; label: string; colour?: string }) {
+// of these cost less than a chart library's canvases. Its colours are
+// Tailwind classes, so the dark theme turns them over with the rest.
+export function Sparkline({ values, label, stroke = 'stroke-sky-600' }: { values: readonly (number | null)[]; label: string; stroke?: string }) {
   const w = 80;
   const h = 18;
   const pts = values.map((v, i) =>
@@ -10,8 +11,8 @@ export function Sparkline({ values, label, colour = '#0284c7' }: { values: reado
   return (
     <svg width={w} height={h} role="img" aria-label={label} className="inline-block align-middle">
       <title>{label}</title>
-      <rect x="0" y="0" width={w} height={h} rx="2" fill="#f4f4f5" />
-      {d ? <path d={d} fill="none" stroke={colour} strokeWidth="1.5" /> : null}
+      <rect x="0" y="0" width={w} height={h} rx="2" className="fill-zinc-100" />
+      {d ? <path d={d} fill="none" className={stroke} strokeWidth="1.5" /> : null}
     </svg>
   );
 }

@@ -120,6 +120,28 @@ export function PageTitle({ children, sub }: { children: ReactNode; sub?: ReactN
   );
 }
 
+/**
+ * What a list shows with nothing in it: what is empty (and, filtered, by
+ * which filters) and what to do next: a command that makes one, or `action`
+ * (a button that clears the filters).
+ */
+export function Empty({ children, action }: { children: ReactNode; action?: ReactNode }) {
+  return (
+    <div data-empty className="rounded-lg border border-dashed border-zinc-300 bg-white px-4 py-6 text-center text-sm text-zinc-600">
+      <p>{children}</p>
+      {action ? <div className="mt-3">{action}</div> : null}
+    </div>
+  );
+}
+
+/** The filters set, as `key=value` pairs ("state=failed, submitter=alice"), for an empty list's sentence. */
+export function filtersText(filters: Record<string, string>): string {
+  return Object.entries(filters)
+    .filter(([, v]) => v.trim())
+    .map(([k, v]) => `${k}=${v.trim()}`)
+    .join(', ');
+}
+
 export function Loading({ what }: { what: string }) {
   return <p className="text-sm text-zinc-500">Loading {what}…</p>;
 }

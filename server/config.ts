@@ -359,10 +359,11 @@ function configuredPrefixes(env: z.infer<typeof Settings>): { account: string; p
  * Settings that stay in the controller: the local worker it starts gets its
  * environment without them (server/local-worker.ts), so neither the worker nor
  * a job that reads the worker's /proc/<pid>/environ sees them. The database's
- * address carries its password; a provider account's settings carry its key.
+ * address carries its password; a provider account's settings carry its key;
+ * RC_DASHBOARD_API_URL is the controller's note to its own pages (server/dashboard.ts).
  */
 export function controllerOnly(name: string): boolean {
-  return name === 'DATABASE_URL' || name === 'RC_LOCAL_PROVIDER' || name.startsWith('RC_RUNPOD_');
+  return name === 'DATABASE_URL' || name === 'RC_LOCAL_PROVIDER' || name === 'RC_DASHBOARD_API_URL' || name.startsWith('RC_RUNPOD_');
 }
 
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): ControllerConfig {

@@ -29,6 +29,15 @@ export class Dashboard {
     }
   }
 
+  /**
+   * The controller's own address, for the pages' server side: a page for one
+   * job, device, host or array asks the API whether it exists, to answer 404
+   * (app/(signed-in)/exists.ts). Next renders in this process, so it reads it here.
+   */
+  listening(url: string): void {
+    process.env.RC_DASHBOARD_API_URL = url;
+  }
+
   handle(req: IncomingMessage, res: ServerResponse): void {
     if (this.handler) {
       this.handler(req, res).catch(() => {

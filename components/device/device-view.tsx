@@ -15,9 +15,12 @@ import { Ago, Card, DeviceBadge, ErrorBox, Field, Loading, PageTitle, ReservedFo
 import { GpuHistory } from './gpu-history';
 import { LabelsTable } from './labels-table';
 import { QuarantinePanel } from './quarantine-panel';
+import { isNotFound, NotFound } from '../not-found';
 
 export function DeviceView({ name }: { name: string }) {
   const q = useQuery({ queryKey: keys.device(name), queryFn: () => call('GET /api/devices/:name', { name }) });
+  // Gone since the page was served (its server side answers 404 for an unknown one).
+  if (isNotFound(q.error)) return <NotFound />;
   if (q.error) return <ErrorBox error={q.error} />;
   if (!q.data) return <Loading what={name} />;
   const { device, sheet, note, recentJobs } = q.data;

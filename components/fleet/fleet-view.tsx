@@ -19,7 +19,7 @@ import { patchFleet } from '../live-plan';
 import { keys } from '../query-keys';
 import { Sparkline } from '../sparkline';
 import { reservedText } from '../../core/reserved';
-import { Ago, DeviceBadge, ErrorBox, Loading, ReservedForLink } from '../ui';
+import { Ago, Button, DeviceBadge, Empty, ErrorBox, Loading, ReservedForLink } from '../ui';
 import { byHost, FLEET_FILTER_EXAMPLE, fleetTotals, type HostGroup, perModel, type ShownState, shownState } from './totals';
 
 const TOTALS: { key: ShownState; label: string; colour: string }[] = [
@@ -122,9 +122,15 @@ export function FleetView() {
       <ErrorBox error={fleet.error} />
       {fleet.isPending ? <Loading what="the fleet" /> : null}
       {fleet.data && fleet.data.devices.length === 0 ? (
-        <p className="rounded border border-dashed border-zinc-300 p-6 text-center text-sm text-zinc-600">
-          No hosts yet. Register one with <code>rc admin host add &lt;name&gt;</code> and start its worker (docs/operators.md).
-        </p>
+        <Empty>
+          No hosts yet. Register one with <code className="font-mono">rc admin host add &lt;name&gt;</code> and start its worker (docs/operators.md).
+        </Empty>
+      ) : null}
+      {fleet.data && fleet.data.devices.length > 0 && shown.length === 0 ? (
+        <Empty action={<Button onClick={() => setFilter('')}>Clear the filter</Button>}>
+          No device matches <code className="font-mono">{deferred.trim()}</code>; <code className="font-mono">rc devices</code> lists every device with its
+          labels.
+        </Empty>
       ) : null}
       {/* data-filtered: the filter the list below shows, for measuring (scripts/bench-dashboard.mjs). */}
       <div data-filtered={deferred}>
@@ -271,7 +277,7 @@ function GpuNow({ d, gpu, samples }: { d: DeviceSummary; gpu: GpuView | null; sa
       <span className="w-9" title={`utilisation ${util ?? 'n/a'}%`}>
         {util === null ? '–' : Math.round(util)}%
       </span>
-      <Sparkline values={memPct} label={`memory of ${d.name}, now ${used} of ${total} MiB`} colour="#7c3aed" />
+      <Sparkline values={memPct} label={`memory of ${d.name}, now ${used} of ${total} MiB`} stroke="stroke-violet-600" />
       <span title={`${used} of ${total} MiB`}>{memPairText(used, total)}</span>
     </span>
   );

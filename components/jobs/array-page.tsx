@@ -8,6 +8,7 @@ import { commandText } from '../format';
 import { keys } from '../query-keys';
 import { Ago, ErrorBox, Loading, PageTitle } from '../ui';
 import { JobsTable } from './jobs-table';
+import { isNotFound, NotFound } from '../not-found';
 
 /** The most tasks listed here (the API's largest page); rc jobs --array pages further. */
 const SHOWN = 1000;
@@ -19,6 +20,7 @@ export function ArrayPage({ id }: { id: string }) {
     queryFn: () => call('GET /api/jobs', { query: { array: id, limit: String(SHOWN) } }).then((r) => r.jobs),
     refetchInterval: 3000,
   });
+  if (isNotFound(a.error)) return <NotFound />;
   return (
     <div>
       <PageTitle sub={a.data ? <ArraySummary a={a.data} /> : null}>

@@ -29,6 +29,7 @@ export default function JobOutput({ jobId }: { jobId: string }) {
         scrollback: 50_000,
         fontSize: 13,
         fontFamily: 'ui-monospace, Menlo, monospace',
+        // Dark in both themes, as a terminal is (its wrapper's colour matches: not a theme variable).
         theme: { background: '#18181b' },
       });
       const fit = new FitAddon();
@@ -98,7 +99,7 @@ export default function JobOutput({ jobId }: { jobId: string }) {
 
   return (
     <div>
-      <div ref={box} role="log" aria-label="Job output" className="h-96 overflow-hidden rounded bg-zinc-900 p-1" />
+      <div ref={box} role="log" aria-label="Job output" className="h-96 overflow-hidden rounded bg-[#18181b] p-1" />
       <p className="mt-1 text-xs text-zinc-500" role="status" aria-label="Output status">
         {status}
       </p>

@@ -13,12 +13,15 @@ import { commandText, durationText, jobDuration } from '../format';
 import { useMe, useNow } from '../providers';
 import { keys } from '../query-keys';
 import { Ago, Button, Card, ErrorBox, Field, JobBadge, Loading, PageTitle } from '../ui';
+import { isNotFound, NotFound } from '../not-found';
 
-const JobOutput = dynamic(() => import('./job-output'), { ssr: false, loading: () => <div className="h-96 rounded bg-zinc-900" /> });
+const JobOutput = dynamic(() => import('./job-output'), { ssr: false, loading: () => <div className="h-96 rounded bg-[#18181b]" /> });
 
 export function JobPage({ id }: { id: string }) {
   const q = useQuery({ queryKey: keys.job(id), queryFn: () => call('GET /api/jobs/:id', { id }).then((r) => r.job) });
   const now = useNow();
+  // Gone since the page was served (its server side answers 404 for an unknown one).
+  if (isNotFound(q.error)) return <NotFound />;
   if (q.error) return <ErrorBox error={q.error} />;
   if (!q.data) return <Loading what={`job ${id}`} />;
   const j = q.data;

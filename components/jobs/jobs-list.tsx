@@ -8,7 +8,7 @@ import { JOB_STATES } from '../../core/job-state';
 import type { JobsQuery } from '../../protocol/wire';
 import { call } from '../api-client';
 import { keys } from '../query-keys';
-import { Button, ErrorBox, Loading, PageTitle } from '../ui';
+import { Button, Empty, ErrorBox, filtersText, Loading, PageTitle } from '../ui';
 import { JobsTable } from './jobs-table';
 
 const PAGE = 100;
@@ -35,13 +35,17 @@ export function JobsList({ initial }: { initial: JobFilters }) {
     getNextPageParam: (last) => (last.length < PAGE ? undefined : last.at(-1)!.id),
   });
   const jobs = q.data?.pages.flat() ?? [];
-  const set = (k: keyof JobFilters) => (e: { target: { value: string } }) => {
-    setF((old) => ({ ...old, [k]: e.target.value }));
+  const put = (next: JobFilters) => {
+    setF(next);
     const url = new URL(window.location.href);
-    if (e.target.value) url.searchParams.set(k, e.target.value);
-    else url.searchParams.delete(k);
+    for (const [k, v] of Object.entries(next)) {
+      if (v) url.searchParams.set(k, v);
+      else url.searchParams.delete(k);
+    }
     window.history.replaceState(null, '', url);
   };
+  const set = (k: keyof JobFilters) => (e: { target: { value: string } }) => put({ ...f, [k]: e.target.value });
+  const filtered = filtersText({ ...filters });
   return (
     <div>
       <PageTitle sub="Current and past jobs, newest first.">Jobs</PageTitle>
@@ -71,7 +75,19 @@ export function JobsList({ initial }: { initial: JobFilters }) {
         ))}
       </form>
       <ErrorBox error={q.error} />
-      {q.isPending ? <Loading what="jobs" /> : <JobsTable jobs={jobs} empty="No job matches." />}
+      {q.isPending ? (
+        <Loading what="jobs" />
+      ) : jobs.length ? (
+        <JobsTable jobs={jobs} />
+      ) : filtered ? (
+        <Empty action={<Button onClick={() => put({ state: '', device: '', submitter: '', name: '' })}>Clear the filters</Button>}>
+          No job matches {filtered}.
+        </Empty>
+      ) : q.data ? (
+        <Empty>
+          No jobs yet: <code className="font-mono">rc run -- nvidia-smi</code> runs one on a free GPU.
+        </Empty>
+      ) : null}
       {q.hasNextPage ? (
         <div className="mt-3">
           <Button onClick={() => q.fetchNextPage()} disabled={q.isFetchingNextPage}>

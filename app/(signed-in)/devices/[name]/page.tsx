@@ -1,5 +1,8 @@
 import { DeviceView } from '../../../../components/device/device-view';
+import { notFoundUnless } from '../../exists';
 
 export default async function DevicePage({ params }: { params: Promise<{ name: string }> }) {
-  return <DeviceView name={decodeURIComponent((await params).name)} />;
+  const name = decodeURIComponent((await params).name);
+  await notFoundUnless(`/api/devices/${encodeURIComponent(name)}`);
+  return <DeviceView name={name} />;
 }

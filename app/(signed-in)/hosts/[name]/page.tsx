@@ -1,5 +1,8 @@
 import { HostView } from '../../../../components/host-view';
+import { notFoundUnless } from '../../exists';
 
 export default async function HostPage({ params }: { params: Promise<{ name: string }> }) {
-  return <HostView name={decodeURIComponent((await params).name)} />;
+  const name = decodeURIComponent((await params).name);
+  await notFoundUnless(`/api/hosts/${encodeURIComponent(name)}`);
+  return <HostView name={name} />;
 }
