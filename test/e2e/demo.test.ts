@@ -31,7 +31,7 @@ function asTyped(lines: string[]): { code: number | null; stdout: string; stderr
   const path = [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((d) => d && !d.endsWith(join('node_modules', '.bin')))];
   const r = spawnSync('sh', ['-c', lines.join('\n')], {
     cwd: tmpdir(),
-    env: { PATH: path.join(delimiter), HOME: process.env.HOME ?? tmpdir() },
+    env: { PATH: path.join(delimiter), HOME: process.env.HOME ?? tmpdir() } as unknown as NodeJS.ProcessEnv,
     encoding: 'utf8',
     timeout: 30_000,
   });

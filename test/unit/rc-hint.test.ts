@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { rcCommand, rcOnPathLine } from '../../core/rc-hint';
 
-const sh = (script: string) => spawnSync('sh', ['-c', script], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
+const sh = (script: string) => spawnSync('sh', ['-c', script], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } as unknown as NodeJS.ProcessEnv });
 
 test('the PATH line puts <checkout>/node_modules/.bin first, for a folder with spaces, quotes, $ and backslashes too', () => {
   for (const root of ['/work/rc', '/home/a b/rc', '/tmp/it\'s "rc" $HOME `x` \\n']) {
