@@ -22,7 +22,7 @@ export function OpenTerminalButton({
   const href = terminalHref({ device, select });
   if (none)
     return (
-      <span data-no-terminal title={none.why} className="whitespace-nowrap text-xs text-zinc-500">
+      <span data-no-terminal title={none.why} className="inline-block cursor-help text-xs leading-tight text-zinc-500">
         {none.short}
       </span>
     );

@@ -5,7 +5,7 @@
 /** Why no terminal can open on a device with these labels (`short` for a table cell, `why` in a sentence); null where one can. */
 export function noTerminal(labels: Readonly<Record<string, string>>): { short: string; why: string } | null {
   return labels.simulated === 'true'
-    ? { short: 'simulated: no terminal', why: 'A simulated device (simulated=true) runs jobs as local processes, not shells: no terminal opens on it.' }
+    ? { short: 'no terminal (simulated)', why: 'A simulated device (simulated=true) runs jobs as local processes, not shells: no terminal opens on it.' }
     : null;
 }
 

@@ -61,10 +61,13 @@ test('a simulated device offers no Terminal button and says why; a real device k
   await simRow.waitFor();
   await fleetPage.locator('tr[data-device="alpha:gpu0"]').waitFor();
   assert.equal(await terminalButton(fleetPage, 'sim-a:gpu0').count(), 0, 'no Terminal button on a simulated device');
-  assert.equal((await simRow.locator('[data-no-terminal]').textContent())?.trim(), 'simulated: no terminal');
+  assert.equal((await simRow.locator('[data-no-terminal]').textContent())?.trim(), 'no terminal (simulated)');
   assert.match((await simRow.locator('[data-no-terminal]').getAttribute('title')) ?? '', /simulated device .* runs jobs as local processes, not shells/);
   assert.equal(await terminalButton(fleetPage, 'alpha:gpu0').count(), 1, 'a real device keeps its button');
   await shot(fleetPage, 'fleet');
+  await fleetPage.setViewportSize({ width: 390, height: 844 });
+  await shot(fleetPage, 'fleet-phone');
+  await fleetPage.setViewportSize({ width: 1400, height: 900 });
   // Filtered to simulated devices only, the "Open terminal" on any match says the same; filtered to all, it is a button.
   await fleetPage.getByLabel('Filter devices by selector').fill('simulated=true');
   await fleetPage.locator('tr[data-device="alpha:gpu0"]').waitFor({ state: 'detached' });
