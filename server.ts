@@ -4,10 +4,12 @@
 // starts one local worker, so a fresh checkout can run a job at once.
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve as absolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Server } from 'socket.io';
 import { MAX_MESSAGE_BYTES } from './protocol/worker';
+import { rcCommand, rcOnPathLine } from './core/rc-hint';
+import { ROOT } from './server/paths';
 import { loadConfig } from './server/config';
 import { Controller } from './server/controller';
 import { Dashboard } from './server/dashboard';
@@ -157,7 +159,14 @@ async function main(): Promise<void> {
     }
     if (host && Date.now() >= deadline)
       log(`the local worker (host ${host}) has not connected after 60 s; rc devices is empty until it does (its log is above)`);
-    else log(`ready${host ? `: the local worker is connected (host ${host})` : ''}; try: npx rc devices    npx rc run -- echo hello`);
+    else {
+      // Commands that work as printed, from another terminal: rc on that shell's PATH first (npx rc works too, slower).
+      const rc = rcCommand(absolute(config.RC_DATA_DIR), join(ROOT, '.rc'));
+      log(
+        `ready${host ? `: the local worker is connected (host ${host})` : ''}; try from another terminal (the first line puts rc on its PATH; npx rc works here too, slower):`,
+      );
+      for (const line of [rcOnPathLine(ROOT), `${rc} devices`, `${rc} run -- echo hello`]) log(`  ${line}`);
+    }
   })();
 
   let stopping = false;

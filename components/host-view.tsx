@@ -8,6 +8,7 @@ import { shownState } from './fleet/totals';
 import { labelText, mibText, vramText } from './format';
 import { JobsTable } from './jobs/jobs-table';
 import { OpenTerminalButton } from './open-terminal';
+import { noTerminal } from '../core/terminal-offer';
 import { keys } from './query-keys';
 import { HostServicePanel } from './host-service-panel';
 import { SheetPanel } from './sheet-panel';
@@ -92,7 +93,11 @@ export function HostView({ name }: { name: string }) {
                 <td className="hidden pr-3 text-xs sm:table-cell">{vramText(d.labels.vram)}</td>
                 <td className="hidden pr-3 text-xs tabular-nums md:table-cell">{d.gpu ? `${d.gpu.utilPct ?? '–'}% · ${mibText(d.gpu.memUsedMiB)}` : '–'}</td>
                 <td className="py-1 text-right">
-                  <OpenTerminalButton device={d.name} disabled={d.hostOff || (d.state !== 'free' && d.state !== 'busy' && d.state !== 'reserved')} />
+                  <OpenTerminalButton
+                    device={d.name}
+                    none={noTerminal(d.labels)}
+                    disabled={d.hostOff || (d.state !== 'free' && d.state !== 'busy' && d.state !== 'reserved')}
+                  />
                 </td>
               </tr>
             ))}

@@ -5,6 +5,7 @@
 import { useQuery } from '@tanstack/react-query';
 import Link from 'next/link';
 import { call } from './api-client';
+import { placeInLine } from '../core/queue-place';
 import { localClock, untilText } from '../core/until-text';
 import { commandText } from './format';
 import { StopButton } from './jobs/job-view';
@@ -48,7 +49,7 @@ function ArrayCard({ id, tasks }: { id: string; tasks: QueueEntry[] }) {
           className="w-10 text-lg font-semibold tabular-nums text-zinc-500"
           title={lead ? `${lead.position} ahead of its first task in line` : 'no task in line yet'}
         >
-          {lead ? `#${lead.position! + 1}` : '–'}
+          {placeInLine(lead?.position ?? null) ?? '–'}
         </span>
         <Link href={`/arrays/${encodeURIComponent(id)}`} className="font-mono text-sm text-sky-800 hover:underline">
           {id}
@@ -108,8 +109,12 @@ function JobCard({ j }: { j: QueueEntry }) {
     <li key={j.id} data-job={j.id} className="rounded-lg border border-zinc-200 bg-white p-3 shadow-sm">
       <div className="flex flex-wrap items-center gap-x-3 gap-y-1">
         {/* A job that waits on other jobs, its array's cap or a retry delay has no place in line yet. */}
-        <span className="w-10 text-lg font-semibold tabular-nums text-zinc-500" title={j.position === null ? 'not in line yet' : `${j.position} ahead of it`}>
-          {j.position === null ? '–' : `#${j.position + 1}`}
+        <span
+          data-place
+          className="w-10 text-lg font-semibold tabular-nums text-zinc-500"
+          title={j.position === null ? 'not in line yet' : `${j.position} ahead of it`}
+        >
+          {placeInLine(j.position) ?? '–'}
         </span>
         <Link href={`/jobs/${encodeURIComponent(j.id)}`} className="font-mono text-sm text-sky-800 hover:underline">
           {j.id}

@@ -6,7 +6,9 @@
 // Ctrl-C stops all of it: jobs, hosts, controller, Postgres.
 //
 //   npm run demo [-- --port 8090] [--pg-port 54339] [--data-dir .rc-demo]
+//   PORT=9000 RC_PG_PORT=54400 npm run demo   (the ports as npm start takes them; a flag wins)
 //   RC_DASHBOARD=0 npm run demo      (no dashboard: the API and CLI only)
+// Every command it prints works as printed, from another terminal (test/e2e/demo.test.ts runs them).
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,17 +20,20 @@ let opts;
 try {
   const { values } = parseArgs({
     options: {
-      port: { type: 'string', default: '8090' },
-      'pg-port': { type: 'string', default: '54339' },
+      // npm start's PORT and RC_PG_PORT, where set, are the demo's too: its own defaults keep it off npm start's.
+      port: { type: 'string', default: process.env.PORT || '8090' },
+      'pg-port': { type: 'string', default: process.env.RC_PG_PORT || '54339' },
       'data-dir': { type: 'string', default: join(root, '.rc-demo') },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) {
-    console.log('usage: npm run demo [-- --port 8090] [--pg-port 54339] [--data-dir .rc-demo]; RC_DASHBOARD=0 skips the dashboard');
+    console.log(
+      'usage: npm run demo [-- --port 8090] [--pg-port 54339] [--data-dir .rc-demo]; PORT and RC_PG_PORT set the ports too (a flag wins; --port 0: any free port); RC_DASHBOARD=0 skips the dashboard',
+    );
     process.exit(0);
   }
-  opts = { port: portOf(values.port, '--port'), pgPort: portOf(values['pg-port'], '--pg-port'), dataDir: resolve(values['data-dir']) };
+  opts = { port: portOf(values.port, '--port', 0), pgPort: portOf(values['pg-port'], '--pg-port'), dataDir: resolve(values['data-dir']) };
 } catch (err) {
   console.error(`demo: ${err.message}`);
   process.exit(2);
@@ -190,12 +195,19 @@ try {
   creds.controller = url;
   await populate();
   const dashboard = env.RC_DASHBOARD === '0' || env.RC_DASHBOARD === 'false' ? null : `${url}/`;
+  // rc on the PATH as rc itself says it (its ready lines, core/rc-hint.ts); the demo's controller named, not npm start's.
+  const onPath = await waitFor(() => /^\[rc\] {3}(export PATH=.*)$/m.exec(serverLog)?.[1], 10_000, "rc's ready lines");
+  const rc = `RC_CONTROLLER=${url} RC_TOKEN=${creds.clientToken} rc`;
   console.log(`
 [demo] ready: ${fleet.hosts.length} simulated hosts, ${fleet.deviceCount} GPUs (all labelled simulated=true), ${submitted.length} jobs submitted
 [demo] dashboard:    ${dashboard ?? '(off: RC_DASHBOARD=0)'}${dashboard && !/dashboard on/.test(serverLog) ? '  (being built: the first start takes a minute or two)' : ''}
 [demo] admin token:  ${creds.adminToken}
 [demo] client token: ${creds.clientToken}
-[demo] try:          RC_CONTROLLER=${url} RC_TOKEN=${creds.clientToken} npx rc ps
+[demo] try from another terminal (the first line puts rc on its PATH):
+[demo]   ${onPath}
+[demo]   ${rc} ps
+[demo]   ${rc} describe gpubox-b:gpu7
+[demo]   ${rc} run --select gpu_model=V100 -- sh -c 'echo hello from $RC_DEVICES'
 [demo] Ctrl-C stops everything.
 `);
 } catch (err) {
@@ -214,7 +226,7 @@ async function waitFor(fn, ms, what) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-function portOf(raw, flag) {
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 65535) throw new Error(`${flag} must be a port number from 1 to 65535 (got ${raw})`);
+function portOf(raw, flag, min = 1) {
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > 65535) throw new Error(`${flag} must be a port number from ${min} to 65535 (got ${raw})`);
   return Number(raw);
 }

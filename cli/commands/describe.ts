@@ -8,6 +8,7 @@ import { formatSize } from '../../core/size';
 import type { DeviceDescription, JobView, QueueEntry } from '../../protocol/wire';
 import { localClock, untilText } from '../../core/until-text';
 import { formatDuration } from '../../core/duration';
+import { placeInLine } from '../../core/queue-place';
 import { placementText, ranOnText } from '../../core/machine-text';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
@@ -131,7 +132,7 @@ export function renderJob(j: JobView, now = Date.now(), wait?: QueueEntry | null
     ...(wait === null ? [['waits', 'past the first 1000 in the queue: rc ps --all gives its place'] as [string, string]] : []),
     ...(wait
       ? ([
-          ['waits', `#${wait.position} in line: ${wait.why.text}`],
+          ['waits', `${placeInLine(wait.position) ?? 'not'} in line: ${wait.why.text}`],
           ['until', untilText(wait.freesBy, j.gpus, now, localClock(now))],
         ] as [string, string][])
       : []),

@@ -1,6 +1,7 @@
 // rc jobs, rc ps, rc logs, rc attach: finding jobs and reading their output.
 import { idleText } from '../../core/idle';
 import { localClock, untilShort } from '../../core/until-text';
+import { placeInLine } from '../../core/queue-place';
 import { formatDuration } from '../../core/duration';
 import { EXIT } from '../../core/exit-codes';
 import type { JobsQuery, JobView, PsEntry, PsPage } from '../../protocol/wire';
@@ -117,8 +118,8 @@ export function attemptNote(j: JobView): string {
 
 export const PS_HELP = `usage: rc ps [--limit n | --all] [--tasks] [--json]
 
-What is running and queued now, whose it is, and each queued job's position
-(0 is next). Running jobs come first; queued jobs are listed in the order
+What is running and queued now, whose it is, and each queued job's place in
+line (#1 is next; --json's position counts the jobs ahead, 0 for #1). Running jobs come first; queued jobs are listed in the order
 they will be considered. The table shows the first 500 (--limit n: the
 first n; --all: every one) and says on stderr how many more there are.
 --json lists every one unless --limit is given.
@@ -181,7 +182,8 @@ export async function ps(client: Client, args: readonly string[]): Promise<numbe
       ['JOB', 'STATE', 'WHERE', 'SUBMITTER', 'FOR', 'LIMIT', 'NAME', 'COMMAND', 'GPU', ...(until ? ['UNTIL (AT THE LATEST)'] : [])],
       body.jobs.map((j) => [
         j.id,
-        (j.state === 'queued' ? (j.position === null ? 'waiting' : `queued #${j.position}`) : j.state) + (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
+        (j.state === 'queued' ? (j.position === null ? 'waiting' : `queued ${placeInLine(j.position)}`) : j.state) +
+          (j.attempt > 1 ? ` (attempt ${j.attempt})` : ''),
         j.state === 'queued' ? queuedWhere(j) + (j.waits ? ` (${j.waits})` : '') : (j.devices ?? []).join(','),
         j.submitter,
         age(j.startedAt ?? j.createdAt),

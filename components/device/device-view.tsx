@@ -8,6 +8,7 @@ import { shownState } from '../fleet/totals';
 import { memPairText } from '../format';
 import { JobsTable } from '../jobs/jobs-table';
 import { OpenTerminalButton } from '../open-terminal';
+import { noTerminal } from '../../core/terminal-offer';
 import { keys } from '../query-keys';
 import { SheetPanel } from '../sheet-panel';
 import { reservedText, reservedWhy } from '../../core/reserved';
@@ -39,6 +40,7 @@ export function DeviceView({ name }: { name: string }) {
         </PageTitle>
         <OpenTerminalButton
           device={device.name}
+          none={noTerminal(device.labels)}
           disabled={device.hostOff || (state !== 'free' && state !== 'busy' && state !== 'reserved' && state !== 'held')}
         />
       </div>

@@ -15,6 +15,7 @@ import { formatDuration } from '../../core/duration';
 import { idleText } from '../../core/idle';
 import { memPairText, vramText } from '../format';
 import { OpenTerminalButton } from '../open-terminal';
+import { noTerminal, noTerminalOnAny } from '../../core/terminal-offer';
 import { patchFleet } from '../live-plan';
 import { keys } from '../query-keys';
 import { Sparkline } from '../sparkline';
@@ -115,6 +116,7 @@ export function FleetView() {
         <OpenTerminalButton
           select={liveError.ok ? filter.trim() : undefined}
           disabled={!liveError.ok}
+          none={liveError.ok ? noTerminalOnAny(shown) : null}
           label="Open a terminal on any device matching the filter"
         />
       </div>
@@ -324,7 +326,11 @@ function DeviceLine({ d, samples }: { d: DeviceSummary; samples: DeviceSamples |
         {d.gpu || samples?.at.length ? <GpuNow d={d} gpu={d.gpu} samples={samples} /> : <span className="text-xs text-zinc-400">no GPU sample</span>}
       </td>
       <td className="px-2 py-0.5 text-right">
-        <OpenTerminalButton device={d.name} disabled={d.hostOff || (state !== 'free' && state !== 'busy' && state !== 'reserved' && state !== 'held')} />
+        <OpenTerminalButton
+          device={d.name}
+          none={noTerminal(d.labels)}
+          disabled={d.hostOff || (state !== 'free' && state !== 'busy' && state !== 'reserved' && state !== 'held')}
+        />
       </td>
     </tr>
   );

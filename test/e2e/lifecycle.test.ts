@@ -62,10 +62,10 @@ test('rc ps shows running and queued jobs with positions; rc jobs filters; rc lo
   const aId = await a.id;
   await b.id;
   const queued = stack.cli(['run', '--priority', '3', '--', 'true']);
-  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the queued job in rc ps');
+  await stack.waitFor(async () => /queued #1/.test((await stack.cli(['ps'])).stdout), 'the queued job in rc ps');
   const ps = (await stack.cli(['ps'])).stdout;
   assert.match(ps, new RegExp(`${aId} +running +alpha:gpu\\d +tester`));
-  assert.match(ps, /queued #0 +any device +tester/);
+  assert.match(ps, /queued #1 +any device +tester/);
 
   const snap = await stack.cli(['logs', aId]);
   assert.equal(snap.code, 0);
@@ -189,7 +189,7 @@ test('a queued job survives a controller restart and runs afterwards', async () 
   const hogs = [started([], 'sleep 2'), started([], 'sleep 2')];
   await Promise.all(hogs.map((h) => h.id));
   const waiting = started([], 'echo ran');
-  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the job to queue');
+  await stack.waitFor(async () => /queued #1/.test((await stack.cli(['ps'])).stdout), 'the job to queue');
   await stack.stopController('SIGTERM');
   await stack.startController(HOST_TIMEOUT_S);
   const r = await waiting.done;

@@ -203,7 +203,7 @@ test('a queued job keeps its environment until it starts', async () => {
   const a = stack.runJob(['-d', 'alpha:gpu0'], 'sleep 30');
   const aId = await a.id;
   const queued = stack.cli(['run', '-d', 'alpha:gpu0', '--env', `LATER=${SECRET}`, '--', 'sh', '-c', 'echo "later=$LATER"']);
-  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the second job to queue');
+  await stack.waitFor(async () => /queued #1/.test((await stack.cli(['ps'])).stdout), 'the second job to queue');
   assert.equal((await stack.cli(['kill', aId])).code, 0);
   const r = await queued;
   assert.equal(r.code, 0, r.stderr);
@@ -218,7 +218,7 @@ test('an ended job keeps no env value in the database, whatever its end (exited,
   const running = stack.runJob(['-d', 'alpha:gpu0', '--name', 'wipe-killed', '--env', `KILLED_KEY=${SECRET}`], 'sleep 30');
   await running.id;
   const queued = stack.cli(['run', '-d', 'alpha:gpu0', '--name', 'wipe-queued', '--env', `QUEUED_KEY=${SECRET}`, '--env', 'EMPTY=', '--', 'true']);
-  await stack.waitFor(async () => /queued #0/.test((await stack.cli(['ps'])).stdout), 'the third job to queue');
+  await stack.waitFor(async () => /queued #1/.test((await stack.cli(['ps'])).stdout), 'the third job to queue');
   const { default: postgres } = await import('postgres');
   const sql = postgres(stack.dbUrl, { max: 1 });
   const stored = async (name: string) => (await sql<{ env: string | null }[]>`select env::text as env from jobs where name = ${name}`)[0]?.env ?? null;

@@ -179,7 +179,7 @@ test('rc ps shows the first 500 and says how many more; --limit, --all and --jso
   const plain = await stack.cli(['ps']);
   assert.equal(plain.code, 0, plain.stderr);
   assert.equal(rows(plain.stdout).length, 500);
-  assert.match(rows(plain.stdout)[3]!, /^jq\S+\s+queued #0\s/);
+  assert.match(rows(plain.stdout)[3]!, /^jq\S+\s+queued #1\s/);
   assert.equal(
     plain.stderr,
     `rc: ${QUEUED + 3 - 500} not shown (3 running, ${QUEUED} queued in all): rc ps --all lists every one, rc ps --limit <n> the first n\n`,

@@ -68,7 +68,7 @@ test("a job past its team's --gpus limit waits, named as a quota wait, while oth
     const mine = q.jobs.find((j) => j.id === a2);
     assert.match(mine!.why.text, /^quota: team vision holds 1 of its 1 GPU\b/, JSON.stringify(mine));
     const ps = await stack.cli(['ps'], { env: { RC_TOKEN: agentA } });
-    assert.match(ps.stdout, new RegExp(`${a2}\\s+queued #0\\s.*\\(quota: team vision holds 1 of its 1 GPU`), ps.stdout);
+    assert.match(ps.stdout, new RegExp(`${a2}\\s+queued #1\\s.*\\(quota: team vision holds 1 of its 1 GPU`), ps.stdout);
   }
 
   // A hold obeys the same limit: with a device free, agent-a's hold still waits, and gives up at its timeout.

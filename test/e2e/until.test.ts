@@ -87,7 +87,7 @@ test('rc ps shows the bound on queued lines; rc describe says why and until when
   assert.match(ps, new RegExp(`^${ids.two} +queued #\\d .* by \\d\\d:\\d\\d:\\d\\d \\(in (19m\\d+s|20m)\\)$`, 'm'));
   const d = await stack.cli(['describe', ids.any!]);
   assert.equal(d.code, 0, d.stderr);
-  assert.match(d.stdout, /^waits: +#0 in line: .*busy/m);
+  assert.match(d.stdout, /^waits: +#1 in line: .*busy/m);
   assert.match(d.stdout, /^until: +a matching device frees by \d\d:\d\d:\d\d \(in (4m\d+s|5m)\) at the latest, if nothing else changes$/m);
   const g = await stack.cli(['describe', ids.gamma!]);
   assert.match(g.stdout, /^until: +no bound is known/m);
