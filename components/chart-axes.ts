@@ -20,8 +20,11 @@ export function fitAxis(self: uPlot, values: string[] | null, axisIdx: number, c
   return Math.ceil(size) + 2;
 }
 
-/** The colour the chart's box inherits (its text colour): axis labels that read in a light and a dark theme alike. */
-export const inheritedColour = (self: uPlot) => getComputedStyle(self.root).color;
+/**
+ * Axis labels: a dark grey, as on a light page. In the dark theme every chart's canvas is turned over
+ * (app/dark.css), which makes it light there: one colour for both, never the page's own (that would be turned over too).
+ */
+export const AXIS_TEXT = '#52525b';
 
 /** Grid and tick lines: a grey that shows on a light or a dark page. */
 export const GRID = { stroke: 'rgba(128, 128, 128, 0.18)', width: 1 };

@@ -5,7 +5,7 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { DeviceSamples } from '../protocol/wire';
-import { fitAxis, GRID, inheritedColour } from './chart-axes';
+import { fitAxis, GRID, AXIS_TEXT } from './chart-axes';
 
 /** `windowS`: the x axis spans the last this many seconds, however few samples there are. */
 export default function GpuChart({ samples, windowS }: { samples: DeviceSamples; windowS: number }) {
@@ -31,9 +31,9 @@ export default function GpuChart({ samples, windowS }: { samples: DeviceSamples;
         // Each axis as wide as its labels (the memory axis's "80 GiB" was cut off at the right edge); the memory
         // axis draws no grid of its own, so the two scales' lines do not cross.
         axes: [
-          { stroke: inheritedColour, grid: GRID, ticks: GRID },
-          { scale: 'pct', values: (_, t) => t.map((v) => `${v}%`), size: fitAxis, stroke: inheritedColour, grid: GRID, ticks: GRID },
-          { scale: 'mem', side: 1, values: (_, t) => t.map((v) => `${v} GiB`), size: fitAxis, stroke: inheritedColour, grid: { show: false }, ticks: GRID },
+          { stroke: AXIS_TEXT, grid: GRID, ticks: GRID },
+          { scale: 'pct', values: (_, t) => t.map((v) => `${v}%`), size: fitAxis, stroke: AXIS_TEXT, grid: GRID, ticks: GRID },
+          { scale: 'mem', side: 1, values: (_, t) => t.map((v) => `${v} GiB`), size: fitAxis, stroke: AXIS_TEXT, grid: { show: false }, ticks: GRID },
         ],
       },
       [samples.at, samples.utilPct, gib] as uPlot.AlignedData,

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { UsageSeries } from '../protocol/wire';
-import { fitAxis, GRID, inheritedColour } from './chart-axes';
+import { fitAxis, GRID, AXIS_TEXT } from './chart-axes';
 import { hoursText } from './format';
 
 const HEIGHT = 220;
@@ -78,11 +78,11 @@ export default function UsageChart({ data }: { data: UsageSeries }) {
         },
         series: [{}, ...stack.map((s) => ({ label: s.label, stroke: s.colour, fill: s.fill, width: 0, paths: bars, points: { show: false } }))],
         axes: [
-          { stroke: inheritedColour, grid: GRID, ticks: GRID, space: 70 },
+          { stroke: AXIS_TEXT, grid: GRID, ticks: GRID, space: 70 },
           {
             label: unit.name,
             labelSize: 18,
-            stroke: inheritedColour,
+            stroke: AXIS_TEXT,
             grid: GRID,
             ticks: GRID,
             size: fitAxis,

@@ -252,7 +252,8 @@ test('every page in both themes, at desktop width and some at phone width (scree
     ['queue', '/queue', (p) => p.locator('[data-why]').first().waitFor(), true],
     ['holds', '/holds', (p) => p.locator('[data-hold]').waitFor()],
     ['machines', '/machines', (p) => p.locator('[data-empty]').waitFor()],
-    ['usage', '/usage', (p) => p.getByRole('table').first().waitFor()],
+    // The chart as well as the table: its series is a request of its own.
+    ['usage', '/usage', (p) => p.getByRole('region', { name: 'Usage over time' }).locator('canvas').first().waitFor()],
     ['teams', '/teams', (p) => p.locator('[data-team="vision"] [data-team-chart] canvas').waitFor(), true],
     ['audit', '/audit', (p) => p.getByRole('table').waitFor()],
     ['array', `/arrays/${arrayId}`, (p) => p.getByRole('heading', { name: /Array/ }).waitFor()],
