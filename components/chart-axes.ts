@@ -2,7 +2,7 @@
 // wide as its longest label (uPlot's fixed 50 px cut "80 GiB" off at the
 // right edge), and axis text in the page's own text colour, so a chart
 // follows the theme as the page around it does.
-import type uPlot from 'uplot';
+import uPlot from 'uplot';
 
 /** An axis's size: its ticks, its gap and its widest label, measured in the axis's own font. */
 export function fitAxis(self: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
@@ -28,3 +28,17 @@ export const AXIS_TEXT = '#52525b';
 
 /** Grid and tick lines: a grey that shows on a light or a dark page. */
 export const GRID = { stroke: 'rgba(128, 128, 128, 0.18)', width: 1 };
+
+/**
+ * Draws a uPlot chart in `el` at the element's width and `height`, redrawn at the new width whenever the element's
+ * width changes; returns what takes it down again (a React effect's cleanup).
+ */
+export function mountChart(el: HTMLElement, height: number, opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData): () => void {
+  const plot = new uPlot({ ...opts, width: el.clientWidth || 600, height }, data, el);
+  const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height }));
+  resize.observe(el);
+  return () => {
+    resize.disconnect();
+    plot.destroy();
+  };
+}

@@ -2,10 +2,10 @@
 // A device's GPU utilisation and memory over a time range (uPlot),
 // loaded only on the device page.
 import { useEffect, useRef } from 'react';
-import uPlot from 'uplot';
+import type uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { DeviceSamples } from '../protocol/wire';
-import { fitAxis, GRID, AXIS_TEXT } from './chart-axes';
+import { fitAxis, GRID, AXIS_TEXT, mountChart } from './chart-axes';
 
 /** `windowS`: the x axis spans the last this many seconds, however few samples there are. */
 export default function GpuChart({ samples, windowS }: { samples: DeviceSamples; windowS: number }) {
@@ -14,10 +14,10 @@ export default function GpuChart({ samples, windowS }: { samples: DeviceSamples;
     const el = box.current;
     if (!el) return;
     const gib = samples.memUsedMiB.map((m) => m / 1024);
-    const plot = new uPlot(
+    return mountChart(
+      el,
+      180,
       {
-        width: el.clientWidth || 600,
-        height: 180,
         scales: {
           x: { time: true, range: () => [Date.now() / 1000 - windowS, Date.now() / 1000] },
           pct: { range: [0, 100] },
@@ -37,14 +37,7 @@ export default function GpuChart({ samples, windowS }: { samples: DeviceSamples;
         ],
       },
       [samples.at, samples.utilPct, gib] as uPlot.AlignedData,
-      el,
     );
-    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: 180 }));
-    resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
   }, [samples, windowS]);
   // min-w-0: inside a grid or flex cell the chart may shrink to the cell, rather than push the cell wider than the page.
   return <div ref={box} className="w-full min-w-0" data-gpu-chart />;

@@ -4,6 +4,7 @@
 import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { mountChart } from './chart-axes';
 import type { TeamDay } from '../protocol/wire';
 
 const HEIGHT = 170;
@@ -40,10 +41,10 @@ export default function TeamChart({ daily, budgetPerDay, budgetLabel }: { daily:
       data.push(x.map(() => budgetPerDay));
     }
     const top = Math.max(1, ...total, budgetPerDay ?? 0) * 1.1;
-    const plot = new uPlot(
+    return mountChart(
+      el,
+      HEIGHT,
       {
-        width: el.clientWidth || 600,
-        height: HEIGHT,
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
         scales: { x: { time: true, range: () => [x[0]! - 43_200, x.at(-1)! + 43_200] }, y: { range: [0, top] } },
         series,
@@ -51,14 +52,7 @@ export default function TeamChart({ daily, budgetPerDay, budgetLabel }: { daily:
         legend: { live: true },
       },
       data as uPlot.AlignedData,
-      el,
     );
-    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: HEIGHT }));
-    resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
   }, [daily, budgetPerDay, budgetLabel]);
   return <div ref={box} className="w-full" data-team-chart />;
 }

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { UsageSeries } from '../protocol/wire';
-import { fitAxis, GRID, AXIS_TEXT } from './chart-axes';
+import { fitAxis, GRID, AXIS_TEXT, mountChart } from './chart-axes';
 import { hoursText } from './format';
 
 const HEIGHT = 220;
@@ -68,10 +68,10 @@ export default function UsageChart({ data }: { data: UsageSeries }) {
     stack.reverse();
     const x = data.at.map((t) => t + data.stepS / 2);
     const bars = uPlot.paths.bars!({ size: [0.85, 60], align: 0 });
-    const plot = new uPlot(
+    return mountChart(
+      el,
+      HEIGHT,
       {
-        width: el.clientWidth || 600,
-        height: HEIGHT,
         scales: {
           x: { time: true, range: () => [data.at[0]!, data.at.at(-1)! + data.stepS] },
           y: { range: [0, Math.max(1, ...below.map((v) => v / unit.div)) * 1.1] },
@@ -94,14 +94,7 @@ export default function UsageChart({ data }: { data: UsageSeries }) {
         hooks: { setCursor: [(u) => setHovered(u.cursor.idx ?? null)] },
       },
       [x, ...stack.map((s) => s.top.map((v) => v / unit.div))] as uPlot.AlignedData,
-      el,
     );
-    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: HEIGHT }));
-    resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
   }, [data, lines, unit]);
   const at = hovered === null ? null : hovered;
   const sum = (v: number[]) => v.reduce((a, b) => a + b, 0);

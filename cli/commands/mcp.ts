@@ -9,7 +9,7 @@ import { EXIT } from '../../core/exit-codes';
 import type { Client } from '../client';
 import { parseFlags } from '../flags';
 import type { Body } from '../http1';
-import { CliExit, err, stdout, usage } from '../output';
+import { CliExit, err, out, usage } from '../output';
 
 export const MCP_HELP = `usage: rc mcp
 
@@ -174,7 +174,8 @@ class Bridge {
     });
   }
 
+  /** One JSON-RPC message a line (JSON escapes every control character, so out() passes it as it is). */
   private write(message: unknown): void {
-    stdout().write(`${JSON.stringify(message)}\n`);
+    out(`${JSON.stringify(message)}\n`);
   }
 }

@@ -104,7 +104,8 @@ test('an array killed mid-way: running tasks killed, waiting ones cancelled, non
   const waiting = stack.cli(['wait', id], { timeoutMs: 60_000 });
   const k = await stack.cli(['kill', id]);
   assert.equal(k.code, 0, k.stderr);
-  assert.match(k.stdout, new RegExp(`^stopping ${id} \\(3 running tasks\\)`));
+  // The answer counts what still runs once the stop was asked: a task its worker killed at once may have ended already.
+  assert.match(k.stdout, new RegExp(`^stopping ${id} \\([123] running tasks?\\)`));
   await stack.waitFor(async () => (await arrayOf(id)).done, 'every task to end', 30_000);
   const left = await sql`select id from jobs where array_id = ${id} and state in ('queued', 'running')`;
   assert.equal(left.length, 0);
