@@ -11,8 +11,9 @@
 // 2. Queued jobs that want a machine get one, in queue order: a `cloud` job at
 //    once, an `any` job once no free joined host fits it (those cost nothing);
 //    first an idle machine that fits (the cheapest), else the cheapest fitting
-//    offer is launched (placement.ts). A machine with a job is that job's
-//    alone: the scheduler starts it there (server/inventory.ts forJob).
+//    offer is launched (placement.ts), beside the pass: a slow provider holds
+//    up no other job. A machine with a job is that job's alone: the scheduler
+//    starts it there (server/inventory.ts forJob).
 import { pickOnOneHost, variantsOf } from '../../core/schedule';
 import type { QueuedRow } from '../jobs/sql/queue-head';
 import { type MachineMin, type MachineWants, offerFits } from '../../core/machine-fit';
