@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { STOCK_IMAGE, stockImageSkip, removeContainers } from '../helpers/docker';
+import { STOCK_IMAGE, stockImageSkip, removeContainersByPrefix } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -34,10 +34,11 @@ before(async () => {
 });
 after(async () => {
   if (skip) return;
-  await removeContainers((await database.client<{ name: string }[]>`select instance_name as name from machines`).map((r) => r.name));
   await database.close();
   await two.stop();
   await one.stop();
+  // After the controllers: a launch still in flight when they stopped made its container too.
+  await removeContainersByPrefix(CONFIG.prefix);
 });
 
 test(`RC_MAX_MACHINES=${MAX} holds under 50 concurrent submits through two controllers, and no job gets two machines`, { skip, timeout: 180_000 }, async () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import Docker from 'dockerode';
-import { STOCK_IMAGE, stockImageSkip, removeContainers } from '../helpers/docker';
+import { STOCK_IMAGE, stockImageSkip, removeContainersByPrefix } from '../helpers/docker';
 import { Stack } from '../helpers/stack';
 import { untilAsync } from '../helpers/until';
 
@@ -51,9 +51,10 @@ before(async () => {
 });
 after(async () => {
   if (skip) return;
-  await removeContainers((await database.client<{ name: string }[]>`select instance_name as name from machines`).map((r) => r.name));
   await database.close();
   await stack.stop();
+  // After the controller: a launch still in flight when it stopped made its container too.
+  await removeContainersByPrefix(PREFIX);
 });
 
 interface JobRow {

@@ -62,6 +62,15 @@ export function stockImageSkip(what: string): string | false {
   return skip;
 }
 
+/** Every container whose name starts `<prefix>-` (a provider test's own prefix), removed: after its controller stopped, so none is launched later. */
+export async function removeContainersByPrefix(prefix: string): Promise<void> {
+  const names = docker(['ps', '-a', '--format', '{{.Names}}', '--filter', `name=^${prefix}-`])
+    .stdout.toString()
+    .split('\n')
+    .filter((n) => n.startsWith(`${prefix}-`));
+  await removeContainers(names);
+}
+
 /** Removes these containers, by their exact names, whether they run or not (the provider tests' clean-up); one already gone is no error. */
 export async function removeContainers(names: Iterable<string>): Promise<void> {
   for (const name of names) docker(['rm', '-f', name]);
