@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
+import { launchChromium, noChromium, screenshot, openSignedIn } from '../helpers/browser';
 import { Stack } from '../helpers/stack';
 
 const skip = noChromium;
@@ -33,13 +33,7 @@ after(async () => {
   await stack?.stop();
 });
 
-async function open(path: string): Promise<Page> {
-  const page = await context.newPage();
-  await page.setViewportSize({ width: 1400, height: 900 });
-  await signIn(page, stack.controllerUrl, stack.clientToken);
-  await page.goto(`${stack.controllerUrl}${path}`);
-  return page;
-}
+const open = (path: string): Promise<Page> => openSignedIn(context, stack.controllerUrl, stack.clientToken, path);
 
 async function shot(page: Page, name: string): Promise<void> {
   copyFileSync(await screenshot(page, `arrays-${name}`), `${SHOTS}/${name}.png`);

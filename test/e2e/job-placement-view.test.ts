@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { JobListSchema, OneJobSchema } from '../../protocol/cli-json';
-import { launchChromium, noChromium, screenshot, signIn } from '../helpers/browser';
+import { launchChromium, noChromium, screenshot, openSignedIn } from '../helpers/browser';
 import { Stack } from '../helpers/stack';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -155,13 +155,7 @@ test('a job whose host is a provider machine says which: rc describe, its --json
   assert.ok(list.every((j) => j.ranOn === undefined));
 });
 
-async function open(path: string): Promise<Page> {
-  const page = await context.newPage();
-  await page.setViewportSize({ width: 1400, height: 900 });
-  await signIn(page, stack.controllerUrl, stack.clientToken);
-  await page.goto(`${stack.controllerUrl}${path}`);
-  return page;
-}
+const open = (path: string): Promise<Page> => openSignedIn(context, stack.controllerUrl, stack.clientToken, path);
 
 async function shot(page: Page, name: string): Promise<void> {
   copyFileSync(await screenshot(page, `jobview-${name}`), `${SHOTS}/${name}.png`);

@@ -62,6 +62,15 @@ export async function signIn(page: Page, controllerUrl: string, token: string): 
   await Promise.all([page.waitForURL(`${controllerUrl}/`), page.click('button[type=submit]')]);
 }
 
+/** A new page of `context` at desktop size, signed in with `token`, at `path` of the controller. */
+export async function openSignedIn(context: BrowserContext, controllerUrl: string, token: string, path: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await signIn(page, controllerUrl, token);
+  await page.goto(`${controllerUrl}${path}`);
+  return page;
+}
+
 export async function typeLine(page: Page, text: string): Promise<void> {
   await page.click('[data-testid=terminal]');
   await page.keyboard.type(text);
